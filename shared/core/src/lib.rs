@@ -1,0 +1,11 @@
+//! clawless domain core: the skills engine and the ports (traits) that adapters implement.
+//!
+//! This crate knows nothing of AWS, HTTP clients, Lambda or files on disk: everything it reads
+//! comes through a port such as [`object_store::ObjectStore`]. Adapters live in `clawless-aws`
+//! (S3) and `clawless-local` (a directory tree).
+
+pub mod object_store;
+pub mod skills;
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;

@@ -1,0 +1,44 @@
+//! The `skills:` section of `clawless.yaml` that the engine reads (OpenClaw's `skills.*`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::source::SkillLimits;
+
+/// Per-deployment skills settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SkillsConfig {
+    /// When non-empty: the only bundled skills allowed (by skill key or name).
+    pub allow_bundled: Vec<String>,
+    /// Per-skill settings keyed by skill key.
+    pub entries: BTreeMap<String, SkillEntryConfig>,
+    /// Discovery and prompt limits.
+    pub limits: SkillLimits,
+}
+
+/// `skills.entries.<skillKey>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SkillEntryConfig {
+    /// `false` turns the skill off.
+    pub enabled: Option<bool>,
+    /// Satisfies the skill's `primaryEnv` requirement.
+    pub api_key: Option<String>,
+    /// Environment the skill's commands get; also satisfies `requires.env`.
+    pub env: BTreeMap<String, String>,
+}
+
+impl SkillsConfig {
+    /// The allowlist for bundled skills, trimmed; `None` when there is none.
+    pub fn bundled_allowlist(&self) -> Option<Vec<&str>> {
+        let list: Vec<&str> = self
+            .allow_bundled
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect();
+        (!list.is_empty()).then_some(list)
+    }
+}

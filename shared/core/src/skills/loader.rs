@@ -1,0 +1,424 @@
+//! Loading skills from their sources, with a cache that makes a warm reload cheap.
+//!
+//! Sources sharing a store are listed together with one recursive listing of their common
+//! prefix, so a deployment that keeps every skill source under one prefix (the default
+//! layout: `skills/bundled/`, `skills/managed/`, `skills/agents/<id>/…`) pays one listing
+//! per reload. A `SKILL.md` is fetched only when its ETag differs from the cached one; when
+//! nothing a snapshot depends on changed, the previous result is returned as it was.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::future::try_join_all;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use indexmap::IndexMap;
+
+use crate::object_store::{Listing, ObjectMeta, ObjectStore, RefusedEntry, StoreError};
+
+use super::diagnostics::{DiagnosticKind, SkillDiagnostic};
+use super::discovery::{Candidate, discover};
+use super::entry::{Rejection, SkillEntry, parse_skill};
+use super::source::{SkillLimits, SkillSource, SkillSourceKind};
+
+/// `SKILL.md` reads in flight at once on a cold load.
+const CONCURRENT_READS: usize = 16;
+
+/// The merged skills of a set of sources.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedSkills {
+    /// Merged skills: first-seen order across sources, last writer's content (spec §1.1).
+    pub entries: Vec<Arc<SkillEntry>>,
+    /// Everything skipped, in source order.
+    pub diagnostics: Vec<SkillDiagnostic>,
+    /// Hash of every input the result depends on (sources and candidate ETags).
+    pub fingerprint: u64,
+    /// Monotonic version, bumped whenever the fingerprint changes (spec §4.6 bump rule).
+    pub version: u64,
+}
+
+impl LoadedSkills {
+    /// The entry with this exact name.
+    pub fn get(&self, name: &str) -> Option<&Arc<SkillEntry>> {
+        self.entries.iter().find(|entry| entry.name == name)
+    }
+}
+
+/// Loads and caches skills; keep one per warm process and share it between requests.
+#[derive(Debug)]
+pub struct SkillLoader {
+    limits: SkillLimits,
+    clock_ms: fn() -> u64,
+    cache: Mutex<LoaderCache>,
+}
+
+#[derive(Debug, Default)]
+struct LoaderCache {
+    parsed: HashMap<ParseKey, CachedParse>,
+    last: Option<Arc<LoadedSkills>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ParseKey {
+    identity: String,
+    key: String,
+    kind: SkillSourceKind,
+}
+
+#[derive(Debug, Clone)]
+struct CachedParse {
+    etag: String,
+    result: Result<Arc<SkillEntry>, Rejection>,
+}
+
+/// Sources that share a store, listed with one request series.
+struct ListingGroup<'s> {
+    store: &'s Arc<dyn ObjectStore>,
+    prefix: String,
+}
+
+impl SkillLoader {
+    /// A loader with these limits, stamping versions with the system clock.
+    pub fn new(limits: SkillLimits) -> Self {
+        Self::with_clock(limits, system_clock_ms)
+    }
+
+    /// A loader whose version stamps come from `clock_ms` (milliseconds since the epoch).
+    pub fn with_clock(limits: SkillLimits, clock_ms: fn() -> u64) -> Self {
+        Self {
+            limits,
+            clock_ms,
+            cache: Mutex::new(LoaderCache::default()),
+        }
+    }
+
+    /// The limits this loader applies.
+    pub fn limits(&self) -> &SkillLimits {
+        &self.limits
+    }
+
+    /// Loads and merges `sources` (any order; they are applied in precedence order).
+    pub async fn load(&self, sources: &[SkillSource]) -> Result<Arc<LoadedSkills>, StoreError> {
+        let mut sources: Vec<&SkillSource> = sources.iter().collect();
+        sources.sort_by_key(|source| source.kind);
+
+        let groups = listing_groups(&sources);
+        let listings = try_join_all(groups.iter().map(|group| {
+            group
+                .store
+                .list(&group.prefix, self.limits.max_listed_objects)
+        }))
+        .await?;
+        let listing_by_identity: HashMap<String, &Listing> = groups
+            .iter()
+            .zip(&listings)
+            .map(|(group, listing)| (group.store.identity(), listing))
+            .collect();
+
+        let mut discovered = Vec::with_capacity(sources.len());
+        let mut fingerprint = Fnv64::new();
+        for source in &sources {
+            let listing = listing_by_identity.get(&source.store.identity()).copied();
+            let (objects, refused) =
+                listing.map_or((&[][..], &[][..]), |l| within_prefix(l, &source.prefix));
+            let mut found = discover(source, objects, refused, &self.limits);
+            if listing.is_some_and(|l| l.truncated) {
+                found
+                    .diagnostics
+                    .push(truncated_listing(source, self.limits.max_listed_objects));
+            }
+            fingerprint.write_source(source, &found.candidates, &found.diagnostics);
+            discovered.push((*source, found));
+        }
+        let fingerprint = fingerprint.finish();
+
+        if let Some(last) = self.cached_result(fingerprint) {
+            return Ok(last);
+        }
+
+        let parsed = self.parse_candidates(&discovered).await?;
+        let mut merged: IndexMap<String, Arc<SkillEntry>> = IndexMap::new();
+        let mut diagnostics = Vec::new();
+        for (source, found) in &discovered {
+            diagnostics.extend(found.diagnostics.iter().cloned());
+            let mut loaded = 0;
+            for (position, candidate) in found.candidates.iter().enumerate() {
+                if loaded == self.limits.max_skills_loaded_per_source {
+                    diagnostics.push(SkillDiagnostic {
+                        source: source.kind,
+                        location: source.location(),
+                        kind: DiagnosticKind::Truncated,
+                        message: format!(
+                            "Skills root has many entries, truncating discovery. ({} candidates not loaded; \
+                             maxSkillsLoadedPerSource={})",
+                            found.candidates.len() - position,
+                            self.limits.max_skills_loaded_per_source
+                        ),
+                    });
+                    break;
+                }
+                let key = parse_key(source, candidate);
+                match parsed.get(&key).map(|cached| &cached.result) {
+                    Some(Ok(entry)) => {
+                        loaded += 1;
+                        merged.insert(entry.name.clone(), Arc::clone(entry));
+                    }
+                    Some(Err(rejection)) => diagnostics.push(SkillDiagnostic {
+                        source: source.kind,
+                        location: source.store.location(&candidate.skill_file.key),
+                        kind: rejection.kind,
+                        message: rejection.message.clone(),
+                    }),
+                    None => {}
+                }
+            }
+        }
+
+        let mut cache = self.lock();
+        let previous_version = cache.last.as_ref().map_or(0, |last| last.version);
+        let result = Arc::new(LoadedSkills {
+            entries: merged.into_values().collect(),
+            diagnostics,
+            fingerprint,
+            version: bump_version(previous_version, (self.clock_ms)()),
+        });
+        cache.last = Some(Arc::clone(&result));
+        Ok(result)
+    }
+
+    fn cached_result(&self, fingerprint: u64) -> Option<Arc<LoadedSkills>> {
+        let cache = self.lock();
+        cache
+            .last
+            .as_ref()
+            .filter(|last| last.fingerprint == fingerprint)
+            .cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LoaderCache> {
+        // The cache holds no invariant a panicking holder could break halfway.
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Parses every candidate, reading only those whose ETag the cache does not know.
+    async fn parse_candidates(
+        &self,
+        discovered: &[(&SkillSource, super::discovery::Discovery)],
+    ) -> Result<HashMap<ParseKey, CachedParse>, StoreError> {
+        let mut known = HashMap::new();
+        let mut to_read = Vec::new();
+        {
+            let cache = self.lock();
+            for (source, found) in discovered {
+                for candidate in &found.candidates {
+                    let key = parse_key(source, candidate);
+                    match cache.parsed.get(&key) {
+                        Some(cached) if cached.etag == candidate.skill_file.etag => {
+                            known.insert(key, cached.clone());
+                        }
+                        _ => to_read.push((key, *source, candidate)),
+                    }
+                }
+            }
+        }
+
+        let max_bytes = self.limits.max_skill_file_bytes;
+        let fresh: Vec<(ParseKey, CachedParse)> = stream::iter(to_read)
+            .map(|(key, source, candidate)| async move {
+                let cached = read_and_parse(source, candidate, max_bytes).await?;
+                Ok::<_, StoreError>((key, cached))
+            })
+            .buffered(CONCURRENT_READS)
+            .try_collect()
+            .await?;
+
+        let mut cache = self.lock();
+        // Forget parses under the prefixes just listed that are no longer there, so a
+        // long-lived loader does not accumulate deleted skills.
+        cache
+            .parsed
+            .retain(|key, _| known.contains_key(key) || !discovered_under(discovered, key));
+        for (key, cached) in fresh {
+            cache.parsed.insert(key.clone(), cached.clone());
+            known.insert(key, cached);
+        }
+        Ok(known)
+    }
+}
+
+fn discovered_under(
+    discovered: &[(&SkillSource, super::discovery::Discovery)],
+    key: &ParseKey,
+) -> bool {
+    discovered.iter().any(|(source, _)| {
+        source.kind == key.kind
+            && source.store.identity() == key.identity
+            && key.key.starts_with(&source.prefix)
+    })
+}
+
+fn parse_key(source: &SkillSource, candidate: &Candidate) -> ParseKey {
+    ParseKey {
+        identity: source.store.identity(),
+        key: candidate.skill_file.key.clone(),
+        kind: source.kind,
+    }
+}
+
+async fn read_and_parse(
+    source: &SkillSource,
+    candidate: &Candidate,
+    max_bytes: u64,
+) -> Result<CachedParse, StoreError> {
+    let meta = &candidate.skill_file;
+    let reject = |kind, message: String| CachedParse {
+        etag: meta.etag.clone(),
+        result: Err(Rejection { kind, message }),
+    };
+    if meta.size > max_bytes {
+        return Ok(reject(
+            DiagnosticKind::TooLarge,
+            format!(
+                "SKILL.md is {} bytes, over maxSkillFileBytes={max_bytes}",
+                meta.size
+            ),
+        ));
+    }
+    let object = match source.store.get(&meta.key, max_bytes).await {
+        Ok(Some(object)) => object,
+        Ok(None) => {
+            return Ok(reject(
+                DiagnosticKind::Vanished,
+                "SKILL.md disappeared while loading".to_owned(),
+            ));
+        }
+        Err(StoreError::TooLarge { size, .. }) => {
+            return Ok(reject(
+                DiagnosticKind::TooLarge,
+                format!("SKILL.md is {size} bytes, over maxSkillFileBytes={max_bytes}"),
+            ));
+        }
+        Err(err) => return Err(err),
+    };
+    let location = source.store.location(&meta.key);
+    let result = parse_skill(&object.bytes, &candidate.dir_name)
+        .map(|parsed| Arc::new(parsed.into_entry(source.kind, meta.key.clone(), location)));
+    // Cache under the ETag the listing showed: if the object changed in between, the
+    // next listing shows a new ETag and the skill is read again.
+    Ok(CachedParse {
+        etag: meta.etag.clone(),
+        result,
+    })
+}
+
+/// Groups sources by store and finds the longest common `/`-prefix of each group.
+fn listing_groups<'s>(sources: &[&'s SkillSource]) -> Vec<ListingGroup<'s>> {
+    let mut groups: BTreeMap<String, ListingGroup<'s>> = BTreeMap::new();
+    for source in sources {
+        groups
+            .entry(source.store.identity())
+            .and_modify(|group| group.prefix = common_dir_prefix(&group.prefix, &source.prefix))
+            .or_insert_with(|| ListingGroup {
+                store: &source.store,
+                prefix: source.prefix.clone(),
+            });
+    }
+    groups.into_values().collect()
+}
+
+/// The longest prefix of both that ends at a `/` (or is empty).
+fn common_dir_prefix(a: &str, b: &str) -> String {
+    let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let cut = a[..shared].rfind('/').map_or(0, |slash| slash + 1);
+    a[..cut].to_owned()
+}
+
+/// The objects and refusals of a sorted listing that lie under `prefix`.
+fn within_prefix<'l>(listing: &'l Listing, prefix: &str) -> (&'l [ObjectMeta], &'l [RefusedEntry]) {
+    let start = listing
+        .objects
+        .partition_point(|meta| meta.key.as_str() < prefix);
+    let len = listing.objects[start..].partition_point(|meta| meta.key.starts_with(prefix));
+    let refused_start = listing
+        .refused
+        .partition_point(|entry| entry.key.as_str() < prefix);
+    let refused_len =
+        listing.refused[refused_start..].partition_point(|entry| entry.key.starts_with(prefix));
+    (
+        &listing.objects[start..start + len],
+        &listing.refused[refused_start..refused_start + refused_len],
+    )
+}
+
+fn truncated_listing(source: &SkillSource, limit: usize) -> SkillDiagnostic {
+    SkillDiagnostic {
+        source: source.kind,
+        location: source.location(),
+        kind: DiagnosticKind::Truncated,
+        message: format!(
+            "listing stopped after {limit} objects (maxListedObjects); later skills were not seen"
+        ),
+    }
+}
+
+/// OpenClaw's bump rule: the clock if it moved forward, else one more than before.
+pub fn bump_version(current: u64, now_ms: u64) -> u64 {
+    if now_ms > current {
+        now_ms
+    } else {
+        current + 1
+    }
+}
+
+fn system_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// FNV-1a: stable across builds, so fingerprints stored in sessions stay comparable.
+pub(crate) struct Fnv64(u64);
+
+impl Fnv64 {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// Writes a field followed by a separator no field contains.
+    pub(crate) fn field(&mut self, text: &str) {
+        self.write(text.as_bytes());
+        self.write(&[0]);
+    }
+
+    fn write_source(
+        &mut self,
+        source: &SkillSource,
+        candidates: &[Candidate],
+        diagnostics: &[SkillDiagnostic],
+    ) {
+        self.field(source.kind.label());
+        self.field(&source.store.identity());
+        self.field(&source.prefix);
+        for candidate in candidates {
+            self.field(&candidate.skill_file.key);
+            self.field(&candidate.skill_file.etag);
+        }
+        for diagnostic in diagnostics {
+            self.field(&diagnostic.location);
+            self.field(&diagnostic.message);
+        }
+        self.write(&[1]);
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
