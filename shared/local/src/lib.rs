@@ -1,1 +1,11 @@
-//! placeholder
+//! clawless embedded adapters: the ports implemented on the local machine, with no AWS.
+//!
+//! - [`DirObjectStore`]: the [`ObjectStore`](clawless_core::object_store::ObjectStore) port over
+//!   a directory tree (skills, workspace files), serving only regular files inside its root.
+//!
+//! This crate must not know AWS; it is what `clawless local` runs on.
+
+mod dir_store;
+mod dir_walk;
+
+pub use dir_store::DirObjectStore;

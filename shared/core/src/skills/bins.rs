@@ -16,7 +16,12 @@ pub fn collect_skill_bins(entries: &[Arc<SkillEntry>]) -> Vec<String> {
             .iter()
             .flat_map(|requires| requires.bins.iter().chain(&requires.any_bins))
             .chain(metadata.install.iter().flat_map(|spec| &spec.bins));
-        bins.extend(declared.map(|bin| bin.trim()).filter(|bin| !bin.is_empty()).map(str::to_owned));
+        bins.extend(
+            declared
+                .map(|bin| bin.trim())
+                .filter(|bin| !bin.is_empty())
+                .map(str::to_owned),
+        );
     }
     let mut sorted: Vec<String> = bins.into_iter().collect();
     sorted.sort_by(|a, b| cmp_utf16(a, b));

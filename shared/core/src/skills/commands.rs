@@ -11,11 +11,59 @@ use super::metadata::ToolDispatch;
 
 /// Built-in chat command names (and aliases); a skill command never takes one of these.
 pub const RESERVED_COMMAND_NAMES: &[&str] = &[
-    "acp", "activation", "agents", "allowlist", "approve", "bash", "btw", "commands", "compact", "config",
-    "context", "debug", "elev", "elevated", "exec", "export", "export-session", "fast", "focus", "help", "id",
-    "kill", "mcp", "model", "models", "new", "plugin", "plugins", "queue", "reason", "reasoning", "reset",
-    "restart", "send", "session", "skill", "status", "steer", "stop", "subagents", "t", "tasks", "tell", "think",
-    "thinking", "tools", "trace", "tts", "unfocus", "usage", "v", "verbose", "whoami",
+    "acp",
+    "activation",
+    "agents",
+    "allowlist",
+    "approve",
+    "bash",
+    "btw",
+    "commands",
+    "compact",
+    "config",
+    "context",
+    "debug",
+    "elev",
+    "elevated",
+    "exec",
+    "export",
+    "export-session",
+    "fast",
+    "focus",
+    "help",
+    "id",
+    "kill",
+    "mcp",
+    "model",
+    "models",
+    "new",
+    "plugin",
+    "plugins",
+    "queue",
+    "reason",
+    "reasoning",
+    "reset",
+    "restart",
+    "send",
+    "session",
+    "skill",
+    "status",
+    "steer",
+    "stop",
+    "subagents",
+    "t",
+    "tasks",
+    "tell",
+    "think",
+    "thinking",
+    "tools",
+    "trace",
+    "tts",
+    "unfocus",
+    "usage",
+    "v",
+    "verbose",
+    "whoami",
 ];
 
 /// Longest command name.
@@ -49,8 +97,16 @@ pub fn sanitize_command_name(raw: &str) -> String {
             out.push('_');
         }
     }
-    let trimmed: String = out.trim_matches('_').chars().take(MAX_COMMAND_NAME_LEN).collect();
-    if trimmed.is_empty() { "skill".to_owned() } else { trimmed }
+    let trimmed: String = out
+        .trim_matches('_')
+        .chars()
+        .take(MAX_COMMAND_NAME_LEN)
+        .collect();
+    if trimmed.is_empty() {
+        "skill".to_owned()
+    } else {
+        trimmed
+    }
 }
 
 /// `base` if free, else `base_2` … `base_999` (cut to stay within 32), else `base_x`.
@@ -92,10 +148,16 @@ fn truncate_description(text: &str) -> String {
 }
 
 /// Command specs for the user-invocable skills among `eligible` (already filtered), in order.
-pub fn build_command_specs(eligible: &[&Arc<SkillEntry>], reserved: &[&str]) -> Vec<SkillCommandSpec> {
+pub fn build_command_specs(
+    eligible: &[&Arc<SkillEntry>],
+    reserved: &[&str],
+) -> Vec<SkillCommandSpec> {
     let mut used: HashSet<String> = reserved.iter().map(|name| name.to_lowercase()).collect();
     let mut specs = Vec::new();
-    for entry in eligible.iter().filter(|entry| entry.invocation.user_invocable) {
+    for entry in eligible
+        .iter()
+        .filter(|entry| entry.invocation.user_invocable)
+    {
         let name = unique_command_name(&sanitize_command_name(&entry.name), &used);
         used.insert(name.to_lowercase());
         let description = match entry.description.trim() {
@@ -120,7 +182,9 @@ pub fn normalize_command_body(text: &str, bot_username: Option<&str>) -> String 
         return trimmed.to_owned();
     }
     let first_line = trimmed.lines().next().unwrap_or_default().trim_end();
-    let name_end = first_line.find(|c: char| c.is_whitespace() || c == ':').unwrap_or(first_line.len());
+    let name_end = first_line
+        .find(|c: char| c.is_whitespace() || c == ':')
+        .unwrap_or(first_line.len());
     let (mut name, rest) = first_line.split_at(name_end);
     if let (Some((command, mention)), Some(bot)) = (name.split_once('@'), bot_username)
         && mention.eq_ignore_ascii_case(bot.trim_start_matches('@'))
@@ -128,19 +192,34 @@ pub fn normalize_command_body(text: &str, bot_username: Option<&str>) -> String 
         name = command;
     }
     let rest = rest.strip_prefix(':').unwrap_or(rest).trim();
-    if rest.is_empty() { name.to_owned() } else { format!("{name} {rest}") }
+    if rest.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} {rest}")
+    }
 }
 
 /// The command name of a slash command body (`/name`, `/name args`, `/name: args`).
 pub fn slash_command_name(body: &str) -> Option<&str> {
     let after = body.strip_prefix('/')?;
-    let end = after.find(|c: char| c.is_whitespace() || c == ':').unwrap_or(after.len());
+    let end = after
+        .find(|c: char| c.is_whitespace() || c == ':')
+        .unwrap_or(after.len());
     (end > 0).then(|| &after[..end])
 }
 
 /// Built-ins that are never looked up as skill commands besides [`RESERVED_COMMAND_NAMES`].
-const EXTRA_BUILTINS: &[&str] =
-    &["btw", "think", "verbose", "reasoning", "elevated", "exec", "model", "status", "queue"];
+const EXTRA_BUILTINS: &[&str] = &[
+    "btw",
+    "think",
+    "verbose",
+    "reasoning",
+    "elevated",
+    "exec",
+    "model",
+    "status",
+    "queue",
+];
 
 /// Whether a body should be matched against skill commands at all.
 pub fn may_be_skill_command(body: &str) -> bool {
@@ -148,7 +227,9 @@ pub fn may_be_skill_command(body: &str) -> bool {
         None => false,
         Some(name) => {
             let lower = name.to_lowercase();
-            lower == "skill" || !(RESERVED_COMMAND_NAMES.contains(&lower.as_str()) || EXTRA_BUILTINS.contains(&lower.as_str()))
+            lower == "skill"
+                || !(RESERVED_COMMAND_NAMES.contains(&lower.as_str())
+                    || EXTRA_BUILTINS.contains(&lower.as_str()))
         }
     }
 }
@@ -163,7 +244,10 @@ pub struct SkillCommandInvocation {
 }
 
 /// Matches `/name args` against spec names and `/skill x args` against names or skill names.
-pub fn resolve_skill_command(body: &str, specs: &[SkillCommandSpec]) -> Option<SkillCommandInvocation> {
+pub fn resolve_skill_command(
+    body: &str,
+    specs: &[SkillCommandSpec],
+) -> Option<SkillCommandInvocation> {
     let after = body.trim().strip_prefix('/')?;
     let (name, args) = split_first_word(after);
     if name.is_empty() {
@@ -174,10 +258,19 @@ pub fn resolve_skill_command(body: &str, specs: &[SkillCommandSpec]) -> Option<S
         let (target, args) = split_first_word(args?);
         (find_skill_command(target, specs)?, args)
     } else {
-        (specs.iter().find(|spec| spec.name.to_lowercase() == name)?, args)
+        (
+            specs.iter().find(|spec| spec.name.to_lowercase() == name)?,
+            args,
+        )
     };
-    let args = args.map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned);
-    Some(SkillCommandInvocation { spec: spec.clone(), args })
+    let args = args
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned);
+    Some(SkillCommandInvocation {
+        spec: spec.clone(),
+        args,
+    })
 }
 
 /// Splits at the first whitespace run: `("name", Some("rest"))`.
@@ -191,7 +284,10 @@ fn split_first_word(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn find_skill_command<'s>(raw: &str, specs: &'s [SkillCommandSpec]) -> Option<&'s SkillCommandSpec> {
+fn find_skill_command<'s>(
+    raw: &str,
+    specs: &'s [SkillCommandSpec],
+) -> Option<&'s SkillCommandSpec> {
     let lower = raw.to_lowercase();
     let loose = loosen(&lower);
     specs.iter().find(|spec| {

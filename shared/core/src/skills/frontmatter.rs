@@ -28,14 +28,19 @@ pub fn parse_frontmatter(content: &str) -> Frontmatter {
     };
     let lines = parse_lines(block);
     let Some(yaml) = yaml::parse_mapping(block) else {
-        return lines.into_iter().map(|(key, line)| (key, line.value)).collect();
+        return lines
+            .into_iter()
+            .map(|(key, line)| (key, line.value))
+            .collect();
     };
 
     let mut merged = Frontmatter::new();
     for (key, value) in coerce_yaml(yaml) {
         let keep_line_text = value.structured
             && lines.get(&key).is_some_and(|line| {
-                line.kind == LineKind::Inline && !is_block_scalar_indicator(&line.value) && line.value.contains(':')
+                line.kind == LineKind::Inline
+                    && !is_block_scalar_indicator(&line.value)
+                    && line.value.contains(':')
             });
         let text = match lines.get(&key) {
             Some(line) if keep_line_text => line.value.clone(),
@@ -87,15 +92,25 @@ fn parse_lines(block: &str) -> IndexMap<String, LineValue> {
             continue;
         };
         let starts_indented = |l: &str| l.starts_with([' ', '\t']);
-        let parsed = if inline.is_empty() && lines.get(index).is_some_and(|next| starts_indented(next)) {
-            let start = index;
-            while lines.get(index).is_some_and(|l| l.is_empty() || starts_indented(l)) {
-                index += 1;
-            }
-            LineValue { value: js_trim(&lines[start..index].join("\n")).to_owned(), kind: LineKind::Multiline }
-        } else {
-            LineValue { value: strip_matching_quotes(js_trim(inline)).to_owned(), kind: LineKind::Inline }
-        };
+        let parsed =
+            if inline.is_empty() && lines.get(index).is_some_and(|next| starts_indented(next)) {
+                let start = index;
+                while lines
+                    .get(index)
+                    .is_some_and(|l| l.is_empty() || starts_indented(l))
+                {
+                    index += 1;
+                }
+                LineValue {
+                    value: js_trim(&lines[start..index].join("\n")).to_owned(),
+                    kind: LineKind::Multiline,
+                }
+            } else {
+                LineValue {
+                    value: strip_matching_quotes(js_trim(inline)).to_owned(),
+                    kind: LineKind::Inline,
+                }
+            };
         if !parsed.value.is_empty() {
             values.insert(key.to_owned(), parsed);
         }
@@ -105,7 +120,9 @@ fn parse_lines(block: &str) -> IndexMap<String, LineValue> {
 
 /// Matches `^([\w-]+):\s*(.*)$` (JavaScript flavour: `\w` is ASCII, `.` stops at U+2028/U+2029).
 fn split_key_line(line: &str) -> Option<(&str, &str)> {
-    let key_len = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(line.len());
+    let key_len = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(line.len());
     if key_len == 0 {
         return None;
     }
@@ -154,9 +171,18 @@ fn coerce_yaml(yaml: IndexMap<String, JsValue>) -> IndexMap<String, CoercedValue
         }
         let value = match value.resolved() {
             JsValue::Null => continue,
-            JsValue::String(s) => CoercedValue { text: js_trim(s).to_owned(), structured: false },
-            JsValue::Array(_) | JsValue::Object(_) => CoercedValue { text: value.to_json(), structured: true },
-            scalar => CoercedValue { text: scalar.to_js_string(), structured: false },
+            JsValue::String(s) => CoercedValue {
+                text: js_trim(s).to_owned(),
+                structured: false,
+            },
+            JsValue::Array(_) | JsValue::Object(_) => CoercedValue {
+                text: value.to_json(),
+                structured: true,
+            },
+            scalar => CoercedValue {
+                text: scalar.to_js_string(),
+                structured: false,
+            },
         };
         coerced.insert(key.to_owned(), value);
     }
@@ -172,7 +198,10 @@ mod tests {
     use super::*;
 
     fn fm(pairs: &[(&str, &str)]) -> Frontmatter {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     // --- Spec §2.1: block extraction ---
@@ -192,13 +221,22 @@ mod tests {
     #[test]
     fn crlf_and_cr_line_endings_are_normalised() {
         let expected = fm(&[("name", "x"), ("description", "y")]);
-        assert_eq!(parse_frontmatter("---\r\nname: x\r\ndescription: y\r\n---\r\nbody"), expected);
-        assert_eq!(parse_frontmatter("---\rname: x\rdescription: y\r---\rbody"), expected);
+        assert_eq!(
+            parse_frontmatter("---\r\nname: x\r\ndescription: y\r\n---\r\nbody"),
+            expected
+        );
+        assert_eq!(
+            parse_frontmatter("---\rname: x\rdescription: y\r---\rbody"),
+            expected
+        );
     }
 
     #[test]
     fn any_line_starting_with_three_dashes_closes_the_block() {
-        assert_eq!(parse_frontmatter("---\nname: x\n-----\nrest: y\n---"), fm(&[("name", "x")]));
+        assert_eq!(
+            parse_frontmatter("---\nname: x\n-----\nrest: y\n---"),
+            fm(&[("name", "x")])
+        );
         assert!(parse_frontmatter("---\n---\nname: x\n---").is_empty());
         assert!(parse_frontmatter("------").is_empty());
     }
@@ -215,20 +253,27 @@ mod tests {
     fn multiline_json5_metadata_is_re_stringified_as_json() {
         let content = "---\nname: x\nmetadata:\n  {\n    \"openclaw\":\n      {\n        \"emoji\": \"disk\",\n        \"events\": [\"command:new\"],\n      },\n  }\n---\n";
         let parsed = parse_frontmatter(content);
-        assert_eq!(parsed["metadata"], r#"{"openclaw":{"emoji":"disk","events":["command:new"]}}"#);
-        let reparsed: serde_json::Value = json5::from_str(&parsed["metadata"]).expect("metadata is JSON5");
+        assert_eq!(
+            parsed["metadata"],
+            r#"{"openclaw":{"emoji":"disk","events":["command:new"]}}"#
+        );
+        let reparsed: serde_json::Value =
+            json5::from_str(&parsed["metadata"]).expect("metadata is JSON5");
         assert_eq!(reparsed["openclaw"]["emoji"], "disk");
     }
 
     #[test]
     fn inline_json_metadata_keeps_its_raw_text() {
-        let parsed = parse_frontmatter("---\nmetadata: {\"openclaw\": {\"events\": [\"test\"]}}\n---\n");
+        let parsed =
+            parse_frontmatter("---\nmetadata: {\"openclaw\": {\"events\": [\"test\"]}}\n---\n");
         assert_eq!(parsed["metadata"], r#"{"openclaw": {"events": ["test"]}}"#);
     }
 
     #[test]
     fn yaml_scalars_and_lists_become_strings() {
-        let parsed = parse_frontmatter("---\nenabled: true\nretries: 3\ntags: [alpha, beta]\nlist:\n  - a\n  - b\n---\n");
+        let parsed = parse_frontmatter(
+            "---\nenabled: true\nretries: 3\ntags: [alpha, beta]\nlist:\n  - a\n  - b\n---\n",
+        );
         assert_eq!(parsed["enabled"], "true");
         assert_eq!(parsed["retries"], "3");
         assert_eq!(parsed["tags"], r#"["alpha","beta"]"#);
@@ -237,14 +282,24 @@ mod tests {
 
     #[test]
     fn nested_yaml_metadata_becomes_json() {
-        let parsed = parse_frontmatter("---\nmetadata:\n  openclaw:\n    events:\n      - command:new\n---\n");
-        assert_eq!(parsed["metadata"], r#"{"openclaw":{"events":["command:new"]}}"#);
+        let parsed = parse_frontmatter(
+            "---\nmetadata:\n  openclaw:\n    events:\n      - command:new\n---\n",
+        );
+        assert_eq!(
+            parsed["metadata"],
+            r#"{"openclaw":{"events":["command:new"]}}"#
+        );
     }
 
     #[test]
     fn unquoted_description_with_colon_falls_back_to_the_line_value() {
-        let parsed = parse_frontmatter("---\nname: anime\ndescription: Use anime style IMPORTANT: Must be kawaii\n---\n");
-        assert_eq!(parsed["description"], "Use anime style IMPORTANT: Must be kawaii");
+        let parsed = parse_frontmatter(
+            "---\nname: anime\ndescription: Use anime style IMPORTANT: Must be kawaii\n---\n",
+        );
+        assert_eq!(
+            parsed["description"],
+            "Use anime style IMPORTANT: Must be kawaii"
+        );
         assert_eq!(parsed["name"], "anime");
     }
 
@@ -264,7 +319,9 @@ mod tests {
 
     #[test]
     fn yaml_numbers_print_like_javascript() {
-        let parsed = parse_frontmatter("---\na: 1.0\nb: 1.5\nc: 0x10\nd: 1e21\ne: .inf\nf: '  padded  '\n---\n");
+        let parsed = parse_frontmatter(
+            "---\na: 1.0\nb: 1.5\nc: 0x10\nd: 1e21\ne: .inf\nf: '  padded  '\n---\n",
+        );
         assert_eq!(parsed["a"], "1");
         assert_eq!(parsed["b"], "1.5");
         assert_eq!(parsed["c"], "16");
@@ -282,7 +339,8 @@ mod tests {
 
     #[test]
     fn non_string_top_level_keys_are_stringified() {
-        let parsed = parse_frontmatter("---\n1: one\ntrue: yes\n? [a, b]\n: pair\n\"  spaced  \": v\n---\n");
+        let parsed =
+            parse_frontmatter("---\n1: one\ntrue: yes\n? [a, b]\n: pair\n\"  spaced  \": v\n---\n");
         assert_eq!(parsed["1"], "one");
         assert_eq!(parsed["true"], "yes");
         assert_eq!(parsed[r#"["a","b"]"#], "pair");
@@ -301,16 +359,28 @@ mod tests {
 
     #[test]
     fn line_parser_strips_matching_quotes_and_skips_empty_values() {
-        let parsed = parse_frontmatter("---\na: \"quoted: yes\nb: 'x'\nc: \"\"\nd:\ne: \"mis'\n---\n");
+        let parsed =
+            parse_frontmatter("---\na: \"quoted: yes\nb: 'x'\nc: \"\"\nd:\ne: \"mis'\n---\n");
         // The unterminated quote makes the YAML invalid, so this is the line parser alone.
-        assert_eq!(parsed, fm(&[("a", "\"quoted: yes"), ("b", "x"), ("e", "\"mis'")]));
+        assert_eq!(
+            parsed,
+            fm(&[("a", "\"quoted: yes"), ("b", "x"), ("e", "\"mis'")])
+        );
     }
 
     #[test]
     fn line_parser_reads_indented_continuations_when_yaml_fails() {
         let content = "---\nname: x\nbad: [unclosed\nnotes:\n  first\n\n  second\nnext: y\n---\n";
         let parsed = parse_frontmatter(content);
-        assert_eq!(parsed, fm(&[("name", "x"), ("bad", "[unclosed"), ("notes", "first\n\n  second"), ("next", "y")]));
+        assert_eq!(
+            parsed,
+            fm(&[
+                ("name", "x"),
+                ("bad", "[unclosed"),
+                ("notes", "first\n\n  second"),
+                ("next", "y")
+            ])
+        );
     }
 
     #[test]
@@ -322,7 +392,9 @@ mod tests {
 
     #[test]
     fn yaml_bomb_returns_quickly_and_falls_back_to_the_line_parser() {
-        let mut content = String::from("---\nname: bomb\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        let mut content = String::from(
+            "---\nname: bomb\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
         for level in 1..=9 {
             let refs = vec![format!("*a{}", level - 1); 10].join(",");
             content.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
@@ -330,9 +402,13 @@ mod tests {
         content.push_str("---\n");
         let started = Instant::now();
         let parsed = parse_frontmatter(&content);
-        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
         assert_eq!(parsed["name"], "bomb");
-        assert_eq!(parsed["a9"], format!("&a9 [{}]", vec!["*a8"; 10].join(",")));
+        assert_eq!(parsed["a9"], format!("&a9 [{}]", ["*a8"; 10].join(",")));
     }
 
     #[test]
@@ -347,7 +423,11 @@ mod tests {
         let parsed = parse_frontmatter(&content);
         assert_eq!(parsed["name"], "deep");
         assert_eq!(parsed["key"].len(), 100_000);
-        let closed = format!("---\nkey: {}{}\n---\n", "{a: ".repeat(50_000), "}".repeat(50_000));
+        let closed = format!(
+            "---\nkey: {}{}\n---\n",
+            "{a: ".repeat(50_000),
+            "}".repeat(50_000)
+        );
         assert_eq!(parse_frontmatter(&closed).len(), 1);
         let block_seq = format!("---\nkey: {}x\n---\n", "- ".repeat(50_000));
         assert_eq!(parse_frontmatter(&block_seq).len(), 1);
@@ -389,13 +469,55 @@ mod tests {
     fn yamlish_line() -> impl Strategy<Value = String> {
         let indent = prop::sample::select(vec!["", "", "", " ", "  ", "    ", "\t", "- ", "  - "]);
         let key = prop::sample::select(vec![
-            "name", "description", "metadata", "a", "b", "user-invocable", "k_1", "\"q\"", "'s'", "? x", "1", "~", "",
+            "name",
+            "description",
+            "metadata",
+            "a",
+            "b",
+            "user-invocable",
+            "k_1",
+            "\"q\"",
+            "'s'",
+            "? x",
+            "1",
+            "~",
+            "",
         ]);
-        let sep = prop::sample::select(vec![": ", ":", ":  ", " : ", ": |", ": >-", ": &a ", ": *a ", ": !!str ", ""]);
+        let sep = prop::sample::select(vec![
+            ": ", ":", ":  ", " : ", ": |", ": >-", ": &a ", ": *a ", ": !!str ", "",
+        ]);
         let value = prop::sample::select(vec![
-            "", "x", "true", "yes", "3", "1.5", "0x1f", "~", "null", "\"q: v\"", "'it''s'", "[a, b]", "{a: 1}", "{",
-            "[", "]", "}", "a: b", "*a", "&a v", "- item", "#c", "{\"openclaw\": {\"always\": true}}", "\"\\u00e9\"",
-            "|", "...", "---", "@", "`", "%TAG ! x", "!t v",
+            "",
+            "x",
+            "true",
+            "yes",
+            "3",
+            "1.5",
+            "0x1f",
+            "~",
+            "null",
+            "\"q: v\"",
+            "'it''s'",
+            "[a, b]",
+            "{a: 1}",
+            "{",
+            "[",
+            "]",
+            "}",
+            "a: b",
+            "*a",
+            "&a v",
+            "- item",
+            "#c",
+            "{\"openclaw\": {\"always\": true}}",
+            "\"\\u00e9\"",
+            "|",
+            "...",
+            "---",
+            "@",
+            "`",
+            "%TAG ! x",
+            "!t v",
         ]);
         (indent, key, sep, value).prop_map(|(i, k, s, v)| format!("{i}{k}{s}{v}"))
     }
@@ -417,6 +539,11 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
             let content = format!("---\n{}\n---", String::from_utf8_lossy(&bytes));
             assert_keys_are_clean(&parse_frontmatter(&content));
+        }
+
+        #[test]
+        fn yaml_punctuation_soup_never_panics(block in "[\\[\\]{}:,?&*!|>'\"#%@\n \t.a1~\\\\-]{0,160}") {
+            assert_keys_are_clean(&parse_frontmatter(&format!("---\n{block}\n---\n")));
         }
 
         #[test]

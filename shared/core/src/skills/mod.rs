@@ -27,3 +27,6 @@ pub use entry::SkillEntry;
 pub use loader::{LoadedSkills, SkillLoader};
 pub use snapshot::{SkillSnapshot, SnapshotOptions};
 pub use source::{SkillLimits, SkillSource, SkillSourceKind};
+
+#[cfg(test)]
+mod tests;

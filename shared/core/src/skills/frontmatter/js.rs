@@ -128,12 +128,19 @@ fn js_property_order(entries: &IndexMap<String, JsValue>) -> Vec<(&String, &JsVa
         return named;
     }
     indexed.sort_by_key(|(index, _, _)| *index);
-    indexed.into_iter().map(|(_, key, value)| (key, value)).chain(named).collect()
+    indexed
+        .into_iter()
+        .map(|(_, key, value)| (key, value))
+        .chain(named)
+        .collect()
 }
 
 /// A canonical decimal below 2³²−1 (no sign, no leading zero except `"0"` itself).
 fn array_index(key: &str) -> Option<u32> {
-    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_digit()) || (key.len() > 1 && key.starts_with('0')) {
+    if key.is_empty()
+        || !key.bytes().all(|b| b.is_ascii_digit())
+        || (key.len() > 1 && key.starts_with('0'))
+    {
         return None;
     }
     key.parse::<u32>().ok().filter(|index| *index != u32::MAX)
@@ -202,7 +209,11 @@ pub(crate) fn number_to_string(n: f64) -> String {
     } else {
         let sign = if point - 1 < 0 { '-' } else { '+' };
         let (first, rest) = digits.split_at(1.min(digits.len()));
-        let fraction = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let fraction = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         format!("{first}{fraction}e{sign}{}", (point - 1).abs())
     }
 }
@@ -212,20 +223,14 @@ pub(crate) fn number_to_string(n: f64) -> String {
 pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\u{b}'
-            | '\u{c}'
-            | '\r'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
     )
 }
 
@@ -353,8 +358,15 @@ mod tests {
         inner.insert("b".to_owned(), JsValue::Number(f64::NAN));
         inner.insert("10".to_owned(), JsValue::Bool(true));
         inner.insert("2".to_owned(), JsValue::String("q\"\u{1}\n".to_owned()));
-        let value = JsValue::Array(vec![JsValue::Object(inner), JsValue::Null, JsValue::Number(1.0)]);
-        assert_eq!(value.to_json(), r#"[{"2":"q\"\u0001\n","10":true,"b":null},null,1]"#);
+        let value = JsValue::Array(vec![
+            JsValue::Object(inner),
+            JsValue::Null,
+            JsValue::Number(1.0),
+        ]);
+        assert_eq!(
+            value.to_json(),
+            r#"[{"2":"q\"\u0001\n","10":true,"b":null},null,1]"#
+        );
     }
 
     #[test]

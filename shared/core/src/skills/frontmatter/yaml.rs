@@ -126,21 +126,43 @@ impl Loader {
                 Event::Scalar(text, style, anchor, tag) => {
                     let bytes = text.len();
                     let value = resolve_scalar(text, style, tag.as_ref());
-                    self.deliver(Built { value, nodes: 1, bytes, height: 0 }, anchor)?;
+                    self.deliver(
+                        Built {
+                            value,
+                            nodes: 1,
+                            bytes,
+                            height: 0,
+                        },
+                        anchor,
+                    )?;
                 }
-                Event::SequenceStart(anchor, _) => self.open(Collection::Seq(Vec::new()), anchor)?,
+                Event::SequenceStart(anchor, _) => {
+                    self.open(Collection::Seq(Vec::new()), anchor)?
+                }
                 Event::MappingStart(anchor, _) => self.open(
-                    Collection::Map { entries: IndexMap::new(), seen: HashSet::new(), pending_key: None },
+                    Collection::Map {
+                        entries: IndexMap::new(),
+                        seen: HashSet::new(),
+                        pending_key: None,
+                    },
                     anchor,
                 )?,
                 Event::SequenceEnd | Event::MappingEnd => {
                     let frame = self.stack.pop()?;
                     let value = match frame.collection {
                         Collection::Seq(items) => JsValue::Array(items),
-                        Collection::Map { pending_key: Some(_), .. } => return None,
+                        Collection::Map {
+                            pending_key: Some(_),
+                            ..
+                        } => return None,
                         Collection::Map { entries, .. } => JsValue::Object(entries),
                     };
-                    let built = Built { value, nodes: frame.nodes, bytes: frame.bytes, height: frame.height };
+                    let built = Built {
+                        value,
+                        nodes: frame.nodes,
+                        bytes: frame.bytes,
+                        height: frame.height,
+                    };
                     self.deliver(built, frame.anchor)?;
                 }
                 Event::Alias(id) => {
@@ -177,7 +199,13 @@ impl Loader {
         if self.stack.len() >= MAX_DEPTH {
             return None;
         }
-        self.stack.push(Frame { collection, anchor, nodes: 1, bytes: 0, height: 1 });
+        self.stack.push(Frame {
+            collection,
+            anchor,
+            nodes: 1,
+            bytes: 0,
+            height: 1,
+        });
         Some(())
     }
 
@@ -185,7 +213,11 @@ impl Loader {
     fn deliver(&mut self, mut built: Built, anchor: usize) -> Option<()> {
         if anchor != 0 {
             let shared = Rc::new(built.value);
-            let cost = Cost { nodes: built.nodes, bytes: built.bytes, height: built.height };
+            let cost = Cost {
+                nodes: built.nodes,
+                bytes: built.bytes,
+                height: built.height,
+            };
             // A re-used anchor name gets a fresh id from the parser, so inserts never clash.
             self.anchors.insert(anchor, (Rc::clone(&shared), cost));
             built.value = JsValue::Shared(shared);
@@ -202,15 +234,19 @@ impl Loader {
         frame.height = frame.height.max(built.height + 1);
         match &mut frame.collection {
             Collection::Seq(items) => items.push(built.value),
-            Collection::Map { entries, seen, pending_key } => match pending_key.take() {
+            Collection::Map {
+                entries,
+                seen,
+                pending_key,
+            } => match pending_key.take() {
                 Some(key) => {
                     entries.insert(key, built.value);
                 }
                 None => {
-                    if let Some(id) = key_id(&built.value) {
-                        if !seen.insert(id) {
-                            return None;
-                        }
+                    if let Some(id) = key_id(&built.value)
+                        && !seen.insert(id)
+                    {
+                        return None;
                     }
                     *pending_key = Some(key_string(&built.value));
                 }
@@ -254,7 +290,9 @@ fn resolve_scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> JsVal
             "null" => Some(JsValue::Null),
             "bool" => parse_bool(&text).map(JsValue::Bool),
             "int" => parse_int(&text).map(JsValue::Number),
-            "float" => parse_float(&text).or_else(|| parse_int(&text)).map(JsValue::Number),
+            "float" => parse_float(&text)
+                .or_else(|| parse_int(&text))
+                .map(JsValue::Number),
             _ => None,
         };
         return typed.unwrap_or(JsValue::String(text));
@@ -316,7 +354,11 @@ fn parse_float(text: &str) -> Option<f64> {
         _ => (false, text),
     };
     if matches!(unsigned, ".inf" | ".Inf" | ".INF") {
-        return Some(if negative { f64::NEG_INFINITY } else { f64::INFINITY });
+        return Some(if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
     }
     if matches!(text, ".nan" | ".NaN" | ".NAN") {
         return Some(f64::NAN);
@@ -392,7 +434,10 @@ mod tests {
 
     #[test]
     fn anchors_and_aliases_share_values() {
-        assert_eq!(parse("a: &x [1, 2]\nb: *x").as_deref(), Some(r#"{"a":[1,2],"b":[1,2]}"#));
+        assert_eq!(
+            parse("a: &x [1, 2]\nb: *x").as_deref(),
+            Some(r#"{"a":[1,2],"b":[1,2]}"#)
+        );
         assert_eq!(parse("a: &x [1, *x]"), None);
         assert_eq!(parse("a: *nope"), None);
     }
@@ -407,18 +452,26 @@ mod tests {
 
     #[test]
     fn nesting_is_bounded_even_through_aliases() {
-        let ok = format!("a: {}{}", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+        let ok = format!(
+            "a: {}{}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
         assert!(parse(&ok).is_some());
         let too_deep = format!("a: {}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert_eq!(parse(&too_deep), None);
         let nested = "[".repeat(40) + &"]".repeat(40);
-        let spliced = format!("a: &x {nested}\nb: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+        let spliced = format!(
+            "a: &x {nested}\nb: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+        );
         assert_eq!(parse(&spliced), None);
     }
 
     #[test]
     fn alias_budget_stops_a_billion_laughs() {
-        let mut block = String::from("l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        let mut block = String::from(
+            "l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
         for level in 1..9 {
             let prev = level - 1;
             let refs = vec![format!("*l{prev}"); 10].join(",");

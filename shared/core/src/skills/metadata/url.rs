@@ -116,7 +116,10 @@ fn parse_host(host: &str) -> Option<String> {
     let forbidden = |c: char| {
         !c.is_ascii()
             || c.is_ascii_control()
-            || matches!(c, ' ' | '#' | '%' | '/' | ':' | '<' | '>' | '?' | '@' | '[' | '\\' | ']' | '^' | '|')
+            || matches!(
+                c,
+                ' ' | '#' | '%' | '/' | ':' | '<' | '>' | '?' | '@' | '[' | '\\' | ']' | '^' | '|'
+            )
     };
     if host.chars().any(forbidden) {
         return None;
@@ -143,7 +146,8 @@ fn ends_in_number(host: &str) -> bool {
     if !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) {
         return true;
     }
-    last.strip_prefix("0x").is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    last.strip_prefix("0x")
+        .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// IPv4 in any form browsers accept: 1–4 parts, each decimal, octal (`0…`) or hex (`0x…`),
@@ -156,7 +160,10 @@ fn parse_ipv4(host: &str) -> Option<u32> {
     if parts.len() > 4 {
         return None;
     }
-    let numbers = parts.iter().map(|part| parse_ipv4_number(part)).collect::<Option<Vec<u64>>>()?;
+    let numbers = parts
+        .iter()
+        .map(|part| parse_ipv4_number(part))
+        .collect::<Option<Vec<u64>>>()?;
     let (last, leading) = numbers.split_last()?;
     if leading.iter().any(|n| *n > 255) {
         return None;
@@ -199,23 +206,40 @@ fn format_ipv6(address: &Ipv6Addr) -> String {
     let (mut best_start, mut best_len) = (0, 0);
     let mut index = 0;
     while index < pieces.len() {
-        let run = pieces[index..].iter().take_while(|piece| **piece == 0).count();
+        let run = pieces[index..]
+            .iter()
+            .take_while(|piece| **piece == 0)
+            .count();
         if run > best_len {
             (best_start, best_len) = (index, run);
         }
         index += run.max(1);
     }
-    let hex = |pieces: &[u16]| pieces.iter().map(|piece| format!("{piece:x}")).collect::<Vec<_>>().join(":");
+    let hex = |pieces: &[u16]| {
+        pieces
+            .iter()
+            .map(|piece| format!("{piece:x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
     if best_len < 2 {
         return hex(&pieces);
     }
-    format!("{}::{}", hex(&pieces[..best_start]), hex(&pieces[best_start + best_len..]))
+    format!(
+        "{}::{}",
+        hex(&pieces[..best_start]),
+        hex(&pieces[best_start + best_len..])
+    )
 }
 
 /// Path segments with `.`/`..` (also percent-encoded) resolved and each segment encoded.
 fn normalize_path(path: &str) -> String {
     let mut segments: Vec<String> = Vec::new();
-    let raw: Vec<&str> = if path.is_empty() { Vec::new() } else { path[1..].split(['/', '\\']).collect() };
+    let raw: Vec<&str> = if path.is_empty() {
+        Vec::new()
+    } else {
+        path[1..].split(['/', '\\']).collect()
+    };
     for (index, segment) in raw.iter().enumerate() {
         let is_last = index + 1 == raw.len();
         let lower = segment.to_ascii_lowercase();
@@ -253,7 +277,7 @@ fn percent_encode(text: &str, encoded: fn(char) -> bool, out: &mut String) {
 }
 
 fn is_c0_or_non_ascii(c: char) -> bool {
-    c < ' ' || c > '~'
+    !(' '..='~').contains(&c)
 }
 
 fn is_fragment_encoded(c: char) -> bool {
@@ -270,7 +294,11 @@ fn is_path_encoded(c: char) -> bool {
 }
 
 fn is_userinfo_encoded(c: char) -> bool {
-    is_path_encoded(c) || matches!(c, '/' | ':' | ';' | '=' | '@' | '[' | '\\' | ']' | '^' | '|')
+    is_path_encoded(c)
+        || matches!(
+            c,
+            '/' | ':' | ';' | '=' | '@' | '[' | '\\' | ']' | '^' | '|'
+        )
 }
 
 #[cfg(test)]
@@ -280,10 +308,16 @@ mod tests {
     #[test]
     fn http_urls_normalise_like_whatwg() {
         let cases = [
-            ("https://example.com/tool.tar.gz", "https://example.com/tool.tar.gz"),
+            (
+                "https://example.com/tool.tar.gz",
+                "https://example.com/tool.tar.gz",
+            ),
             ("https://example.com", "https://example.com/"),
             ("HTTPS://Example.COM:443/a/./b/../c?q=1 #f", ""),
-            ("HTTPS://Example.COM:443/a/./b/../c?q='1'#f", "https://example.com/a/c?q=%271%27#f"),
+            (
+                "HTTPS://Example.COM:443/a/./b/../c?q='1'#f",
+                "https://example.com/a/c?q=%271%27#f",
+            ),
             ("http://example.com:80", "http://example.com/"),
             ("http://example.com:8080/", "http://example.com:8080/"),
             ("http:example.com\\x\\y", "http://example.com/x/y"),

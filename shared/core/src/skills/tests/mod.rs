@@ -1,0 +1,58 @@
+//! Spec test vectors (§1, §3–§6) for the skills engine, over the in-memory object store.
+
+mod commands;
+mod discovery;
+mod eligibility;
+mod loader;
+mod prompt;
+mod snapshot;
+
+use std::sync::Arc;
+
+use crate::object_store::ObjectStore;
+use crate::testing::InMemoryObjectStore;
+
+use super::loader::LoadedSkills;
+use super::{SkillLimits, SkillLoader, SkillSource, SkillSourceKind};
+
+/// A `SKILL.md` with this name, description and optional `metadata` JSON.
+pub(super) fn skill_md(name: &str, description: &str, metadata: Option<&str>) -> String {
+    let mut text = format!("---\nname: {name}\ndescription: {description}\n");
+    if let Some(metadata) = metadata {
+        text.push_str(&format!("metadata: {metadata}\n"));
+    }
+    text.push_str("---\n\n# Instructions\n");
+    text
+}
+
+/// A store holding `files` (key → content).
+pub(super) fn store_with(files: &[(&str, String)]) -> Arc<InMemoryObjectStore> {
+    let store = Arc::new(InMemoryObjectStore::named("test"));
+    for (key, content) in files {
+        store
+            .insert(key, content.clone().into_bytes())
+            .expect("insert");
+    }
+    store
+}
+
+pub(super) fn source(
+    kind: SkillSourceKind,
+    store: &Arc<InMemoryObjectStore>,
+    prefix: &str,
+) -> SkillSource {
+    let store: Arc<dyn ObjectStore> = store.clone();
+    SkillSource::new(kind, store, prefix)
+}
+
+pub(super) async fn load(sources: &[SkillSource], limits: SkillLimits) -> Arc<LoadedSkills> {
+    SkillLoader::new(limits).load(sources).await.expect("load")
+}
+
+pub(super) fn names(loaded: &LoadedSkills) -> Vec<&str> {
+    loaded
+        .entries
+        .iter()
+        .map(|entry| entry.name.as_str())
+        .collect()
+}
