@@ -6,6 +6,7 @@
 
 pub mod object_store;
 pub mod skills;
+pub mod yaml;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

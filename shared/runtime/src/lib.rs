@@ -1,1 +1,17 @@
-//! placeholder
+//! Wiring shared by the Lambda functions and the CLI: `clawless.yaml` loading, turning
+//! source URIs into object stores, the eligibility context of this machine, the skills
+//! service, HTTP routes and their error mapping, and tracing.
+//!
+//! Business rules live in `clawless-core`; this crate only assembles adapters around them.
+
+pub mod aws_env;
+pub mod config;
+pub mod local_machine;
+pub mod routes;
+pub mod skills_service;
+pub mod sources;
+pub mod telemetry;
+
+pub use config::{ClawlessConfig, ConfigError};
+pub use skills_service::SkillsService;
+pub use sources::{SourceUri, StoreFactory};

@@ -2,14 +2,14 @@
 //!
 //! Every value comes out as a string, as OpenClaw's parser produces them (spec §2.1–§2.2).
 //! Two parsers read the block: a forgiving line parser (`key: value`, plus indented
-//! continuation lines) and a YAML parser ([`yaml`]). YAML wins where it succeeds, except that
-//! a one-line value containing `:` which YAML read as a structure keeps its raw text (so
-//! `description: a IMPORTANT: b` survives), and keys only the line parser saw are added. Any
-//! input is accepted: the YAML side is bounded against bombs, duplicate keys and deep
-//! nesting, and falls back to the line parser alone when it fails.
+//! continuation lines) and a YAML parser (the private `yaml` module). YAML wins where it
+//! succeeds, except that a one-line value containing `:` which YAML read as a structure keeps
+//! its raw text (so `description: a IMPORTANT: b` survives), and keys only the line parser
+//! saw are added. Any input is accepted: the YAML side is bounded against bombs, duplicate
+//! keys and deep nesting, and falls back to the line parser alone when it fails.
 
-pub(super) mod js;
-mod yaml;
+pub(crate) mod js;
+pub(crate) mod yaml;
 
 use indexmap::IndexMap;
 

@@ -215,7 +215,7 @@ impl SkillLoader {
                         Some(cached) if cached.etag == candidate.skill_file.etag => {
                             known.insert(key, cached.clone());
                         }
-                        _ => to_read.push((key, *source, candidate)),
+                        _ => to_read.push((key, (*source).clone(), candidate.clone())),
                     }
                 }
             }
@@ -224,7 +224,9 @@ impl SkillLoader {
         let max_bytes = self.limits.max_skill_file_bytes;
         let fresh: Vec<(ParseKey, CachedParse)> = stream::iter(to_read)
             .map(|(key, source, candidate)| async move {
-                let cached = read_and_parse(source, candidate, max_bytes).await?;
+                // Owned inputs: borrowed ones trip the higher-ranked lifetime check when
+                // this future is later required to be `Send` (axum handlers).
+                let cached = read_and_parse(&source, &candidate, max_bytes).await?;
                 Ok::<_, StoreError>((key, cached))
             })
             .buffered(CONCURRENT_READS)

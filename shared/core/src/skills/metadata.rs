@@ -564,6 +564,78 @@ metadata:
     }
 
     #[test]
+    fn bundled_download_skill_style_resolves_os_env_and_archive_fields() {
+        let content = r#"---
+name: offline-tts
+description: "Speak text offline. Usage: /offline-tts [--voice v] [--rate -3]"
+user-invocable: true
+metadata:
+  {
+    "openclaw":
+      {
+        "emoji": "🔉",
+        "os": ["darwin", "linux", "win32"],
+        "primaryEnv": "TTS_KEY",
+        "requires": { "env": ["TTS_RUNTIME_DIR", "TTS_MODEL_DIR"], "anyBins": ["say", "espeak"] },
+        "install":
+          [
+            {
+              "id": "runtime-linux",
+              "kind": "download",
+              "os": ["linux"],
+              "url": "https://example.com/releases/v1.0/runtime-linux-x64.tar.bz2",
+              "sha256": "not-a-recognised-field",
+              "archive": "tar.bz2",
+              "extract": true,
+              "stripComponents": 1,
+              "targetDir": "runtime",
+            },
+            { "id": "cli", "kind": "npm", "package": "@example/tts" },
+            { "id": "cli-node", "kind": "node", "package": "@example/tts@^2", "bins": ["tts"] },
+          ],
+      },
+  }
+---
+"#;
+        let frontmatter = parse_frontmatter(content);
+        assert_eq!(
+            frontmatter["description"],
+            "Speak text offline. Usage: /offline-tts [--voice v] [--rate -3]"
+        );
+        assert_eq!(frontmatter["user-invocable"], "true");
+        let metadata = resolve_metadata(&frontmatter).expect("metadata resolves");
+        assert_eq!(metadata.os, vec!["darwin", "linux", "win32"]);
+        assert_eq!(metadata.primary_env.as_deref(), Some("TTS_KEY"));
+        let requires = metadata.requires.expect("requires present");
+        assert_eq!(requires.env, vec!["TTS_RUNTIME_DIR", "TTS_MODEL_DIR"]);
+        assert_eq!(requires.any_bins, vec!["say", "espeak"]);
+        assert!(requires.bins.is_empty());
+        assert_eq!(
+            metadata.install,
+            vec![
+                InstallSpec {
+                    id: Some("runtime-linux".to_owned()),
+                    os: vec!["linux".to_owned()],
+                    url: Some(
+                        "https://example.com/releases/v1.0/runtime-linux-x64.tar.bz2".to_owned()
+                    ),
+                    archive: Some("tar.bz2".to_owned()),
+                    extract: Some(true),
+                    strip_components: Some(1.0),
+                    target_dir: Some("runtime".to_owned()),
+                    ..only_kind(InstallKind::Download)
+                },
+                InstallSpec {
+                    id: Some("cli-node".to_owned()),
+                    bins: vec!["tts".to_owned()],
+                    package: Some("@example/tts@^2".to_owned()),
+                    ..only_kind(InstallKind::Node)
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn metadata_prefers_openclaw_over_legacy_keys() {
         let metadata =
             metadata_of(r#"{"clawdbot": {"emoji": "old"}, "openclaw": {"emoji": "new"}}"#);

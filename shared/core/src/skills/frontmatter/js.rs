@@ -6,7 +6,6 @@
 //! ones OpenClaw would store. Trees are at most [`MAX_DEPTH`] deep (both producers enforce
 //! it), so the recursive helpers below cannot exhaust the stack.
 
-use std::fmt::Write as _;
 use std::rc::Rc;
 
 use indexmap::IndexMap;
@@ -159,10 +158,7 @@ fn write_json_string(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
             c => out.push(c),
         }
     }
@@ -260,23 +256,20 @@ impl<'de> Visitor<'de> for JsValueVisitor {
         Ok(JsValue::Bool(v))
     }
 
-    // Integers become doubles, losing precision past 2^53 exactly as JSON5.parse does.
-    #[allow(clippy::cast_precision_loss)]
+    // Integers become doubles (`as` rounds to nearest), losing precision past 2^53 as
+    // JSON5.parse does.
     fn visit_i64<E>(self, v: i64) -> Result<JsValue, E> {
         Ok(JsValue::Number(v as f64))
     }
 
-    #[allow(clippy::cast_precision_loss)]
     fn visit_u64<E>(self, v: u64) -> Result<JsValue, E> {
         Ok(JsValue::Number(v as f64))
     }
 
-    #[allow(clippy::cast_precision_loss)]
     fn visit_i128<E>(self, v: i128) -> Result<JsValue, E> {
         Ok(JsValue::Number(v as f64))
     }
 
-    #[allow(clippy::cast_precision_loss)]
     fn visit_u128<E>(self, v: u128) -> Result<JsValue, E> {
         Ok(JsValue::Number(v as f64))
     }

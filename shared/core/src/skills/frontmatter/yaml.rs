@@ -34,7 +34,7 @@ const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
 /// Parses `block` as a single YAML document and returns its top-level mapping, or `None` when
 /// it is invalid, not a mapping, or over a budget.
-pub(super) fn parse_mapping(block: &str) -> Option<IndexMap<String, JsValue>> {
+pub(crate) fn parse_mapping(block: &str) -> Option<IndexMap<String, JsValue>> {
     let root = Loader::default().load(block)?;
     match root.value {
         JsValue::Object(entries) => Some(entries),

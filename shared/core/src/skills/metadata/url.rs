@@ -7,7 +7,6 @@
 //! Where the full algorithm would go further it rejects instead: hosts with non-ASCII or `%`
 //! (which need IDNA / percent-decoding) and any control character.
 
-use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
 use crate::skills::frontmatter::js::is_js_whitespace;
@@ -63,8 +62,7 @@ pub(super) fn normalize_http_url(raw: &str) -> Option<String> {
     }
     url.push_str(&host);
     if let Some(port) = port {
-        // Writing to a String cannot fail.
-        let _ = write!(url, ":{port}");
+        url.push_str(&format!(":{port}"));
     }
     url.push_str(&normalize_path(path));
     if let Some(query) = query {
@@ -268,7 +266,7 @@ fn percent_encode(text: &str, encoded: fn(char) -> bool, out: &mut String) {
     for c in text.chars() {
         if encoded(c) {
             for byte in c.encode_utf8(&mut buffer).bytes() {
-                let _ = write!(out, "%{byte:02X}");
+                out.push_str(&format!("%{byte:02X}"));
             }
         } else {
             out.push(c);

@@ -1,0 +1,181 @@
+//! Test support: SDK clients wired to the local AWS emulator (`moto_server` on loopback).
+//!
+//! `infra/test` starts the emulator and exports its address as `CLAWLESS_TEST_AWS_ENDPOINT`;
+//! tests that need AWS build their clients here and fail (never skip) without it. The SDK
+//! configuration is fully explicit (static credentials, region, endpoint), so no credential or
+//! region provider chain runs and nothing ever asks EC2 instance metadata (IMDS).
+//!
+//! [`RequestCounter`] counts the HTTP requests a client sends, so tests can pin how many calls
+//! an operation costs (pagination, caching).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_s3::config::{
+    ConfigBag, Credentials, Intercept, RuntimeComponents, SharedCredentialsProvider,
+};
+use aws_sdk_s3::error::BoxError;
+
+/// Environment variable holding the emulator's base URL, e.g. `http://127.0.0.1:45123`.
+pub const ENDPOINT_ENV: &str = "CLAWLESS_TEST_AWS_ENDPOINT";
+
+/// Region every test client uses.
+pub const TEST_REGION: &str = "us-east-1";
+
+/// The emulator's endpoint from [`ENDPOINT_ENV`].
+///
+/// # Panics
+/// When the variable is unset or empty: AWS adapter tests must run against the emulator,
+/// and silently skipping them would hide regressions.
+pub fn moto_endpoint() -> String {
+    match std::env::var(ENDPOINT_ENV) {
+        Ok(endpoint) if !endpoint.trim().is_empty() => endpoint.trim().to_owned(),
+        _ => panic!(
+            "{ENDPOINT_ENV} is not set. S3/DynamoDB tests need moto: run them through infra/test \
+             (or start `moto_server -H 127.0.0.1 -p PORT` and export \
+             {ENDPOINT_ENV}=http://127.0.0.1:PORT AWS_EC2_METADATA_DISABLED=true)"
+        ),
+    }
+}
+
+/// SDK configuration for the emulator: endpoint from [`ENDPOINT_ENV`], static `test`
+/// credentials, region `us-east-1`, latest behaviour version. Nothing is read from the
+/// environment or profile files besides the endpoint, and IMDS is never consulted.
+///
+/// # Panics
+/// When [`ENDPOINT_ENV`] is unset (see [`moto_endpoint`]).
+pub async fn moto_sdk_config() -> SdkConfig {
+    let credentials = Credentials::new("test", "test", None, None, "clawless-test-static");
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(TEST_REGION))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .endpoint_url(moto_endpoint())
+        .build()
+}
+
+fn s3_config(config: &SdkConfig) -> aws_sdk_s3::config::Builder {
+    // Path-style addressing: `http://127.0.0.1:PORT/bucket/key`, since bucket subdomains of
+    // an IP address do not resolve.
+    aws_sdk_s3::config::Builder::from(config).force_path_style(true)
+}
+
+/// An S3 client for the emulator (path-style addressing).
+pub fn s3_client(config: &SdkConfig) -> Client {
+    Client::from_conf(s3_config(config).build())
+}
+
+/// An S3 client for the emulator that counts every HTTP request it sends (retries included).
+pub fn s3_client_counting(config: &SdkConfig) -> (Client, RequestCounter) {
+    let counter = RequestCounter::default();
+    let client = Client::from_conf(s3_config(config).interceptor(counter.clone()).build());
+    (client, counter)
+}
+
+/// Creates a bucket named `<name_prefix>-<unique suffix>` and returns its name, so tests can
+/// share one emulator without seeing each other's objects.
+///
+/// # Panics
+/// When the emulator refuses to create it (a test setup failure).
+pub async fn fresh_bucket(client: &Client, name_prefix: &str) -> String {
+    let name = unique_bucket_name(name_prefix);
+    if let Err(err) = client.create_bucket().bucket(&name).send().await {
+        panic!(
+            "creating test bucket {name} failed: {}",
+            aws_sdk_s3::error::DisplayErrorContext(err)
+        );
+    }
+    name
+}
+
+/// `<prefix>-<pid>-<time>-<n>`, lowercased and cut to S3's 63-character limit.
+fn unique_bucket_name(name_prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let suffix = format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let prefix: String = name_prefix
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63 - suffix.len() - 1)
+        .collect();
+    let prefix = prefix.trim_matches('-');
+    let prefix = if prefix.is_empty() { "test" } else { prefix };
+    format!("{prefix}-{suffix}")
+}
+
+/// Counts the HTTP requests sent by the clients it is attached to. Clones share the count.
+///
+/// Counts in `read_before_transmit`, which runs once per attempt, so a retried call counts
+/// each try.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter {
+    sent: Arc<AtomicUsize>,
+}
+
+impl RequestCounter {
+    /// Requests sent since creation or the last [`reset`](Self::reset).
+    pub fn count(&self) -> usize {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Sets the count back to zero.
+    pub fn reset(&self) {
+        self.sent.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "clawless::RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_names_are_valid_and_unique() {
+        let first = unique_bucket_name("Contract_Suite");
+        let second = unique_bucket_name("Contract_Suite");
+        assert_ne!(first, second);
+        assert!(first.starts_with("contract-suite-"), "{first}");
+        let long = unique_bucket_name(&"x".repeat(100));
+        assert!(long.len() <= 63, "{long}");
+        for name in [first, long, unique_bucket_name("--")] {
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+            assert!(!name.starts_with('-') && !name.ends_with('-'), "{name}");
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! `clawless.yaml`: the deployment's configuration, as far as it is built. The whole document
+//! is also kept as JSON so skills can gate on any dotted path (`requires.config`).
+
+use std::path::{Path, PathBuf};
+
+use clawless_core::object_store::StoreError;
+use clawless_core::skills::SkillsConfig;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::sources::{InvalidSourceUri, SourceUri, StoreFactory};
+
+/// The agent id used when the config lists none.
+pub const DEFAULT_AGENT_ID: &str = "main";
+
+/// Largest config document read.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config object could not be fetched.
+    #[error("cannot read config {path}: {source}")]
+    Fetch {
+        /// The URI.
+        path: String,
+        /// The store error.
+        #[source]
+        source: StoreError,
+    },
+    /// The document is not valid YAML or does not have the expected shape.
+    #[error("invalid config {path}: {reason}")]
+    Invalid {
+        /// The file or URI.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A location in the config is not a directory or an `s3://` URI.
+    #[error(transparent)]
+    Location(#[from] InvalidSourceUri),
+    /// A required environment variable is missing.
+    #[error("environment variable {0} is not set")]
+    MissingEnv(&'static str),
+}
+
+/// The parts of `clawless.yaml` the system reads so far.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClawlessConfig {
+    /// `skills:`.
+    pub skills: SkillsSection,
+    /// `agents:`.
+    pub agents: AgentsSection,
+    /// The whole document, for `requires.config` paths.
+    #[serde(skip)]
+    pub document: Value,
+}
+
+/// `skills:`: where skills come from, plus the engine's settings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SkillsSection {
+    /// Bundled skills: a directory or `s3://` URI.
+    pub bundled: Option<String>,
+    /// Managed skills: a directory or `s3://` URI.
+    pub managed: Option<String>,
+    /// Extra sources, lowest precedence.
+    pub extra: Vec<String>,
+    /// `allowBundled`, `entries`, `limits`.
+    #[serde(flatten)]
+    pub engine: SkillsConfig,
+}
+
+/// `agents:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentsSection {
+    /// Settings every agent inherits.
+    pub defaults: AgentDefaults,
+    /// The agents.
+    pub list: Vec<AgentConfig>,
+}
+
+/// `agents.defaults`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentDefaults {
+    /// Workspace root (holds `skills/` and `.agents/skills/`).
+    pub workspace: Option<String>,
+    /// Default skill filter.
+    pub skills: Option<Vec<String>>,
+}
+
+/// `agents.list[]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentConfig {
+    /// Agent id.
+    pub id: String,
+    /// Workspace root; defaults to `agents.defaults.workspace`.
+    pub workspace: Option<String>,
+    /// Skill filter; when present (even empty) it replaces the default entirely.
+    pub skills: Option<Vec<String>>,
+}
+
+/// One agent with its inherited settings resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedAgent {
+    /// Agent id.
+    pub id: String,
+    /// Workspace root, if any.
+    pub workspace: Option<String>,
+    /// Effective skill filter.
+    pub skill_filter: Option<Vec<String>>,
+}
+
+impl ClawlessConfig {
+    /// Parses a YAML document; `origin` names it in errors.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let invalid = |reason: String| ConfigError::Invalid {
+            path: origin.to_owned(),
+            reason,
+        };
+        let document = if text.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            clawless_core::yaml::parse_document(text).map_err(|err| invalid(err.to_string()))?
+        };
+        if !document.is_object() {
+            return Err(invalid("the top level must be a mapping".to_owned()));
+        }
+        let mut config: Self =
+            serde_json::from_value(document.clone()).map_err(|err| invalid(err.to_string()))?;
+        config.document = document;
+        Ok(config)
+    }
+
+    /// Reads a config file; relative directories in it are taken from the file's folder.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut config = Self::from_yaml(&text, &path.display().to_string())?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        config.rebase_dirs(&base);
+        Ok(config)
+    }
+
+    /// Reads a config from a file path or an `s3://` URI.
+    pub async fn load(location: &str, stores: &StoreFactory) -> Result<Self, ConfigError> {
+        match SourceUri::parse(location)? {
+            SourceUri::Dir(path) => Self::from_file(&path),
+            SourceUri::S3 { bucket, prefix } => {
+                let key = prefix.trim_end_matches('/').to_owned();
+                let uri = SourceUri::S3 {
+                    bucket,
+                    prefix: String::new(),
+                };
+                let fetch_error = |source| ConfigError::Fetch {
+                    path: location.to_owned(),
+                    source,
+                };
+                let (store, _) = stores.open(&uri).map_err(fetch_error)?;
+                let object = store
+                    .get(&key, MAX_CONFIG_BYTES)
+                    .await
+                    .map_err(fetch_error)?
+                    .ok_or_else(|| ConfigError::Invalid {
+                        path: location.to_owned(),
+                        reason: "no such object".to_owned(),
+                    })?;
+                let text = String::from_utf8(object.bytes).map_err(|_| ConfigError::Invalid {
+                    path: location.to_owned(),
+                    reason: "not UTF-8 text".to_owned(),
+                })?;
+                Self::from_yaml(&text, location)
+            }
+        }
+    }
+
+    /// Every agent, with defaults applied; one `main` agent when none is listed.
+    pub fn agents(&self) -> Vec<ResolvedAgent> {
+        let defaults = &self.agents.defaults;
+        if self.agents.list.is_empty() {
+            return vec![ResolvedAgent {
+                id: DEFAULT_AGENT_ID.to_owned(),
+                workspace: defaults.workspace.clone(),
+                skill_filter: defaults.skills.clone(),
+            }];
+        }
+        self.agents
+            .list
+            .iter()
+            .map(|agent| ResolvedAgent {
+                id: agent.id.trim().to_owned(),
+                workspace: agent
+                    .workspace
+                    .clone()
+                    .or_else(|| defaults.workspace.clone()),
+                skill_filter: agent.skills.clone().or_else(|| defaults.skills.clone()),
+            })
+            .collect()
+    }
+
+    /// The agent with this id (ids compare trimmed and case-insensitively).
+    pub fn agent(&self, id: &str) -> Option<ResolvedAgent> {
+        self.agents()
+            .into_iter()
+            .find(|agent| agent.id.eq_ignore_ascii_case(id.trim()))
+    }
+
+    /// Makes relative directory locations relative to `base`.
+    fn rebase_dirs(&mut self, base: &Path) {
+        let rebase = |location: &mut String| {
+            if let Ok(SourceUri::Dir(path)) = SourceUri::parse(location)
+                && path.is_relative()
+            {
+                *location = base.join(path).display().to_string();
+            }
+        };
+        self.skills.bundled.iter_mut().for_each(rebase);
+        self.skills.managed.iter_mut().for_each(rebase);
+        self.skills.extra.iter_mut().for_each(rebase);
+        self.agents.defaults.workspace.iter_mut().for_each(rebase);
+        for agent in &mut self.agents.list {
+            agent.workspace.iter_mut().for_each(rebase);
+        }
+    }
+}
+
+/// The conventional layout of a deployment bucket: bundled and managed skills under
+/// `skills/`, each agent's workspace under `agents/<id>/workspace/`. Keep other data
+/// (transcript blobs) in another bucket, so one listing of this one sees every skill.
+pub fn bucket_layout_config(bucket: &str) -> ClawlessConfig {
+    let mut config = ClawlessConfig::default();
+    config.skills.bundled = Some(format!("s3://{bucket}/skills/bundled"));
+    config.skills.managed = Some(format!("s3://{bucket}/skills/managed"));
+    config.agents.defaults.workspace =
+        Some(format!("s3://{bucket}/agents/{DEFAULT_AGENT_ID}/workspace"));
+    config.document = Value::Object(Default::default());
+    config
+}
+
+/// Resolves `location` against the current directory when it is a relative path.
+pub fn absolute_dir(location: &str) -> String {
+    match SourceUri::parse(location) {
+        Ok(SourceUri::Dir(path)) if path.is_relative() => std::env::current_dir()
+            .map(|cwd| cwd.join(&path))
+            .unwrap_or_else(|_| PathBuf::from(&path))
+            .display()
+            .to_string(),
+        _ => location.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+skills:
+  bundled: ./skills
+  managed: s3://bucket/skills/managed
+  extra: [./extra-one]
+  allowBundled: [weather]
+  entries:
+    weather: { enabled: false, apiKey: k, env: { A: b } }
+  limits:
+    maxSkillsInPrompt: 10
+agents:
+  defaults:
+    workspace: ./ws
+    skills: [weather]
+  list:
+    - id: main
+    - id: restricted
+      skills: []
+    - id: elsewhere
+      workspace: s3://bucket/agents/elsewhere/workspace
+channels:
+  discord:
+    token: abc
+"#;
+
+    #[test]
+    fn a_full_config_parses_and_keeps_the_document_for_config_paths() {
+        let config = ClawlessConfig::from_yaml(SAMPLE, "sample").unwrap();
+        assert_eq!(
+            config.skills.managed.as_deref(),
+            Some("s3://bucket/skills/managed")
+        );
+        assert_eq!(config.skills.engine.allow_bundled, ["weather"]);
+        assert_eq!(config.skills.engine.entries["weather"].enabled, Some(false));
+        assert_eq!(config.skills.engine.entries["weather"].env["A"], "b");
+        assert_eq!(config.skills.engine.limits.max_skills_in_prompt, 10);
+        assert_eq!(
+            config.skills.engine.limits.max_skills_loaded_per_source, 200,
+            "unset limits keep defaults"
+        );
+        assert_eq!(config.document["channels"]["discord"]["token"], "abc");
+    }
+
+    #[test]
+    fn agents_inherit_defaults_and_an_own_skills_list_replaces_them() {
+        let config = ClawlessConfig::from_yaml(SAMPLE, "sample").unwrap();
+        let main = config.agent("MAIN").unwrap();
+        assert_eq!(main.skill_filter, Some(vec!["weather".to_owned()]));
+        assert_eq!(main.workspace.as_deref(), Some("./ws"));
+        assert_eq!(
+            config.agent("restricted").unwrap().skill_filter,
+            Some(vec![])
+        );
+        assert_eq!(
+            config.agent("elsewhere").unwrap().workspace.as_deref(),
+            Some("s3://bucket/agents/elsewhere/workspace")
+        );
+        assert!(config.agent("nobody").is_none());
+    }
+
+    #[test]
+    fn an_empty_config_has_one_main_agent() {
+        let config = ClawlessConfig::from_yaml("", "empty").unwrap();
+        let agents = config.agents();
+        assert_eq!(agents.len(), 1);
+        assert_eq!(agents[0].id, DEFAULT_AGENT_ID);
+        assert_eq!(agents[0].skill_filter, None);
+    }
+
+    #[test]
+    fn bad_documents_are_reported_with_their_origin() {
+        for (text, needle) in [
+            ("- a\n- b\n", "mapping"),
+            ("skills: [1, 2]\n", "skills"),
+            (
+                "skills:\n  limits:\n    maxSkillsInPrompt: lots\n",
+                "maxSkillsInPrompt",
+            ),
+            (
+                "skills:\n  limits:\n    maxSkilsInPrompt: 3\n",
+                "maxSkilsInPrompt",
+            ),
+            ("a: [unclosed\n", "clawless.yaml"),
+        ] {
+            let err = ClawlessConfig::from_yaml(text, "clawless.yaml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("clawless.yaml"), "{err}");
+            assert!(err.contains(needle), "{text:?} → {err}");
+        }
+    }
+
+    #[test]
+    fn relative_directories_in_a_file_are_taken_from_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clawless.yaml");
+        std::fs::write(&path, SAMPLE).unwrap();
+        let config = ClawlessConfig::from_file(&path).unwrap();
+        assert_eq!(
+            config.skills.bundled.unwrap(),
+            dir.path().join("./skills").display().to_string()
+        );
+        assert_eq!(config.skills.managed.unwrap(), "s3://bucket/skills/managed");
+        assert_eq!(
+            config.agents.defaults.workspace.unwrap(),
+            dir.path().join("./ws").display().to_string()
+        );
+    }
+
+    #[test]
+    fn the_bucket_layout_puts_every_skill_source_in_one_bucket() {
+        let config = bucket_layout_config("b");
+        assert_eq!(
+            config.skills.bundled.as_deref(),
+            Some("s3://b/skills/bundled")
+        );
+        assert_eq!(
+            config.agents()[0].workspace.as_deref(),
+            Some("s3://b/agents/main/workspace")
+        );
+    }
+}
