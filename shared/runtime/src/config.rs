@@ -252,6 +252,27 @@ pub fn bucket_layout_config(bucket: &str) -> ClawlessConfig {
     config
 }
 
+/// Environment variable naming the config file or `s3://` object of a deployment.
+pub const CONFIG_ENV: &str = "CLAWLESS_CONFIG";
+/// Environment variable naming the deployment bucket, used with [`bucket_layout_config`]
+/// when [`CONFIG_ENV`] is not set.
+pub const BUCKET_ENV: &str = "CLAWLESS_BUCKET";
+
+/// The configuration of a deployed function: `$CLAWLESS_CONFIG` (a path or `s3://` URI),
+/// else the conventional layout of `$CLAWLESS_BUCKET`.
+pub async fn deployment_config(stores: &StoreFactory) -> Result<ClawlessConfig, ConfigError> {
+    let non_empty = |name| {
+        std::env::var(name)
+            .ok()
+            .filter(|value| !value.trim().is_empty())
+    };
+    if let Some(location) = non_empty(CONFIG_ENV) {
+        return ClawlessConfig::load(&location, stores).await;
+    }
+    let bucket = non_empty(BUCKET_ENV).ok_or(ConfigError::MissingEnv(BUCKET_ENV))?;
+    Ok(bucket_layout_config(bucket.trim()))
+}
+
 /// Resolves `location` against the current directory when it is a relative path.
 pub fn absolute_dir(location: &str) -> String {
     match SourceUri::parse(location) {
