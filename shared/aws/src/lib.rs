@@ -4,7 +4,7 @@
 //!   one S3 bucket (skills, workspace files, large transcript blobs).
 //!
 //! This crate translates between the ports and the AWS SDK; it holds no agent logic. With the
-//! `test-support` feature, [`testing`] connects SDK clients to the local AWS emulator.
+//! `test-support` feature, `testing` connects SDK clients to the local AWS emulator.
 
 mod s3;
 

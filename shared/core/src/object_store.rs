@@ -14,7 +14,9 @@ use async_trait::async_trait;
 pub struct ObjectMeta {
     /// Key relative to the store root, e.g. `skills/bundled/weather/SKILL.md`.
     pub key: String,
-    /// Opaque version tag: changes whenever the content changes.
+    /// Opaque version tag, without quotes: changes whenever the content changes and stays
+    /// the same while it does not. Rewriting identical bytes may or may not change it
+    /// (S3 keeps its MD5, a directory tree and the in-memory store issue a new one).
     pub etag: String,
     /// Size in bytes.
     pub size: u64,
@@ -135,6 +137,12 @@ impl StoreError {
 pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Lists every object whose key starts with `prefix` (recursively), sorted by key,
     /// stopping after `max_keys` objects with [`Listing::truncated`] set.
+    ///
+    /// The match is by string prefix, as in S3: `a/` lists `a/x` but not `ab/x`, while `a`
+    /// lists both (pass the result of [`normalize_prefix`] to list a "directory"). A non-empty
+    /// prefix must be a valid key once one trailing `/` is removed ([`StoreError::InvalidKey`]
+    /// otherwise). With `max_keys == 0` no object is returned and `truncated` tells whether
+    /// any exists.
     async fn list(&self, prefix: &str, max_keys: usize) -> Result<Listing, StoreError>;
 
     /// Reads an object, refusing with [`StoreError::TooLarge`] if it exceeds `max_bytes`.

@@ -363,6 +363,12 @@ impl Inner {
             .write_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        if let PutCondition::IfMatch(expected) = condition
+            && self.head(key)?.map(|meta| meta.etag).as_ref() != Some(expected)
+        {
+            // Refuse before creating directories for a write that cannot happen.
+            return Err(StoreError::Conflict(key.to_owned()));
+        }
         let dir = self.prepare_parent(key)?;
         let (_, name) = split_key(key);
         let target = dir.join(name);

@@ -409,6 +409,21 @@ async fn a_file_standing_where_a_directory_should_be_is_refused() {
 }
 
 #[tokio::test]
+async fn a_failed_if_match_write_creates_no_directories() {
+    let tree = Tree::new();
+    let put = tree
+        .store
+        .put(
+            "new/deep/SKILL.md",
+            b"x".to_vec(),
+            PutCondition::IfMatch("stale".into()),
+        )
+        .await;
+    assert!(matches!(put, Err(StoreError::Conflict(_))), "{put:?}");
+    assert!(!tree.root.join("new").exists());
+}
+
+#[tokio::test]
 async fn deleting_the_last_file_prunes_empty_directories_but_keeps_the_root() {
     let tree = Tree::new();
     tree.store

@@ -1,0 +1,162 @@
+//! Shared helpers for system tests: running a function under `cargo lambda watch` and
+//! talking to it over plain HTTP on 127.0.0.1.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A function served by `cargo lambda watch`; stopped (with everything it started) on drop.
+pub struct LambdaWatch {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl LambdaWatch {
+    /// Starts `cargo lambda watch` in the repository with `env` for the functions.
+    ///
+    /// # Panics
+    /// When `cargo lambda` is not installed: `infra/test` puts it on PATH, and system tests
+    /// must fail rather than pass without the emulator.
+    pub fn start(env: &[(&str, String)]) -> Self {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!("clawless-lambda-watch-{port}.log"));
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let mut command = Command::new("cargo");
+        command
+            .args([
+                "lambda",
+                "watch",
+                "--ignore-changes",
+                "--quiet",
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+            ])
+            .current_dir(repo_root())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log file"))
+            .stderr(log_file);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        // Own process group, so drop can stop cargo-lambda and the function it spawned.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command.spawn().unwrap_or_else(|err| {
+            panic!("cannot start `cargo lambda watch` ({err}); run the tests through infra/test, which installs cargo-lambda")
+        });
+        Self { child, port, log }
+    }
+
+    /// GETs `path` of function `name` through its function URL, waiting up to `patience`
+    /// for the first build; returns status and body.
+    pub fn get(&mut self, name: &str, path: &str, patience: Duration) -> (u16, String) {
+        let deadline = Instant::now() + patience;
+        let request_path = format!("/lambda-url/{name}{path}");
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll cargo lambda") {
+                panic!("cargo lambda watch exited ({status}):\n{}", self.log_tail());
+            }
+            match http_get(self.port, &request_path) {
+                Ok(answer) => return answer,
+                // Not listening yet, or still building: try again until the deadline.
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(500))
+                }
+                Err(err) => panic!("no answer from {request_path}: {err}\n{}", self.log_tail()),
+            }
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for LambdaWatch {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let stopped = Command::new("kill").args(["-TERM", "--", &group]).status();
+        if !stopped.is_ok_and(|s| s.success()) {
+            eprintln!("could not signal process group {group}; killing cargo-lambda only");
+            if let Err(err) = self.child.kill() {
+                eprintln!("kill failed: {err}");
+            }
+        }
+        if let Err(err) = self.child.wait() {
+            eprintln!("wait failed: {err}");
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 GET on 127.0.0.1; `Err` until something answers with a status line.
+pub fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(300)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {head:?}")))?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}
