@@ -1,6 +1,11 @@
 //! `functions/skills-bins` as deployed code: the real Lambda binary under `cargo lambda watch`,
 //! reading skills from S3 on moto, answering `GET /skills/bins`.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,5 +1,10 @@
 //! `clawless skills …` as a user runs it: the real binary, real directories, and S3 on moto.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

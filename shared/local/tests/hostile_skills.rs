@@ -1,6 +1,11 @@
 //! A corpus of hostile skills on a real directory tree: every one is skipped with a
 //! diagnostic, the good skill next to them still loads, and nothing panics.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::sync::Arc;

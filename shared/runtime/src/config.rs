@@ -139,8 +139,9 @@ impl ClawlessConfig {
         if !document.is_object() {
             return Err(invalid("the top level must be a mapping".to_owned()));
         }
-        let mut config: Self =
-            serde_json::from_value(document.clone()).map_err(|err| invalid(err.to_string()))?;
+        // The path in the error (`skills.limits.maxSkillsInPrompt: …`) says where to look.
+        let mut config: Self = serde_path_to_error::deserialize(document.clone())
+            .map_err(|err| invalid(err.to_string()))?;
         config.document = document;
         Ok(config)
     }

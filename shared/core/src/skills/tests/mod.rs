@@ -1,6 +1,7 @@
 //! Spec test vectors (§1, §3–§6) for the skills engine, over the in-memory object store.
 
 mod commands;
+mod corpus;
 mod discovery;
 mod eligibility;
 mod loader;
