@@ -366,7 +366,7 @@ channels:
             ("skills: [1, 2]\n", "skills"),
             (
                 "skills:\n  limits:\n    maxSkillsInPrompt: lots\n",
-                "maxSkillsInPrompt",
+                "skills: invalid type: string \"lots\", expected usize",
             ),
             (
                 "skills:\n  limits:\n    maxSkilsInPrompt: 3\n",
