@@ -132,6 +132,9 @@ impl StoreError {
     }
 }
 
+/// Reads in flight at once in the default [`ObjectStore::get_many`].
+const CONCURRENT_GETS: usize = 16;
+
 /// Objects addressed by key: S3 in AWS, a directory tree in local mode.
 #[async_trait]
 pub trait ObjectStore: Send + Sync + fmt::Debug {
@@ -148,6 +151,26 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Reads an object, refusing with [`StoreError::TooLarge`] if it exceeds `max_bytes`.
     /// `Ok(None)` when there is no object at the key.
     async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError>;
+
+    /// Reads several objects: one result per key, in order. The default reads them
+    /// concurrently with [`ObjectStore::get`]; stores with a cheaper batch path override it.
+    async fn get_many(
+        &self,
+        keys: &[String],
+        max_bytes: u64,
+    ) -> Vec<Result<Option<Object>, StoreError>> {
+        // Plain loops rather than stream combinators: a closure over `&String` here trips the
+        // compiler's higher-ranked lifetime check once the future must be `Send`.
+        let mut results = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(CONCURRENT_GETS) {
+            let mut reads = Vec::with_capacity(chunk.len());
+            for key in chunk {
+                reads.push(self.get(key, max_bytes));
+            }
+            results.extend(futures_util::future::join_all(reads).await);
+        }
+        results
+    }
 
     /// Reads an object's metadata without its content.
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError>;

@@ -197,6 +197,14 @@ fn invalid(key: &str, reason: &'static str) -> StoreError {
     }
 }
 
+/// Not found, or a file where a directory was expected: the key has no object.
+fn is_missing(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
 /// Splits a validated key into its directory part (possibly empty) and file name.
 fn split_key(key: &str) -> (&str, &str) {
     key.rsplit_once('/').unwrap_or(("", key))
@@ -223,28 +231,33 @@ enum Entry {
 impl Inner {
     fn existing_parent(&self, key: &str) -> Result<Parent, StoreError> {
         let (dir, _) = split_key(key);
-        let logical = if dir.is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(dir)
-        };
-        match fs::canonicalize(&logical) {
-            Ok(canonical) if !canonical.starts_with(&self.root) => {
-                tracing::debug!(key, target = %canonical.display(), "key leaves the store root");
-                Ok(Parent::Escapes)
-            }
-            Ok(canonical) if canonical.is_dir() => Ok(Parent::Inside(canonical)),
-            Ok(_) => Ok(Parent::Missing),
-            Err(err)
-                if matches!(
-                    err.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                Ok(Parent::Missing)
-            }
-            Err(err) => Err(io_error("resolve", &logical, err)),
+        // Walk the key's directories from the canonical root with `lstat`: a key has no `.`
+        // or `..` segments, so unless a segment is a symlink the path is inside the root.
+        // Only symlinks are canonicalised, which keeps the common case at one call per level.
+        let mut current = self.root.clone();
+        for segment in dir.split('/').filter(|segment| !segment.is_empty()) {
+            let next = current.join(segment);
+            current = match fs::symlink_metadata(&next) {
+                Ok(meta) if meta.is_dir() => next,
+                Ok(meta) if meta.is_symlink() => match fs::canonicalize(&next) {
+                    Ok(canonical) if !canonical.starts_with(&self.root) => {
+                        tracing::debug!(key, target = %canonical.display(), "key leaves the store root");
+                        return Ok(Parent::Escapes);
+                    }
+                    Ok(canonical) if canonical.is_dir() => canonical,
+                    Ok(_) => return Ok(Parent::Missing),
+                    Err(err) if is_missing(&err) => return Ok(Parent::Missing),
+                    Err(err) => return Err(io_error("resolve", &next, err)),
+                },
+                Ok(_) => return Ok(Parent::Missing),
+                Err(err) if is_missing(&err) => return Ok(Parent::Missing),
+                Err(err) => return Err(io_error("inspect", &next, err)),
+            };
         }
+        if dir.is_empty() && !self.root.is_dir() {
+            return Ok(Parent::Missing);
+        }
+        Ok(Parent::Inside(current))
     }
 
     /// The key's path, if its parent resolves inside the root.
@@ -506,6 +519,48 @@ impl ObjectStore for DirObjectStore {
     async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError> {
         let key = key.to_owned();
         self.blocking(move |inner| inner.get(&key, max_bytes)).await
+    }
+
+    async fn get_many(
+        &self,
+        keys: &[String],
+        max_bytes: u64,
+    ) -> Vec<Result<Option<Object>, StoreError>> {
+        // A few trips to the blocking pool for the whole batch instead of one per file,
+        // spread over the cores: reading is mostly system calls, which run in parallel.
+        let lanes = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 4);
+        let per_lane = keys.len().div_ceil(lanes).max(1);
+        let mut batches = Vec::with_capacity(lanes);
+        for chunk in keys.chunks(per_lane) {
+            let chunk = chunk.to_vec();
+            let count = chunk.len();
+            let batch = self.blocking(move |inner| {
+                Ok(chunk
+                    .iter()
+                    .map(|key| inner.get(key, max_bytes))
+                    .collect::<Vec<_>>())
+            });
+            batches.push(async move {
+                batch.await.unwrap_or_else(|err| {
+                    let message = err.to_string();
+                    (0..count)
+                        .map(|_| {
+                            Err(StoreError::Unavailable {
+                                message: message.clone(),
+                                source: None,
+                            })
+                        })
+                        .collect()
+                })
+            });
+        }
+        futures_util::future::join_all(batches)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

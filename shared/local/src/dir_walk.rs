@@ -9,7 +9,6 @@
 
 use std::fs::{self, Metadata};
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clawless_core::object_store::{Listing, RefusalReason, RefusedEntry, StoreError, validate_key};
@@ -55,26 +54,20 @@ pub(crate) fn list(root: &Path, prefix: &str, max_keys: usize) -> Result<Listing
         walk.refuse(dir_key.trim_end_matches('/'), RefusalReason::SymlinkEscape);
         return Ok(walk.listing);
     }
-    let start_meta = match fs::metadata(&start) {
-        Ok(meta) if meta.is_dir() => meta,
+    match fs::metadata(&start) {
+        Ok(meta) if meta.is_dir() => {}
         Ok(_) => return Ok(walk.listing),
         Err(err) => return Err(io_error("inspect", &start, err)),
-    };
-    let mut ancestors = vec![identity(&start_meta)];
-    walk.directory(&start, dir_key, name_filter, &mut ancestors)?;
+    }
+    walk.directory(&start, dir_key, name_filter, 1)?;
     Ok(walk.listing)
-}
-
-/// Device and inode: what makes two paths the same directory.
-fn identity(meta: &Metadata) -> (u64, u64) {
-    (meta.dev(), meta.ino())
 }
 
 /// What one directory entry turned out to be.
 enum Kind {
     File(Metadata),
-    /// A directory to descend into: its path to read (canonical for a followed symlink).
-    Directory(PathBuf, Metadata),
+    /// A directory to descend into, by its canonical path.
+    Directory(PathBuf),
     Refused(RefusalReason),
 }
 
@@ -109,19 +102,24 @@ impl Walk<'_> {
         });
     }
 
-    /// Walks `dir` (whose key prefix is `dir_key`, empty or ending in `/`), visiting only
-    /// children whose name starts with `name_filter`.
+    /// Walks `dir` (canonical; its key prefix is `dir_key`, empty or ending in `/`), visiting
+    /// only children whose name starts with `name_filter`. `depth` is 1 for the first one.
+    ///
+    /// Every directory path handled here is canonical: real subdirectories extend a canonical
+    /// path and followed symlinks are canonicalised. So a cycle, which only a symlink can
+    /// make, shows as a symlink whose target is the current directory or one of its
+    /// ancestors, and real directories need no `stat` of their own.
     fn directory(
         &mut self,
         dir: &Path,
         dir_key: &str,
         name_filter: &str,
-        ancestors: &mut Vec<(u64, u64)>,
+        depth: usize,
     ) -> Result<(), StoreError> {
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
             // The top directory failing is the caller's problem; a nested one is skipped.
-            Err(err) if ancestors.len() == 1 && err.kind() != io::ErrorKind::NotFound => {
+            Err(err) if depth == 1 && err.kind() != io::ErrorKind::NotFound => {
                 return Err(io_error("read directory", dir, err));
             }
             Err(_) => {
@@ -155,7 +153,7 @@ impl Walk<'_> {
                 // A legal file name but not a legal key: it could never be read back.
                 Kind::Refused(RefusalReason::Unreadable)
             } else {
-                self.classify(&entry.path(), entry.file_type())
+                self.classify(&entry)
             };
             children.push(Child { name, kind });
         }
@@ -173,17 +171,13 @@ impl Walk<'_> {
                     self.listing.objects.push(object_meta(&key, &meta));
                 }
                 Kind::Refused(reason) => self.refuse(&key, reason),
-                Kind::Directory(path, meta) => {
-                    let id = identity(&meta);
-                    if ancestors.contains(&id) || ancestors.len() >= MAX_DEPTH {
+                Kind::Directory(path) => {
+                    if dir.starts_with(&path) || depth >= MAX_DEPTH {
                         // A symlink back to an ancestor (a cycle), or absurd nesting.
                         self.refuse(&key, RefusalReason::Unreadable);
                         continue;
                     }
-                    ancestors.push(id);
-                    let walked = self.directory(&path, &format!("{key}/"), "", ancestors);
-                    ancestors.pop();
-                    walked?;
+                    self.directory(&path, &format!("{key}/"), "", depth + 1)?;
                     if self.stopped {
                         return Ok(());
                     }
@@ -193,14 +187,21 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn classify(&self, path: &Path, file_type: io::Result<fs::FileType>) -> Kind {
-        let Ok(file_type) = file_type else {
+    fn classify(&self, entry: &fs::DirEntry) -> Kind {
+        let Ok(file_type) = entry.file_type() else {
             return Kind::Refused(RefusalReason::Unreadable);
         };
-        if file_type.is_file() || file_type.is_dir() {
-            return match fs::symlink_metadata(path) {
+        let path = entry.path();
+        if file_type.is_dir() {
+            // Known from the directory entry itself; a swap for something else before it is
+            // read makes `read_dir` fail there, which is refused as unreadable.
+            return Kind::Directory(path);
+        }
+        if file_type.is_file() {
+            // `DirEntry::metadata` does not follow symlinks and, on Linux, stats relative to
+            // the open directory instead of resolving the whole path again.
+            return match entry.metadata() {
                 Ok(meta) if meta.is_file() => Kind::File(meta),
-                Ok(meta) if meta.is_dir() => Kind::Directory(path.to_path_buf(), meta),
                 // Replaced by something else since the directory was read.
                 Ok(_) | Err(_) => Kind::Refused(RefusalReason::Unreadable),
             };
@@ -209,11 +210,9 @@ impl Walk<'_> {
             // FIFOs, sockets, devices: reading them could block or never end.
             return Kind::Refused(RefusalReason::Unreadable);
         }
-        match fs::metadata(path) {
-            Ok(target) if target.is_dir() => match fs::canonicalize(path) {
-                Ok(canonical) if canonical.starts_with(self.root) => {
-                    Kind::Directory(canonical, target)
-                }
+        match fs::metadata(&path) {
+            Ok(target) if target.is_dir() => match fs::canonicalize(&path) {
+                Ok(canonical) if canonical.starts_with(self.root) => Kind::Directory(canonical),
                 Ok(_) => Kind::Refused(RefusalReason::SymlinkEscape),
                 Err(_) => Kind::Refused(RefusalReason::Unreadable),
             },

@@ -22,7 +22,12 @@ pub type Frontmatter = IndexMap<String, String>;
 ///
 /// Never fails: malformed YAML degrades to what the line parser can read.
 pub fn parse_frontmatter(content: &str) -> Frontmatter {
-    let normalized = content.replace("\r\n", "\n").replace('\r', "\n");
+    // Most files have no `\r`: skip copying the whole file (body included) in that case.
+    let normalized: std::borrow::Cow<'_, str> = if content.contains('\r') {
+        content.replace("\r\n", "\n").replace('\r', "\n").into()
+    } else {
+        content.into()
+    };
     let Some(block) = extract_block(&normalized) else {
         return Frontmatter::new();
     };

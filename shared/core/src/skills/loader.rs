@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::try_join_all;
-use futures_util::stream::{self, StreamExt, TryStreamExt};
 use indexmap::IndexMap;
 
 use crate::object_store::{Listing, ObjectMeta, ObjectStore, RefusedEntry, StoreError};
@@ -19,9 +18,6 @@ use super::diagnostics::{DiagnosticKind, SkillDiagnostic};
 use super::discovery::{Candidate, discover};
 use super::entry::{Rejection, SkillEntry, parse_skill};
 use super::source::{SkillLimits, SkillSource, SkillSourceKind};
-
-/// `SKILL.md` reads in flight at once on a cold load.
-const CONCURRENT_READS: usize = 16;
 
 /// The merged skills of a set of sources.
 #[derive(Debug, Clone, Default)]
@@ -221,17 +217,7 @@ impl SkillLoader {
             }
         }
 
-        let max_bytes = self.limits.max_skill_file_bytes;
-        let fresh: Vec<(ParseKey, CachedParse)> = stream::iter(to_read)
-            .map(|(key, source, candidate)| async move {
-                // Owned inputs: borrowed ones trip the higher-ranked lifetime check when
-                // this future is later required to be `Send` (axum handlers).
-                let cached = read_and_parse(&source, &candidate, max_bytes).await?;
-                Ok::<_, StoreError>((key, cached))
-            })
-            .buffered(CONCURRENT_READS)
-            .try_collect()
-            .await?;
+        let fresh = read_and_parse_all(to_read, self.limits.max_skill_file_bytes).await?;
 
         let mut cache = self.lock();
         // Forget parses under the prefixes just listed that are no longer there, so a
@@ -266,50 +252,89 @@ fn parse_key(source: &SkillSource, candidate: &Candidate) -> ParseKey {
     }
 }
 
-async fn read_and_parse(
-    source: &SkillSource,
-    candidate: &Candidate,
+/// Reads the candidates (one batch per store) and parses them.
+async fn read_and_parse_all(
+    to_read: Vec<(ParseKey, SkillSource, Candidate)>,
     max_bytes: u64,
-) -> Result<CachedParse, StoreError> {
-    let meta = &candidate.skill_file;
-    let reject = |kind, message: String| CachedParse {
-        etag: meta.etag.clone(),
-        result: Err(Rejection { kind, message }),
-    };
-    if meta.size > max_bytes {
-        return Ok(reject(
-            DiagnosticKind::TooLarge,
-            format!(
-                "SKILL.md is {} bytes, over maxSkillFileBytes={max_bytes}",
-                meta.size
-            ),
-        ));
+) -> Result<Vec<(ParseKey, CachedParse)>, StoreError> {
+    let mut by_store: BTreeMap<String, Vec<(ParseKey, SkillSource, Candidate)>> = BTreeMap::new();
+    for item in to_read {
+        by_store
+            .entry(item.1.store.identity())
+            .or_default()
+            .push(item);
     }
-    let object = match source.store.get(&meta.key, max_bytes).await {
-        Ok(Some(object)) => object,
-        Ok(None) => {
-            return Ok(reject(
-                DiagnosticKind::Vanished,
-                "SKILL.md disappeared while loading".to_owned(),
+    let mut parsed = Vec::new();
+    for batch in by_store.into_values() {
+        let Some(store) = batch
+            .first()
+            .map(|(_, source, _)| Arc::clone(&source.store))
+        else {
+            continue;
+        };
+        // Oversized files are refused from the listing's size, without being fetched.
+        let (too_large, readable): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .partition(|(_, _, candidate)| candidate.skill_file.size > max_bytes);
+        for (key, _, candidate) in too_large {
+            parsed.push((
+                key,
+                rejected(
+                    &candidate,
+                    too_large_rejection(candidate.skill_file.size, max_bytes),
+                ),
             ));
         }
-        Err(StoreError::TooLarge { size, .. }) => {
-            return Ok(reject(
-                DiagnosticKind::TooLarge,
-                format!("SKILL.md is {size} bytes, over maxSkillFileBytes={max_bytes}"),
-            ));
+        let keys: Vec<String> = readable
+            .iter()
+            .map(|(_, _, candidate)| candidate.skill_file.key.clone())
+            .collect();
+        let objects = store.get_many(&keys, max_bytes).await;
+        for ((key, source, candidate), object) in readable.into_iter().zip(objects) {
+            let cached = match object {
+                Ok(Some(object)) => {
+                    let meta = &candidate.skill_file;
+                    let location = source.store.location(&meta.key);
+                    let result = parse_skill(&object.bytes, &candidate.dir_name).map(|parsed| {
+                        Arc::new(parsed.into_entry(source.kind, meta.key.clone(), location))
+                    });
+                    // Cached under the ETag the listing showed: if the object changed in
+                    // between, the next listing shows a new ETag and it is read again.
+                    CachedParse {
+                        etag: meta.etag.clone(),
+                        result,
+                    }
+                }
+                Ok(None) => rejected(
+                    &candidate,
+                    Rejection {
+                        kind: DiagnosticKind::Vanished,
+                        message: "SKILL.md disappeared while loading".to_owned(),
+                    },
+                ),
+                Err(StoreError::TooLarge { size, .. }) => {
+                    rejected(&candidate, too_large_rejection(size, max_bytes))
+                }
+                Err(err) => return Err(err),
+            };
+            parsed.push((key, cached));
         }
-        Err(err) => return Err(err),
-    };
-    let location = source.store.location(&meta.key);
-    let result = parse_skill(&object.bytes, &candidate.dir_name)
-        .map(|parsed| Arc::new(parsed.into_entry(source.kind, meta.key.clone(), location)));
-    // Cache under the ETag the listing showed: if the object changed in between, the
-    // next listing shows a new ETag and the skill is read again.
-    Ok(CachedParse {
-        etag: meta.etag.clone(),
-        result,
-    })
+    }
+    Ok(parsed)
+}
+
+fn rejected(candidate: &Candidate, rejection: Rejection) -> CachedParse {
+    CachedParse {
+        etag: candidate.skill_file.etag.clone(),
+        result: Err(rejection),
+    }
+}
+
+fn too_large_rejection(size: u64, max_bytes: u64) -> Rejection {
+    Rejection {
+        kind: DiagnosticKind::TooLarge,
+        message: format!("SKILL.md is {size} bytes, over maxSkillFileBytes={max_bytes}"),
+    }
 }
 
 /// Groups sources by store and finds the longest common `/`-prefix of each group.
