@@ -9,7 +9,6 @@ use crate::skills::commands::{
 };
 use crate::skills::eligibility::filter_entries;
 use crate::skills::metadata::{ArgMode, ToolDispatch};
-use crate::skills::{EligibilityContext, EligibilityInputs, SkillsConfig};
 
 async fn specs_for(files: &[(&str, String)], reserved: &[&str]) -> Vec<SkillCommandSpec> {
     let store = store_with(files);
@@ -18,13 +17,8 @@ async fn specs_for(files: &[(&str, String)], reserved: &[&str]) -> Vec<SkillComm
         SkillLimits::default(),
     )
     .await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     build_command_specs(&filter_entries(&loaded.entries, inputs, None), reserved)
 }
 

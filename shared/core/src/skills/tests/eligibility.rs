@@ -354,13 +354,8 @@ async fn filter_keeps_named_skills_and_an_empty_filter_keeps_none() {
         SkillLimits::default(),
     )
     .await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let only_alpha = vec!["alpha".to_owned()];
     let kept: Vec<&str> = filter_entries(&loaded.entries, inputs, Some(&only_alpha))
         .iter()

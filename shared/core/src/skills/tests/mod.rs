@@ -16,6 +16,24 @@ use crate::testing::InMemoryObjectStore;
 use super::loader::LoadedSkills;
 use super::{SkillLimits, SkillLoader, SkillSource, SkillSourceKind};
 
+/// Default skills config, an empty config document and a context with nothing available.
+#[derive(Default)]
+pub(super) struct Setting {
+    skills: super::SkillsConfig,
+    config: serde_json::Value,
+    context: super::EligibilityContext,
+}
+
+impl Setting {
+    pub(super) fn inputs(&self) -> super::EligibilityInputs<'_> {
+        super::EligibilityInputs {
+            skills: &self.skills,
+            config: &self.config,
+            context: &self.context,
+        }
+    }
+}
+
 /// A `SKILL.md` with this name, description and optional `metadata` JSON.
 pub(super) fn skill_md(name: &str, description: &str, metadata: Option<&str>) -> String {
     let mut text = format!("---\nname: {name}\ndescription: {description}\n");

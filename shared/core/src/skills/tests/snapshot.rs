@@ -1,14 +1,10 @@
-use serde_json::json;
-
 use super::*;
 use crate::skills::loader::bump_version;
 use crate::skills::snapshot::{
     build_snapshot, should_refresh_snapshot_for_version, skills_prompt_for_run,
     snapshot_fingerprint, snapshot_is_stale,
 };
-use crate::skills::{
-    EligibilityContext, EligibilityInputs, SkillSnapshot, SkillsConfig, SnapshotOptions,
-};
+use crate::skills::{EligibilityContext, EligibilityInputs, SkillSnapshot, SnapshotOptions};
 
 async fn loaded_with_hidden() -> (Arc<InMemoryObjectStore>, Arc<LoadedSkills>) {
     let store = store_with(&[
@@ -46,13 +42,8 @@ fn options<'a>(filter: Option<&'a [String]>, homes: &'a [String]) -> SnapshotOpt
 #[tokio::test]
 async fn hidden_skills_are_eligible_but_not_in_the_prompt() {
     let (_, loaded) = loaded_with_hidden().await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let snapshot = build_snapshot(&loaded, inputs, &options(None, &[]));
     let listed: Vec<&str> = snapshot.skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(listed, ["hidden", "visible"]);
@@ -66,13 +57,8 @@ async fn hidden_skills_are_eligible_but_not_in_the_prompt() {
 #[tokio::test]
 async fn resolved_skills_keep_canonical_locations_while_the_prompt_is_compacted() {
     let (store, loaded) = loaded_with_hidden().await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let home = vec![store.location("s")];
     let snapshot = build_snapshot(&loaded, inputs, &options(None, &home));
     assert!(
@@ -89,13 +75,8 @@ async fn resolved_skills_keep_canonical_locations_while_the_prompt_is_compacted(
 #[tokio::test]
 async fn an_empty_filter_gives_an_empty_prompt() {
     let (_, loaded) = loaded_with_hidden().await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let snapshot = build_snapshot(&loaded, inputs, &options(Some(&[]), &[]));
     assert_eq!(snapshot.prompt, "");
     assert_eq!(snapshot.skill_filter, Some(vec![]));
@@ -104,13 +85,8 @@ async fn an_empty_filter_gives_an_empty_prompt() {
 #[tokio::test]
 async fn snapshots_round_trip_through_json() {
     let (_, loaded) = loaded_with_hidden().await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let snapshot = build_snapshot(&loaded, inputs, &options(None, &[]));
     let text = serde_json::to_string(&snapshot).unwrap();
     assert!(text.contains("\"resolvedSkills\""));
@@ -142,13 +118,8 @@ fn version_staleness_matches_openclaw() {
 #[tokio::test]
 async fn a_snapshot_is_rebuilt_when_skills_context_or_filter_change() {
     let (store, loaded) = loaded_with_hidden().await;
-    let skills = SkillsConfig::default();
-    let context = EligibilityContext::empty();
-    let inputs = EligibilityInputs {
-        skills: &skills,
-        config: &json!({}),
-        context: &context,
-    };
+    let setting = Setting::default();
+    let inputs = setting.inputs();
     let opts = options(None, &[]);
     let snapshot = build_snapshot(&loaded, inputs, &opts);
     let fingerprint = snapshot_fingerprint(&loaded, inputs, &opts);
