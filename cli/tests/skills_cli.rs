@@ -291,3 +291,50 @@ async fn skills_synced_to_s3_are_served_from_s3() {
     );
     assert!(!missing.status.success());
 }
+
+#[test]
+fn every_bundled_skill_loads_cleanly_and_declares_what_it_runs() {
+    let path = path_with(&[]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&clawless(
+        &["skills", "--bundled", &bundled(), "check", "--json"],
+        path.path(),
+    )))
+    .unwrap();
+    assert_eq!(
+        report["skipped"],
+        serde_json::json!([]),
+        "no bundled skill may be skipped"
+    );
+    let skills = report["skills"].as_array().unwrap();
+    let on_disk = std::fs::read_dir(repo_skills())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(
+        skills.len(),
+        on_disk,
+        "every folder in skills/ is a loaded skill"
+    );
+    for skill in skills {
+        let name = skill["name"].as_str().unwrap();
+        let description = skill["description"].as_str().unwrap();
+        assert!(
+            description.contains("Use when"),
+            "{name}: the description says when to use it"
+        );
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{name}"
+        );
+        let requires = &skill["metadata"]["requires"];
+        let declares = ["bins", "anyBins"]
+            .iter()
+            .any(|k| requires[k].as_array().is_some_and(|a| !a.is_empty()));
+        // skill-author only writes files with the agent's own tools
+        assert!(
+            declares || name == "skill-author",
+            "{name} declares the binaries its commands run"
+        );
+    }
+}
