@@ -1,3 +1,5 @@
+//! Slash command specs, parsing, rewrite and dispatch (spec §5), and `skills.bins` (§6).
+
 use serde_json::json;
 
 use super::*;

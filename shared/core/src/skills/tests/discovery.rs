@@ -1,3 +1,5 @@
+//! Discovery (spec §1.2, §1.5): nested roots, root skills, skipped folders, grouping folders, limits and rejections.
+
 use super::*;
 use crate::skills::DiagnosticKind;
 

@@ -1,3 +1,5 @@
+//! Eligibility (spec §3.1) and the agent skill filter (§3.2).
+
 use serde_json::{Value, json};
 
 use super::*;

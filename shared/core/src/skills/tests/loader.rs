@@ -1,3 +1,5 @@
+//! Loading: precedence and merge order (spec §1.1), locations, and what a warm reload reads.
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;

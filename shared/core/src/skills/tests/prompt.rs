@@ -1,3 +1,5 @@
+//! The skills block (spec §4.2–§4.5): exact formats, compaction and the three limit tiers.
+
 use crate::skills::prompt::{
     COMPACT_WARNING_OVERHEAD, LimitedBlock, PromptLimits, PromptSkill, apply_prompt_limits,
     assemble_prompt, compact_location, format_skills_compact, format_skills_full, js_length,

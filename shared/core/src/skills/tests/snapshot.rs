@@ -1,3 +1,5 @@
+//! Snapshots (spec §4.6–§4.7): contents, serialisation and when they are rebuilt.
+
 use super::*;
 use crate::skills::loader::bump_version;
 use crate::skills::snapshot::{
