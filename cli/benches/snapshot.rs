@@ -120,20 +120,25 @@ async fn bench_s3(count: usize) {
     let client = clawless_aws::testing::s3_client(&config);
     let bucket = clawless_aws::testing::fresh_bucket(&client, "bench").await;
     let store = Arc::new(S3ObjectStore::new(client, bucket));
-    let uploads: Vec<_> = (0..count)
-        .map(|index| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move {
-                let key = format!("skills/bundled/skill-{index:05}/SKILL.md");
-                store
-                    .put(&key, skill_text(index).into_bytes(), PutCondition::Always)
-                    .await
-                    .expect("upload");
+    // Bounded concurrency: moto (one Python process) refuses connections past a few dozen.
+    let indices: Vec<usize> = (0..count).collect();
+    for chunk in indices.chunks(32) {
+        let uploads: Vec<_> = chunk
+            .iter()
+            .map(|&index| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let key = format!("skills/bundled/skill-{index:05}/SKILL.md");
+                    store
+                        .put(&key, skill_text(index).into_bytes(), PutCondition::Always)
+                        .await
+                        .expect("upload");
+                })
             })
-        })
-        .collect();
-    for upload in uploads {
-        upload.await.expect("upload task");
+            .collect();
+        for upload in uploads {
+            upload.await.expect("upload task");
+        }
     }
     let store: Arc<dyn ObjectStore> = store;
     measure(
