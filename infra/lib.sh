@@ -6,7 +6,8 @@
 # Pinned test tools; bump together and rerun (the venv is refreshed when this line changes).
 readonly MOTO_VERSION="5.2.5"
 readonly CARGO_LAMBDA_VERSION="1.9.2"
-readonly REQUIREMENTS="moto[server]==${MOTO_VERSION} cargo-lambda==${CARGO_LAMBDA_VERSION}"
+readonly CFN_LINT_VERSION="1.58.0"
+readonly REQUIREMENTS="moto[server]==${MOTO_VERSION} cargo-lambda==${CARGO_LAMBDA_VERSION} cfn-lint==${CFN_LINT_VERSION}"
 readonly VENV_DIR="${repo_root}/.venv-test"
 readonly RUN_DIR="${repo_root}/.test-run"
 readonly MOTO_START_SECONDS="${MOTO_START_SECONDS:-60}"
@@ -26,7 +27,7 @@ die() { printf 'infra/test: %s\n' "$*" >&2; exit 1; }
 ensure_test_tools() {
   local stamp="${VENV_DIR}/.clawless-requirements"
   if [[ -x "${VENV_DIR}/bin/python" && -x "${VENV_DIR}/bin/moto_server" \
-        && -x "${VENV_DIR}/bin/cargo-lambda" && -f "$stamp" \
+        && -x "${VENV_DIR}/bin/cargo-lambda" && -x "${VENV_DIR}/bin/cfn-lint" && -f "$stamp" \
         && "$(cat "$stamp")" == "$REQUIREMENTS" ]]; then
     return
   fi
