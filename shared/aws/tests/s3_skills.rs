@@ -190,3 +190,58 @@ async fn oversized_skill_files_in_s3_are_skipped_without_being_read() {
     );
     assert_eq!(counter.count(), 1 + 5, "the 300 KB file is never fetched");
 }
+
+#[tokio::test]
+async fn odd_and_hostile_objects_in_s3_are_skipped_and_the_rest_loads() {
+    let (store, _, _) = seeded_store().await;
+    let config = moto_sdk_config().await;
+    let raw = clawless_aws::testing::s3_client(&config);
+    // A key the port's key rules refuse (empty segment), written with the raw SDK.
+    raw.put_object()
+        .bucket(store.bucket())
+        .key("skills/managed//odd/SKILL.md")
+        .body(skill("odd", "Odd", &[]).into())
+        .send()
+        .await
+        .unwrap();
+    store
+        .put(
+            "skills/managed/junk/SKILL.md",
+            vec![0xff, 0x00, 0xfe, 0x01],
+            PutCondition::Always,
+        )
+        .await
+        .unwrap();
+    store
+        .put(
+            "skills/managed/bad-name/SKILL.md",
+            b"---\nname: ../escape\ndescription: x\n---\n".to_vec(),
+            PutCondition::Always,
+        )
+        .await
+        .unwrap();
+    let loaded = SkillLoader::new(SkillLimits::default())
+        .load(&sources(&store))
+        .await
+        .unwrap();
+    let names: Vec<&str> = loaded.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["github", "weather", "notes", "project"]);
+    let skipped: Vec<&str> = loaded
+        .diagnostics
+        .iter()
+        .map(|d| d.location.as_str())
+        .collect();
+    assert!(
+        skipped
+            .iter()
+            .any(|l| l.ends_with("skills/managed/junk/SKILL.md")),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|l| l.ends_with("skills/managed/bad-name/SKILL.md")),
+        "{skipped:?}"
+    );
+    assert!(skipped.iter().any(|l| l.contains("odd")), "{skipped:?}");
+}
