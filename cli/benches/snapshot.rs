@@ -174,12 +174,6 @@ fn bench_parse_only() {
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|arg| arg == "--quick");
-    if std::env::var_os("CLAWLESS_BENCH_PARSE_LOOP").is_some() {
-        for _ in 0..40 {
-            bench_parse_only();
-        }
-        return;
-    }
     let counts: &[usize] = if quick {
         &[50, 1_000]
     } else {
