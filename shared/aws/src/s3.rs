@@ -290,6 +290,14 @@ impl ObjectStore for S3ObjectStore {
         format!("s3://{}/{key}", self.bucket)
     }
 
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        let key = location
+            .strip_prefix("s3://")?
+            .strip_prefix(self.bucket.as_str())?
+            .strip_prefix('/')?;
+        validate_key(key).ok().map(|()| key.to_owned())
+    }
+
     fn identity(&self) -> String {
         format!("s3://{}", self.bucket)
     }

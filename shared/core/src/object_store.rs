@@ -190,6 +190,10 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// an absolute path for a directory tree, an `s3://bucket/key` URI for S3.
     fn location(&self, key: &str) -> String;
 
+    /// The key that `location` names in this store: the inverse of [`ObjectStore::location`].
+    /// `None` when the location is not in this store or does not name a valid key.
+    fn key_for_location(&self, location: &str) -> Option<String>;
+
     /// Identifies the backing namespace (bucket or root directory). Two stores with the same
     /// identity see the same objects, so one listing can serve sources in both.
     fn identity(&self) -> String;

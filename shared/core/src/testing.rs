@@ -200,6 +200,14 @@ impl ObjectStore for InMemoryObjectStore {
         format!("mem://{}/{key}", self.name)
     }
 
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        let key = location
+            .strip_prefix("mem://")?
+            .strip_prefix(self.name.as_str())?
+            .strip_prefix('/')?;
+        validate_key(key).ok().map(|()| key.to_owned())
+    }
+
     fn identity(&self) -> String {
         format!("mem://{}", self.name)
     }
@@ -676,6 +684,22 @@ impl Contract<'_> {
         assert!(
             !self.store.identity().is_empty(),
             "identity names the namespace"
+        );
+        assert_eq!(
+            self.store.key_for_location(&location),
+            Some(key.clone()),
+            "a location resolves back to its key"
+        );
+        let traversal = format!("{location}/../../../../etc/passwd");
+        assert_eq!(
+            self.store.key_for_location(&traversal),
+            None,
+            "no traversal through locations"
+        );
+        assert_eq!(self.store.key_for_location("elsewhere/SKILL.md"), None);
+        assert_eq!(
+            self.store.key_for_location("s3://some-other-bucket/x"),
+            None
         );
     }
 

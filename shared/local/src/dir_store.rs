@@ -588,6 +588,14 @@ impl ObjectStore for DirObjectStore {
         self.inner.root.join(key).display().to_string()
     }
 
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        let relative = std::path::Path::new(location)
+            .strip_prefix(&self.inner.root)
+            .ok()?;
+        let key = relative.to_str()?;
+        validate_key(key).ok().map(|()| key.to_owned())
+    }
+
     fn identity(&self) -> String {
         format!("dir:{}", self.inner.root.display())
     }

@@ -10,6 +10,7 @@ use clawless_core::skills::commands::{
     RESERVED_COMMAND_NAMES, SkillCommandSpec, build_command_specs,
 };
 use clawless_core::skills::eligibility::{filter_entries, ineligibility};
+use clawless_core::skills::location::{ResolvedLocation, resolve_skill_location};
 use clawless_core::skills::snapshot::build_snapshot;
 use clawless_core::skills::{
     EligibilityContext, EligibilityInputs, Ineligibility, LoadedSkills, SkillEntry, SkillLoader,
@@ -169,6 +170,21 @@ impl SkillsService {
             agent.skill_filter.as_deref(),
         );
         Ok(build_command_specs(&eligible, RESERVED_COMMAND_NAMES))
+    }
+
+    /// The store and key behind a skill `<location>` of `agent_id` (`~/` expanded with
+    /// `home_dirs`): what the `read` tool opens. `None` outside the agent's skill sources.
+    pub fn resolve_location(
+        &self,
+        agent_id: &str,
+        location: &str,
+        home_dirs: &[String],
+    ) -> Result<Option<ResolvedLocation>, SkillsError> {
+        Ok(resolve_skill_location(
+            self.sources(agent_id)?,
+            location,
+            home_dirs,
+        ))
     }
 
     fn inputs<'a>(&'a self, context: &'a EligibilityContext) -> EligibilityInputs<'a> {

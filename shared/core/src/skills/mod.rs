@@ -15,6 +15,7 @@ pub mod eligibility;
 pub mod entry;
 pub mod frontmatter;
 pub mod loader;
+pub mod location;
 pub mod metadata;
 pub mod prompt;
 pub mod snapshot;

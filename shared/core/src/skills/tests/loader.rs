@@ -185,6 +185,9 @@ impl ObjectStore for CountingStore {
     fn location(&self, key: &str) -> String {
         self.inner.location(key)
     }
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        self.inner.key_for_location(location)
+    }
     fn identity(&self) -> String {
         self.inner.identity()
     }
@@ -341,4 +344,50 @@ async fn sources_in_different_stores_are_listed_separately() {
     let loaded = load(&sources, SkillLimits::default()).await;
     assert_eq!(names(&loaded), ["a", "b"]);
     assert_eq!(one.take().0 + two.take().0, 2);
+}
+
+#[tokio::test]
+async fn prompt_locations_resolve_back_to_their_skill_files_and_nothing_else() {
+    use crate::skills::location::resolve_skill_location;
+    use crate::skills::prompt::compact_location;
+
+    let store = store_with(&[
+        (
+            "skills/bundled/weather/SKILL.md",
+            skill_md("weather", "Weather", None),
+        ),
+        ("agents/main/workspace/MEMORY.md", "private".to_owned()),
+    ]);
+    let sources = [source(SkillSourceKind::Bundled, &store, "skills/bundled")];
+    let loaded = load(&sources, SkillLimits::default()).await;
+    let entry = &loaded.entries[0];
+    let home = vec![store.location("skills")];
+
+    let found = resolve_skill_location(&sources, &entry.location, &home).unwrap();
+    assert_eq!(found.key, entry.key);
+    assert!(found.store.get(&found.key, 10_000).await.unwrap().is_some());
+
+    let compacted = compact_location(&entry.location, &home);
+    assert!(compacted.starts_with("~/"));
+    assert_eq!(
+        resolve_skill_location(&sources, &compacted, &home)
+            .unwrap()
+            .key,
+        entry.key
+    );
+
+    // the same bucket, outside every skill source
+    assert!(
+        resolve_skill_location(
+            &sources,
+            &store.location("agents/main/workspace/MEMORY.md"),
+            &home
+        )
+        .is_none()
+    );
+    let traversal = format!(
+        "{}/../../../agents/main/workspace/MEMORY.md",
+        entry.location
+    );
+    assert!(resolve_skill_location(&sources, &traversal, &home).is_none());
 }
