@@ -13,7 +13,7 @@ use aws_sdk_s3::operation::head_object::HeadObjectError;
 use aws_sdk_s3::primitives::ByteStream;
 use clawless_core::object_store::{
     Listing, Object, ObjectMeta, ObjectStore, PutCondition, RefusalReason, RefusedEntry,
-    StoreError, validate_key,
+    StoreError, key_below_root, validate_key,
 };
 
 /// S3's own ceiling on keys per ListObjectsV2 page.
@@ -291,11 +291,7 @@ impl ObjectStore for S3ObjectStore {
     }
 
     fn key_for_location(&self, location: &str) -> Option<String> {
-        let key = location
-            .strip_prefix("s3://")?
-            .strip_prefix(self.bucket.as_str())?
-            .strip_prefix('/')?;
-        validate_key(key).ok().map(|()| key.to_owned())
+        key_below_root(location, &self.identity())
     }
 
     fn identity(&self) -> String {

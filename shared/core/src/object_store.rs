@@ -225,6 +225,13 @@ pub fn validate_key(key: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The key `location` names below a URI-style store root such as `s3://bucket`: the inverse
+/// of `format!("{root}/{key}")`. `None` outside the root or for an invalid key.
+pub fn key_below_root(location: &str, root: &str) -> Option<String> {
+    let key = location.strip_prefix(root)?.strip_prefix('/')?;
+    validate_key(key).ok().map(|()| key.to_owned())
+}
+
 /// Normalises a prefix to either `""` or a string ending in `/` with no leading `/`.
 pub fn normalize_prefix(prefix: &str) -> String {
     let trimmed = prefix.trim_matches('/');

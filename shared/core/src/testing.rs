@@ -16,7 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 
 use crate::object_store::{
-    Listing, Object, ObjectMeta, ObjectStore, PutCondition, StoreError, validate_key,
+    Listing, Object, ObjectMeta, ObjectStore, PutCondition, StoreError, key_below_root,
+    validate_key,
 };
 
 /// Distinguishes stores created by [`InMemoryObjectStore::new`] and contract runs in one process.
@@ -201,11 +202,7 @@ impl ObjectStore for InMemoryObjectStore {
     }
 
     fn key_for_location(&self, location: &str) -> Option<String> {
-        let key = location
-            .strip_prefix("mem://")?
-            .strip_prefix(self.name.as_str())?
-            .strip_prefix('/')?;
-        validate_key(key).ok().map(|()| key.to_owned())
+        key_below_root(location, &self.identity())
     }
 
     fn identity(&self) -> String {
