@@ -4,8 +4,12 @@
 //! comes through a port such as [`object_store::ObjectStore`]. Adapters live in `clawless-aws`
 //! (S3) and `clawless-local` (a directory tree).
 
+pub mod model;
 pub mod object_store;
+pub mod session;
 pub mod skills;
+pub mod tools;
+pub mod transcript;
 pub mod yaml;
 
 #[cfg(any(test, feature = "test-support"))]

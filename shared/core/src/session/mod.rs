@@ -1,0 +1,15 @@
+//! Sessions: keys (spec §12) and the storage ports a turn needs: the session store, the inbox
+//! that claims platform message ids once, and the ordered turn queue.
+//!
+//! The ports move opaque JSON strings; what a session's meta and steps contain is the turn
+//! engine's business (`crate::turn`). Adapters: DynamoDB and SQS in `clawless-aws`, SQLite in
+//! `clawless-local`, in-memory in `crate::testing`.
+
+pub mod key;
+pub mod ports;
+
+pub use key::{SessionKey, normalize_agent_id};
+pub use ports::{
+    Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit,
+    SessionStore, SessionStoreError, StoredSession, StoredStep, TurnQueue,
+};

@@ -1,0 +1,213 @@
+//! Storage ports for sessions, inbox claims and the turn queue.
+//!
+//! Every adapter passes the same contract suites (`crate::testing::session_store_contract`,
+//! `inbox_contract`, `turn_queue_contract`), so DynamoDB/SQS and SQLite behave alike.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::SessionKey;
+
+/// A persisted transcript step: its position and its JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredStep {
+    /// Position in the transcript, starting at 1, without gaps.
+    pub seq: u64,
+    /// JSON document (the engine's `Step`), possibly a pointer to an offloaded blob.
+    pub body: String,
+}
+
+/// A session as loaded: its meta at some version, and every step in `seq` order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    /// Version of `meta`; each successful commit increments it by one. Starts at 1.
+    pub version: u64,
+    /// JSON document (the engine's `SessionMeta`).
+    pub meta: String,
+    /// Steps in ascending `seq`.
+    pub steps: Vec<StoredStep>,
+}
+
+/// One atomic write: the new meta plus the steps appended since the last commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCommit {
+    /// The version the writer loaded; `0` creates the session and fails if it exists.
+    pub expected_version: u64,
+    /// The new meta document.
+    pub meta: String,
+    /// New steps; each `seq` must not exist yet.
+    pub steps: Vec<StoredStep>,
+}
+
+/// Failures of a [`SessionStore`].
+#[derive(Debug, thiserror::Error)]
+pub enum SessionStoreError {
+    /// Another writer committed first (version moved on, or a step `seq` already exists).
+    /// Nothing of the commit was written.
+    #[error("session {key} changed concurrently (expected version {expected})")]
+    Conflict {
+        /// The session.
+        key: String,
+        /// The version the writer expected.
+        expected: u64,
+    },
+    /// A document is larger than the adapter can hold in one record.
+    #[error("session {key}: a record of {bytes} bytes exceeds the {limit}-byte limit")]
+    TooLarge {
+        /// The session.
+        key: String,
+        /// Size of the record.
+        bytes: usize,
+        /// The adapter's limit.
+        limit: usize,
+    },
+    /// The backing service failed.
+    #[error("session store unavailable: {message}")]
+    Unavailable {
+        /// Summary.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+impl SessionStoreError {
+    /// Wraps an adapter error as [`SessionStoreError::Unavailable`].
+    pub fn unavailable(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Unavailable {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// Sessions: meta with an optimistic version check, plus append-only transcript steps.
+#[async_trait]
+pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// Loads meta and all steps, or `None` for a session never committed.
+    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError>;
+
+    /// Writes `commit` atomically: all of it or nothing. Returns the new version.
+    async fn commit(
+        &self,
+        key: &SessionKey,
+        commit: &SessionCommit,
+    ) -> Result<u64, SessionStoreError>;
+
+    /// Largest meta or step body, in bytes, the adapter stores inline. Larger bodies must be
+    /// offloaded by the caller (see `crate::session::offload`).
+    fn max_record_bytes(&self) -> usize;
+}
+
+/// Outcome of claiming a platform event id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// First time seen (or the earlier claim expired): process it.
+    Claimed,
+    /// Seen before within the TTL: drop it.
+    Duplicate,
+}
+
+/// Failures of an [`Inbox`].
+#[derive(Debug, thiserror::Error)]
+#[error("inbox unavailable: {message}")]
+pub struct InboxError {
+    /// Summary.
+    pub message: String,
+    /// The underlying error.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl InboxError {
+    /// Wraps an adapter error.
+    pub fn new(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// Deduplicates platform deliveries: each event id is claimed once per TTL.
+#[async_trait]
+pub trait Inbox: Send + Sync + std::fmt::Debug {
+    /// Claims `event_id` until `now_unix + ttl`. An expired claim may be claimed again.
+    async fn claim(&self, event_id: &str, ttl: Duration, now_unix: u64) -> Result<Claim, InboxError>;
+
+    /// Gives a claim back (the event could not be enqueued, so the platform's retry must pass).
+    async fn release(&self, event_id: &str) -> Result<(), InboxError>;
+}
+
+/// A message for the turn queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedMessage {
+    /// Ordering group: the session key. Messages of one group are delivered one at a time, in order.
+    pub group: String,
+    /// Deduplication id: a second send with the same id within the queue's window is dropped.
+    pub dedup_id: String,
+    /// JSON body (a `TurnEvent`).
+    pub body: String,
+}
+
+/// A received message, invisible to other receivers until deleted or released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// Handle for [`TurnQueue::delete`] / [`TurnQueue::release`].
+    pub receipt: String,
+    /// The message's group.
+    pub group: String,
+    /// The body as sent.
+    pub body: String,
+    /// How many times it has been received, this time included.
+    pub receive_count: u32,
+}
+
+/// Failures of a [`TurnQueue`].
+#[derive(Debug, thiserror::Error)]
+#[error("turn queue unavailable: {message}")]
+pub struct QueueError {
+    /// Summary.
+    pub message: String,
+    /// The underlying error.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl QueueError {
+    /// Wraps an adapter error.
+    pub fn new(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// The FIFO turn queue: ordered per group, deduplicated by id, at-least-once delivery.
+#[async_trait]
+pub trait TurnQueue: Send + Sync + std::fmt::Debug {
+    /// Enqueues a message.
+    async fn send(&self, message: &QueuedMessage) -> Result<(), QueueError>;
+
+    /// Receives up to `max` messages, waiting up to `wait` for the first. While a message of a
+    /// group is in flight, no later message of that group is delivered.
+    async fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, QueueError>;
+
+    /// Acknowledges a delivery: it is never delivered again.
+    async fn delete(&self, receipt: &str) -> Result<(), QueueError>;
+
+    /// Makes a delivery visible again after `delay` so it is retried.
+    async fn release(&self, receipt: &str, delay: Duration) -> Result<(), QueueError>;
+}
