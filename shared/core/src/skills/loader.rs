@@ -51,6 +51,8 @@ pub struct SkillLoader {
 struct LoaderCache {
     parsed: HashMap<ParseKey, CachedParse>,
     last: Option<Arc<LoadedSkills>>,
+    /// The listings the latest load was based on, by store identity and listed prefix.
+    listings: Vec<(String, String, Arc<Listing>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -92,6 +94,21 @@ impl SkillLoader {
         &self.limits
     }
 
+    /// The complete listing the latest [`SkillLoader::load`] made of store `identity`, if it
+    /// covers every key under `prefix`. Callers reading other files of the same store right
+    /// after a load (bootstrap files in the workspace) use it to skip requests for objects
+    /// that are absent or unchanged.
+    pub fn recent_listing(&self, identity: &str, prefix: &str) -> Option<Arc<Listing>> {
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache
+            .listings
+            .iter()
+            .find(|(id, listed, listing)| {
+                id == identity && prefix.starts_with(listed.as_str()) && !listing.truncated
+            })
+            .map(|(_, _, listing)| Arc::clone(listing))
+    }
+
     /// Loads and merges `sources` (any order; they are applied in precedence order).
     pub async fn load(&self, sources: &[SkillSource]) -> Result<Arc<LoadedSkills>, StoreError> {
         let mut sources: Vec<&SkillSource> = sources.iter().collect();
@@ -104,10 +121,21 @@ impl SkillLoader {
                 .list(&group.prefix, self.limits.max_listed_objects)
         }))
         .await?;
+        let listings: Vec<Arc<Listing>> = listings.into_iter().map(Arc::new).collect();
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.listings = groups
+                .iter()
+                .zip(&listings)
+                .map(|(group, listing)| {
+                    (group.store.identity(), group.prefix.clone(), Arc::clone(listing))
+                })
+                .collect();
+        }
         let listing_by_identity: HashMap<String, &Listing> = groups
             .iter()
             .zip(&listings)
-            .map(|(group, listing)| (group.store.identity(), listing))
+            .map(|(group, listing)| (group.store.identity(), listing.as_ref()))
             .collect();
 
         let mut discovered = Vec::with_capacity(sources.len());

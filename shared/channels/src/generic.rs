@@ -1,0 +1,134 @@
+//! The generic JSON channel: `POST /webhook/generic` with
+//! `{"message_id", "chat_id", "sender_id", "text", "chat_type": "direct"|"group"}`, so the
+//! system can be driven before any chat platform is connected.
+
+use clawless_core::session::key::ChatType;
+use clawless_core::turn::events::{ChatRef, InboundMessage};
+use serde::Deserialize;
+
+/// Channel id of the generic channel.
+pub const CHANNEL_ID: &str = "generic";
+
+/// Longest accepted id (message, chat or sender), in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Longest accepted message text, in bytes.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// A validated generic-channel message.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenericMessage {
+    /// Unique per message; a second delivery with the same id is a duplicate.
+    pub message_id: String,
+    /// The conversation.
+    pub chat_id: String,
+    /// The author.
+    pub sender_id: String,
+    /// The text.
+    pub text: String,
+    /// `direct` or `group`.
+    pub chat_type: ChatType,
+}
+
+/// Why a body was refused (HTTP 400, with this text as the reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl GenericMessage {
+    /// Parses and validates a raw body.
+    pub fn parse(body: &[u8]) -> Result<Self, ParseError> {
+        let mut deserializer = serde_json::Deserializer::from_slice(body);
+        let message: Self = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            if path == "." || path.is_empty() {
+                ParseError(format!("invalid body: {inner}"))
+            } else {
+                ParseError(format!("invalid body at {path}: {inner}"))
+            }
+        })?;
+        deserializer
+            .end()
+            .map_err(|err| ParseError(format!("invalid body: {err}")))?;
+        for (field, value) in [
+            ("message_id", &message.message_id),
+            ("chat_id", &message.chat_id),
+            ("sender_id", &message.sender_id),
+        ] {
+            if value.trim().is_empty() {
+                return Err(ParseError(format!("{field} must not be empty")));
+            }
+            if value.len() > MAX_ID_BYTES {
+                return Err(ParseError(format!("{field} is longer than {MAX_ID_BYTES} bytes")));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(ParseError(format!("{field} contains control characters")));
+            }
+        }
+        if message.text.trim().is_empty() {
+            return Err(ParseError("text must not be empty".to_owned()));
+        }
+        if message.text.len() > MAX_TEXT_BYTES {
+            return Err(ParseError(format!("text is longer than {MAX_TEXT_BYTES} bytes")));
+        }
+        Ok(message)
+    }
+
+    /// The normalised message.
+    pub fn into_inbound(self, sender_is_owner: bool) -> InboundMessage {
+        InboundMessage {
+            message_id: self.message_id,
+            chat: ChatRef {
+                channel: CHANNEL_ID.to_owned(),
+                chat_id: self.chat_id,
+                chat_type: self.chat_type,
+            },
+            sender_id: self.sender_id,
+            text: self.text,
+            sender_is_owner,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#;
+
+    #[test]
+    fn a_well_formed_body_parses() {
+        let message = GenericMessage::parse(GOOD.as_bytes()).unwrap();
+        assert_eq!(message.chat_type, ChatType::Direct);
+        let inbound = message.into_inbound(true);
+        assert_eq!(inbound.chat.channel, "generic");
+    }
+
+    #[test]
+    fn bad_bodies_are_refused_with_a_reason() {
+        let cases = [
+            ("", "invalid body"),
+            ("[]", "invalid body"),
+            ("{", "invalid body"),
+            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi"}"#, "chat_type"),
+            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"channel"}"#, "chat_type"),
+            (r#"{"message_id":1,"chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "message_id"),
+            (r#"{"message_id":" ","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "message_id must not be empty"),
+            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"  ","chat_type":"direct"}"#, "text must not be empty"),
+            (r#"{"message_id":"m1","chat_id":"c\n1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "control"),
+            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct","x":1}"#, "unknown field"),
+            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"} trailing"#, "invalid body"),
+        ];
+        for (body, expected) in cases {
+            let err = GenericMessage::parse(body.as_bytes()).unwrap_err();
+            assert!(err.0.contains(expected), "{body:?}: {err}");
+        }
+        let long = format!(
+            r#"{{"message_id":"{}","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}}"#,
+            "m".repeat(MAX_ID_BYTES + 1)
+        );
+        assert!(GenericMessage::parse(long.as_bytes()).unwrap_err().0.contains("longer"));
+    }
+}

@@ -1,0 +1,12 @@
+//! Chat channels: checking that a webhook call really comes from the platform, turning its
+//! body into a normalised [`clawless_core::turn::events::InboundMessage`], and sending replies.
+//!
+//! Knows HTTP and the platforms' formats; knows nothing of storage or models.
+
+pub mod generic;
+pub mod outbox;
+pub mod signature;
+
+pub use generic::{GenericMessage, ParseError};
+pub use outbox::{ChannelOutbox, HttpReplySender};
+pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};

@@ -1,0 +1,129 @@
+//! Sending replies: a signed HTTP POST to a channel's `reply_url`, and a router that picks the
+//! sender by the reply's channel.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::turn::OutboundReply;
+use serde::Serialize;
+
+use crate::signature::{SIGNATURE_HEADER, sign};
+
+/// Header repeating the reply id, so receivers can drop a resend.
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// How long one reply POST may take.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The JSON body POSTed to `reply_url`.
+#[derive(Debug, Serialize)]
+struct ReplyBody<'a> {
+    reply_id: &'a str,
+    channel: &'a str,
+    chat_id: &'a str,
+    chat_type: clawless_core::session::key::ChatType,
+    text: &'a str,
+}
+
+/// Posts replies as signed JSON to one URL.
+#[derive(Clone)]
+pub struct HttpReplySender {
+    client: reqwest::Client,
+    reply_url: String,
+    secret: Arc<[u8]>,
+}
+
+impl std::fmt::Debug for HttpReplySender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret stays out of logs.
+        f.debug_struct("HttpReplySender")
+            .field("reply_url", &self.reply_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpReplySender {
+    /// A sender to `reply_url`, signing with `secret`.
+    pub fn new(client: reqwest::Client, reply_url: impl Into<String>, secret: &[u8]) -> Self {
+        Self {
+            client,
+            reply_url: reply_url.into(),
+            secret: Arc::from(secret),
+        }
+    }
+}
+
+fn failed(message: String) -> OutboxError {
+    OutboxError::Failed {
+        message,
+        source: None,
+    }
+}
+
+#[async_trait]
+impl Outbox for HttpReplySender {
+    async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        let body = serde_json::to_vec(&ReplyBody {
+            reply_id: &reply.reply_id,
+            channel: &reply.chat.channel,
+            chat_id: &reply.chat.chat_id,
+            chat_type: reply.chat.chat_type,
+            text: &reply.text,
+        })
+        .map_err(|err| failed(format!("reply could not be encoded: {err}")))?;
+        let response = self
+            .client
+            .post(&self.reply_url)
+            .timeout(REPLY_TIMEOUT)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(SIGNATURE_HEADER, sign(&self.secret, &body))
+            .header(IDEMPOTENCY_HEADER, &reply.reply_id)
+            .body(body)
+            .send()
+            .await
+            .map_err(|err| OutboxError::Failed {
+                message: format!("POST {} failed", self.reply_url),
+                source: Some(Box::new(err)),
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            tracing::info!(reply_id = %reply.reply_id, status = status.as_u16(), "reply delivered");
+            Ok(())
+        } else {
+            Err(failed(format!("POST {} answered HTTP {status}", self.reply_url)))
+        }
+    }
+}
+
+/// Routes each reply to the sender of its channel.
+#[derive(Debug, Default, Clone)]
+pub struct ChannelOutbox {
+    senders: BTreeMap<String, Arc<dyn Outbox>>,
+}
+
+impl ChannelOutbox {
+    /// An outbox with no channels.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the sender for `channel`.
+    pub fn with_channel(mut self, channel: &str, sender: Arc<dyn Outbox>) -> Self {
+        self.senders.insert(channel.to_owned(), sender);
+        self
+    }
+}
+
+#[async_trait]
+impl Outbox for ChannelOutbox {
+    async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        let sender = self
+            .senders
+            .get(&reply.chat.channel)
+            .ok_or_else(|| OutboxError::UnknownChannel(reply.chat.channel.clone()))?;
+        sender.send(reply).await
+    }
+}

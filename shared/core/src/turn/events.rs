@@ -1,0 +1,140 @@
+//! What reaches the turn engine: the events on the turn queue, and the messages they carry.
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::key::ChatType;
+use crate::skills::loader::Fnv64;
+
+/// Where a conversation lives on a channel: enough to send a reply back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatRef {
+    /// Channel id, e.g. `generic`, `telegram`.
+    pub channel: String,
+    /// The channel's conversation id.
+    pub chat_id: String,
+    /// Direct or group.
+    pub chat_type: ChatType,
+}
+
+/// A normalised chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboundMessage {
+    /// The platform's message id, unique per channel.
+    pub message_id: String,
+    /// The conversation.
+    pub chat: ChatRef,
+    /// Who wrote it.
+    pub sender_id: String,
+    /// The text, as received.
+    pub text: String,
+    /// True when the sender is the agent's owner (owner-only tools need this).
+    #[serde(default)]
+    pub sender_is_owner: bool,
+}
+
+/// A person's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalDecision {
+    /// Run this call once.
+    AllowOnce,
+    /// Run it, and remember the pattern.
+    AllowAlways,
+    /// Do not run it.
+    Deny,
+}
+
+/// An event for one session, as carried by the turn queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum TurnEvent {
+    /// A chat message arrived.
+    Inbound(InboundMessage),
+    /// A tool that ran elsewhere (a node host) finished.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The tool call it answers.
+        call_id: String,
+        /// Output text.
+        text: String,
+        /// True when the tool failed.
+        #[serde(default)]
+        is_error: bool,
+    },
+    /// A tool that ran elsewhere produced no result by its deadline.
+    #[serde(rename_all = "camelCase")]
+    ToolTimeout {
+        /// The tool call that timed out.
+        call_id: String,
+    },
+    /// A person answered an approval request.
+    #[serde(rename_all = "camelCase")]
+    Approval {
+        /// The tool call awaiting approval.
+        call_id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+    },
+    /// A periodic wake-up: the agent checks HEARTBEAT.md when idle.
+    #[serde(rename_all = "camelCase")]
+    Heartbeat {
+        /// Unique id of this heartbeat (deduplicates redeliveries).
+        heartbeat_id: String,
+        /// The heartbeat prompt sent as the user message.
+        prompt: String,
+    },
+}
+
+/// A queued event with the session it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    /// The session key (also the queue's ordering group).
+    pub session_key: String,
+    /// The agent answering.
+    pub agent_id: String,
+    /// What happened.
+    pub event: TurnEvent,
+}
+
+impl SessionEvent {
+    /// Deduplication id for the queue: stable for redeliveries of the same event.
+    pub fn dedup_id(&self) -> String {
+        let raw = match &self.event {
+            TurnEvent::Inbound(message) => {
+                format!("in:{}:{}", message.chat.channel, message.message_id)
+            }
+            TurnEvent::ToolResult { call_id, .. } => format!("result:{call_id}"),
+            TurnEvent::ToolTimeout { call_id } => format!("timeout:{call_id}"),
+            TurnEvent::Approval { call_id, .. } => format!("approval:{call_id}"),
+            TurnEvent::Heartbeat { heartbeat_id, .. } => format!("heartbeat:{heartbeat_id}"),
+        };
+        dedup_token(&format!("{}|{raw}", self.session_key))
+    }
+}
+
+/// An SQS-safe deduplication token (≤ 128 chars of `[A-Za-z0-9_-]`) derived from `raw`.
+/// Short, safe inputs are kept readable; anything else is hashed.
+pub fn dedup_token(raw: &str) -> String {
+    let safe = raw.len() <= 100
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if safe {
+        raw.to_owned()
+    } else {
+        let mut first = Fnv64::new();
+        first.write(raw.as_bytes());
+        let mut second = Fnv64::new();
+        second.write(b"clawless-dedup");
+        second.write(raw.as_bytes());
+        let prefix: String = raw
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .take(60)
+            .collect();
+        format!("{prefix}-{:016x}{:016x}", first.finish(), second.finish())
+    }
+}

@@ -1,0 +1,665 @@
+//! The turn engine: a durable, sans-IO state machine over one session.
+//!
+//! Given a [`SessionState`] and an event, the engine records what happened and tells the
+//! caller the next [`Effect`] to perform (persist, call the model, run a tool, send a job to a
+//! node host, send a reply). The caller performs it, reports the outcome back, and asks again.
+//! The next effect is derived only from the transcript (plus the jobs sent in this
+//! invocation), so a turn killed at any point resumes from whatever was persisted: a persisted
+//! model response is not requested again, a persisted tool result is not run again, and a
+//! reply is sent under the id it was persisted with.
+//!
+//! The engine never performs I/O and never decides policy on its own: the caller passes the
+//! set of offered tools ([`ToolRouting`]), and a call to anything else becomes an error
+//! result without running.
+
+pub mod events;
+pub mod state;
+
+use std::collections::BTreeSet;
+
+use crate::model::ModelResponse;
+use crate::tools::ToolOutput;
+use crate::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
+
+use events::{ApprovalDecision, ChatRef, dedup_token};
+use state::{PreparedMessage, SessionState, Step, StepBody};
+
+/// Prefix of the call ids given to tool calls made by slash commands.
+pub const COMMAND_CALL_PREFIX: &str = "cmd_";
+
+/// Replies that mean "say nothing" (compared after trimming).
+pub const SILENT_REPLIES: [&str; 3] = ["%%NO_REPLY%%", "NO_REPLY", "HEARTBEAT_OK"];
+
+/// Default bound on model calls in one turn.
+pub const DEFAULT_MAX_MODEL_CALLS: u32 = 12;
+
+/// Longest tool name accepted from a model (spec §9.2).
+const MAX_TOOL_NAME_CHARS: usize = 64;
+
+/// Engine settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnSettings {
+    /// Model calls allowed in one turn before it is stopped with a notice.
+    pub max_model_calls: u32,
+}
+
+impl Default for TurnSettings {
+    fn default() -> Self {
+        Self {
+            max_model_calls: DEFAULT_MAX_MODEL_CALLS,
+        }
+    }
+}
+
+/// Which tools exist for this turn and where they run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolRouting {
+    /// Tools offered to the model (already filtered by policy). Nothing else ever runs.
+    pub offered: BTreeSet<String>,
+    /// Offered tools that run on a node host instead of in the turn function.
+    pub remote: BTreeSet<String>,
+    /// Offered tools whose calls wait for a person's `/approve` first.
+    pub needs_approval: BTreeSet<String>,
+}
+
+/// A reply to deliver to a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundReply {
+    /// Idempotency id: a resend after a crash carries the same id.
+    pub reply_id: String,
+    /// Where it goes.
+    pub chat: ChatRef,
+    /// The text.
+    pub text: String,
+}
+
+/// The next thing the caller must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Commit [`SessionState::pending_commit`], then [`SessionState::mark_committed`].
+    Persist,
+    /// Call the model with [`SessionState::messages`]; report with [`TurnEngine::record_model_response`].
+    CallModel,
+    /// Run this offered tool in-process; report with [`TurnEngine::record_tool_result`].
+    RunTool(ToolCall),
+    /// Send this job to a node host, then [`SessionState::mark_dispatched`]; the result comes
+    /// back later as a `ToolResult` or `ToolTimeout` event.
+    SendToNode {
+        /// Idempotent job id.
+        job_id: String,
+        /// The call to run.
+        call: ToolCall,
+    },
+    /// Deliver this reply; report with [`TurnEngine::record_reply_sent`].
+    SendReply(OutboundReply),
+    /// Everything is persisted; the turn waits for a node result or an approval.
+    Wait,
+    /// Everything is persisted; nothing is left to do.
+    Idle,
+}
+
+/// An event for the engine. Chat messages arrive already prepared (slash commands resolved).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A chat message or heartbeat poll.
+    Message(PreparedMessage),
+    /// A node host's result for a pending call.
+    ToolResult {
+        /// The call.
+        call_id: String,
+        /// Its output.
+        output: ToolOutput,
+    },
+    /// A pending call's deadline passed.
+    ToolTimeout {
+        /// The call.
+        call_id: String,
+    },
+    /// A person answered an approval request.
+    Approval {
+        /// The call.
+        call_id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+    },
+}
+
+/// What [`TurnEngine::accept`] did with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acceptance {
+    /// The event started a turn.
+    StartedTurn,
+    /// A turn is running: the message waits as a follow-up.
+    QueuedFollowUp,
+    /// The event was applied to the running turn.
+    Applied,
+    /// Seen before (a redelivery) or no longer relevant: only resume.
+    AlreadyHandled,
+}
+
+/// Text of the error result given to a call of a tool that is not offered.
+pub fn tool_not_available(name: &str) -> String {
+    format!("Tool \"{name}\" is not available in this session; it was not run.")
+}
+
+/// Text of the result of a node call whose deadline passed.
+pub const TOOL_TIMEOUT_TEXT: &str =
+    "Tool call timed out: the node host sent no result before the deadline.";
+
+/// Text of the result of a call a person denied.
+pub const APPROVAL_DENIED_TEXT: &str = "Denied: the user did not approve this call.";
+
+/// The state machine. Cheap to build; holds only settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnEngine {
+    settings: TurnSettings,
+}
+
+impl TurnEngine {
+    /// An engine with these settings.
+    pub fn new(settings: TurnSettings) -> Self {
+        Self { settings }
+    }
+
+    /// Records an event. Follow with [`TurnEngine::next`] until it returns `Wait` or `Idle`.
+    pub fn accept(&self, state: &mut SessionState, event: Incoming, now_ms: u64) -> Acceptance {
+        match event {
+            Incoming::Message(message) => {
+                let id = message.message.message_id.clone();
+                if state.has_seen_message(&id) {
+                    return Acceptance::AlreadyHandled;
+                }
+                if message.heartbeat && (state.meta.turn_open || !state.meta.follow_ups.is_empty())
+                {
+                    // A busy session has no use for a heartbeat poll.
+                    return Acceptance::AlreadyHandled;
+                }
+                state.remember_message_id(&id);
+                if state.meta.turn_open {
+                    state.meta.follow_ups.push_back(message);
+                    state.touch(now_ms);
+                    Acceptance::QueuedFollowUp
+                } else {
+                    start_turn(state, message, now_ms);
+                    Acceptance::StartedTurn
+                }
+            }
+            Incoming::ToolResult { call_id, output } => {
+                self.resolve_pending(state, &call_id, output, now_ms)
+            }
+            Incoming::ToolTimeout { call_id } => self.resolve_pending(
+                state,
+                &call_id,
+                ToolOutput::error(TOOL_TIMEOUT_TEXT),
+                now_ms,
+            ),
+            Incoming::Approval { call_id, decision } => {
+                let awaiting = matches!(state.find_pending(&call_id), Some((true, _)));
+                if !awaiting || state.find_result(&call_id).is_some() {
+                    return Acceptance::AlreadyHandled;
+                }
+                match decision {
+                    ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
+                        let job_id = job_id(state, &call_id);
+                        state.push(
+                            StepBody::ToolPending {
+                                call_id,
+                                job_id,
+                                awaiting_approval: false,
+                            },
+                            now_ms,
+                        );
+                    }
+                    ApprovalDecision::Deny => {
+                        let name = state
+                            .find_open_call(&call_id)
+                            .map_or_else(|| "unknown".to_owned(), |call| call.name);
+                        push_result(
+                            state,
+                            &call_id,
+                            &name,
+                            ToolOutput::error(APPROVAL_DENIED_TEXT),
+                            now_ms,
+                        );
+                    }
+                }
+                Acceptance::Applied
+            }
+        }
+    }
+
+    fn resolve_pending(
+        &self,
+        state: &mut SessionState,
+        call_id: &str,
+        output: ToolOutput,
+        now_ms: u64,
+    ) -> Acceptance {
+        let pending = matches!(state.find_pending(call_id), Some((false, _)));
+        if !pending || state.find_result(call_id).is_some() {
+            return Acceptance::AlreadyHandled;
+        }
+        let Some(call) = state.find_open_call(call_id) else {
+            return Acceptance::AlreadyHandled;
+        };
+        self.record_tool_result(state, &call, output, now_ms);
+        Acceptance::Applied
+    }
+
+    /// Records a model response. Calls without an id get a deterministic one.
+    pub fn record_model_response(
+        &self,
+        state: &mut SessionState,
+        response: ModelResponse,
+        now_ms: u64,
+    ) {
+        let seq = state.steps.last().map_or(1, |step| step.seq + 1);
+        let mut seen_ids = BTreeSet::new();
+        let content = response
+            .content
+            .into_iter()
+            .enumerate()
+            .map(|(index, block)| match block {
+                AssistantBlock::ToolCall(mut call) => {
+                    call.name = call.name.trim().to_owned();
+                    if call.id.trim().is_empty() || seen_ids.contains(&call.id) {
+                        call.id = format!("call_{seq}_{index}");
+                    }
+                    seen_ids.insert(call.id.clone());
+                    AssistantBlock::ToolCall(call)
+                }
+                text => text,
+            })
+            .collect();
+        state.meta.tokens_in += response.usage.input_tokens + response.usage.cache_read_tokens;
+        state.meta.tokens_out += response.usage.output_tokens;
+        state.push(
+            StepBody::Assistant {
+                content,
+                stop_reason: response.stop_reason,
+                model: response.model,
+                usage: response.usage,
+            },
+            now_ms,
+        );
+    }
+
+    /// Records that the model could not be reached (after retries and fallbacks): the turn
+    /// ends with an error notice to the user instead of being retried forever.
+    pub fn record_model_failure(&self, state: &mut SessionState, message: &str, now_ms: u64) {
+        state.push(
+            StepBody::Assistant {
+                content: vec![AssistantBlock::Text {
+                    text: format!("⚠️ The model could not be reached: {message}"),
+                }],
+                stop_reason: StopReason::Error,
+                model: String::new(),
+                usage: Default::default(),
+            },
+            now_ms,
+        );
+    }
+
+    /// Records a tool's output (capped for the transcript).
+    pub fn record_tool_result(
+        &self,
+        state: &mut SessionState,
+        call: &ToolCall,
+        output: ToolOutput,
+        now_ms: u64,
+    ) {
+        if state.find_result(&call.id).is_none() {
+            push_result(state, &call.id, &call.name, output, now_ms);
+        }
+    }
+
+    /// Records that a reply was delivered.
+    pub fn record_reply_sent(&self, state: &mut SessionState, reply_id: &str, now_ms: u64) {
+        let already = state.current_turn_steps().iter().any(
+            |step| matches!(&step.body, StepBody::ReplySent { reply_id: id } if id == reply_id),
+        );
+        if !already {
+            state.push(
+                StepBody::ReplySent {
+                    reply_id: reply_id.to_owned(),
+                },
+                now_ms,
+            );
+        }
+    }
+
+    /// The next effect to perform. Any state change it makes is reflected in the session, and
+    /// an external effect is only returned once everything it depends on is persisted.
+    pub fn next(&self, state: &mut SessionState, routing: &ToolRouting, now_ms: u64) -> Effect {
+        loop {
+            let derived = self.derive(state, routing, now_ms);
+            let effect = match derived {
+                Derived::Changed => continue,
+                Derived::Effect(effect) => effect,
+            };
+            let must_persist_first = match &effect {
+                Effect::Persist => false,
+                // The message that started the turn is still in the queue: a crash during the
+                // model call redelivers it. Anything else must be durable first.
+                Effect::CallModel => state
+                    .uncommitted_steps()
+                    .iter()
+                    .any(|step| !matches!(step.body, StepBody::Inbound { .. })),
+                Effect::Wait | Effect::Idle => state.has_uncommitted(),
+                Effect::RunTool(_) | Effect::SendToNode { .. } | Effect::SendReply(_) => {
+                    state.has_uncommitted()
+                }
+            };
+            return if must_persist_first {
+                Effect::Persist
+            } else {
+                effect
+            };
+        }
+    }
+
+    fn derive(&self, state: &mut SessionState, routing: &ToolRouting, now_ms: u64) -> Derived {
+        if !state.meta.turn_open {
+            if let Some(next) = state.meta.follow_ups.pop_front() {
+                start_turn(state, next, now_ms);
+                return Derived::Changed;
+            }
+            return Derived::Effect(Effect::Idle);
+        }
+        if let Some(reply) = unsent_reply(state) {
+            return Derived::Effect(Effect::SendReply(reply));
+        }
+        let turn_steps = state.current_turn_steps();
+        let Some(first) = turn_steps.first() else {
+            close_turn(state, now_ms);
+            return Derived::Changed;
+        };
+        if let StepBody::Inbound {
+            dispatch: Some(dispatch),
+            ..
+        } = &first.body
+        {
+            let call = ToolCall {
+                id: format!("{COMMAND_CALL_PREFIX}{}", first.seq),
+                name: dispatch.tool_name.clone(),
+                input: dispatch.params.clone(),
+            };
+            return self.derive_command(state, routing, call, now_ms);
+        }
+        let last_assistant = turn_steps.iter().rev().find_map(|step| match &step.body {
+            StepBody::Assistant { content, .. } => Some((step.seq, content.clone())),
+            _ => None,
+        });
+        let Some((assistant_seq, content)) = last_assistant else {
+            return self.call_model_or_stop(state, now_ms);
+        };
+        let calls: Vec<ToolCall> = content
+            .iter()
+            .filter_map(|block| match block {
+                AssistantBlock::ToolCall(call) => Some(call.clone()),
+                AssistantBlock::Text { .. } => None,
+            })
+            .collect();
+        if calls.is_empty() {
+            return self.finish_with_answer(state, assistant_seq, &content, now_ms);
+        }
+        let mut waiting = false;
+        for call in &calls {
+            if state.find_result(&call.id).is_some() {
+                continue;
+            }
+            if !tool_name_is_valid(&call.name) || !routing.offered.contains(&call.name) {
+                let name = call.name.clone();
+                push_result(
+                    state,
+                    &call.id,
+                    &name,
+                    ToolOutput::error(tool_not_available(&name)),
+                    now_ms,
+                );
+                return Derived::Changed;
+            }
+            let pending = state
+                .find_pending(&call.id)
+                .map(|(awaiting, job)| (awaiting, job.to_owned()));
+            match pending {
+                None if routing.needs_approval.contains(&call.name) => {
+                    let job_id = job_id(state, &call.id);
+                    request_approval(state, call, job_id, now_ms);
+                    return Derived::Changed;
+                }
+                Some((true, _)) => waiting = true,
+                None if routing.remote.contains(&call.name) => {
+                    let job_id = job_id(state, &call.id);
+                    state.push(
+                        StepBody::ToolPending {
+                            call_id: call.id.clone(),
+                            job_id,
+                            awaiting_approval: false,
+                        },
+                        now_ms,
+                    );
+                    return Derived::Changed;
+                }
+                Some((false, job_id)) if routing.remote.contains(&call.name) => {
+                    if state.was_dispatched(&job_id) {
+                        waiting = true;
+                    } else {
+                        return Derived::Effect(Effect::SendToNode {
+                            job_id,
+                            call: call.clone(),
+                        });
+                    }
+                }
+                _ => return Derived::Effect(Effect::RunTool(call.clone())),
+            }
+        }
+        if waiting {
+            return Derived::Effect(Effect::Wait);
+        }
+        self.call_model_or_stop(state, now_ms)
+    }
+
+    fn derive_command(
+        &self,
+        state: &mut SessionState,
+        routing: &ToolRouting,
+        call: ToolCall,
+        now_ms: u64,
+    ) -> Derived {
+        let result = state.find_result(&call.id).map(|step| step.body.clone());
+        match result {
+            None if !routing.offered.contains(&call.name) => {
+                let text = format!("Tool not available: {}", call.name);
+                push_result(state, &call.id, &call.name, ToolOutput::error(text), now_ms);
+                Derived::Changed
+            }
+            None => Derived::Effect(Effect::RunTool(call)),
+            Some(StepBody::ToolResult { text, is_error, .. }) => {
+                if has_reply_after(state, 0) {
+                    close_turn(state, now_ms);
+                    return Derived::Changed;
+                }
+                let trimmed = text.trim();
+                let reply = if is_error {
+                    format!("❌ {trimmed}")
+                } else if trimmed.is_empty() {
+                    "✅ Done.".to_owned()
+                } else {
+                    trimmed.to_owned()
+                };
+                let reply_id = reply_id(state, "command");
+                state.push(
+                    StepBody::Reply {
+                        reply_id,
+                        text: reply,
+                    },
+                    now_ms,
+                );
+                Derived::Changed
+            }
+            Some(_) => Derived::Changed,
+        }
+    }
+
+    fn finish_with_answer(
+        &self,
+        state: &mut SessionState,
+        assistant_seq: u64,
+        content: &[AssistantBlock],
+        now_ms: u64,
+    ) -> Derived {
+        let text = assistant_text(content);
+        let text = text.trim();
+        if has_reply_after(state, assistant_seq) || text.is_empty() || SILENT_REPLIES.contains(&text)
+        {
+            close_turn(state, now_ms);
+            return Derived::Changed;
+        }
+        let reply_id = reply_id(state, &assistant_seq.to_string());
+        state.push(
+            StepBody::Reply {
+                reply_id,
+                text: text.to_owned(),
+            },
+            now_ms,
+        );
+        Derived::Changed
+    }
+
+    fn call_model_or_stop(&self, state: &mut SessionState, now_ms: u64) -> Derived {
+        if state.model_calls_this_turn() < self.settings.max_model_calls {
+            return Derived::Effect(Effect::CallModel);
+        }
+        let reply_id = reply_id(state, "limit");
+        let already = state.current_turn_steps().iter().any(
+            |step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id),
+        );
+        if already {
+            close_turn(state, now_ms);
+        } else {
+            let text = format!(
+                "⚠️ Stopped: this turn reached its limit of {} model calls.",
+                self.settings.max_model_calls
+            );
+            state.push(StepBody::Reply { reply_id, text }, now_ms);
+        }
+        Derived::Changed
+    }
+}
+
+enum Derived {
+    /// The session changed; derive again.
+    Changed,
+    /// Perform this.
+    Effect(Effect),
+}
+
+fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
+    state.meta.turn += 1;
+    state.meta.turn_open = true;
+    state.meta.chat = Some(message.message.chat.clone());
+    state.meta.sender_is_owner = message.message.sender_is_owner;
+    state.push(
+        StepBody::Inbound {
+            message_id: message.message.message_id,
+            sender_id: message.message.sender_id,
+            text: message.text,
+            dispatch: message.dispatch,
+            heartbeat: message.heartbeat,
+        },
+        now_ms,
+    );
+}
+
+fn close_turn(state: &mut SessionState, now_ms: u64) {
+    state.meta.turn_open = false;
+    state.touch(now_ms);
+}
+
+fn push_result(
+    state: &mut SessionState,
+    call_id: &str,
+    tool_name: &str,
+    output: ToolOutput,
+    now_ms: u64,
+) {
+    state.push(
+        StepBody::ToolResult {
+            call_id: call_id.to_owned(),
+            tool_name: tool_name.to_owned(),
+            text: crate::tool_results::cap_for_transcript(&output.text),
+            is_error: output.is_error,
+        },
+        now_ms,
+    );
+}
+
+fn request_approval(state: &mut SessionState, call: &ToolCall, job_id: String, now_ms: u64) {
+    state.push(
+        StepBody::ToolPending {
+            call_id: call.id.clone(),
+            job_id,
+            awaiting_approval: true,
+        },
+        now_ms,
+    );
+    let arguments = serde_json::to_string(&call.input).unwrap_or_default();
+    let text = format!(
+        "Approval needed for {} {arguments}\nReply /approve {} allow-once|allow-always|deny",
+        call.name, call.id
+    );
+    let reply_id = reply_id(state, &format!("approval-{}", call.id));
+    state.push(StepBody::Reply { reply_id, text }, now_ms);
+}
+
+/// The first reply of the current turn that has no delivery record.
+fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
+    let steps = state.current_turn_steps();
+    let chat = state.meta.chat.clone()?;
+    steps.iter().find_map(|step| match &step.body {
+        StepBody::Reply { reply_id, text }
+            if !steps.iter().any(|other| {
+                matches!(&other.body, StepBody::ReplySent { reply_id: sent } if sent == reply_id)
+            }) =>
+        {
+            Some(OutboundReply {
+                reply_id: reply_id.clone(),
+                chat: chat.clone(),
+                text: text.clone(),
+            })
+        }
+        _ => None,
+    })
+}
+
+/// True when a final reply was recorded after step `seq` in the current turn.
+fn has_reply_after(state: &SessionState, seq: u64) -> bool {
+    state
+        .current_turn_steps()
+        .iter()
+        .any(|step: &Step| step.seq > seq && matches!(step.body, StepBody::Reply { .. }))
+}
+
+fn reply_id(state: &SessionState, suffix: &str) -> String {
+    dedup_token(&format!(
+        "{}-{}-{suffix}",
+        state.meta.session_id, state.meta.turn
+    ))
+}
+
+fn job_id(state: &SessionState, call_id: &str) -> String {
+    dedup_token(&format!("{}|{}|{call_id}", state.key, state.meta.turn))
+}
+
+/// Spec §9.2: trimmed, at most 64 chars of `[A-Za-z0-9_:.-]`.
+fn tool_name_is_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME_CHARS
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'.' | b'-'))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,394 @@
+//! Engine tests: the effect sequences of whole turns, and resumption after a crash at every
+//! persistence point, with storage simulated by replaying commits into a stored session.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::json;
+
+use super::events::{ApprovalDecision, ChatRef, InboundMessage};
+use super::state::{CommandDispatch, PreparedMessage, SessionState, StepBody};
+use super::*;
+use crate::model::{ModelResponse, Usage};
+use crate::session::key::ChatType;
+use crate::session::{SessionKey, StoredSession};
+use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+
+fn key() -> SessionKey {
+    SessionKey::parse("agent:main:main").unwrap()
+}
+
+fn message(id: &str, text: &str) -> PreparedMessage {
+    PreparedMessage::plain(InboundMessage {
+        message_id: id.to_owned(),
+        chat: ChatRef {
+            channel: "generic".to_owned(),
+            chat_id: "c1".to_owned(),
+            chat_type: ChatType::Direct,
+        },
+        sender_id: "u1".to_owned(),
+        text: text.to_owned(),
+        sender_is_owner: true,
+    })
+}
+
+fn text_response(text: &str) -> ModelResponse {
+    ModelResponse {
+        content: vec![AssistantBlock::Text {
+            text: text.to_owned(),
+        }],
+        stop_reason: StopReason::EndTurn,
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+        model: "test/model".to_owned(),
+    }
+}
+
+fn tool_response(id: &str, name: &str, input: serde_json::Value) -> ModelResponse {
+    ModelResponse {
+        content: vec![AssistantBlock::ToolCall(ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input,
+        })],
+        stop_reason: StopReason::ToolUse,
+        usage: Usage::default(),
+        model: "test/model".to_owned(),
+    }
+}
+
+fn routing(offered: &[&str]) -> ToolRouting {
+    ToolRouting {
+        offered: offered.iter().map(|s| (*s).to_owned()).collect(),
+        ..ToolRouting::default()
+    }
+}
+
+/// Storage stand-in: applies commits the way a session store does (version check included).
+#[derive(Default, Clone)]
+struct Stored {
+    session: Option<StoredSession>,
+}
+
+impl Stored {
+    fn commit(&mut self, state: &mut SessionState) {
+        let commit = state.pending_commit().unwrap();
+        let current = self.session.as_ref().map_or(0, |s| s.version);
+        assert_eq!(commit.expected_version, current, "optimistic version check");
+        let mut steps = self.session.take().map(|s| s.steps).unwrap_or_default();
+        for step in &commit.steps {
+            assert!(steps.iter().all(|s| s.seq != step.seq), "a step seq is written once");
+        }
+        steps.extend(commit.steps);
+        self.session = Some(StoredSession {
+            version: current + 1,
+            meta: commit.meta,
+            steps,
+        });
+        state.mark_committed(current + 1);
+    }
+
+    fn load(&self) -> SessionState {
+        match &self.session {
+            Some(stored) => SessionState::from_stored(key(), stored).unwrap(),
+            None => SessionState::new(key(), "s1".to_owned(), 0),
+        }
+    }
+}
+
+/// The outside world of a test run: scripted model, tools that count their runs, a chat.
+#[derive(Default)]
+struct World {
+    stored: Stored,
+    model: VecDeque<ModelResponse>,
+    model_calls: usize,
+    tool_runs: BTreeMap<String, usize>,
+    delivered: Vec<(String, String)>,
+    node_jobs: Vec<String>,
+    persists: usize,
+}
+
+enum Stop {
+    Never,
+    /// Crash right after the n-th persist of this delivery.
+    AfterPersist(usize),
+}
+
+impl World {
+    /// Delivers one event and drives the engine until it waits or idles (or "crashes").
+    fn deliver(&mut self, engine: &TurnEngine, routing: &ToolRouting, event: Incoming, stop: Stop) -> Option<Effect> {
+        let mut state = self.stored.load();
+        engine.accept(&mut state, event, 1);
+        let mut persists_here = 0;
+        loop {
+            match engine.next(&mut state, routing, 2) {
+                Effect::Persist => {
+                    self.stored.commit(&mut state);
+                    self.persists += 1;
+                    persists_here += 1;
+                    if let Stop::AfterPersist(n) = stop {
+                        if n == persists_here {
+                            return None;
+                        }
+                    }
+                }
+                Effect::CallModel => {
+                    self.model_calls += 1;
+                    let messages = state.messages();
+                    assert!(matches!(messages.first(), Some(Message::User { .. })));
+                    let response = self.model.pop_front().expect("model script exhausted");
+                    engine.record_model_response(&mut state, response, 3);
+                }
+                Effect::RunTool(call) => {
+                    *self.tool_runs.entry(call.id.clone()).or_default() += 1;
+                    let output = ToolOutput::ok(format!("ran {} with {}", call.name, call.input));
+                    engine.record_tool_result(&mut state, &call, output, 4);
+                }
+                Effect::SendToNode { job_id, .. } => {
+                    self.node_jobs.push(job_id.clone());
+                    state.mark_dispatched(&job_id);
+                }
+                Effect::SendReply(reply) => {
+                    self.delivered.push((reply.reply_id.clone(), reply.text.clone()));
+                    engine.record_reply_sent(&mut state, &reply.reply_id, 5);
+                }
+                effect @ (Effect::Wait | Effect::Idle) => return Some(effect),
+            }
+        }
+    }
+
+    fn transcript(&self) -> Vec<StepBody> {
+        self.stored.load().steps.into_iter().map(|s| s.body).collect()
+    }
+}
+
+fn engine() -> TurnEngine {
+    TurnEngine::default()
+}
+
+#[test]
+fn a_simple_turn_calls_the_model_once_persists_and_replies_once() {
+    // GIVEN a model that answers with text
+    let mut world = World::default();
+    world.model.push_back(text_response("Hello!"));
+    // WHEN a message arrives
+    let end = world.deliver(&engine(), &routing(&[]), Incoming::Message(message("m1", "hi")), Stop::Never);
+    // THEN one model call, one reply, two commits (response + reply intent; delivery record)
+    assert_eq!(end, Some(Effect::Idle));
+    assert_eq!(world.model_calls, 1);
+    assert_eq!(world.delivered.len(), 1);
+    assert_eq!(world.delivered[0].1, "Hello!");
+    assert_eq!(world.persists, 2);
+    let kinds: Vec<&str> = world
+        .transcript()
+        .iter()
+        .map(|b| match b {
+            StepBody::Inbound { .. } => "inbound",
+            StepBody::Assistant { .. } => "assistant",
+            StepBody::Reply { .. } => "reply",
+            StepBody::ReplySent { .. } => "sent",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["inbound", "assistant", "reply", "sent"]);
+}
+
+#[test]
+fn a_tool_call_runs_once_and_its_result_reaches_the_next_model_call() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("t1", "read", json!({"path": "SKILL.md"})));
+    world.model.push_back(text_response("Done reading."));
+    world.deliver(&engine(), &routing(&["read"]), Incoming::Message(message("m1", "read it")), Stop::Never);
+    assert_eq!(world.tool_runs.get("t1"), Some(&1));
+    assert_eq!(world.delivered.len(), 1);
+    let state = world.stored.load();
+    let messages = state.messages();
+    assert!(matches!(&messages[2], Message::ToolResult { tool_call_id, is_error: false, .. } if tool_call_id == "t1"));
+}
+
+#[test]
+fn a_call_to_a_tool_that_is_not_offered_is_never_run_and_gets_an_error_result() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("t1", "exec", json!({"command": "rm -rf /"})));
+    world.model.push_back(tool_response("t2", " READ", json!({"path": "x"})));
+    world.model.push_back(tool_response("t3", "read*", json!({"path": "x"})));
+    world.model.push_back(text_response("ok"));
+    world.deliver(&engine(), &routing(&["read"]), Incoming::Message(message("m1", "go")), Stop::Never);
+    assert!(world.tool_runs.is_empty(), "nothing ran: {:?}", world.tool_runs);
+    let errors: Vec<String> = world
+        .transcript()
+        .into_iter()
+        .filter_map(|b| match b {
+            StepBody::ToolResult { text, is_error: true, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 3);
+    assert!(errors[0].contains("\"exec\" is not available"));
+}
+
+#[test]
+fn silent_tokens_send_nothing() {
+    for token in ["%%NO_REPLY%%", "HEARTBEAT_OK", "  NO_REPLY \n"] {
+        let mut world = World::default();
+        world.model.push_back(text_response(token));
+        let end = world.deliver(&engine(), &routing(&[]), Incoming::Message(message("m1", "hi")), Stop::Never);
+        assert_eq!(end, Some(Effect::Idle));
+        assert!(world.delivered.is_empty(), "{token:?} must not be sent");
+        assert!(!world.stored.load().meta.turn_open);
+    }
+}
+
+#[test]
+fn the_number_of_model_calls_in_a_turn_is_bounded() {
+    let mut world = World::default();
+    for i in 0..10 {
+        world.model.push_back(tool_response(&format!("t{i}"), "read", json!({})));
+    }
+    let engine = TurnEngine::new(TurnSettings { max_model_calls: 3 });
+    world.deliver(&engine, &routing(&["read"]), Incoming::Message(message("m1", "loop")), Stop::Never);
+    assert_eq!(world.model_calls, 3);
+    assert_eq!(world.delivered.len(), 1);
+    assert!(world.delivered[0].1.contains("limit of 3 model calls"));
+    assert!(!world.stored.load().meta.turn_open);
+}
+
+#[test]
+fn a_redelivered_message_after_a_finished_turn_does_nothing() {
+    let mut world = World::default();
+    world.model.push_back(text_response("Hello!"));
+    let r = routing(&[]);
+    world.deliver(&engine(), &r, Incoming::Message(message("m1", "hi")), Stop::Never);
+    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "hi")), Stop::Never);
+    assert_eq!(end, Some(Effect::Idle));
+    assert_eq!(world.model_calls, 1);
+    assert_eq!(world.delivered.len(), 1);
+}
+
+/// Runs a two-tool turn, crashing after persist `crash_at` and redelivering the message.
+fn crash_run(crash_at: Option<usize>) -> World {
+    let mut world = World::default();
+    world.model.push_back(tool_response("t1", "read", json!({"path": "a"})));
+    world.model.push_back(tool_response("t2", "write", json!({"path": "b"})));
+    world.model.push_back(text_response("All done."));
+    let r = routing(&["read", "write"]);
+    let first = match crash_at {
+        Some(n) => Stop::AfterPersist(n),
+        None => Stop::Never,
+    };
+    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "work")), first);
+    if end.is_none() {
+        let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "work")), Stop::Never);
+        assert_eq!(end, Some(Effect::Idle));
+    }
+    world
+}
+
+#[test]
+fn a_turn_killed_after_any_persist_resumes_without_duplicates() {
+    let clean = crash_run(None);
+    for crash_at in 1..=clean.persists {
+        let crashed = crash_run(Some(crash_at));
+        assert_eq!(crashed.transcript(), clean.transcript(), "crash after persist {crash_at}");
+        assert_eq!(crashed.model_calls, clean.model_calls, "crash after persist {crash_at}");
+        assert!(crashed.tool_runs.values().all(|n| *n == 1), "crash after persist {crash_at}: {:?}", crashed.tool_runs);
+        assert_eq!(crashed.delivered, clean.delivered, "crash after persist {crash_at}");
+    }
+}
+
+#[test]
+fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("x1", "exec", json!({"command": "ls"})));
+    world.model.push_back(text_response("Listed."));
+    world.model.push_back(text_response("Second answer."));
+    let mut r = routing(&["exec"]);
+    r.remote.insert("exec".to_owned());
+    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "list")), Stop::Never);
+    assert_eq!(end, Some(Effect::Wait));
+    assert_eq!(world.node_jobs.len(), 1);
+    // a second message waits
+    let end = world.deliver(&engine(), &r, Incoming::Message(message("m2", "and then?")), Stop::Never);
+    assert_eq!(end, Some(Effect::Wait));
+    assert_eq!(world.model_calls, 1);
+    assert_eq!(world.stored.load().meta.follow_ups.len(), 1);
+    // the node's result resumes turn 1, then turn 2 runs
+    let result = Incoming::ToolResult { call_id: "x1".to_owned(), output: ToolOutput::ok("a b c") };
+    let end = world.deliver(&engine(), &r, result.clone(), Stop::Never);
+    assert_eq!(end, Some(Effect::Idle));
+    let texts: Vec<&str> = world.delivered.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["Listed.", "Second answer."]);
+    assert_eq!(world.stored.load().meta.turn, 2);
+    // a duplicate result changes nothing
+    world.deliver(&engine(), &r, result, Stop::Never);
+    assert_eq!(world.delivered.len(), 2);
+}
+
+#[test]
+fn a_node_call_that_times_out_gets_an_error_result() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("x1", "exec", json!({"command": "sleep 99"})));
+    world.model.push_back(text_response("It timed out."));
+    let mut r = routing(&["exec"]);
+    r.remote.insert("exec".to_owned());
+    world.deliver(&engine(), &r, Incoming::Message(message("m1", "wait")), Stop::Never);
+    world.deliver(&engine(), &r, Incoming::ToolTimeout { call_id: "x1".to_owned() }, Stop::Never);
+    let timed_out = world.transcript().into_iter().any(|b| {
+        matches!(b, StepBody::ToolResult { text, is_error: true, .. } if text == TOOL_TIMEOUT_TEXT)
+    });
+    assert!(timed_out);
+    assert_eq!(world.delivered.last().unwrap().1, "It timed out.");
+}
+
+#[test]
+fn a_call_needing_approval_runs_only_after_it_is_allowed() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("w1", "write", json!({"path": "x"})));
+    world.model.push_back(text_response("Written."));
+    let mut r = routing(&["write"]);
+    r.needs_approval.insert("write".to_owned());
+    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "write x")), Stop::Never);
+    assert_eq!(end, Some(Effect::Wait));
+    assert!(world.tool_runs.is_empty());
+    assert!(world.delivered[0].1.contains("/approve w1"));
+    let approval = Incoming::Approval { call_id: "w1".to_owned(), decision: ApprovalDecision::AllowOnce };
+    world.deliver(&engine(), &r, approval, Stop::Never);
+    assert_eq!(world.tool_runs.get("w1"), Some(&1));
+    assert_eq!(world.delivered.last().unwrap().1, "Written.");
+}
+
+#[test]
+fn a_denied_call_is_not_run() {
+    let mut world = World::default();
+    world.model.push_back(tool_response("w1", "write", json!({"path": "x"})));
+    world.model.push_back(text_response("Not written."));
+    let mut r = routing(&["write"]);
+    r.needs_approval.insert("write".to_owned());
+    world.deliver(&engine(), &r, Incoming::Message(message("m1", "write x")), Stop::Never);
+    let deny = Incoming::Approval { call_id: "w1".to_owned(), decision: ApprovalDecision::Deny };
+    world.deliver(&engine(), &r, deny, Stop::Never);
+    assert!(world.tool_runs.is_empty());
+    assert_eq!(world.delivered.last().unwrap().1, "Not written.");
+}
+
+#[test]
+fn a_dispatching_skill_command_runs_its_tool_without_the_model() {
+    let mut world = World::default();
+    let mut prepared = message("m1", "/deploy now");
+    prepared.dispatch = Some(CommandDispatch {
+        tool_name: "session_status".to_owned(),
+        params: json!({"command": "now", "commandName": "deploy", "skillName": "deploy"}),
+    });
+    world.deliver(&engine(), &routing(&["session_status"]), Incoming::Message(prepared.clone()), Stop::Never);
+    assert_eq!(world.model_calls, 0);
+    assert_eq!(world.tool_runs.len(), 1);
+    assert!(world.delivered[0].1.starts_with("ran session_status"));
+    // the same command with the tool unavailable answers with the spec's error
+    let mut world = World::default();
+    prepared.message.message_id = "m2".to_owned();
+    world.deliver(&engine(), &routing(&[]), Incoming::Message(prepared), Stop::Never);
+    assert_eq!(world.delivered[0].1, "❌ Tool not available: session_status");
+    assert!(world.tool_runs.is_empty());
+}

@@ -1,0 +1,543 @@
+//! Runs turns: loads a session, feeds the event to the core's [`TurnEngine`], performs the
+//! effects it asks for (persist, call the model, run a tool, reply), and stops when the turn
+//! waits or is done. Shared by the `turn` Lambda function and local mode.
+//!
+//! The engine decides *what* happens; this module only performs it through ports. Any error
+//! leaves storage consistent (every effect is preceded by the commit it depends on), so the
+//! caller may simply redeliver the event.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
+use clawless_core::object_store::ObjectStore;
+use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::session::{SessionKey, SessionStore, SessionStoreError};
+use clawless_core::skills::commands::{
+    dispatched_tool_call, may_be_skill_command, normalize_command_body, resolve_skill_command,
+    skill_rewrite_text,
+};
+use clawless_core::skills::eligibility::EligibilityContext;
+use clawless_core::skills::snapshot::SkillSnapshot;
+use clawless_core::system_prompt::bootstrap::{
+    BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+    build_bootstrap_context_files, load_bootstrap_files,
+};
+use clawless_core::system_prompt::{PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt};
+use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
+use clawless_core::tool_results::{apply_context_guard, repair_transcript};
+use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
+use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
+use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
+use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
+
+use crate::clock::Clock;
+use crate::config::ClawlessConfig;
+use crate::listed_store::{ListedStore, ObjectCache};
+use crate::skills_service::{SkillsError, SkillsService};
+use crate::sources::{SourceUri, StoreFactory};
+
+/// Default context window used by the context guard.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 200_000;
+
+/// Default output token limit per model call.
+pub const DEFAULT_MAX_TOKENS: u32 = 4_096;
+
+/// Why an event could not be processed. Everything but [`TurnError::BadEvent`] is worth a
+/// redelivery: storage was left consistent.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The event can never be processed (unknown agent, malformed key); drop it.
+    #[error("unprocessable event: {0}")]
+    BadEvent(String),
+    /// Another invocation changed the session first.
+    #[error(transparent)]
+    Store(#[from] SessionStoreError),
+    /// A stored document is unreadable.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The model failed in a way worth retrying.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A reply could not be delivered.
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    /// Skills or workspace could not be read.
+    #[error(transparent)]
+    Skills(#[from] SkillsError),
+    /// The workspace could not be read.
+    #[error("workspace unavailable: {0}")]
+    Workspace(#[from] clawless_core::object_store::StoreError),
+}
+
+impl TurnError {
+    /// True when redelivering cannot help.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::BadEvent(_))
+    }
+}
+
+/// What one [`TurnService::handle`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnReport {
+    /// How the event was taken.
+    pub acceptance: Option<String>,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Tools run in-process.
+    pub tools_run: u32,
+    /// Replies delivered.
+    pub replies_sent: u32,
+    /// Commits made.
+    pub commits: u32,
+    /// True when the turn now waits for a node result or an approval.
+    pub waiting: bool,
+}
+
+/// The ports a turn needs.
+#[derive(Clone)]
+pub struct TurnDeps {
+    /// Skills of every agent.
+    pub skills: Arc<SkillsService>,
+    /// Opens workspace stores.
+    pub stores: StoreFactory,
+    /// Sessions (already offloading large documents).
+    pub sessions: Arc<dyn SessionStore>,
+    /// The model (or fallback chain).
+    pub model: Arc<dyn ModelProvider>,
+    /// Reply delivery.
+    pub outbox: Arc<dyn Outbox>,
+    /// Web access for `web_fetch`, if enabled.
+    pub web: Option<Arc<dyn WebFetcher>>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// The machine skills are checked against (bins, platform, env).
+    pub eligibility: EligibilityContext,
+    /// Home directories for `~` in skill locations.
+    pub home_dirs: Vec<String>,
+    /// Host facts for the runtime line (`host`, `os`, `arch`).
+    pub host: HostFacts,
+}
+
+/// Facts about where the turn runs, for the system prompt's runtime line.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    /// Host name or deployment name.
+    pub host: Option<String>,
+    /// Operating system.
+    pub os: Option<String>,
+    /// CPU architecture.
+    pub arch: Option<String>,
+}
+
+/// Runs turns. One per warm process; share it.
+pub struct TurnService {
+    deps: TurnDeps,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    objects: Arc<ObjectCache>,
+}
+
+impl std::fmt::Debug for TurnService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnService")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a turn's model calls are built from; assembled once, on the first model call.
+struct TurnContext {
+    system: String,
+    tools: Vec<ToolSpec>,
+    tool_context: ToolContext,
+}
+
+impl TurnService {
+    /// A service over `deps` with the built-in tools.
+    pub fn new(deps: TurnDeps) -> Self {
+        let tools = clawless_core::tools::builtin_tools()
+            .into_iter()
+            .filter(|tool| deps.web.is_some() || tool.spec().name != "web_fetch")
+            .map(|tool| (tool.spec().name, tool))
+            .collect();
+        Self {
+            deps,
+            tools,
+            objects: Arc::new(ObjectCache::default()),
+        }
+    }
+
+    fn config(&self) -> &ClawlessConfig {
+        self.deps.skills.config()
+    }
+
+    /// Processes one event for its session until the turn waits or is done.
+    pub async fn handle(&self, event: &SessionEvent) -> Result<TurnReport, TurnError> {
+        let key = SessionKey::parse(&event.session_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad session key {:?}", event.session_key)))?;
+        let agent = self
+            .config()
+            .agent(&event.agent_id)
+            .ok_or_else(|| TurnError::BadEvent(format!("unknown agent {:?}", event.agent_id)))?;
+        let now = self.deps.clock.now_ms();
+        let mut state = match self.deps.sessions.load(&key).await? {
+            Some(stored) => SessionState::from_stored(key.clone(), &stored)?,
+            None => {
+                let session_id = dedup_token(&format!("{key}-{now}"));
+                SessionState::new(key.clone(), session_id, now)
+            }
+        };
+        let settings = TurnSettings {
+            max_model_calls: self
+                .config()
+                .agents
+                .defaults
+                .max_model_calls
+                .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
+        };
+        let engine = TurnEngine::new(settings);
+        let incoming = self.prepare(&agent.id, &event.event).await?;
+        let acceptance = engine.accept(&mut state, incoming, now);
+        let mut report = TurnReport {
+            acceptance: Some(format!("{acceptance:?}")),
+            ..TurnReport::default()
+        };
+        if acceptance == Acceptance::AlreadyHandled {
+            tracing::info!(session = %key, "event already handled; resuming");
+        }
+        let mut context: Option<TurnContext> = None;
+        let mut routing: Option<ToolRouting> = None;
+        loop {
+            if routing.is_none() {
+                routing = Some(self.routing(&agent.id, state.meta.sender_is_owner));
+            }
+            let current_routing = routing.as_ref().map_or_else(ToolRouting::default, Clone::clone);
+            let effect = engine.next(&mut state, &current_routing, self.deps.clock.now_ms());
+            match effect {
+                Effect::Persist => {
+                    let commit = state.pending_commit()?;
+                    let version = self.deps.sessions.commit(&key, &commit).await?;
+                    state.mark_committed(version);
+                    report.commits += 1;
+                }
+                Effect::CallModel => {
+                    if context.is_none() {
+                        context = Some(self.turn_context(&agent.id, &mut state, &current_routing).await?);
+                    }
+                    let Some(ctx) = context.as_ref() else { continue };
+                    report.model_calls += 1;
+                    match self.call_model(ctx, &state).await {
+                        Ok(response) => {
+                            engine.record_model_response(&mut state, response, self.deps.clock.now_ms());
+                        }
+                        Err(err) if err.is_retryable() => return Err(err.into()),
+                        Err(err) => {
+                            tracing::error!(error = ?err, session = %key, "model call failed");
+                            engine.record_model_failure(&mut state, &err.to_string(), self.deps.clock.now_ms());
+                        }
+                    }
+                }
+                Effect::RunTool(call) => {
+                    if context.is_none() {
+                        context = Some(self.turn_context(&agent.id, &mut state, &current_routing).await?);
+                    }
+                    let output = match (self.tools.get(&call.name), context.as_ref()) {
+                        (Some(tool), Some(ctx)) => {
+                            let mut tool_context = ctx.tool_context.clone();
+                            tool_context.session = self.session_facts(&state);
+                            report.tools_run += 1;
+                            tool.run(&call.input, &tool_context).await
+                        }
+                        _ => ToolOutput::error(clawless_core::turn::tool_not_available(&call.name)),
+                    };
+                    engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
+                }
+                Effect::SendToNode { call, .. } => {
+                    // No node host is registered with this deployment yet.
+                    let output = ToolOutput::error(format!(
+                        "No node host is available to run {}.",
+                        call.name
+                    ));
+                    engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
+                }
+                Effect::SendReply(reply) => {
+                    self.deps.outbox.send(&reply).await?;
+                    report.replies_sent += 1;
+                    engine.record_reply_sent(&mut state, &reply.reply_id, self.deps.clock.now_ms());
+                }
+                Effect::Wait => {
+                    report.waiting = true;
+                    return Ok(report);
+                }
+                Effect::Idle => return Ok(report),
+            }
+        }
+    }
+
+    /// Turns a queued event into an engine event, resolving slash commands (spec §5).
+    async fn prepare(&self, agent_id: &str, event: &TurnEvent) -> Result<Incoming, TurnError> {
+        Ok(match event {
+            TurnEvent::Inbound(message) => {
+                let mut prepared = PreparedMessage::plain(message.clone());
+                let body = normalize_command_body(&message.text, None);
+                if may_be_skill_command(&body) {
+                    let specs = self.deps.skills.commands(agent_id, &self.deps.eligibility).await?;
+                    if let Some(invocation) = resolve_skill_command(&body, &specs) {
+                        match dispatched_tool_call(&invocation) {
+                            Some(call) => {
+                                prepared.dispatch = Some(CommandDispatch {
+                                    tool_name: call.tool_name,
+                                    params: call.params,
+                                });
+                            }
+                            None => {
+                                prepared.text = skill_rewrite_text(
+                                    &invocation.spec.skill_name,
+                                    invocation.args.as_deref(),
+                                );
+                            }
+                        }
+                    }
+                }
+                Incoming::Message(prepared)
+            }
+            TurnEvent::ToolResult { call_id, text, is_error } => Incoming::ToolResult {
+                call_id: call_id.clone(),
+                output: ToolOutput { text: text.clone(), is_error: *is_error },
+            },
+            TurnEvent::ToolTimeout { call_id } => Incoming::ToolTimeout { call_id: call_id.clone() },
+            TurnEvent::Approval { call_id, decision } => Incoming::Approval {
+                call_id: call_id.clone(),
+                decision: *decision,
+            },
+            TurnEvent::Heartbeat { heartbeat_id, prompt } => {
+                let chat = clawless_core::turn::events::ChatRef {
+                    channel: "heartbeat".to_owned(),
+                    chat_id: heartbeat_id.clone(),
+                    chat_type: clawless_core::session::key::ChatType::Direct,
+                };
+                let message = clawless_core::turn::events::InboundMessage {
+                    message_id: format!("heartbeat:{heartbeat_id}"),
+                    chat,
+                    sender_id: "heartbeat".to_owned(),
+                    text: prompt.clone(),
+                    sender_is_owner: true,
+                };
+                let mut prepared = PreparedMessage::plain(message);
+                prepared.heartbeat = true;
+                Incoming::Message(prepared)
+            }
+        })
+    }
+
+    /// The tools offered this turn: built-ins that pass every policy layer.
+    fn routing(&self, agent_id: &str, sender_is_owner: bool) -> ToolRouting {
+        let model_ref = self.deps.model.model_ref();
+        let (provider, model_id) = model_ref.split_once('/').unwrap_or((model_ref.as_str(), ""));
+        let candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+        let agent_tools = self
+            .config()
+            .agents
+            .list
+            .iter()
+            .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
+            .and_then(|agent| agent.tools.as_ref());
+        let mut context = PolicyContext::new(provider, model_id);
+        context.sender_is_owner = sender_is_owner;
+        let allowed = resolve_allowed_tools(&candidates, &self.config().tools, agent_tools, &context);
+        for warning in allowed.warnings() {
+            tracing::warn!(%warning, "tool policy");
+        }
+        ToolRouting {
+            offered: allowed.names().iter().cloned().collect(),
+            remote: BTreeSet::new(),
+            needs_approval: BTreeSet::new(),
+        }
+    }
+
+    /// Builds the system prompt, tool specs and tool context for this turn.
+    async fn turn_context(
+        &self,
+        agent_id: &str,
+        state: &mut SessionState,
+        routing: &ToolRouting,
+    ) -> Result<TurnContext, TurnError> {
+        let snapshot = self
+            .deps
+            .skills
+            .snapshot(agent_id, &self.deps.eligibility, &self.deps.home_dirs)
+            .await?;
+        let snapshot = self.keep_or_replace_snapshot(state, snapshot);
+        let workspace = self.workspace(agent_id)?;
+        let defaults = &self.config().agents.defaults;
+        let kind = BootstrapKind::for_session_key(state.key.as_str());
+        let listing = self
+            .deps
+            .skills
+            .recent_listing(agent_id, &workspace.store.identity(), &workspace.prefix);
+        let files = match listing {
+            Some(listing) => {
+                let listed = ListedStore::new(
+                    Arc::clone(&workspace.store),
+                    &workspace.prefix,
+                    listing,
+                    Arc::clone(&self.objects),
+                );
+                load_bootstrap_files(&listed, &workspace.prefix, kind).await?
+            }
+            None => load_bootstrap_files(workspace.store.as_ref(), &workspace.prefix, kind).await?,
+        };
+        let (context_files, warnings) = build_bootstrap_context_files(
+            &files,
+            defaults.bootstrap_max_chars.unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
+            defaults
+                .bootstrap_total_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
+        );
+        for warning in warnings {
+            tracing::warn!(%warning, "bootstrap files");
+        }
+        let tool_names: Vec<String> = routing.offered.iter().cloned().collect();
+        let model_ref = self.deps.model.model_ref();
+        let workspace_dir = workspace.display_root();
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
+        let heartbeat = state.current_turn_steps().first().is_some_and(|step| {
+            matches!(step.body, clawless_core::turn::state::StepBody::Inbound { heartbeat: true, .. })
+        });
+        let runtime = RuntimeLine {
+            agent_id: Some(agent_id),
+            host: self.deps.host.host.as_deref(),
+            os: self.deps.host.os.as_deref(),
+            arch: self.deps.host.arch.as_deref(),
+            model: Some(&model_ref),
+            default_model: Some(&model_ref),
+            channel: channel.as_deref(),
+            ..RuntimeLine::default()
+        };
+        let params = SystemPromptParams {
+            mode: PromptMode::for_session_key(state.key.as_str(), false),
+            tool_names: &tool_names,
+            skills_prompt: &snapshot.prompt,
+            include_memory_section: true,
+            workspace_dir: &workspace_dir,
+            context_files: &context_files,
+            user_timezone: defaults.user_timezone.as_deref(),
+            heartbeat_prompt: heartbeat.then_some("HEARTBEAT"),
+            runtime,
+            ..SystemPromptParams::default()
+        };
+        let system = build_system_prompt(&params);
+        let tools = routing
+            .offered
+            .iter()
+            .filter_map(|name| self.tools.get(name))
+            .map(|tool| tool.spec())
+            .collect();
+        let sources = self.deps.skills.sources(agent_id)?.to_vec();
+        Ok(TurnContext {
+            system,
+            tools,
+            tool_context: ToolContext {
+                workspace,
+                skill_sources: sources,
+                home_dirs: self.deps.home_dirs.clone(),
+                web: self.deps.web.clone(),
+                session: self.session_facts(state),
+            },
+        })
+    }
+
+    /// Keeps the session's snapshot while it is current, so the prompt stays byte-identical.
+    fn keep_or_replace_snapshot(&self, state: &mut SessionState, fresh: SkillSnapshot) -> SkillSnapshot {
+        match &state.meta.skills_snapshot {
+            Some(kept) if kept.fingerprint == fresh.fingerprint && kept.skill_filter == fresh.skill_filter => {
+                kept.clone()
+            }
+            _ => {
+                state.meta.skills_snapshot = Some(fresh.clone());
+                fresh
+            }
+        }
+    }
+
+    fn workspace(&self, agent_id: &str) -> Result<Workspace, TurnError> {
+        let agent = self.deps.skills.agent(agent_id)?;
+        let location = agent
+            .workspace
+            .ok_or_else(|| TurnError::BadEvent(format!("agent {agent_id} has no workspace configured")))?;
+        let uri = SourceUri::parse(&location).map_err(|err| TurnError::BadEvent(err.to_string()))?;
+        let (store, prefix): (Arc<dyn ObjectStore>, String) = self.deps.stores.open(&uri)?;
+        Ok(Workspace { store, prefix })
+    }
+
+    async fn call_model(
+        &self,
+        context: &TurnContext,
+        state: &SessionState,
+    ) -> Result<clawless_core::model::ModelResponse, ModelError> {
+        let defaults = &self.config().agents.defaults;
+        let repaired = repair_transcript(&state.messages());
+        let context_tokens = defaults.context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        let messages = apply_context_guard(&repaired, context_tokens).map_err(|overflow| {
+            ModelError::Invalid {
+                provider: "context-guard".to_owned(),
+                message: overflow.to_string(),
+            }
+        })?;
+        let request = ModelRequest {
+            system: context.system.clone(),
+            messages,
+            tools: context.tools.clone(),
+            max_tokens: defaults.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        };
+        self.deps.model.complete(&request).await
+    }
+
+    fn session_facts(&self, state: &SessionState) -> SessionFacts {
+        let now = self.deps.clock.now_ms();
+        SessionFacts {
+            session_key: state.key.to_string(),
+            session_id: state.meta.session_id.clone(),
+            agent_id: state.meta.agent_id.clone(),
+            model: self.deps.model.model_ref(),
+            channel: state.meta.chat.as_ref().map(|c| c.channel.clone()).unwrap_or_default(),
+            transcript_steps: state.steps.len() as u64,
+            model_calls_this_turn: state.model_calls_this_turn(),
+            tokens_in: state.meta.tokens_in,
+            tokens_out: state.meta.tokens_out,
+            timezone: self.config().agents.defaults.user_timezone.clone(),
+            now_rfc3339: rfc3339(now),
+        }
+    }
+}
+
+/// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp.
+fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil-from-days (Howard Hinnant's algorithm), valid for the Unix era.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn timestamps_format_as_utc_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_000_000_000), "2026-11-18T06:13:20Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+}
