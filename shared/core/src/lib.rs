@@ -6,10 +6,15 @@
 
 pub mod model;
 pub mod object_store;
+pub mod outbox;
 pub mod session;
 pub mod skills;
+pub mod system_prompt;
+pub mod tool_policy;
+pub mod tool_results;
 pub mod tools;
 pub mod transcript;
+pub mod turn;
 pub mod yaml;
 
 #[cfg(any(test, feature = "test-support"))]
