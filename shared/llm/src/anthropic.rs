@@ -1,0 +1,327 @@
+//! Anthropic Messages API (`POST {base}/v1/messages`): the wire format, prompt-caching markers
+//! and response parsing. Retries and fallback are layered on top ([`crate::retry`],
+//! [`crate::fallback`]); this module makes exactly one HTTP call per request.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_core::transcript::{AssistantBlock, StopReason, ToolCall};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Map, Value, json};
+
+use crate::http::{ApiKey, HttpClient, header_value};
+use crate::turns::{Part, Role, alternating_turns};
+
+/// The public Anthropic endpoint; `ANTHROPIC_BASE_URL` or config replaces it.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The API version this module speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A model behind the Anthropic Messages API (or a server speaking it).
+#[derive(Debug, Clone)]
+pub struct AnthropicModel {
+    http: HttpClient,
+    provider: String,
+    model: String,
+    api_key: Option<ApiKey>,
+    base_url: String,
+    timeout: Duration,
+}
+
+impl AnthropicModel {
+    /// A model on the public endpoint, named `anthropic/<model>`, with no key yet.
+    pub fn new(http: HttpClient, model: impl Into<String>) -> Self {
+        Self {
+            http,
+            provider: "anthropic".to_owned(),
+            model: model.into(),
+            api_key: None,
+            base_url: DEFAULT_ANTHROPIC_BASE_URL.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Sets the API key (`x-api-key`). Without one, requests to the public endpoint fail
+    /// with [`ModelError::Auth`] before any network call.
+    pub fn with_api_key(mut self, key: Option<ApiKey>) -> Self {
+        self.api_key = key;
+        self
+    }
+
+    /// Sets the base URL (without `/v1`), e.g. a proxy or a test server.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into().trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Sets the per-request timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Names the provider in `model_ref` and errors (for Anthropic-compatible servers).
+    pub fn with_provider_name(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        match &self.api_key {
+            Some(key) => {
+                let mut value = header_value(&self.provider, "x-api-key", key.expose())?;
+                value.set_sensitive(true);
+                headers.insert("x-api-key", value);
+            }
+            // A proxy or local server may not need a key; the public API always does.
+            None if self.base_url == DEFAULT_ANTHROPIC_BASE_URL => {
+                return Err(ModelError::Auth {
+                    provider: self.provider.clone(),
+                    message: "no API key configured (set ANTHROPIC_API_KEY or models.providers.anthropic.apiKey)"
+                        .to_owned(),
+                });
+            }
+            None => {}
+        }
+        Ok(headers)
+    }
+}
+
+#[async_trait]
+impl ModelProvider for AnthropicModel {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let headers = self.headers()?;
+        let body = request_body(&self.model, request);
+        let url = format!("{}/v1/messages", self.base_url);
+        let answer = self
+            .http
+            .post_json(&self.provider, &url, headers, &body, self.timeout)
+            .await?;
+        parse_response(&self.provider, &answer, self.model_ref())
+    }
+
+    fn model_ref(&self) -> String {
+        format!("{}/{}", self.provider, self.model)
+    }
+}
+
+fn ephemeral() -> Value {
+    json!({ "type": "ephemeral" })
+}
+
+/// The Messages API request body for `request`.
+pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(request.max_tokens));
+
+    // The stable prefix is cached; the dynamic tail (time, session facts) follows uncached.
+    let (stable, dynamic) = request.system_parts();
+    let mut system = Vec::new();
+    if !stable.trim().is_empty() {
+        system.push(json!({ "type": "text", "text": stable, "cache_control": ephemeral() }));
+    }
+    if !dynamic.trim().is_empty() {
+        system.push(json!({ "type": "text", "text": dynamic }));
+    }
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
+    }
+
+    let messages: Vec<Value> = alternating_turns(&request.messages)
+        .into_iter()
+        .map(|turn| {
+            let role = match turn.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            let content: Vec<Value> = turn.parts.iter().map(part_json).collect();
+            json!({ "role": role, "content": content })
+        })
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+
+    if !request.tools.is_empty() {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                })
+            })
+            .collect();
+        // A marker on the last tool caches the whole tool list (tools precede the system prompt).
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), ephemeral());
+        }
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    Value::Object(body)
+}
+
+fn part_json(part: &Part<'_>) -> Value {
+    match part {
+        Part::Text(text) => json!({ "type": "text", "text": text }),
+        Part::ToolCall(call) => json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.input,
+        }),
+        Part::ToolResult {
+            tool_call_id,
+            text,
+            is_error,
+        } => json!({
+            "type": "tool_result",
+            "tool_use_id": tool_call_id,
+            "content": text,
+            "is_error": is_error,
+        }),
+    }
+}
+
+/// Reads a Messages API response.
+pub(crate) fn parse_response(
+    provider: &str,
+    answer: &Value,
+    model: String,
+) -> Result<ModelResponse, ModelError> {
+    let invalid = |message: &str| ModelError::Invalid {
+        provider: provider.to_owned(),
+        message: message.to_owned(),
+    };
+    let blocks = answer
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("response has no content array"))?;
+    let mut content = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                content.push(AssistantBlock::Text {
+                    text: text.to_owned(),
+                });
+            }
+            Some("tool_use") => {
+                let field = |name: &str| {
+                    block
+                        .get(name)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or_else(|| invalid(&format!("tool_use block without {name}")))
+                };
+                content.push(AssistantBlock::ToolCall(ToolCall {
+                    id: field("id")?,
+                    name: field("name")?,
+                    input: block.get("input").cloned().unwrap_or_else(|| json!({})),
+                }));
+            }
+            // Thinking and other block kinds are not part of the neutral transcript.
+            _ => {}
+        }
+    }
+    let stop_reason = match answer.get("stop_reason").and_then(Value::as_str) {
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        // end_turn, stop_sequence, pause_turn, refusal (its text is the answer), or absent.
+        _ => StopReason::EndTurn,
+    };
+    let usage = answer.get("usage");
+    let count = |name: &str| {
+        usage
+            .and_then(|u| u.get(name))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Ok(ModelResponse {
+        content,
+        stop_reason,
+        usage: Usage {
+            input_tokens: count("input_tokens"),
+            output_tokens: count("output_tokens"),
+            cache_read_tokens: count("cache_read_input_tokens"),
+            cache_write_tokens: count("cache_creation_input_tokens"),
+        },
+        model,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clawless_core::model::{CACHE_BOUNDARY, ToolSpec};
+    use clawless_core::transcript::Message;
+
+    use super::*;
+
+    #[test]
+    fn system_prompt_without_dynamic_part_is_one_cached_block() {
+        let request = ModelRequest {
+            system: "stable only".into(),
+            messages: vec![Message::User { text: "hi".into() }],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = request_body("m", &request);
+        assert_eq!(
+            body["system"],
+            json!([{ "type": "text", "text": "stable only", "cache_control": { "type": "ephemeral" } }])
+        );
+        assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn only_the_last_tool_carries_the_cache_marker() {
+        let tool = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            input_schema: json!({ "type": "object" }),
+        };
+        let request = ModelRequest {
+            system: format!("a{CACHE_BOUNDARY}b"),
+            messages: vec![],
+            tools: vec![tool("one"), tool("two")],
+            max_tokens: 10,
+        };
+        let body = request_body("m", &request);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(
+            body["tools"][1]["cache_control"],
+            json!({ "type": "ephemeral" })
+        );
+        assert_eq!(body["system"][1], json!({ "type": "text", "text": "b" }));
+    }
+
+    #[test]
+    fn unknown_blocks_and_stop_reasons_are_tolerated() {
+        let answer = json!({
+            "content": [{ "type": "thinking", "thinking": "hmm" }, { "type": "text", "text": "ok" }],
+            "stop_reason": "stop_sequence",
+        });
+        let response = parse_response("anthropic", &answer, "anthropic/m".into()).expect("parses");
+        assert_eq!(
+            response.content,
+            vec![AssistantBlock::Text { text: "ok".into() }]
+        );
+        assert_eq!(response.stop_reason, StopReason::EndTurn);
+        assert_eq!(response.usage, Usage::default());
+    }
+}

@@ -1,0 +1,426 @@
+//! Amazon Bedrock Converse through the AWS SDK: messages, tool use and results, `cachePoint`
+//! markers for models that support prompt caching, and the SDK's errors mapped to
+//! [`ModelError`].
+//!
+//! The SDK's own retries are switched off: [`crate::retry::Retrying`] retries every provider
+//! the same way, and the per-request timeout wraps the whole SDK call.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use aws_sdk_bedrockruntime::Client;
+use aws_sdk_bedrockruntime::config::retry::RetryConfig;
+use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
+use aws_sdk_bedrockruntime::types::{
+    CachePointBlock, CachePointType, ContentBlock, ConversationRole, InferenceConfiguration,
+    Message as WireMessage, StopReason as WireStopReason, SystemContentBlock, Tool,
+    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus,
+    ToolSpecification, ToolUseBlock,
+};
+use aws_smithy_types::{Document, Number};
+use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_core::transcript::{AssistantBlock, StopReason, ToolCall};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use crate::http::{error_for_status, parse_retry_after};
+use crate::turns::{Part, Role, alternating_turns};
+
+/// Provider name in model refs (`bedrock/<model id>`) and errors.
+pub const BEDROCK_PROVIDER: &str = "bedrock";
+
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where the SDK client comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BedrockSettings {
+    /// AWS region; `None` uses the SDK's usual chain (`AWS_REGION`, profile, …).
+    pub region: Option<String>,
+    /// Endpoint override (a VPC endpoint, a proxy or a test server).
+    pub endpoint_url: Option<String>,
+}
+
+/// A model on Amazon Bedrock, called through the Converse API.
+#[derive(Debug)]
+pub struct BedrockModel {
+    model: String,
+    client: OnceCell<Client>,
+    settings: BedrockSettings,
+    timeout: Duration,
+    prompt_caching: bool,
+}
+
+impl BedrockModel {
+    /// A model using `client` (its retries are switched off; ours apply).
+    pub fn new(client: &Client, model: impl Into<String>) -> Self {
+        let model = model.into();
+        let client = Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .retry_config(RetryConfig::disabled())
+                .build(),
+        );
+        Self {
+            prompt_caching: supports_prompt_caching(&model),
+            model,
+            client: OnceCell::new_with(Some(client)),
+            settings: BedrockSettings::default(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// A model whose client is built on first use from the default AWS configuration chain
+    /// (credentials from the environment, profile or role), with `settings` applied.
+    pub fn from_settings(settings: BedrockSettings, model: impl Into<String>) -> Self {
+        let model = model.into();
+        Self {
+            prompt_caching: supports_prompt_caching(&model),
+            model,
+            client: OnceCell::new(),
+            settings,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Sets the per-request timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Forces `cachePoint` markers on or off. By default they are sent only to model
+    /// families known to accept them (Anthropic Claude, Amazon Nova); others reject them.
+    pub fn with_prompt_caching(mut self, enabled: bool) -> Self {
+        self.prompt_caching = enabled;
+        self
+    }
+
+    async fn client(&self) -> &Client {
+        self.client
+            .get_or_init(|| async {
+                let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+                if let Some(region) = &self.settings.region {
+                    loader = loader.region(aws_config::Region::new(region.clone()));
+                }
+                if let Some(endpoint) = &self.settings.endpoint_url {
+                    loader = loader.endpoint_url(endpoint);
+                }
+                let shared = loader.load().await;
+                let conf = aws_sdk_bedrockruntime::config::Builder::from(&shared)
+                    .retry_config(RetryConfig::disabled())
+                    .build();
+                Client::from_conf(conf)
+            })
+            .await
+    }
+
+    async fn call(&self, request: &ModelRequest) -> Result<ConverseOutput, ModelError> {
+        let client = self.client().await;
+        let (stable, dynamic) = request.system_parts();
+        let mut system = Vec::new();
+        if !stable.trim().is_empty() {
+            system.push(SystemContentBlock::Text(stable.to_owned()));
+            if self.prompt_caching {
+                system.push(SystemContentBlock::CachePoint(cache_point()?));
+            }
+        }
+        if !dynamic.trim().is_empty() {
+            system.push(SystemContentBlock::Text(dynamic.to_owned()));
+        }
+        let max_tokens = i32::try_from(request.max_tokens).unwrap_or(i32::MAX);
+        let mut call = client
+            .converse()
+            .model_id(&self.model)
+            .set_system((!system.is_empty()).then_some(system))
+            .set_messages(Some(wire_messages(request)?))
+            .inference_config(
+                InferenceConfiguration::builder()
+                    .max_tokens(max_tokens)
+                    .build(),
+            );
+        if !request.tools.is_empty() {
+            call = call.tool_config(self.tool_config(request)?);
+        }
+        match tokio::time::timeout(self.timeout, call.send()).await {
+            Ok(result) => result.map_err(|err| map_sdk_error(err, self.timeout)),
+            Err(_) => Err(ModelError::Timeout {
+                provider: BEDROCK_PROVIDER.to_owned(),
+                after: self.timeout,
+            }),
+        }
+    }
+
+    fn tool_config(&self, request: &ModelRequest) -> Result<ToolConfiguration, ModelError> {
+        let mut tools = Vec::with_capacity(request.tools.len() + 1);
+        for tool in &request.tools {
+            let spec = ToolSpecification::builder()
+                .name(&tool.name)
+                .description(&tool.description)
+                .input_schema(ToolInputSchema::Json(to_document(&tool.input_schema)))
+                .build()
+                .map_err(build_error)?;
+            tools.push(Tool::ToolSpec(spec));
+        }
+        // Only Claude accepts a cache point among tools (Nova caches system and messages only).
+        if self.prompt_caching && self.model.contains("anthropic.claude") {
+            tools.push(Tool::CachePoint(cache_point()?));
+        }
+        ToolConfiguration::builder()
+            .set_tools(Some(tools))
+            .build()
+            .map_err(build_error)
+    }
+}
+
+#[async_trait]
+impl ModelProvider for BedrockModel {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let output = self.call(request).await?;
+        parse_output(&output, self.model_ref())
+    }
+
+    fn model_ref(&self) -> String {
+        format!("{BEDROCK_PROVIDER}/{}", self.model)
+    }
+}
+
+/// Model families whose Converse API accepts `cachePoint` blocks. Model ids may carry a
+/// cross-region prefix (`us.anthropic.claude-…`), hence `contains`.
+fn supports_prompt_caching(model: &str) -> bool {
+    model.contains("anthropic.claude") || model.contains("amazon.nova")
+}
+
+fn cache_point() -> Result<CachePointBlock, ModelError> {
+    CachePointBlock::builder()
+        .r#type(CachePointType::Default)
+        .build()
+        .map_err(build_error)
+}
+
+fn build_error(err: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {
+    ModelError::Invalid {
+        provider: BEDROCK_PROVIDER.to_owned(),
+        message: format!("cannot build the Converse request: {err}"),
+    }
+}
+
+fn wire_messages(request: &ModelRequest) -> Result<Vec<WireMessage>, ModelError> {
+    alternating_turns(&request.messages)
+        .into_iter()
+        .map(|turn| {
+            let role = match turn.role {
+                Role::User => ConversationRole::User,
+                Role::Assistant => ConversationRole::Assistant,
+            };
+            let content = turn
+                .parts
+                .iter()
+                .map(wire_block)
+                .collect::<Result<Vec<_>, _>>()?;
+            WireMessage::builder()
+                .role(role)
+                .set_content(Some(content))
+                .build()
+                .map_err(build_error)
+        })
+        .collect()
+}
+
+fn wire_block(part: &Part<'_>) -> Result<ContentBlock, ModelError> {
+    Ok(match part {
+        Part::Text(text) => ContentBlock::Text((*text).to_owned()),
+        Part::ToolCall(call) => ContentBlock::ToolUse(
+            ToolUseBlock::builder()
+                .tool_use_id(&call.id)
+                .name(&call.name)
+                .input(to_document(&call.input))
+                .build()
+                .map_err(build_error)?,
+        ),
+        Part::ToolResult {
+            tool_call_id,
+            text,
+            is_error,
+        } => {
+            let mut result = ToolResultBlock::builder()
+                .tool_use_id(*tool_call_id)
+                .content(ToolResultContentBlock::Text((*text).to_owned()));
+            if *is_error {
+                result = result.status(ToolResultStatus::Error);
+            }
+            ContentBlock::ToolResult(result.build().map_err(build_error)?)
+        }
+    })
+}
+
+fn parse_output(output: &ConverseOutput, model: String) -> Result<ModelResponse, ModelError> {
+    let message = output
+        .output()
+        .and_then(|out| out.as_message().ok())
+        .ok_or_else(|| ModelError::Invalid {
+            provider: BEDROCK_PROVIDER.to_owned(),
+            message: "response has no output message".to_owned(),
+        })?;
+    let content = message
+        .content()
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(AssistantBlock::Text { text: text.clone() }),
+            ContentBlock::ToolUse(tool_use) => Some(AssistantBlock::ToolCall(ToolCall {
+                id: tool_use.tool_use_id().to_owned(),
+                name: tool_use.name().to_owned(),
+                input: from_document(tool_use.input()),
+            })),
+            // Reasoning, citations and media are not part of the neutral transcript.
+            _ => None,
+        })
+        .collect();
+    let stop_reason = match output.stop_reason() {
+        WireStopReason::ToolUse => StopReason::ToolUse,
+        WireStopReason::MaxTokens | WireStopReason::ModelContextWindowExceeded => {
+            StopReason::MaxTokens
+        }
+        WireStopReason::ContentFiltered
+        | WireStopReason::GuardrailIntervened
+        | WireStopReason::MalformedModelOutput
+        | WireStopReason::MalformedToolUse => StopReason::Error,
+        _ => StopReason::EndTurn,
+    };
+    let count = |n: i32| u64::try_from(n).unwrap_or(0);
+    let usage = output.usage().map_or_else(Usage::default, |u| Usage {
+        input_tokens: count(u.input_tokens()),
+        output_tokens: count(u.output_tokens()),
+        cache_read_tokens: u.cache_read_input_tokens().map_or(0, count),
+        cache_write_tokens: u.cache_write_input_tokens().map_or(0, count),
+    });
+    Ok(ModelResponse {
+        content,
+        stop_reason,
+        usage,
+        model,
+    })
+}
+
+fn map_sdk_error(err: SdkError<ConverseError>, timeout: Duration) -> ModelError {
+    let provider = BEDROCK_PROVIDER.to_owned();
+    match &err {
+        SdkError::TimeoutError(_) => ModelError::Timeout {
+            provider,
+            after: timeout,
+        },
+        SdkError::DispatchFailure(failure) if failure.is_timeout() => ModelError::Timeout {
+            provider,
+            after: timeout,
+        },
+        SdkError::DispatchFailure(_) => ModelError::Transport {
+            provider,
+            message: DisplayErrorContext(&err).to_string(),
+        },
+        SdkError::ServiceError(context) => {
+            let raw = context.raw();
+            let status = raw.status().as_u16();
+            let retry_after = raw
+                .headers()
+                .get("retry-after")
+                .and_then(|value| parse_retry_after(value, SystemTime::now()));
+            let service = context.err();
+            let message = service.message().unwrap_or("(no error message)").to_owned();
+            match service {
+                ConverseError::ThrottlingException(_) => ModelError::RateLimited {
+                    provider,
+                    retry_after,
+                },
+                ConverseError::ServiceUnavailableException(_)
+                | ConverseError::InternalServerException(_)
+                | ConverseError::ModelNotReadyException(_) => ModelError::Server {
+                    provider,
+                    status: if status >= 500 { status } else { 503 },
+                },
+                ConverseError::ModelTimeoutException(_) => ModelError::Timeout {
+                    provider,
+                    after: timeout,
+                },
+                ConverseError::AccessDeniedException(_) => ModelError::Auth { provider, message },
+                _ => error_for_status(BEDROCK_PROVIDER, status, retry_after, &message),
+            }
+        }
+        // The response arrived but could not be read, or the request could not be built.
+        _ => ModelError::Invalid {
+            provider,
+            message: DisplayErrorContext(&err).to_string(),
+        },
+    }
+}
+
+/// JSON → the SDK's document type (tool inputs and schemas).
+pub(crate) fn to_document(value: &Value) -> Document {
+    match value {
+        Value::Null => Document::Null,
+        Value::Bool(b) => Document::Bool(*b),
+        Value::Number(n) => Document::Number(if let Some(u) = n.as_u64() {
+            Number::PosInt(u)
+        } else if let Some(i) = n.as_i64() {
+            Number::NegInt(i)
+        } else {
+            Number::Float(n.as_f64().unwrap_or(0.0))
+        }),
+        Value::String(s) => Document::String(s.clone()),
+        Value::Array(items) => Document::Array(items.iter().map(to_document).collect()),
+        Value::Object(map) => Document::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_document(v)))
+                .collect::<HashMap<_, _>>(),
+        ),
+    }
+}
+
+/// The SDK's document type → JSON. Object keys come back sorted (documents are hash maps).
+pub(crate) fn from_document(document: &Document) -> Value {
+    match document {
+        Document::Null => Value::Null,
+        Document::Bool(b) => Value::Bool(*b),
+        Document::Number(Number::PosInt(u)) => Value::from(*u),
+        Document::Number(Number::NegInt(i)) => Value::from(*i),
+        Document::Number(Number::Float(f)) => {
+            serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+        }
+        Document::String(s) => Value::String(s.clone()),
+        Document::Array(items) => Value::Array(items.iter().map(from_document).collect()),
+        Document::Object(map) => {
+            let mut entries: Vec<(&String, &Document)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), from_document(v)))
+                    .collect(),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn documents_round_trip_json() {
+        let value = json!({ "a": [1, -2, 2.5, null, true, "x"], "b": { "c": {} } });
+        assert_eq!(from_document(&to_document(&value)), value);
+    }
+
+    #[test]
+    fn caching_is_on_for_claude_and_nova_only() {
+        assert!(supports_prompt_caching(
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+        ));
+        assert!(supports_prompt_caching("amazon.nova-pro-v1:0"));
+        assert!(!supports_prompt_caching("meta.llama3-70b-instruct-v1:0"));
+    }
+}

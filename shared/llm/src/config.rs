@@ -1,0 +1,478 @@
+//! The `models:` section of `clawless.yaml` and [`build_model`], which turns it (plus the
+//! providers' usual environment variables) into one ready [`ModelProvider`]: the primary model
+//! with retries, then its fallbacks, or the offline model when nothing is configured.
+//!
+//! ```yaml
+//! models:
+//!   primary: anthropic/claude-sonnet-4-5
+//!   fallbacks: [openai/gpt-4o-mini, ollama/llama3.2]
+//!   maxTokens: 4096
+//!   timeoutSeconds: 120
+//!   maxRetries: 2
+//!   providers:
+//!     anthropic: { apiKey: "…", baseUrl: "https://api.anthropic.com" }
+//!     openai: { apiKeyEnv: MY_OPENAI_KEY }
+//!     ollama: { api: openai, baseUrl: "http://127.0.0.1:11434/v1" }
+//!     bedrock: { region: us-east-1 }
+//! ```
+//!
+//! The environment is read through a closure, never directly, so tests pass their own.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::model::ModelProvider;
+use serde::Deserialize;
+
+use crate::anthropic::{AnthropicModel, DEFAULT_ANTHROPIC_BASE_URL};
+use crate::bedrock::{BedrockModel, BedrockSettings};
+use crate::fallback::FallbackChain;
+use crate::http::{ApiKey, ClientBuildError, HttpClient};
+use crate::offline::OfflineModel;
+use crate::openai::{DEFAULT_OPENAI_BASE_URL, OpenAiModel};
+use crate::retry::{RetryPolicy, Retrying, Sleeper, TokioSleeper};
+
+/// Output token limit the turn engine uses when `maxTokens` is not set.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// Per-request timeout when `timeoutSeconds` is not set.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
+/// Retries after the first attempt when `maxRetries` is not set.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// Primary model when none is configured but `ANTHROPIC_API_KEY` is set.
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "anthropic/claude-sonnet-4-5";
+/// Primary model when none is configured but `OPENAI_API_KEY` is set.
+pub const DEFAULT_OPENAI_MODEL: &str = "openai/gpt-4o-mini";
+/// Base URL of a local Ollama server's OpenAI-compatible API.
+pub const DEFAULT_OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+
+/// `models:` in `clawless.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// `provider/model` asked first. Unset: Anthropic or OpenAI if their key is in the
+    /// environment, else the offline model.
+    pub primary: Option<String>,
+    /// `provider/model`s tried in order when the previous one fails (see [`crate::fallback`]).
+    pub fallbacks: Vec<String>,
+    /// Output token limit per call (read by the turn engine; [`DEFAULT_MAX_TOKENS`]).
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout in seconds ([`DEFAULT_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<u64>,
+    /// Retries per model after its first attempt ([`DEFAULT_MAX_RETRIES`]).
+    pub max_retries: Option<u32>,
+    /// Per-provider settings, by the provider part of the model refs.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+impl ModelsConfig {
+    /// `maxTokens` or its default.
+    pub fn max_tokens(&self) -> u32 {
+        self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
+    }
+
+    /// `timeoutSeconds` or its default.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS))
+    }
+
+    /// The retry policy `maxRetries` describes.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy::with_max_retries(self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES))
+    }
+}
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderApi {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions (and compatible servers).
+    Openai,
+    /// Amazon Bedrock Converse.
+    Bedrock,
+}
+
+/// One entry of `models.providers`.
+#[derive(Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Wire format; implied for `anthropic`, `openai`, `bedrock`, `ollama` and `vllm`.
+    pub api: Option<ProviderApi>,
+    /// The key itself (prefer `apiKeyEnv` or the provider's usual variable).
+    pub api_key: Option<String>,
+    /// Name of an environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Base URL: without `/v1` for Anthropic, with it for OpenAI-compatible servers; the
+    /// endpoint override for Bedrock.
+    pub base_url: Option<String>,
+    /// AWS region (Bedrock only).
+    pub region: Option<String>,
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("api", &self.api)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("api_key_env", &self.api_key_env)
+            .field("base_url", &self.base_url)
+            .field("region", &self.region)
+            .finish()
+    }
+}
+
+/// Why the models could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A model ref without a `/`.
+    #[error("model {0:?} is not of the form provider/model")]
+    InvalidModelRef(String),
+    /// A provider with no known wire format.
+    #[error(
+        "model {model_ref}: unknown provider {provider:?}; add models.providers.{provider} with api: anthropic, openai or bedrock"
+    )]
+    UnknownProvider {
+        /// The provider part.
+        provider: String,
+        /// The whole ref.
+        model_ref: String,
+    },
+    /// The provider's public endpoint needs a key and none was found.
+    #[error("model {model_ref}: no API key for {provider}; {hint}")]
+    MissingApiKey {
+        /// The provider.
+        provider: String,
+        /// The whole ref.
+        model_ref: String,
+        /// Where a key can be given.
+        hint: String,
+    },
+    /// An OpenAI-compatible provider without a base URL.
+    #[error("model {model_ref}: models.providers.{provider}.baseUrl is required")]
+    MissingBaseUrl {
+        /// The provider.
+        provider: String,
+        /// The whole ref.
+        model_ref: String,
+    },
+    /// `fallbacks` given without `primary`.
+    #[error("models.fallbacks is set but models.primary is not")]
+    FallbacksWithoutPrimary,
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    HttpClient(#[from] ClientBuildError),
+}
+
+/// Reads the process environment; the usual `env` argument of [`build_model`] outside tests.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Builds the model the config describes, waiting between retries with the real clock.
+pub fn build_model(
+    config: &ModelsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    build_model_with(config, env, Arc::new(TokioSleeper))
+}
+
+/// [`build_model`] with an injected [`Sleeper`] (tests record delays instead of waiting).
+///
+/// Keys and base URLs come from `models.providers.<name>` first; for `anthropic` and
+/// `openai`, `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL` and `OPENAI_API_KEY` /
+/// `OPENAI_BASE_URL` fill what the config leaves out. A public endpoint without a key is a
+/// [`ConfigError::MissingApiKey`]; a custom base URL (a proxy, Ollama, vLLM) may go without.
+/// Bedrock credentials come from the AWS SDK's own chain when the client is first used.
+pub fn build_model_with(
+    config: &ModelsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    sleeper: Arc<dyn Sleeper>,
+) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    let primary = match config.primary.as_deref().map(str::trim) {
+        Some(primary) if !primary.is_empty() => primary.to_owned(),
+        _ if !config.fallbacks.is_empty() => return Err(ConfigError::FallbacksWithoutPrimary),
+        _ => match default_primary(config, &env) {
+            Some(primary) => primary.to_owned(),
+            None => {
+                tracing::info!(
+                    "no model configured and no model key found: using the offline model"
+                );
+                return Ok(Arc::new(OfflineModel::new()));
+            }
+        },
+    };
+    let http = HttpClient::new()?;
+    let mut links = Vec::with_capacity(1 + config.fallbacks.len());
+    for model_ref in std::iter::once(&primary).chain(config.fallbacks.iter()) {
+        let provider = build_one(config, model_ref.trim(), &env, &http)?;
+        // The offline model never fails, so it needs no retries.
+        let link: Arc<dyn ModelProvider> = if provider.model_ref().starts_with("offline/") {
+            provider
+        } else {
+            Arc::new(Retrying::new(
+                provider,
+                config.retry_policy(),
+                sleeper.clone(),
+            ))
+        };
+        links.push(link);
+    }
+    let mut links = links.into_iter();
+    let Some(first) = links.next() else {
+        return Err(ConfigError::InvalidModelRef(primary));
+    };
+    let rest: Vec<_> = links.collect();
+    if rest.is_empty() {
+        Ok(first)
+    } else {
+        Ok(Arc::new(FallbackChain::new(first, rest)))
+    }
+}
+
+fn default_primary(
+    config: &ModelsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<&'static str> {
+    let has_key = |provider: &str, variable: &str| {
+        let configured = config.providers.get(provider);
+        configured
+            .and_then(|p| p.api_key.as_deref())
+            .is_some_and(|k| !k.trim().is_empty())
+            || configured
+                .and_then(|p| p.api_key_env.as_deref())
+                .and_then(env)
+                .is_some()
+            || env(variable).is_some()
+    };
+    if has_key("anthropic", "ANTHROPIC_API_KEY") {
+        Some(DEFAULT_ANTHROPIC_MODEL)
+    } else if has_key("openai", "OPENAI_API_KEY") {
+        Some(DEFAULT_OPENAI_MODEL)
+    } else {
+        None
+    }
+}
+
+fn build_one(
+    config: &ModelsConfig,
+    model_ref: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    http: &HttpClient,
+) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    let Some((provider, model)) = model_ref
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+    else {
+        return Err(ConfigError::InvalidModelRef(model_ref.to_owned()));
+    };
+    if provider == "offline" {
+        return Ok(Arc::new(OfflineModel::new()));
+    }
+    let settings = config.providers.get(provider).cloned().unwrap_or_default();
+    let api = match (settings.api, provider) {
+        (Some(api), _) => api,
+        (None, "anthropic") => ProviderApi::Anthropic,
+        (None, "openai" | "ollama" | "vllm") => ProviderApi::Openai,
+        (None, "bedrock") => ProviderApi::Bedrock,
+        (None, _) => {
+            return Err(ConfigError::UnknownProvider {
+                provider: provider.to_owned(),
+                model_ref: model_ref.to_owned(),
+            });
+        }
+    };
+    let configured = |value: &Option<String>| {
+        value
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    // The providers' usual variables apply to the provider of that name only: a custom
+    // OpenAI-compatible server must not receive the OpenAI key.
+    let usual = |official: &str, variable: &str| {
+        if provider == official {
+            env(variable)
+        } else {
+            None
+        }
+    };
+    let api_key = configured(&settings.api_key)
+        .or_else(|| settings.api_key_env.as_deref().and_then(env))
+        .or_else(|| match api {
+            ProviderApi::Anthropic => usual("anthropic", "ANTHROPIC_API_KEY"),
+            ProviderApi::Openai => usual("openai", "OPENAI_API_KEY"),
+            ProviderApi::Bedrock => None,
+        })
+        .and_then(ApiKey::new);
+    let base_url = configured(&settings.base_url).or_else(|| match api {
+        ProviderApi::Anthropic => usual("anthropic", "ANTHROPIC_BASE_URL"),
+        ProviderApi::Openai => usual("openai", "OPENAI_BASE_URL"),
+        ProviderApi::Bedrock => None,
+    });
+    let timeout = config.timeout();
+    let missing_key = |variable: &str| ConfigError::MissingApiKey {
+        provider: provider.to_owned(),
+        model_ref: model_ref.to_owned(),
+        hint: format!("set {variable} or models.providers.{provider}.apiKey"),
+    };
+
+    Ok(match api {
+        ProviderApi::Anthropic => {
+            let base_url = base_url.unwrap_or_else(|| DEFAULT_ANTHROPIC_BASE_URL.to_owned());
+            if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_ANTHROPIC_BASE_URL {
+                return Err(missing_key("ANTHROPIC_API_KEY"));
+            }
+            Arc::new(
+                AnthropicModel::new(http.clone(), model)
+                    .with_provider_name(provider)
+                    .with_api_key(api_key)
+                    .with_base_url(base_url)
+                    .with_timeout(timeout),
+            )
+        }
+        ProviderApi::Openai => {
+            let base_url = match (base_url, provider) {
+                (Some(url), _) => url,
+                (None, "openai") => DEFAULT_OPENAI_BASE_URL.to_owned(),
+                (None, "ollama") => DEFAULT_OLLAMA_BASE_URL.to_owned(),
+                (None, _) => {
+                    return Err(ConfigError::MissingBaseUrl {
+                        provider: provider.to_owned(),
+                        model_ref: model_ref.to_owned(),
+                    });
+                }
+            };
+            if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_OPENAI_BASE_URL {
+                return Err(missing_key("OPENAI_API_KEY"));
+            }
+            Arc::new(
+                OpenAiModel::new(http.clone(), model)
+                    .with_provider_name(provider)
+                    .with_api_key(api_key)
+                    .with_base_url(base_url)
+                    .with_timeout(timeout),
+            )
+        }
+        ProviderApi::Bedrock => {
+            let region = configured(&settings.region)
+                .or_else(|| env("AWS_REGION"))
+                .or_else(|| env("AWS_DEFAULT_REGION"));
+            Arc::new(
+                BedrockModel::from_settings(
+                    BedrockSettings {
+                        region,
+                        endpoint_url: base_url,
+                    },
+                    model,
+                )
+                .with_timeout(timeout),
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn nothing_configured_means_the_offline_model() {
+        let model = build_model(&ModelsConfig::default(), &no_env).expect("builds");
+        assert_eq!(model.model_ref(), "offline/scripted");
+    }
+
+    #[test]
+    fn a_key_in_the_environment_picks_that_provider() {
+        let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned());
+        let model = build_model(&ModelsConfig::default(), &env).expect("builds");
+        assert_eq!(model.model_ref(), DEFAULT_OPENAI_MODEL);
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant".to_owned());
+        let model = build_model(&ModelsConfig::default(), &env).expect("builds");
+        assert_eq!(model.model_ref(), DEFAULT_ANTHROPIC_MODEL);
+    }
+
+    #[test]
+    fn public_endpoints_without_keys_are_config_errors() {
+        let config = ModelsConfig {
+            primary: Some("anthropic/claude-sonnet-4-5".into()),
+            ..ModelsConfig::default()
+        };
+        let err = build_model(&config, &no_env).expect_err("no key");
+        assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn bad_refs_and_unknown_providers_are_named() {
+        let config = |primary: &str| ModelsConfig {
+            primary: Some(primary.into()),
+            ..ModelsConfig::default()
+        };
+        assert!(matches!(
+            build_model(&config("gpt-4o"), &no_env),
+            Err(ConfigError::InvalidModelRef(_))
+        ));
+        assert!(matches!(
+            build_model(&config("acme/m1"), &no_env),
+            Err(ConfigError::UnknownProvider { .. })
+        ));
+        assert!(matches!(
+            build_model(&config("vllm/qwen"), &no_env),
+            Err(ConfigError::MissingBaseUrl { .. })
+        ));
+        let fallbacks_only = ModelsConfig {
+            fallbacks: vec!["openai/gpt-4o-mini".into()],
+            ..ModelsConfig::default()
+        };
+        assert!(matches!(
+            build_model(&fallbacks_only, &no_env),
+            Err(ConfigError::FallbacksWithoutPrimary)
+        ));
+    }
+
+    #[test]
+    fn bedrock_needs_no_key_and_takes_its_region_from_config_or_env() {
+        let config = ModelsConfig {
+            primary: Some("bedrock/anthropic.claude-3-5-haiku-20241022-v1:0".into()),
+            ..ModelsConfig::default()
+        };
+        let env = |name: &str| (name == "AWS_REGION").then(|| "eu-west-1".to_owned());
+        let model = build_model(&config, &env).expect("builds without touching AWS");
+        assert_eq!(
+            model.model_ref(),
+            "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0"
+        );
+    }
+
+    #[test]
+    fn yaml_shape_parses_and_debug_hides_keys() {
+        let config: ModelsConfig = serde_json::from_value(serde_json::json!({
+            "primary": "anthropic/claude-sonnet-4-5",
+            "fallbacks": ["ollama/llama3.2"],
+            "maxTokens": 2048,
+            "timeoutSeconds": 30,
+            "maxRetries": 1,
+            "providers": {
+                "anthropic": { "apiKey": "sk-secret" },
+                "ollama": { "api": "openai", "baseUrl": "http://127.0.0.1:11434/v1" },
+                "bedrock": { "region": "eu-west-1" },
+            },
+        }))
+        .expect("parses");
+        assert_eq!(config.max_tokens(), 2048);
+        assert_eq!(config.timeout(), Duration::from_secs(30));
+        assert_eq!(config.retry_policy().max_attempts, 2);
+        assert_eq!(config.providers["ollama"].api, Some(ProviderApi::Openai));
+        assert!(!format!("{config:?}").contains("sk-secret"));
+        let typo = serde_json::from_value::<ModelsConfig>(serde_json::json!({ "primry": "x/y" }));
+        assert!(typo.is_err());
+    }
+}
