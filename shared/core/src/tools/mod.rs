@@ -161,3 +161,107 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// Runs the tool. Failures are returned as [`ToolOutput::error`], never panics.
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput;
 }
+
+pub mod edit;
+pub mod memory;
+pub mod paths;
+pub mod read;
+pub mod session_status;
+pub mod web_fetch;
+pub mod write;
+
+/// Every built-in tool, in the order the system prompt lists them: `read`, `write`, `edit`,
+/// `web_fetch`, `session_status`, `memory_search`, `memory_get`.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read::ReadTool),
+        Arc::new(write::WriteTool),
+        Arc::new(edit::EditTool),
+        Arc::new(web_fetch::WebFetchTool),
+        Arc::new(session_status::SessionStatusTool),
+        Arc::new(memory::MemorySearchTool),
+        Arc::new(memory::MemoryGetTool),
+    ]
+}
+
+/// Argument helpers shared by the tools: models send slightly different shapes (aliases,
+/// numbers as strings), and every mistake becomes a readable tool error.
+pub(crate) mod args {
+    use serde_json::Value;
+
+    /// The first of `names` present as a string; `Err` when one is present with another type.
+    pub(crate) fn string<'a>(input: &'a Value, names: &[&str]) -> Result<Option<&'a str>, String> {
+        for name in names {
+            match input.get(name) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(text)) => return Ok(Some(text)),
+                Some(_) => return Err(format!("`{name}` must be a string")),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Like [`string`], but missing is an error naming the first alias.
+    pub(crate) fn required_string<'a>(input: &'a Value, names: &[&str]) -> Result<&'a str, String> {
+        string(input, names)?.ok_or_else(|| {
+            format!(
+                "missing required argument `{}`",
+                names.first().copied().unwrap_or("?")
+            )
+        })
+    }
+
+    /// A positive integer (a JSON number or a numeric string), if present.
+    pub(crate) fn positive(input: &Value, names: &[&str]) -> Result<Option<usize>, String> {
+        for name in names {
+            let parsed = match input.get(name) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Number(number)) => number.as_u64().or_else(|| {
+                    number
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                }),
+                Some(Value::String(text)) => text.trim().parse::<u64>().ok(),
+                Some(_) => None,
+            };
+            return match parsed.and_then(|value| usize::try_from(value).ok()) {
+                Some(value) if value > 0 => Ok(Some(value)),
+                _ => Err(format!("`{name}` must be a positive integer")),
+            };
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_tools_are_the_seven_turn_tools_with_object_schemas() {
+        let names: Vec<String> = builtin_tools()
+            .iter()
+            .map(|tool| tool.spec().name)
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            [
+                "edit",
+                "memory_get",
+                "memory_search",
+                "read",
+                "session_status",
+                "web_fetch",
+                "write"
+            ]
+        );
+        for tool in builtin_tools() {
+            let spec = tool.spec();
+            assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
+            assert!(!spec.description.is_empty());
+        }
+    }
+}

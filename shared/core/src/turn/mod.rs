@@ -102,7 +102,7 @@ pub enum Effect {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     /// A chat message or heartbeat poll.
-    Message(PreparedMessage),
+    Message(Box<PreparedMessage>),
     /// A node host's result for a pending call.
     ToolResult {
         /// The call.
@@ -165,6 +165,7 @@ impl TurnEngine {
     pub fn accept(&self, state: &mut SessionState, event: Incoming, now_ms: u64) -> Acceptance {
         match event {
             Incoming::Message(message) => {
+                let message = *message;
                 let id = message.message.message_id.clone();
                 if state.has_seen_message(&id) {
                     return Acceptance::AlreadyHandled;
@@ -511,7 +512,9 @@ impl TurnEngine {
     ) -> Derived {
         let text = assistant_text(content);
         let text = text.trim();
-        if has_reply_after(state, assistant_seq) || text.is_empty() || SILENT_REPLIES.contains(&text)
+        if has_reply_after(state, assistant_seq)
+            || text.is_empty()
+            || SILENT_REPLIES.contains(&text)
         {
             close_turn(state, now_ms);
             return Derived::Changed;
@@ -617,7 +620,8 @@ fn request_approval(state: &mut SessionState, call: &ToolCall, job_id: String, n
 fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
     let steps = state.current_turn_steps();
     let chat = state.meta.chat.clone()?;
-    steps.iter().find_map(|step| match &step.body {
+    steps.iter().find_map(|step| {
+        match &step.body {
         StepBody::Reply { reply_id, text }
             if !steps.iter().any(|other| {
                 matches!(&other.body, StepBody::ReplySent { reply_id: sent } if sent == reply_id)
@@ -630,6 +634,7 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
             })
         }
         _ => None,
+    }
     })
 }
 

@@ -79,7 +79,10 @@ impl Stored {
         assert_eq!(commit.expected_version, current, "optimistic version check");
         let mut steps = self.session.take().map(|s| s.steps).unwrap_or_default();
         for step in &commit.steps {
-            assert!(steps.iter().all(|s| s.seq != step.seq), "a step seq is written once");
+            assert!(
+                steps.iter().all(|s| s.seq != step.seq),
+                "a step seq is written once"
+            );
         }
         steps.extend(commit.steps);
         self.session = Some(StoredSession {
@@ -118,7 +121,13 @@ enum Stop {
 
 impl World {
     /// Delivers one event and drives the engine until it waits or idles (or "crashes").
-    fn deliver(&mut self, engine: &TurnEngine, routing: &ToolRouting, event: Incoming, stop: Stop) -> Option<Effect> {
+    fn deliver(
+        &mut self,
+        engine: &TurnEngine,
+        routing: &ToolRouting,
+        event: Incoming,
+        stop: Stop,
+    ) -> Option<Effect> {
         let mut state = self.stored.load();
         engine.accept(&mut state, event, 1);
         let mut persists_here = 0;
@@ -128,10 +137,8 @@ impl World {
                     self.stored.commit(&mut state);
                     self.persists += 1;
                     persists_here += 1;
-                    if let Stop::AfterPersist(n) = stop {
-                        if n == persists_here {
-                            return None;
-                        }
+                    if matches!(stop, Stop::AfterPersist(n) if n == persists_here) {
+                        return None;
                     }
                 }
                 Effect::CallModel => {
@@ -151,7 +158,8 @@ impl World {
                     state.mark_dispatched(&job_id);
                 }
                 Effect::SendReply(reply) => {
-                    self.delivered.push((reply.reply_id.clone(), reply.text.clone()));
+                    self.delivered
+                        .push((reply.reply_id.clone(), reply.text.clone()));
                     engine.record_reply_sent(&mut state, &reply.reply_id, 5);
                 }
                 effect @ (Effect::Wait | Effect::Idle) => return Some(effect),
@@ -160,7 +168,12 @@ impl World {
     }
 
     fn transcript(&self) -> Vec<StepBody> {
-        self.stored.load().steps.into_iter().map(|s| s.body).collect()
+        self.stored
+            .load()
+            .steps
+            .into_iter()
+            .map(|s| s.body)
+            .collect()
     }
 }
 
@@ -174,7 +187,12 @@ fn a_simple_turn_calls_the_model_once_persists_and_replies_once() {
     let mut world = World::default();
     world.model.push_back(text_response("Hello!"));
     // WHEN a message arrives
-    let end = world.deliver(&engine(), &routing(&[]), Incoming::Message(message("m1", "hi")), Stop::Never);
+    let end = world.deliver(
+        &engine(),
+        &routing(&[]),
+        Incoming::Message(Box::new(message("m1", "hi"))),
+        Stop::Never,
+    );
     // THEN one model call, one reply, two commits (response + reply intent; delivery record)
     assert_eq!(end, Some(Effect::Idle));
     assert_eq!(world.model_calls, 1);
@@ -198,30 +216,58 @@ fn a_simple_turn_calls_the_model_once_persists_and_replies_once() {
 #[test]
 fn a_tool_call_runs_once_and_its_result_reaches_the_next_model_call() {
     let mut world = World::default();
-    world.model.push_back(tool_response("t1", "read", json!({"path": "SKILL.md"})));
+    world
+        .model
+        .push_back(tool_response("t1", "read", json!({"path": "SKILL.md"})));
     world.model.push_back(text_response("Done reading."));
-    world.deliver(&engine(), &routing(&["read"]), Incoming::Message(message("m1", "read it")), Stop::Never);
+    world.deliver(
+        &engine(),
+        &routing(&["read"]),
+        Incoming::Message(Box::new(message("m1", "read it"))),
+        Stop::Never,
+    );
     assert_eq!(world.tool_runs.get("t1"), Some(&1));
     assert_eq!(world.delivered.len(), 1);
     let state = world.stored.load();
     let messages = state.messages();
-    assert!(matches!(&messages[2], Message::ToolResult { tool_call_id, is_error: false, .. } if tool_call_id == "t1"));
+    assert!(
+        matches!(&messages[2], Message::ToolResult { tool_call_id, is_error: false, .. } if tool_call_id == "t1")
+    );
 }
 
 #[test]
 fn a_call_to_a_tool_that_is_not_offered_is_never_run_and_gets_an_error_result() {
     let mut world = World::default();
-    world.model.push_back(tool_response("t1", "exec", json!({"command": "rm -rf /"})));
-    world.model.push_back(tool_response("t2", " READ", json!({"path": "x"})));
-    world.model.push_back(tool_response("t3", "read*", json!({"path": "x"})));
+    world
+        .model
+        .push_back(tool_response("t1", "exec", json!({"command": "rm -rf /"})));
+    world
+        .model
+        .push_back(tool_response("t2", " READ", json!({"path": "x"})));
+    world
+        .model
+        .push_back(tool_response("t3", "read*", json!({"path": "x"})));
     world.model.push_back(text_response("ok"));
-    world.deliver(&engine(), &routing(&["read"]), Incoming::Message(message("m1", "go")), Stop::Never);
-    assert!(world.tool_runs.is_empty(), "nothing ran: {:?}", world.tool_runs);
+    world.deliver(
+        &engine(),
+        &routing(&["read"]),
+        Incoming::Message(Box::new(message("m1", "go"))),
+        Stop::Never,
+    );
+    assert!(
+        world.tool_runs.is_empty(),
+        "nothing ran: {:?}",
+        world.tool_runs
+    );
     let errors: Vec<String> = world
         .transcript()
         .into_iter()
         .filter_map(|b| match b {
-            StepBody::ToolResult { text, is_error: true, .. } => Some(text),
+            StepBody::ToolResult {
+                text,
+                is_error: true,
+                ..
+            } => Some(text),
             _ => None,
         })
         .collect();
@@ -234,7 +280,12 @@ fn silent_tokens_send_nothing() {
     for token in ["%%NO_REPLY%%", "HEARTBEAT_OK", "  NO_REPLY \n"] {
         let mut world = World::default();
         world.model.push_back(text_response(token));
-        let end = world.deliver(&engine(), &routing(&[]), Incoming::Message(message("m1", "hi")), Stop::Never);
+        let end = world.deliver(
+            &engine(),
+            &routing(&[]),
+            Incoming::Message(Box::new(message("m1", "hi"))),
+            Stop::Never,
+        );
         assert_eq!(end, Some(Effect::Idle));
         assert!(world.delivered.is_empty(), "{token:?} must not be sent");
         assert!(!world.stored.load().meta.turn_open);
@@ -245,10 +296,17 @@ fn silent_tokens_send_nothing() {
 fn the_number_of_model_calls_in_a_turn_is_bounded() {
     let mut world = World::default();
     for i in 0..10 {
-        world.model.push_back(tool_response(&format!("t{i}"), "read", json!({})));
+        world
+            .model
+            .push_back(tool_response(&format!("t{i}"), "read", json!({})));
     }
     let engine = TurnEngine::new(TurnSettings { max_model_calls: 3 });
-    world.deliver(&engine, &routing(&["read"]), Incoming::Message(message("m1", "loop")), Stop::Never);
+    world.deliver(
+        &engine,
+        &routing(&["read"]),
+        Incoming::Message(Box::new(message("m1", "loop"))),
+        Stop::Never,
+    );
     assert_eq!(world.model_calls, 3);
     assert_eq!(world.delivered.len(), 1);
     assert!(world.delivered[0].1.contains("limit of 3 model calls"));
@@ -260,8 +318,18 @@ fn a_redelivered_message_after_a_finished_turn_does_nothing() {
     let mut world = World::default();
     world.model.push_back(text_response("Hello!"));
     let r = routing(&[]);
-    world.deliver(&engine(), &r, Incoming::Message(message("m1", "hi")), Stop::Never);
-    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "hi")), Stop::Never);
+    world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "hi"))),
+        Stop::Never,
+    );
+    let end = world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "hi"))),
+        Stop::Never,
+    );
     assert_eq!(end, Some(Effect::Idle));
     assert_eq!(world.model_calls, 1);
     assert_eq!(world.delivered.len(), 1);
@@ -270,17 +338,31 @@ fn a_redelivered_message_after_a_finished_turn_does_nothing() {
 /// Runs a two-tool turn, crashing after persist `crash_at` and redelivering the message.
 fn crash_run(crash_at: Option<usize>) -> World {
     let mut world = World::default();
-    world.model.push_back(tool_response("t1", "read", json!({"path": "a"})));
-    world.model.push_back(tool_response("t2", "write", json!({"path": "b"})));
+    world
+        .model
+        .push_back(tool_response("t1", "read", json!({"path": "a"})));
+    world
+        .model
+        .push_back(tool_response("t2", "write", json!({"path": "b"})));
     world.model.push_back(text_response("All done."));
     let r = routing(&["read", "write"]);
     let first = match crash_at {
         Some(n) => Stop::AfterPersist(n),
         None => Stop::Never,
     };
-    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "work")), first);
+    let end = world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "work"))),
+        first,
+    );
     if end.is_none() {
-        let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "work")), Stop::Never);
+        let end = world.deliver(
+            &engine(),
+            &r,
+            Incoming::Message(Box::new(message("m1", "work"))),
+            Stop::Never,
+        );
         assert_eq!(end, Some(Effect::Idle));
     }
     world
@@ -291,31 +373,60 @@ fn a_turn_killed_after_any_persist_resumes_without_duplicates() {
     let clean = crash_run(None);
     for crash_at in 1..=clean.persists {
         let crashed = crash_run(Some(crash_at));
-        assert_eq!(crashed.transcript(), clean.transcript(), "crash after persist {crash_at}");
-        assert_eq!(crashed.model_calls, clean.model_calls, "crash after persist {crash_at}");
-        assert!(crashed.tool_runs.values().all(|n| *n == 1), "crash after persist {crash_at}: {:?}", crashed.tool_runs);
-        assert_eq!(crashed.delivered, clean.delivered, "crash after persist {crash_at}");
+        assert_eq!(
+            crashed.transcript(),
+            clean.transcript(),
+            "crash after persist {crash_at}"
+        );
+        assert_eq!(
+            crashed.model_calls, clean.model_calls,
+            "crash after persist {crash_at}"
+        );
+        assert!(
+            crashed.tool_runs.values().all(|n| *n == 1),
+            "crash after persist {crash_at}: {:?}",
+            crashed.tool_runs
+        );
+        assert_eq!(
+            crashed.delivered, clean.delivered,
+            "crash after persist {crash_at}"
+        );
     }
 }
 
 #[test]
 fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
     let mut world = World::default();
-    world.model.push_back(tool_response("x1", "exec", json!({"command": "ls"})));
+    world
+        .model
+        .push_back(tool_response("x1", "exec", json!({"command": "ls"})));
     world.model.push_back(text_response("Listed."));
     world.model.push_back(text_response("Second answer."));
     let mut r = routing(&["exec"]);
     r.remote.insert("exec".to_owned());
-    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "list")), Stop::Never);
+    let end = world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "list"))),
+        Stop::Never,
+    );
     assert_eq!(end, Some(Effect::Wait));
     assert_eq!(world.node_jobs.len(), 1);
     // a second message waits
-    let end = world.deliver(&engine(), &r, Incoming::Message(message("m2", "and then?")), Stop::Never);
+    let end = world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m2", "and then?"))),
+        Stop::Never,
+    );
     assert_eq!(end, Some(Effect::Wait));
     assert_eq!(world.model_calls, 1);
     assert_eq!(world.stored.load().meta.follow_ups.len(), 1);
     // the node's result resumes turn 1, then turn 2 runs
-    let result = Incoming::ToolResult { call_id: "x1".to_owned(), output: ToolOutput::ok("a b c") };
+    let result = Incoming::ToolResult {
+        call_id: "x1".to_owned(),
+        output: ToolOutput::ok("a b c"),
+    };
     let end = world.deliver(&engine(), &r, result.clone(), Stop::Never);
     assert_eq!(end, Some(Effect::Idle));
     let texts: Vec<&str> = world.delivered.iter().map(|(_, t)| t.as_str()).collect();
@@ -329,12 +440,26 @@ fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
 #[test]
 fn a_node_call_that_times_out_gets_an_error_result() {
     let mut world = World::default();
-    world.model.push_back(tool_response("x1", "exec", json!({"command": "sleep 99"})));
+    world
+        .model
+        .push_back(tool_response("x1", "exec", json!({"command": "sleep 99"})));
     world.model.push_back(text_response("It timed out."));
     let mut r = routing(&["exec"]);
     r.remote.insert("exec".to_owned());
-    world.deliver(&engine(), &r, Incoming::Message(message("m1", "wait")), Stop::Never);
-    world.deliver(&engine(), &r, Incoming::ToolTimeout { call_id: "x1".to_owned() }, Stop::Never);
+    world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "wait"))),
+        Stop::Never,
+    );
+    world.deliver(
+        &engine(),
+        &r,
+        Incoming::ToolTimeout {
+            call_id: "x1".to_owned(),
+        },
+        Stop::Never,
+    );
     let timed_out = world.transcript().into_iter().any(|b| {
         matches!(b, StepBody::ToolResult { text, is_error: true, .. } if text == TOOL_TIMEOUT_TEXT)
     });
@@ -345,15 +470,25 @@ fn a_node_call_that_times_out_gets_an_error_result() {
 #[test]
 fn a_call_needing_approval_runs_only_after_it_is_allowed() {
     let mut world = World::default();
-    world.model.push_back(tool_response("w1", "write", json!({"path": "x"})));
+    world
+        .model
+        .push_back(tool_response("w1", "write", json!({"path": "x"})));
     world.model.push_back(text_response("Written."));
     let mut r = routing(&["write"]);
     r.needs_approval.insert("write".to_owned());
-    let end = world.deliver(&engine(), &r, Incoming::Message(message("m1", "write x")), Stop::Never);
+    let end = world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "write x"))),
+        Stop::Never,
+    );
     assert_eq!(end, Some(Effect::Wait));
     assert!(world.tool_runs.is_empty());
     assert!(world.delivered[0].1.contains("/approve w1"));
-    let approval = Incoming::Approval { call_id: "w1".to_owned(), decision: ApprovalDecision::AllowOnce };
+    let approval = Incoming::Approval {
+        call_id: "w1".to_owned(),
+        decision: ApprovalDecision::AllowOnce,
+    };
     world.deliver(&engine(), &r, approval, Stop::Never);
     assert_eq!(world.tool_runs.get("w1"), Some(&1));
     assert_eq!(world.delivered.last().unwrap().1, "Written.");
@@ -362,12 +497,22 @@ fn a_call_needing_approval_runs_only_after_it_is_allowed() {
 #[test]
 fn a_denied_call_is_not_run() {
     let mut world = World::default();
-    world.model.push_back(tool_response("w1", "write", json!({"path": "x"})));
+    world
+        .model
+        .push_back(tool_response("w1", "write", json!({"path": "x"})));
     world.model.push_back(text_response("Not written."));
     let mut r = routing(&["write"]);
     r.needs_approval.insert("write".to_owned());
-    world.deliver(&engine(), &r, Incoming::Message(message("m1", "write x")), Stop::Never);
-    let deny = Incoming::Approval { call_id: "w1".to_owned(), decision: ApprovalDecision::Deny };
+    world.deliver(
+        &engine(),
+        &r,
+        Incoming::Message(Box::new(message("m1", "write x"))),
+        Stop::Never,
+    );
+    let deny = Incoming::Approval {
+        call_id: "w1".to_owned(),
+        decision: ApprovalDecision::Deny,
+    };
     world.deliver(&engine(), &r, deny, Stop::Never);
     assert!(world.tool_runs.is_empty());
     assert_eq!(world.delivered.last().unwrap().1, "Not written.");
@@ -381,14 +526,27 @@ fn a_dispatching_skill_command_runs_its_tool_without_the_model() {
         tool_name: "session_status".to_owned(),
         params: json!({"command": "now", "commandName": "deploy", "skillName": "deploy"}),
     });
-    world.deliver(&engine(), &routing(&["session_status"]), Incoming::Message(prepared.clone()), Stop::Never);
+    world.deliver(
+        &engine(),
+        &routing(&["session_status"]),
+        Incoming::Message(Box::new(prepared.clone())),
+        Stop::Never,
+    );
     assert_eq!(world.model_calls, 0);
     assert_eq!(world.tool_runs.len(), 1);
     assert!(world.delivered[0].1.starts_with("ran session_status"));
     // the same command with the tool unavailable answers with the spec's error
     let mut world = World::default();
     prepared.message.message_id = "m2".to_owned();
-    world.deliver(&engine(), &routing(&[]), Incoming::Message(prepared), Stop::Never);
-    assert_eq!(world.delivered[0].1, "❌ Tool not available: session_status");
+    world.deliver(
+        &engine(),
+        &routing(&[]),
+        Incoming::Message(Box::new(prepared)),
+        Stop::Never,
+    );
+    assert_eq!(
+        world.delivered[0].1,
+        "❌ Tool not available: session_status"
+    );
     assert!(world.tool_runs.is_empty());
 }
