@@ -1,6 +1,7 @@
-//! The `clawless` command line. Today: `clawless skills …`; local mode, chat and the node
-//! host arrive with their issues.
+//! The `clawless` command line: `clawless local` (the whole system on one machine),
+//! `clawless chat` (talk to it) and `clawless skills …`. The node host arrives with its issue.
 
+mod local_cmd;
 mod skills_cmd;
 
 use std::process::ExitCode;
@@ -19,14 +20,20 @@ struct Cli {
 enum Command {
     /// Inspect, check and sync skills.
     Skills(skills_cmd::SkillsArgs),
+    /// Run the whole system on 127.0.0.1 (SQLite, directories, bundled skills).
+    Local(local_cmd::LocalArgs),
+    /// Send a message to `clawless local` and print the reply.
+    Chat(local_cmd::ChatArgs),
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main]
 async fn main() -> ExitCode {
     clawless_runtime::telemetry::init_cli_tracing();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Skills(args) => skills_cmd::run(args).await,
+        Command::Local(args) => local_cmd::run_local(args).await,
+        Command::Chat(args) => local_cmd::run_chat(args).await,
     };
     match outcome {
         Ok(code) => code,

@@ -2,13 +2,23 @@
 //!
 //! - [`S3ObjectStore`]: the [`ObjectStore`](clawless_core::object_store::ObjectStore) port on
 //!   one S3 bucket (skills, workspace files, large transcript blobs).
+//! - [`DynamoSessionStore`] and [`DynamoInbox`]: the
+//!   [`SessionStore`](clawless_core::session::SessionStore) and
+//!   [`Inbox`](clawless_core::session::Inbox) ports on one DynamoDB table (layout in
+//!   [`dynamo`]).
+//! - [`SqsTurnQueue`]: the [`TurnQueue`](clawless_core::session::TurnQueue) port on an SQS
+//!   FIFO queue.
 //!
 //! This crate translates between the ports and the AWS SDK; it holds no agent logic. With the
 //! `test-support` feature, `testing` connects SDK clients to the local AWS emulator.
 
+pub mod dynamo;
 mod s3;
+mod sqs;
 
+pub use dynamo::{DynamoInbox, DynamoSessionStore};
 pub use s3::S3ObjectStore;
+pub use sqs::{SqsTurnQueue, sqs_id};
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

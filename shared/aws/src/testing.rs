@@ -6,11 +6,15 @@
 //! region provider chain runs and nothing ever asks EC2 instance metadata (IMDS).
 //!
 //! [`RequestCounter`] counts the HTTP requests a client sends, so tests can pin how many calls
-//! an operation costs (pagination, caching).
+//! an operation costs (pagination, caching, requests per turn). Every client here has a
+//! counting twin; one counter may be attached to clients of several services.
+//!
+//! [`fresh_table`] and [`fresh_fifo_queue`] create the DynamoDB table and SQS FIFO queue the
+//! session, inbox and turn-queue adapters expect, under unique names.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_s3::Client;
@@ -35,7 +39,7 @@ pub fn moto_endpoint() -> String {
     match std::env::var(ENDPOINT_ENV) {
         Ok(endpoint) if !endpoint.trim().is_empty() => endpoint.trim().to_owned(),
         _ => panic!(
-            "{ENDPOINT_ENV} is not set. S3/DynamoDB tests need moto: run them through infra/test \
+            "{ENDPOINT_ENV} is not set. S3/DynamoDB/SQS tests need moto: run them through infra/test \
              (or start `moto_server -H 127.0.0.1 -p PORT` and export \
              {ENDPOINT_ENV}=http://127.0.0.1:PORT AWS_EC2_METADATA_DISABLED=true)"
         ),
@@ -76,6 +80,171 @@ pub fn s3_client_counting(config: &SdkConfig) -> (Client, RequestCounter) {
     (client, counter)
 }
 
+/// A DynamoDB client for the emulator.
+pub fn dynamodb_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::new(config)
+}
+
+/// A DynamoDB client for the emulator that counts every HTTP request it sends.
+pub fn dynamodb_client_counting(config: &SdkConfig) -> (aws_sdk_dynamodb::Client, RequestCounter) {
+    let counter = RequestCounter::default();
+    (dynamodb_client_with_counter(config, &counter), counter)
+}
+
+/// A DynamoDB client for the emulator whose requests add to `counter`.
+pub fn dynamodb_client_with_counter(
+    config: &SdkConfig,
+    counter: &RequestCounter,
+) -> aws_sdk_dynamodb::Client {
+    let conf = aws_sdk_dynamodb::config::Builder::from(config)
+        .interceptor(counter.clone())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(conf)
+}
+
+/// An SQS client for the emulator.
+pub fn sqs_client(config: &SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(config)
+}
+
+/// An SQS client for the emulator that counts every HTTP request it sends.
+pub fn sqs_client_counting(config: &SdkConfig) -> (aws_sdk_sqs::Client, RequestCounter) {
+    let counter = RequestCounter::default();
+    (sqs_client_with_counter(config, &counter), counter)
+}
+
+/// An SQS client for the emulator whose requests add to `counter`.
+pub fn sqs_client_with_counter(
+    config: &SdkConfig,
+    counter: &RequestCounter,
+) -> aws_sdk_sqs::Client {
+    let conf = aws_sdk_sqs::config::Builder::from(config)
+        .interceptor(counter.clone())
+        .build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// An S3 client for the emulator whose requests add to `counter`.
+pub fn s3_client_with_counter(config: &SdkConfig, counter: &RequestCounter) -> Client {
+    Client::from_conf(s3_config(config).interceptor(counter.clone()).build())
+}
+
+/// Creates the sessions table as the adapters expect it (string keys `pk` and `sk`,
+/// on-demand billing, TTL on `expires_at`) under a unique name, and returns the name.
+///
+/// # Panics
+/// When the emulator refuses (a test setup failure).
+pub async fn fresh_table(client: &aws_sdk_dynamodb::Client) -> String {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        TimeToLiveSpecification,
+    };
+    let name = format!("clawless-test-{}", unique_suffix());
+    let definitions = ["pk", "sk"].map(|attribute| {
+        AttributeDefinition::builder()
+            .attribute_name(attribute)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("attribute definition has its required fields")
+    });
+    let schema = [("pk", KeyType::Hash), ("sk", KeyType::Range)].map(|(attribute, kind)| {
+        KeySchemaElement::builder()
+            .attribute_name(attribute)
+            .key_type(kind)
+            .build()
+            .expect("key schema element has its required fields")
+    });
+    if let Err(err) = client
+        .create_table()
+        .table_name(&name)
+        .set_attribute_definitions(Some(definitions.to_vec()))
+        .set_key_schema(Some(schema.to_vec()))
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+    {
+        panic!(
+            "creating test table {name} failed: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(err)
+        );
+    }
+    let ttl = TimeToLiveSpecification::builder()
+        .attribute_name(crate::dynamo::EXPIRES_AT)
+        .enabled(true)
+        .build()
+        .expect("TTL specification has its required fields");
+    if let Err(err) = client
+        .update_time_to_live()
+        .table_name(&name)
+        .time_to_live_specification(ttl)
+        .send()
+        .await
+    {
+        panic!(
+            "enabling TTL on test table {name} failed: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(err)
+        );
+    }
+    name
+}
+
+/// Visibility timeout of [`fresh_fifo_queue`].
+pub const TEST_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Creates a FIFO queue (content-based deduplication off, a [`TEST_VISIBILITY_TIMEOUT`])
+/// under a unique name and returns its URL.
+///
+/// # Panics
+/// When the emulator refuses (a test setup failure).
+pub async fn fresh_fifo_queue(client: &aws_sdk_sqs::Client) -> String {
+    fresh_fifo_queue_with_visibility(client, TEST_VISIBILITY_TIMEOUT).await
+}
+
+/// Like [`fresh_fifo_queue`], with messages invisible for `visibility_timeout` (whole
+/// seconds, rounded up) after each receive.
+///
+/// # Panics
+/// When the emulator refuses (a test setup failure).
+pub async fn fresh_fifo_queue_with_visibility(
+    client: &aws_sdk_sqs::Client,
+    visibility_timeout: Duration,
+) -> String {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let name = format!("clawless-test-{}.fifo", unique_suffix());
+    let seconds = visibility_timeout.as_secs() + u64::from(visibility_timeout.subsec_nanos() > 0);
+    let created = client
+        .create_queue()
+        .queue_name(&name)
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .attributes(QueueAttributeName::ContentBasedDeduplication, "false")
+        .attributes(QueueAttributeName::VisibilityTimeout, seconds.to_string())
+        .send()
+        .await;
+    match created {
+        Ok(output) => output
+            .queue_url()
+            .unwrap_or_else(|| panic!("creating test queue {name} returned no URL"))
+            .to_owned(),
+        Err(err) => panic!(
+            "creating test queue {name} failed: {}",
+            aws_sdk_sqs::error::DisplayErrorContext(err)
+        ),
+    }
+}
+
+/// `<pid>-<time>-<n>`: unique per call within a process and across processes.
+fn unique_suffix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Creates a bucket named `<name_prefix>-<unique suffix>` and returns its name, so tests can
 /// share one emulator without seeing each other's objects.
 ///
@@ -94,15 +263,7 @@ pub async fn fresh_bucket(client: &Client, name_prefix: &str) -> String {
 
 /// `<prefix>-<pid>-<time>-<n>`, lowercased and cut to S3's 63-character limit.
 fn unique_bucket_name(name_prefix: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.subsec_nanos());
-    let suffix = format!(
-        "{}-{nanos:x}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let suffix = unique_suffix();
     let prefix: String = name_prefix
         .to_ascii_lowercase()
         .chars()

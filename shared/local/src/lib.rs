@@ -2,10 +2,15 @@
 //!
 //! - [`DirObjectStore`]: the [`ObjectStore`](clawless_core::object_store::ObjectStore) port over
 //!   a directory tree (skills, workspace files), serving only regular files inside its root.
+//! - [`SqliteSessionStore`], [`SqliteInbox`] and [`SqliteTurnQueue`]: the session store, inbox
+//!   and turn queue ports on one SQLite file ([`SqliteDb`]), with the same semantics as
+//!   DynamoDB and SQS FIFO (module [`sqlite`]).
 //!
 //! This crate must not know AWS; it is what `clawless local` runs on.
 
 mod dir_store;
 mod dir_walk;
+pub mod sqlite;
 
 pub use dir_store::DirObjectStore;
+pub use sqlite::{SqliteDb, SqliteError, SqliteInbox, SqliteSessionStore, SqliteTurnQueue};

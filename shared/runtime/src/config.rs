@@ -61,6 +61,14 @@ pub struct ClawlessConfig {
     pub skills: SkillsSection,
     /// `agents:`.
     pub agents: AgentsSection,
+    /// `models:`: primary model, fallbacks, providers.
+    pub models: clawless_llm::ModelsConfig,
+    /// `tools:`: the global tool policy (spec §11).
+    pub tools: clawless_core::tool_policy::ToolsConfig,
+    /// `channels:`: chat channels and where their replies go.
+    pub channels: ChannelsSection,
+    /// `session:`: how messages map to sessions.
+    pub session: SessionSection,
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,
@@ -99,6 +107,16 @@ pub struct AgentDefaults {
     pub workspace: Option<String>,
     /// Default skill filter.
     pub skills: Option<Vec<String>>,
+    /// Model calls allowed in one turn.
+    pub max_model_calls: Option<u32>,
+    /// Per-file cap of injected bootstrap files (default 20,000 chars).
+    pub bootstrap_max_chars: Option<usize>,
+    /// Total cap of injected bootstrap files (default 150,000 chars).
+    pub bootstrap_total_max_chars: Option<usize>,
+    /// The user's time zone, named in the system prompt (never the time itself).
+    pub user_timezone: Option<String>,
+    /// The model's context window in tokens, for the context guard (default 200,000).
+    pub context_tokens: Option<usize>,
 }
 
 /// `agents.list[]`.
@@ -111,9 +129,54 @@ pub struct AgentConfig {
     pub workspace: Option<String>,
     /// Skill filter; when present (even empty) it replaces the default entirely.
     pub skills: Option<Vec<String>>,
+    /// Agent-level tool policy (`agents.list[].tools`).
+    pub tools: Option<clawless_core::tool_policy::AgentToolsConfig>,
 }
 
 /// One agent with its inherited settings resolved.
+/// `channels:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ChannelsSection {
+    /// The generic JSON webhook channel.
+    pub generic: Option<GenericChannelConfig>,
+}
+
+/// `channels.generic`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GenericChannelConfig {
+    /// HMAC secret, inline (prefer `secretEnv`).
+    pub secret: Option<String>,
+    /// Environment variable holding the HMAC secret (default `CLAWLESS_GENERIC_SECRET`).
+    pub secret_env: Option<String>,
+    /// Where replies are POSTed.
+    pub reply_url: Option<String>,
+    /// Sender ids treated as the owner.
+    pub owners: Vec<String>,
+}
+
+/// Default environment variable of the generic channel's secret.
+pub const GENERIC_SECRET_ENV: &str = "CLAWLESS_GENERIC_SECRET";
+
+impl GenericChannelConfig {
+    /// The secret: inline, else from `secretEnv` (or its default) via `env`.
+    pub fn resolve_secret(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        self.secret
+            .clone()
+            .or_else(|| env(self.secret_env.as_deref().unwrap_or(GENERIC_SECRET_ENV)))
+            .filter(|secret| !secret.is_empty())
+    }
+}
+
+/// `session:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionSection {
+    /// `main` (default), `per-peer` or `per-channel-peer`.
+    pub dm_scope: clawless_core::session::key::DmScope,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedAgent {
     /// Agent id.

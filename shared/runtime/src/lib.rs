@@ -4,13 +4,22 @@
 //!
 //! Business rules live in `clawless-core`; this crate only assembles adapters around them.
 
+pub mod aws_app;
 pub mod aws_env;
+pub mod clock;
 pub mod config;
+pub mod ingress;
+pub mod listed_store;
 pub mod local_machine;
+pub mod local_mode;
+pub mod local_replies;
 pub mod routes;
 pub mod skills_service;
 pub mod sources;
 pub mod telemetry;
+pub mod turn_service;
+pub mod turn_worker;
+pub mod web_fetcher;
 
 pub use config::{ClawlessConfig, ConfigError};
 pub use skills_service::SkillsService;

@@ -83,7 +83,8 @@ impl SkillsService {
         Ok(self.sources.get(&id).map(Vec::as_slice).unwrap_or_default())
     }
 
-    fn agent(&self, agent_id: &str) -> Result<ResolvedAgent, SkillsError> {
+    /// The resolved settings of `agent_id`.
+    pub fn agent(&self, agent_id: &str) -> Result<ResolvedAgent, SkillsError> {
         self.config
             .agent(agent_id)
             .ok_or_else(|| SkillsError::UnknownAgent(agent_id.to_owned()))
@@ -98,6 +99,18 @@ impl SkillsService {
             return Err(SkillsError::UnknownAgent(agent_id.to_owned()));
         };
         Ok(loader.load(sources).await?)
+    }
+
+    /// The listing of store `identity` made by the latest load of `agent_id`'s skills, if it
+    /// covers everything under `prefix` (see [`clawless_core::skills::loader::SkillLoader::recent_listing`]).
+    pub fn recent_listing(
+        &self,
+        agent_id: &str,
+        identity: &str,
+        prefix: &str,
+    ) -> Option<Arc<clawless_core::object_store::Listing>> {
+        let agent = self.agent(agent_id).ok()?;
+        self.loaders.get(&agent.id)?.recent_listing(identity, prefix)
     }
 
     /// `skills.bins`: the binaries declared by every agent's skills, sorted.

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
 use clawless_core::object_store::ObjectStore;
@@ -39,9 +40,6 @@ use crate::sources::{SourceUri, StoreFactory};
 
 /// Default context window used by the context guard.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 200_000;
-
-/// Default output token limit per model call.
-pub const DEFAULT_MAX_TOKENS: u32 = 4_096;
 
 /// Why an event could not be processed. Everything but [`TurnError::BadEvent`] is worth a
 /// redelivery: storage was left consistent.
@@ -100,7 +98,7 @@ pub struct TurnDeps {
     /// Skills of every agent.
     pub skills: Arc<SkillsService>,
     /// Opens workspace stores.
-    pub stores: StoreFactory,
+    pub stores: Arc<StoreFactory>,
     /// Sessions (already offloading large documents).
     pub sessions: Arc<dyn SessionStore>,
     /// The model (or fallback chain).
@@ -135,6 +133,7 @@ pub struct TurnService {
     deps: TurnDeps,
     tools: BTreeMap<String, Arc<dyn Tool>>,
     objects: Arc<ObjectCache>,
+    tools_run: AtomicU64,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -164,7 +163,13 @@ impl TurnService {
             deps,
             tools,
             objects: Arc::new(ObjectCache::default()),
+            tools_run: AtomicU64::new(0),
         }
+    }
+
+    /// Tools run in-process since start (an operational counter).
+    pub fn tools_run(&self) -> u64 {
+        self.tools_run.load(Ordering::Relaxed)
     }
 
     fn config(&self) -> &ClawlessConfig {
@@ -246,6 +251,7 @@ impl TurnService {
                             let mut tool_context = ctx.tool_context.clone();
                             tool_context.session = self.session_facts(&state);
                             report.tools_run += 1;
+                            self.tools_run.fetch_add(1, Ordering::Relaxed);
                             tool.run(&call.input, &tool_context).await
                         }
                         _ => ToolOutput::error(clawless_core::turn::tool_not_available(&call.name)),
@@ -299,7 +305,7 @@ impl TurnService {
                         }
                     }
                 }
-                Incoming::Message(prepared)
+                Incoming::Message(Box::new(prepared))
             }
             TurnEvent::ToolResult { call_id, text, is_error } => Incoming::ToolResult {
                 call_id: call_id.clone(),
@@ -325,7 +331,7 @@ impl TurnService {
                 };
                 let mut prepared = PreparedMessage::plain(message);
                 prepared.heartbeat = true;
-                Incoming::Message(prepared)
+                Incoming::Message(Box::new(prepared))
             }
         })
     }
@@ -488,7 +494,7 @@ impl TurnService {
             system: context.system.clone(),
             messages,
             tools: context.tools.clone(),
-            max_tokens: defaults.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            max_tokens: self.config().models.max_tokens(),
         };
         self.deps.model.complete(&request).await
     }

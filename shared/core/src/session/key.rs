@@ -143,9 +143,15 @@ mod tests {
     #[test]
     fn agent_ids_follow_the_spec_vectors() {
         assert_eq!(normalize_agent_id("main"), "main");
-        assert_eq!(normalize_agent_id("my-research_agent01"), "my-research_agent01");
+        assert_eq!(
+            normalize_agent_id("my-research_agent01"),
+            "my-research_agent01"
+        );
         assert_eq!(normalize_agent_id(""), "main");
-        assert_eq!(normalize_agent_id("Agent not found: xyz"), "agent-not-found-xyz");
+        assert_eq!(
+            normalize_agent_id("Agent not found: xyz"),
+            "agent-not-found-xyz"
+        );
         assert_eq!(normalize_agent_id("../../../etc/passwd"), "etc-passwd");
         assert!(!is_valid_agent_id(&"a".repeat(65)));
         assert_eq!(normalize_agent_id(&"a".repeat(65)).len(), 64);
@@ -160,8 +166,14 @@ mod tests {
             "agent:main:direct:+15551234567"
         );
         assert_eq!(
-            SessionKey::for_chat("main", "whatsapp", ChatType::Direct, peer, DmScope::PerChannelPeer)
-                .as_str(),
+            SessionKey::for_chat(
+                "main",
+                "whatsapp",
+                ChatType::Direct,
+                peer,
+                DmScope::PerChannelPeer
+            )
+            .as_str(),
             "agent:main:whatsapp:direct:+15551234567"
         );
         assert_eq!(
@@ -169,8 +181,14 @@ mod tests {
             "agent:main:main"
         );
         assert_eq!(
-            SessionKey::for_chat("main", "Discord", ChatType::Group, "1468834856187203680", DmScope::Main)
-                .as_str(),
+            SessionKey::for_chat(
+                "main",
+                "Discord",
+                ChatType::Group,
+                "1468834856187203680",
+                DmScope::Main
+            )
+            .as_str(),
             "agent:main:discord:group:1468834856187203680"
         );
     }
@@ -183,7 +201,11 @@ mod tests {
         assert!(SessionKey::parse("main").is_none());
         let nested = SessionKey::parse("agent:main:subagent:parent:subagent:child").unwrap();
         assert_eq!(nested.subagent_depth(), 2);
-        assert!(SessionKey::parse("agent:main:cron:job-1").unwrap().is_cron());
+        assert!(
+            SessionKey::parse("agent:main:cron:job-1")
+                .unwrap()
+                .is_cron()
+        );
         assert!(SessionKey::parse("cron:job-1").is_none());
     }
 }

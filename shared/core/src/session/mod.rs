@@ -3,13 +3,15 @@
 //!
 //! The ports move opaque JSON strings; what a session's meta and steps contain is the turn
 //! engine's business (`crate::turn`). Adapters: DynamoDB and SQS in `clawless-aws`, SQLite in
-//! `clawless-local`, in-memory in `crate::testing`.
+//! `clawless-local`, in-memory in `crate::testing`. [`offload`] wraps any session store so
+//! that large bodies go to the object store and every record stays small.
 
 pub mod key;
+pub mod offload;
 pub mod ports;
 
 pub use key::{SessionKey, normalize_agent_id};
 pub use ports::{
-    Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit,
-    SessionStore, SessionStoreError, StoredSession, StoredStep, TurnQueue,
+    Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit, SessionStore,
+    SessionStoreError, StoredSession, StoredStep, TurnQueue, claim_expires_at,
 };

@@ -12,7 +12,8 @@ use super::SessionKey;
 /// A persisted transcript step: its position and its JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredStep {
-    /// Position in the transcript, starting at 1, without gaps.
+    /// Position in the transcript, starting at 1, without gaps. Stores only check that a
+    /// `seq` is new to its session; they return steps sorted by it, numerically.
     pub seq: u64,
     /// JSON document (the engine's `Step`), possibly a pointer to an offloaded blob.
     pub body: String,
@@ -36,8 +37,21 @@ pub struct SessionCommit {
     pub expected_version: u64,
     /// The new meta document.
     pub meta: String,
-    /// New steps; each `seq` must not exist yet.
+    /// New steps; each `seq` must not exist yet, nor appear twice in the commit (either is a
+    /// [`SessionStoreError::Conflict`]).
     pub steps: Vec<StoredStep>,
+}
+
+impl SessionCommit {
+    /// The first `seq` that appears more than once in [`steps`](Self::steps), if any. Every
+    /// adapter refuses such a commit as a [`SessionStoreError::Conflict`] before writing.
+    pub fn repeated_seq(&self) -> Option<u64> {
+        let mut seen = std::collections::HashSet::with_capacity(self.steps.len());
+        self.steps
+            .iter()
+            .map(|step| step.seq)
+            .find(|seq| !seen.insert(*seq))
+    }
 }
 
 /// Failures of a [`SessionStore`].
@@ -61,6 +75,16 @@ pub enum SessionStoreError {
         bytes: usize,
         /// The adapter's limit.
         limit: usize,
+    },
+    /// The adapter cannot write this commit in one atomic write, whatever other writers do:
+    /// more steps or bytes than one transaction holds, or a session key or `seq` it cannot
+    /// store. Nothing was written; retrying the same commit fails the same way.
+    #[error("session {key}: commit rejected: {reason}")]
+    Rejected {
+        /// The session.
+        key: String,
+        /// What the adapter cannot do, with its limit.
+        reason: String,
     },
     /// The backing service failed.
     #[error("session store unavailable: {message}")]
@@ -137,11 +161,25 @@ impl InboxError {
     }
 }
 
+/// When a claim made at `now_unix` with `ttl` expires: `ttl` is rounded up to whole seconds.
+/// The claim holds through that second and expires after it. Every [`Inbox`] uses this, so a
+/// claim made by one adapter expires when every other would say it does.
+pub fn claim_expires_at(now_unix: u64, ttl: Duration) -> u64 {
+    let ttl_secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    now_unix.saturating_add(ttl_secs)
+}
+
 /// Deduplicates platform deliveries: each event id is claimed once per TTL.
 #[async_trait]
 pub trait Inbox: Send + Sync + std::fmt::Debug {
-    /// Claims `event_id` until `now_unix + ttl`. An expired claim may be claimed again.
-    async fn claim(&self, event_id: &str, ttl: Duration, now_unix: u64) -> Result<Claim, InboxError>;
+    /// Claims `event_id` until [`claim_expires_at`]`(now_unix, ttl)`, inclusive. A claim whose
+    /// expiry is before `now_unix` has expired and may be claimed again.
+    async fn claim(
+        &self,
+        event_id: &str,
+        ttl: Duration,
+        now_unix: u64,
+    ) -> Result<Claim, InboxError>;
 
     /// Gives a claim back (the event could not be enqueued, so the platform's retry must pass).
     async fn release(&self, event_id: &str) -> Result<(), InboxError>;
@@ -203,6 +241,10 @@ pub trait TurnQueue: Send + Sync + std::fmt::Debug {
 
     /// Receives up to `max` messages, waiting up to `wait` for the first. While a message of a
     /// group is in flight, no later message of that group is delivered.
+    ///
+    /// One batch may hold several messages of one group (SQS does this), always in order: a
+    /// consumer handles a batch's messages of one group one after the other, and stops at the
+    /// first it cannot finish (releasing it and those after it).
     async fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, QueueError>;
 
     /// Acknowledges a delivery: it is never delivered again.

@@ -128,7 +128,11 @@ impl SkillLoader {
                 .iter()
                 .zip(&listings)
                 .map(|(group, listing)| {
-                    (group.store.identity(), group.prefix.clone(), Arc::clone(listing))
+                    (
+                        group.store.identity(),
+                        group.prefix.clone(),
+                        Arc::clone(listing),
+                    )
                 })
                 .collect();
         }

@@ -1,0 +1,173 @@
+//! `clawless local` (the whole system on 127.0.0.1) and `clawless chat` (send a message to
+//! it and print the reply).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use clawless_channels::{SIGNATURE_HEADER, sign};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::local_mode::{DEFAULT_PORT, LocalOptions, RunningLocal, local_secret, start_local};
+use clawless_runtime::local_replies::ReceivedReply;
+use clawless_runtime::sources::looks_like_skills_dir;
+
+/// Options shared by `local` and `chat`.
+#[derive(Debug, Args)]
+pub(crate) struct LocalArgs {
+    /// Configuration file (default: ./clawless.yaml when present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// State directory: database, blobs, workspace, channel secret.
+    #[arg(long, default_value = ".clawless")]
+    state_dir: PathBuf,
+    /// Port on 127.0.0.1.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+}
+
+/// `clawless chat` options.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The message.
+    text: String,
+    #[command(flatten)]
+    local: LocalArgs,
+    /// Conversation id.
+    #[arg(long, default_value = "local-chat")]
+    chat_id: String,
+    /// Start the local system in this process if none is listening.
+    #[arg(long)]
+    spawn_local: bool,
+    /// Seconds to wait for the reply.
+    #[arg(long, default_value_t = 120)]
+    timeout: u64,
+}
+
+fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
+    let default = Path::new("clawless.yaml");
+    let mut config = match &args.config {
+        Some(path) => ClawlessConfig::from_file(path)?,
+        None if default.is_file() => ClawlessConfig::from_file(default)?,
+        None => ClawlessConfig::default(),
+    };
+    if config.skills.bundled.is_none() && looks_like_skills_dir(Path::new("skills")) {
+        let bundled = std::env::current_dir()?.join("skills");
+        config.skills.bundled = Some(bundled.display().to_string());
+    }
+    Ok(config)
+}
+
+async fn start(args: &LocalArgs) -> anyhow::Result<RunningLocal> {
+    let config = load_config(args)?;
+    let model = clawless_llm::build_model(&config.models, &clawless_llm::config::process_env)
+        .context("model configuration")?;
+    let label = model.model_ref();
+    let running = start_local(LocalOptions {
+        config,
+        state_dir: args.state_dir.clone(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)),
+        model,
+    })
+    .await?;
+    if label.starts_with("offline/") {
+        eprintln!(
+            "clawless local: no model key configured, using the OFFLINE scripted model \
+             (set ANTHROPIC_API_KEY or OPENAI_API_KEY for real answers)"
+        );
+    }
+    eprintln!("clawless local: listening on http://{} (model {label})", running.addr);
+    Ok(running)
+}
+
+/// Runs `clawless local` until interrupted.
+pub(crate) async fn run_local(args: LocalArgs) -> anyhow::Result<ExitCode> {
+    let running = start(&args).await?;
+    tokio::select! {
+        () = running_forever(&running) => {}
+        result = tokio::signal::ctrl_c() => result.context("waiting for Ctrl-C")?,
+    }
+    running.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn running_forever(_running: &RunningLocal) {
+    std::future::pending::<()>().await;
+}
+
+/// Runs `clawless chat`.
+pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let base = format!("http://127.0.0.1:{}", args.local.port);
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .context("HTTP client")?;
+    let spawned = if client.get(format!("{base}/local/replies/{}", args.chat_id)).send().await.is_ok() {
+        None
+    } else if args.spawn_local {
+        Some(start(&args.local).await?)
+    } else {
+        bail!("nothing listens on {base}: start `clawless local` first (or pass --spawn-local)");
+    };
+    let outcome = chat(&client, &base, &args).await;
+    if let Some(running) = spawned {
+        running.stop().await;
+    }
+    let reply = outcome?;
+    println!("{}", reply.text);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn chat(client: &reqwest::Client, base: &str, args: &ChatArgs) -> anyhow::Result<ReceivedReply> {
+    let secret = local_secret(&args.local.state_dir)?;
+    let seen = replies(client, base, &args.chat_id, 0, 0).await?.len();
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let body = serde_json::to_vec(&serde_json::json!({
+        "message_id": format!("chat-{nanos}"),
+        "chat_id": args.chat_id,
+        "sender_id": "local-user",
+        "text": args.text,
+        "chat_type": "direct",
+    }))?;
+    let response = client
+        .post(format!("{base}/webhook/generic"))
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(SIGNATURE_HEADER, sign(secret.as_bytes(), &body))
+        .body(body)
+        .send()
+        .await
+        .context("sending the message")?;
+    let status = response.status();
+    if status != reqwest::StatusCode::ACCEPTED {
+        let text = response.text().await.unwrap_or_default();
+        bail!("the message was not accepted (HTTP {status}): {text}");
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout);
+    loop {
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if remaining.is_zero() {
+            bail!("no reply within {} s", args.timeout);
+        }
+        let wait = remaining.as_secs().clamp(1, 20);
+        if let Some(reply) = replies(client, base, &args.chat_id, seen, wait).await?.into_iter().next() {
+            return Ok(reply);
+        }
+    }
+}
+
+async fn replies(
+    client: &reqwest::Client,
+    base: &str,
+    chat_id: &str,
+    after: usize,
+    wait: u64,
+) -> anyhow::Result<Vec<ReceivedReply>> {
+    let response = client
+        .get(format!("{base}/local/replies/{chat_id}?after={after}&wait={wait}"))
+        .send()
+        .await
+        .context("polling for the reply")?;
+    Ok(response.error_for_status()?.json().await?)
+}

@@ -1,0 +1,460 @@
+//! [`DynamoSessionStore`] and [`DynamoInbox`]: the session store and inbox ports on one
+//! DynamoDB table.
+//!
+//! Owns the table layout and the translation to DynamoDB's API: one `TransactWriteItems` per
+//! commit, one strongly consistent (paginated) `Query` per load, one conditional `PutItem` per
+//! claim, and the mapping of cancelled transactions and failed conditions to the ports'
+//! errors. SDK errors are kept as the source.
+//!
+//! # Table layout
+//!
+//! One table, string keys `pk` (partition) and `sk` (sort), TTL attribute `expires_at`:
+//!
+//! | item | `pk` | `sk` | attributes |
+//! |---|---|---|---|
+//! | session meta | session key, e.g. `agent:main:main` | `meta` | `version` (N), `body` (S) |
+//! | transcript step | session key | `step#<seq, 20 digits>` | `body` (S) |
+//! | inbox claim | `inbox#<event id>` | `claim` | `expires_at` (N, Unix seconds) |
+//!
+//! Session keys always start with `agent:`, so they never meet the `inbox#` items. Zero-padded
+//! step keys sort numerically and after `meta`, so one `Query` by `pk` returns the meta and then
+//! every step in `seq` order.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use clawless_core::session::{
+    Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionStore, SessionStoreError,
+    StoredSession, StoredStep, claim_expires_at,
+};
+
+/// Partition key attribute.
+const PK: &str = "pk";
+/// Sort key attribute.
+const SK: &str = "sk";
+/// Sort key of a session's meta item.
+const META_SK: &str = "meta";
+/// Sort key prefix of a step item, followed by the zero-padded `seq`.
+const STEP_SK_PREFIX: &str = "step#";
+/// Sort key of an inbox claim.
+const CLAIM_SK: &str = "claim";
+/// Partition key prefix of an inbox claim, followed by the event id.
+const INBOX_PK_PREFIX: &str = "inbox#";
+/// The table's TTL attribute (Unix seconds).
+pub const EXPIRES_AT: &str = "expires_at";
+
+/// What we let one item grow to, well under DynamoDB's 400 KB item limit.
+const ITEM_BUDGET: usize = 350_000;
+/// Room reserved in [`ITEM_BUDGET`] for everything but the body: the partition key (at most
+/// [`MAX_SESSION_KEY_BYTES`]), the sort key, attribute names and the version number.
+const KEY_OVERHEAD: usize = 2_048;
+/// Longest session key accepted, in UTF-8 bytes (DynamoDB allows 2048 for a partition key).
+pub const MAX_SESSION_KEY_BYTES: usize = 1_024;
+/// Steps one commit may carry: `TransactWriteItems` takes 100 actions, one is the meta.
+pub const MAX_STEPS_PER_COMMIT: usize = 99;
+/// Total bytes one commit may carry. DynamoDB caps a transaction at 4 MB; this leaves room
+/// for keys and attribute names.
+pub const MAX_COMMIT_BYTES: usize = 3_900_000;
+
+// A record at the limit, with the longest key, stays well under DynamoDB's 400 KB items.
+const _: () = assert!(ITEM_BUDGET - KEY_OVERHEAD + MAX_SESSION_KEY_BYTES + 100 < 400_000);
+
+/// Attribute name placeholders shared by expressions.
+const NAME_PK: &str = "#pk";
+const NAME_VERSION: &str = "#version";
+const NAME_EXPIRES: &str = "#expires";
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn step_sk(seq: u64) -> String {
+    format!("{STEP_SK_PREFIX}{seq:020}")
+}
+
+/// The session store port on a DynamoDB table laid out as the [module docs](self) describe.
+///
+/// - **Commit** is one `TransactWriteItems`: the meta put is conditioned on
+///   `attribute_not_exists(pk)` when creating (expected version 0) and on
+///   `version = :expected` otherwise; each step put on `attribute_not_exists(pk)`. A failed
+///   condition or a competing transaction cancels the whole write and is reported as
+///   [`SessionStoreError::Conflict`].
+/// - **Limits**, checked before any request: at most [`MAX_STEPS_PER_COMMIT`] steps and
+///   [`MAX_COMMIT_BYTES`] in all per commit, and a session key of at most
+///   [`MAX_SESSION_KEY_BYTES`] ([`SessionStoreError::Rejected`] otherwise); a meta or step
+///   body of at most [`DynamoSessionStore::MAX_RECORD_BYTES`]
+///   ([`SessionStoreError::TooLarge`] otherwise). Wrap the store in
+///   [`OffloadingSessionStore`](clawless_core::session::offload::OffloadingSessionStore)
+///   to hold larger content.
+/// - **Load** is one strongly consistent `Query` on the session's partition, following
+///   `LastEvaluatedKey` when a session exceeds DynamoDB's 1 MB page.
+#[derive(Debug, Clone)]
+pub struct DynamoSessionStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoSessionStore {
+    /// Largest meta or step body stored inline: a 350 000-byte item budget minus 2 048 bytes
+    /// for keys, attribute names and the version.
+    pub const MAX_RECORD_BYTES: usize = ITEM_BUDGET - KEY_OVERHEAD;
+
+    /// A store on `table`, using `client` (built once per cold start).
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The table this store reads and writes.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Checks the limits of one transaction before sending it.
+    fn check_commit(key: &SessionKey, commit: &SessionCommit) -> Result<(), SessionStoreError> {
+        let rejected = |reason: String| {
+            Err(SessionStoreError::Rejected {
+                key: key.to_string(),
+                reason,
+            })
+        };
+        if key.as_str().len() > MAX_SESSION_KEY_BYTES {
+            return rejected(format!(
+                "the session key has {} bytes; DynamoDB sessions allow {MAX_SESSION_KEY_BYTES}",
+                key.as_str().len()
+            ));
+        }
+        if commit.steps.len() > MAX_STEPS_PER_COMMIT {
+            return rejected(format!(
+                "{} steps in one commit; one DynamoDB transaction holds {MAX_STEPS_PER_COMMIT}",
+                commit.steps.len()
+            ));
+        }
+        let bodies =
+            std::iter::once(&commit.meta).chain(commit.steps.iter().map(|step| &step.body));
+        let mut total = 0usize;
+        for body in bodies {
+            if body.len() > Self::MAX_RECORD_BYTES {
+                return Err(SessionStoreError::TooLarge {
+                    key: key.to_string(),
+                    bytes: body.len(),
+                    limit: Self::MAX_RECORD_BYTES,
+                });
+            }
+            total += body.len() + key.as_str().len() + 64;
+        }
+        if total > MAX_COMMIT_BYTES {
+            return rejected(format!(
+                "the commit carries {total} bytes; one DynamoDB transaction holds {MAX_COMMIT_BYTES}"
+            ));
+        }
+        if commit.repeated_seq().is_some() {
+            return Err(SessionStoreError::Conflict {
+                key: key.to_string(),
+                expected: commit.expected_version,
+            });
+        }
+        Ok(())
+    }
+
+    fn transaction(
+        &self,
+        key: &SessionKey,
+        commit: &SessionCommit,
+    ) -> Result<Vec<TransactWriteItem>, SessionStoreError> {
+        let built = |err| SessionStoreError::unavailable("building a DynamoDB transaction", err);
+        let new_version = commit.expected_version.saturating_add(1);
+        let meta = Put::builder()
+            .table_name(&self.table)
+            .item(PK, s(key.as_str()))
+            .item(SK, s(META_SK))
+            .item("version", n(new_version))
+            .item("body", s(&commit.meta));
+        let meta = if commit.expected_version == 0 {
+            meta.condition_expression(format!("attribute_not_exists({NAME_PK})"))
+                .expression_attribute_names(NAME_PK, PK)
+        } else {
+            meta.condition_expression(format!("{NAME_VERSION} = :expected"))
+                .expression_attribute_names(NAME_VERSION, "version")
+                .expression_attribute_values(":expected", n(commit.expected_version))
+        };
+        let mut items = Vec::with_capacity(commit.steps.len() + 1);
+        items.push(
+            TransactWriteItem::builder()
+                .put(meta.build().map_err(built)?)
+                .build(),
+        );
+        for step in &commit.steps {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .item(PK, s(key.as_str()))
+                .item(SK, s(step_sk(step.seq)))
+                .item("body", s(&step.body))
+                .condition_expression(format!("attribute_not_exists({NAME_PK})"))
+                .expression_attribute_names(NAME_PK, PK)
+                .build()
+                .map_err(built)?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        Ok(items)
+    }
+}
+
+/// True when a cancelled transaction lost to another writer: a condition failed, or another
+/// transaction held one of its items. Other reasons (throttling, validation) are failures.
+fn cancelled_by_another_writer(err: &TransactWriteItemsError) -> bool {
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err else {
+        return false;
+    };
+    let reasons = cancelled.cancellation_reasons();
+    reasons.is_empty()
+        || reasons.iter().any(|reason| {
+            matches!(
+                reason.code(),
+                Some("ConditionalCheckFailed" | "TransactionConflict")
+            )
+        })
+}
+
+fn attribute_str<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> Option<&'a str> {
+    item.get(name)?.as_s().ok().map(String::as_str)
+}
+
+#[async_trait]
+impl SessionStore for DynamoSessionStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key))]
+    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
+        let corrupt = |what: String| SessionStoreError::Unavailable {
+            message: format!("DynamoDB session {key} in {}: {what}", self.table),
+            source: None,
+        };
+        let mut meta: Option<(u64, String)> = None;
+        let mut steps = Vec::new();
+        let mut start_key = None;
+        let mut pages = 0usize;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(format!("{NAME_PK} = :pk"))
+                .expression_attribute_names(NAME_PK, PK)
+                .expression_attribute_values(":pk", s(key.as_str()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(|err| {
+                    SessionStoreError::unavailable(
+                        format!("DynamoDB Query of session {key} in {} failed", self.table),
+                        err,
+                    )
+                })?;
+            pages += 1;
+            for item in page.items() {
+                let sk = attribute_str(item, SK).unwrap_or_default();
+                let body = attribute_str(item, "body")
+                    .ok_or_else(|| corrupt(format!("item {sk:?} has no string body")))?;
+                if sk == META_SK {
+                    let version = item
+                        .get("version")
+                        .and_then(|value| value.as_n().ok())
+                        .and_then(|number| number.parse::<u64>().ok())
+                        .ok_or_else(|| corrupt("the meta has no numeric version".into()))?;
+                    meta = Some((version, body.to_owned()));
+                } else if let Some(seq) = sk.strip_prefix(STEP_SK_PREFIX) {
+                    let seq = seq
+                        .parse::<u64>()
+                        .map_err(|_| corrupt(format!("unreadable step key {sk:?}")))?;
+                    steps.push(StoredStep {
+                        seq,
+                        body: body.to_owned(),
+                    });
+                }
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+                _ => break,
+            }
+        }
+        tracing::debug!(pages, steps = steps.len(), "loaded session");
+        Ok(meta.map(|(version, meta)| StoredSession {
+            version,
+            meta,
+            steps,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key, expected = commit.expected_version, steps = commit.steps.len()))]
+    async fn commit(
+        &self,
+        key: &SessionKey,
+        commit: &SessionCommit,
+    ) -> Result<u64, SessionStoreError> {
+        Self::check_commit(key, commit)?;
+        let items = self.transaction(key, commit)?;
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(commit.expected_version.saturating_add(1)),
+            Err(SdkError::ServiceError(context)) if cancelled_by_another_writer(context.err()) => {
+                tracing::debug!(error = ?context.err(), "commit lost to another writer");
+                Err(SessionStoreError::Conflict {
+                    key: key.to_string(),
+                    expected: commit.expected_version,
+                })
+            }
+            Err(err) => Err(SessionStoreError::unavailable(
+                format!(
+                    "DynamoDB TransactWriteItems for session {key} in {} failed",
+                    self.table
+                ),
+                err,
+            )),
+        }
+    }
+
+    fn max_record_bytes(&self) -> usize {
+        Self::MAX_RECORD_BYTES
+    }
+}
+
+/// The inbox port on the same DynamoDB table: one item per event id (`pk = inbox#<id>`,
+/// `sk = claim`) whose `expires_at` is also the table's TTL attribute, so DynamoDB deletes
+/// old claims by itself (within days; the condition below never relies on that).
+///
+/// A claim is one `PutItem` conditioned on `attribute_not_exists(pk) OR expires_at < :now`:
+/// a failed condition is [`Claim::Duplicate`]. Release is a `DeleteItem`.
+#[derive(Debug, Clone)]
+pub struct DynamoInbox {
+    client: Client,
+    table: String,
+}
+
+impl DynamoInbox {
+    /// An inbox on `table`, using `client`.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    fn pk(event_id: &str) -> String {
+        format!("{INBOX_PK_PREFIX}{event_id}")
+    }
+}
+
+#[async_trait]
+impl Inbox for DynamoInbox {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, event_id))]
+    async fn claim(
+        &self,
+        event_id: &str,
+        ttl: Duration,
+        now_unix: u64,
+    ) -> Result<Claim, InboxError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(Self::pk(event_id)))
+            .item(SK, s(CLAIM_SK))
+            .item(EXPIRES_AT, n(claim_expires_at(now_unix, ttl)))
+            .condition_expression(format!(
+                "attribute_not_exists({NAME_PK}) OR {NAME_EXPIRES} < :now"
+            ))
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names(NAME_EXPIRES, EXPIRES_AT)
+            .expression_attribute_values(":now", n(now_unix))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Claim::Claimed),
+            Err(SdkError::ServiceError(context))
+                if matches!(
+                    context.err(),
+                    PutItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(Claim::Duplicate)
+            }
+            Err(err) => Err(InboxError::new(
+                format!(
+                    "DynamoDB PutItem claiming {event_id:?} in {} failed",
+                    self.table
+                ),
+                err,
+            )),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, event_id))]
+    async fn release(&self, event_id: &str) -> Result<(), InboxError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key(PK, s(Self::pk(event_id)))
+            .key(SK, s(CLAIM_SK))
+            .send()
+            .await
+            .map_err(|err| {
+                InboxError::new(
+                    format!(
+                        "DynamoDB DeleteItem releasing {event_id:?} in {} failed",
+                        self.table
+                    ),
+                    err,
+                )
+            })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_keys_sort_numerically_after_the_meta() {
+        let mut keys = vec![
+            step_sk(100),
+            step_sk(9),
+            META_SK.to_owned(),
+            step_sk(10),
+            step_sk(u64::MAX),
+        ];
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec![
+                "meta".to_owned(),
+                "step#00000000000000000009".into(),
+                "step#00000000000000000010".into(),
+                "step#00000000000000000100".into(),
+                "step#18446744073709551615".into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_record_limit_leaves_room_for_keys_under_the_item_limit() {
+        assert_eq!(DynamoSessionStore::MAX_RECORD_BYTES, 347_952);
+    }
+}

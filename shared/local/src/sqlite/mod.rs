@@ -1,0 +1,201 @@
+//! The session store, inbox and turn queue ports on one SQLite file (bundled SQLite):
+//! [`SqliteSessionStore`], [`SqliteInbox`] and [`SqliteTurnQueue`], all built on a shared
+//! [`SqliteDb`] handle.
+//!
+//! This module owns opening the database (WAL, a busy timeout, the schema and its version)
+//! and running statements off the async executor: every call takes the connection's lock
+//! inside tokio's blocking pool, so no async task ever blocks on SQLite. Writers use
+//! `BEGIN IMMEDIATE`, so two processes sharing the file serialise their read-modify-write
+//! transactions instead of failing half-way; the busy timeout makes the second one wait.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::Notify;
+
+mod queue;
+mod sessions;
+
+pub use queue::{DEDUP_WINDOW, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT, SqliteTurnQueue};
+pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
+
+/// How long a statement waits for another process's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
+/// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT PRIMARY KEY NOT NULL,
+    version INTEGER NOT NULL,
+    meta TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_steps (
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (key, seq)
+);
+CREATE TABLE IF NOT EXISTS inbox_claims (
+    event_id TEXT PRIMARY KEY NOT NULL,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS queue_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    group_key TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visible_at_ms INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT
+);
+CREATE INDEX IF NOT EXISTS queue_messages_by_group ON queue_messages (queue, group_key, id);
+CREATE TABLE IF NOT EXISTS queue_dedup (
+    queue TEXT NOT NULL,
+    dedup_id TEXT NOT NULL,
+    sent_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (queue, dedup_id)
+) WITHOUT ROWID;
+";
+
+/// Failures of the SQLite database itself: opening it, a statement, or the blocking task.
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteError {
+    /// The database could not be opened or prepared.
+    #[error("cannot open SQLite database {location}")]
+    Open {
+        /// The file, or `:memory:`.
+        location: String,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file was written by a newer clawless.
+    #[error(
+        "SQLite database {location} has schema version {found}; this build knows {known}",
+        known = SCHEMA_VERSION
+    )]
+    NewerSchema {
+        /// The file.
+        location: String,
+        /// Its `user_version`.
+        found: i64,
+    },
+    /// A statement failed.
+    #[error("SQLite statement failed")]
+    Statement(#[from] rusqlite::Error),
+    /// The blocking task running the statement panicked or was cancelled.
+    #[error("SQLite worker task failed")]
+    Worker(#[from] tokio::task::JoinError),
+}
+
+#[derive(Debug)]
+struct Shared {
+    connection: Mutex<Connection>,
+    location: String,
+    /// Woken whenever this process sends or releases a queue message, so waiting receivers
+    /// need not wait for their next poll.
+    queue_changed: Notify,
+}
+
+/// A handle on one SQLite database. Clones share the connection; the session store, inbox
+/// and turn queue are built on it ([`SqliteSessionStore`], [`SqliteInbox`],
+/// [`SqliteTurnQueue`]).
+#[derive(Debug, Clone)]
+pub struct SqliteDb {
+    shared: Arc<Shared>,
+}
+
+impl SqliteDb {
+    /// Opens (creating if needed) the database file at `path`: WAL journal,
+    /// `synchronous = NORMAL` (durable across a crash of the process, not of the machine), a
+    /// 5 s busy timeout, and the schema.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
+        let path: PathBuf = path.as_ref().to_path_buf();
+        let location = path.display().to_string();
+        let connection = Connection::open(&path).map_err(|source| SqliteError::Open {
+            location: location.clone(),
+            source,
+        })?;
+        Self::prepare(connection, location, true)
+    }
+
+    /// A private in-memory database, gone when the last clone is dropped.
+    pub fn open_in_memory() -> Result<Self, SqliteError> {
+        let location = ":memory:".to_owned();
+        let connection = Connection::open_in_memory().map_err(|source| SqliteError::Open {
+            location: location.clone(),
+            source,
+        })?;
+        Self::prepare(connection, location, false)
+    }
+
+    fn prepare(connection: Connection, location: String, wal: bool) -> Result<Self, SqliteError> {
+        let open_error = |source| SqliteError::Open {
+            location: location.clone(),
+            source,
+        };
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        if wal {
+            let mode: String = connection
+                .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+                .map_err(open_error)?;
+            tracing::debug!(%location, journal_mode = %mode, "opened SQLite database");
+        }
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_error)?;
+        let found: i64 = connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(open_error)?;
+        if found > SCHEMA_VERSION {
+            return Err(SqliteError::NewerSchema { location, found });
+        }
+        connection.execute_batch(SCHEMA).map_err(open_error)?;
+        connection
+            .pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(open_error)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                connection: Mutex::new(connection),
+                location,
+                queue_changed: Notify::new(),
+            }),
+        })
+    }
+
+    /// The file this database lives in, or `:memory:`.
+    pub fn location(&self) -> &str {
+        &self.shared.location
+    }
+
+    /// Runs `work` on the connection in tokio's blocking pool.
+    pub(crate) async fn run<T, F>(&self, work: F) -> Result<T, SqliteError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || {
+            // A panic inside `work` unwinds through rusqlite's `Transaction`, whose drop rolls
+            // back: the connection is consistent again, so a poisoned lock is safe to reuse.
+            let mut connection = shared
+                .connection
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            work(&mut connection)
+        })
+        .await?
+        .map_err(SqliteError::from)
+    }
+
+    /// Signalled when this process changes a queue.
+    pub(crate) fn queue_changed(&self) -> &Notify {
+        &self.shared.queue_changed
+    }
+}

@@ -1,0 +1,298 @@
+//! `clawless local`: the whole system in one process on 127.0.0.1. The same HTTP routes and
+//! the same turn service as in AWS, over SQLite (sessions, inbox, turn queue) and directory
+//! trees (skills, workspace, transcript blobs).
+//!
+//! Everything lives under one state directory: `clawless.db`, `blobs/`, `workspace/` (the
+//! default agent workspace) and `generic.secret` (the generic channel's HMAC secret, created
+//! on first start with mode 0600, which `clawless chat` reads to sign its messages).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clawless_channels::{ChannelOutbox, HttpReplySender};
+use clawless_core::model::ModelProvider;
+use clawless_core::object_store::ObjectStore;
+use clawless_core::session::offload::OffloadingSessionStore;
+use clawless_core::session::{Inbox, SessionStore, TurnQueue};
+use clawless_local::DirObjectStore;
+use clawless_local::sqlite::{SqliteDb, SqliteInbox, SqliteSessionStore, SqliteTurnQueue};
+use tokio::net::TcpListener;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::ClawlessConfig;
+use crate::ingress::{GenericChannel, Ingress, webhook_router};
+use crate::local_machine::local_context;
+use crate::local_replies::LocalReplies;
+use crate::routes::{OpenNodeAccess, skills_bins_router};
+use crate::skills_service::SkillsService;
+use crate::sources::StoreFactory;
+use crate::turn_service::{HostFacts, TurnDeps, TurnService};
+use crate::turn_worker::run_worker;
+
+/// Default port of `clawless local`.
+pub const DEFAULT_PORT: u16 = 8787;
+
+/// File in the state directory holding the generic channel's secret.
+pub const SECRET_FILE: &str = "generic.secret";
+
+/// Why local mode could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// The state directory or a file in it is unusable.
+    #[error("state directory {path}: {source}")]
+    State {
+        /// The path.
+        path: String,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something else failed while assembling the system.
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn state_error(path: &Path) -> impl FnOnce(std::io::Error) -> LocalError + '_ {
+    move |source| LocalError::State {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The generic channel secret of a state directory, created on first use.
+pub fn local_secret(state_dir: &Path) -> Result<String, LocalError> {
+    let path = state_dir.join(SECRET_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(secret) if !secret.trim().is_empty() => return Ok(secret.trim().to_owned()),
+        Ok(_) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(state_error(&path)(err)),
+    }
+    std::fs::create_dir_all(state_dir).map_err(state_error(state_dir))?;
+    let secret = random_hex(32).map_err(state_error(&path))?;
+    write_private(&path, secret.as_bytes()).map_err(state_error(&path))?;
+    Ok(secret)
+}
+
+fn random_hex(bytes: usize) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut buffer = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(bytes)
+}
+
+/// What `clawless local` is started with.
+#[derive(Debug)]
+pub struct LocalOptions {
+    /// The configuration (skills sources, agents, channels, tools).
+    pub config: ClawlessConfig,
+    /// Where state lives.
+    pub state_dir: PathBuf,
+    /// Address to listen on (loopback).
+    pub listen: SocketAddr,
+    /// The model to use.
+    pub model: Arc<dyn ModelProvider>,
+}
+
+/// A started local system.
+pub struct RunningLocal {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// The turn service (tests reach the sessions through it).
+    pub turns: Arc<TurnService>,
+    /// Replies received by the built-in reply receiver.
+    pub replies: LocalReplies,
+    server: tokio::task::JoinHandle<()>,
+    worker: tokio::task::JoinHandle<()>,
+    stop: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for RunningLocal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningLocal").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl RunningLocal {
+    /// Waits until the server stops (it runs until the process ends or [`Self::stop`]).
+    pub async fn wait(self) {
+        if let Err(err) = self.server.await {
+            tracing::error!(error = ?err, "local server task failed");
+        }
+    }
+
+    /// Stops the worker and the server.
+    pub async fn stop(self) {
+        self.stop.notify_waiters();
+        self.server.abort();
+        if let Err(err) = self.worker.await {
+            tracing::debug!(error = ?err, "worker task ended");
+        }
+    }
+}
+
+/// Assembles and starts the whole system.
+pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, LocalError> {
+    let state_dir = options.state_dir.clone();
+    std::fs::create_dir_all(&state_dir).map_err(state_error(&state_dir))?;
+    let workspace_dir = state_dir.join("workspace");
+    std::fs::create_dir_all(&workspace_dir).map_err(state_error(&workspace_dir))?;
+    if options.config.agents.defaults.workspace.is_none() {
+        options.config.agents.defaults.workspace = Some(workspace_dir.display().to_string());
+    }
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .map_err(|err| LocalError::Setup(format!("cannot listen on {}: {err}", options.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|err| LocalError::Setup(err.to_string()))?;
+
+    let secret = match options
+        .config
+        .channels
+        .generic
+        .as_ref()
+        .and_then(|generic| generic.resolve_secret(&|name| std::env::var(name).ok()))
+    {
+        Some(secret) => secret,
+        None => local_secret(&state_dir)?,
+    };
+    let generic_config = options.config.channels.generic.clone().unwrap_or_default();
+    let reply_url = generic_config
+        .reply_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}/local/replies"));
+
+    let db = SqliteDb::open(&state_dir.join("clawless.db"))
+        .map_err(|err| LocalError::Setup(format!("cannot open the local database: {err}")))?;
+    let blobs: Arc<dyn ObjectStore> = Arc::new(
+        DirObjectStore::open(&state_dir.join("blobs"))
+            .map_err(|err| LocalError::Setup(format!("cannot open the blob store: {err}")))?,
+    );
+    let inner_sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
+    let sessions: Arc<dyn SessionStore> =
+        Arc::new(OffloadingSessionStore::new(inner_sessions, blobs, "sessions/"));
+    let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
+    let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db));
+
+    let stores = Arc::new(store_factory(&options.config).await);
+    let skills = Arc::new(
+        SkillsService::new(options.config.clone(), &stores)
+            .map_err(|err| LocalError::Setup(err.to_string()))?,
+    );
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|err| LocalError::Setup(err.to_string()))?;
+    let outbox = ChannelOutbox::new().with_channel(
+        clawless_channels::generic::CHANNEL_ID,
+        Arc::new(HttpReplySender::new(client, reply_url, secret.as_bytes())),
+    );
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let bins = declared_bins(&skills).await;
+    let turns = Arc::new(TurnService::new(TurnDeps {
+        skills: Arc::clone(&skills),
+        stores,
+        sessions,
+        model: options.model,
+        outbox: Arc::new(outbox),
+        web: web_fetcher(),
+        clock: Arc::clone(&clock),
+        eligibility: local_context(bins.iter().map(String::as_str)),
+        home_dirs: std::env::var("HOME").map(|home| vec![home]).unwrap_or_default(),
+        host: HostFacts {
+            host: Some("local".to_owned()),
+            os: Some(std::env::consts::OS.to_owned()),
+            arch: Some(std::env::consts::ARCH.to_owned()),
+        },
+    }));
+    let ingress = Arc::new(Ingress {
+        inbox,
+        queue: Arc::clone(&queue),
+        generic: Some(GenericChannel {
+            secret: Arc::from(secret.as_bytes()),
+            owners: generic_config.owners.clone(),
+        }),
+        agent_id: crate::config::DEFAULT_AGENT_ID.to_owned(),
+        dm_scope: options.config.session.dm_scope,
+        clock,
+    });
+    let replies = LocalReplies::new(secret.as_bytes());
+    let app = webhook_router(ingress)
+        .merge(skills_bins_router(skills, Arc::new(OpenNodeAccess)))
+        .merge(replies.clone().router());
+    let server = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::error!(error = ?err, "local server stopped");
+        }
+    });
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let worker = {
+        let turns = Arc::clone(&turns);
+        let stop = Arc::clone(&stop);
+        tokio::spawn(async move {
+            run_worker(turns, queue, async move { stop.notified().await }).await;
+        })
+    };
+    tracing::info!(%addr, state = %state_dir.display(), "clawless local is listening");
+    Ok(RunningLocal {
+        addr,
+        turns,
+        replies,
+        server,
+        worker,
+        stop,
+    })
+}
+
+/// The binaries the loaded skills declare, to probe on this machine's PATH.
+async fn declared_bins(skills: &SkillsService) -> Vec<String> {
+    match skills.bins().await {
+        Ok(bins) => bins,
+        Err(err) => {
+            tracing::warn!(error = %err, "skills could not be loaded to probe their binaries");
+            Vec::new()
+        }
+    }
+}
+
+/// A store factory; the AWS SDK is only set up when the config names an `s3://` location,
+/// so purely local use never touches AWS configuration.
+async fn store_factory(config: &ClawlessConfig) -> StoreFactory {
+    let skills = &config.skills;
+    let mut locations = skills
+        .bundled
+        .iter()
+        .chain(&skills.managed)
+        .chain(&skills.extra)
+        .chain(&config.agents.defaults.workspace)
+        .chain(config.agents.list.iter().filter_map(|agent| agent.workspace.as_ref()));
+    if locations.any(|location| location.trim().starts_with("s3://")) {
+        StoreFactory::with_s3_client(crate::aws_env::s3_client_from_env().await)
+    } else {
+        StoreFactory::new(|| unreachable!("no s3:// location is configured in local mode"))
+    }
+}
+
+/// The `web_fetch` backend, or none (the tool is then not offered) if it cannot be built.
+fn web_fetcher() -> Option<Arc<dyn clawless_core::tools::WebFetcher>> {
+    match crate::web_fetcher::HttpWebFetcher::new() {
+        Ok(fetcher) => Some(Arc::new(fetcher)),
+        Err(err) => {
+            tracing::warn!(error = %err, "web_fetch disabled");
+            None
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Local mode end to end: a signed message to `POST /webhook/generic` → the model (a scripted
+//! server speaking the Anthropic Messages format) sees the skills block and only the allowed
+//! tools → it reads a SKILL.md through `read` → it answers → the signed reply reaches
+//! `reply_url`. Everything but the model is the real system: HTTP routes, SQLite, directories.
+
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use clawless_channels::sign;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::local_mode::{LocalOptions, start_local};
+use serde_json::json;
+use support::{Fixture, ReplyReceiver, SECRET, anthropic_text, anthropic_tool_use};
+
+const MESSAGES: &str = "/v1/messages";
+
+fn message(id: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "message_id": id, "chat_id": "chat-1", "sender_id": "user-1",
+        "text": text, "chat_type": "direct"
+    }))
+    .unwrap()
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: Vec<u8>, signature: Option<String>) -> (u16, serde_json::Value) {
+    let mut request = client.post(url).header("content-type", "application/json").body(body);
+    if let Some(signature) = signature {
+        request = request.header("x-clawless-signature", signature);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_is_answered_after_the_model_reads_a_skill() {
+    // GIVEN a local system whose model reads the weather skill, then answers
+    let fixture = Fixture::new();
+    let model_server = ScriptedServer::start().await;
+    let location = fixture.skill_location();
+    model_server.push(MESSAGES, ScriptedReply::json(anthropic_tool_use("toolu_1", "read", json!({"path": location}))));
+    model_server.push(MESSAGES, ScriptedReply::json(anthropic_text("It is sunny in Paris.")));
+    let receiver = ReplyReceiver::start().await;
+    let yaml = fixture.config_yaml(&model_server.base_url(), &receiver.url);
+    let config = ClawlessConfig::from_yaml(&yaml, "test").unwrap();
+    let model = clawless_llm::build_model(&config.models, &|_| None).unwrap();
+    let running = start_local(LocalOptions {
+        config,
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model,
+    })
+    .await
+    .unwrap();
+    let webhook = format!("http://{}/webhook/generic", running.addr);
+    let client = reqwest::Client::new();
+
+    // WHEN a signed message arrives
+    let body = message("m-1", "What's the weather in Paris?");
+    let signature = sign(SECRET.as_bytes(), &body);
+    let (status, answer) = post(&client, &webhook, body.clone(), Some(signature.clone())).await;
+    assert_eq!(status, 202, "{answer}");
+
+    // THEN the reply reaches reply_url, signed, once
+    let posted = receiver.wait_for(1, Duration::from_secs(30)).await;
+    assert_eq!(posted.len(), 1, "one reply");
+    assert!(posted[0].signature_ok, "the reply is signed with the channel secret");
+    assert_eq!(posted[0].body["text"], "It is sunny in Paris.");
+    assert_eq!(posted[0].body["chat_id"], "chat-1");
+    assert_eq!(posted[0].idempotency_key, posted[0].body["reply_id"].as_str().unwrap());
+
+    // AND the model saw the skills block and only the allowed tools
+    let requests = model_server.requests_to(MESSAGES);
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0].body;
+    let system: String = first["system"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| block["text"].as_str().unwrap_or_default())
+        .collect();
+    assert!(system.contains("<available_skills>"), "{system}");
+    assert!(system.contains("<name>weather</name>"));
+    assert!(system.contains(&format!("<location>{location}</location>")));
+    assert!(system.contains("Be brief and friendly."), "AGENTS.md is injected");
+    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"read"));
+    assert!(!tools.contains(&"write"), "denied by policy: {tools:?}");
+    assert!(!tools.contains(&"web_fetch"), "denied by policy: {tools:?}");
+    // AND the second call carried the SKILL.md content as the read result
+    let second = requests[1].body.to_string();
+    assert!(second.contains("tool_result"), "{second}");
+    assert!(second.contains("Ask wttr.in for the forecast."), "{second}");
+
+    // AND a redelivered message is a duplicate; bad signatures and bodies are refused
+    let (status, answer) = post(&client, &webhook, body.clone(), Some(signature)).await;
+    assert_eq!((status, answer["duplicate"].as_bool()), (200, Some(true)));
+    let (status, _) = post(&client, &webhook, body.clone(), None).await;
+    assert_eq!(status, 401);
+    let forged = sign(b"wrong-secret", &body);
+    let (status, _) = post(&client, &webhook, message("m-2", "hi"), Some(forged)).await;
+    assert_eq!(status, 401);
+    let junk = b"{\"message_id\": 3}".to_vec();
+    let junk_signature = sign(SECRET.as_bytes(), &junk);
+    let (status, answer) = post(&client, &webhook, junk, Some(junk_signature)).await;
+    assert_eq!(status, 400);
+    assert!(answer["error"].as_str().unwrap().contains("message_id"), "{answer}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.posted().len(), 1, "nothing was sent twice");
+    assert_eq!(model_server.requests_to(MESSAGES).len(), 2, "the duplicate never reached the model");
+    running.stop().await;
+}
