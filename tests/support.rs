@@ -71,19 +71,80 @@ impl LambdaWatch {
     /// GETs `path` of function `name` through its function URL, waiting up to `patience`
     /// for the first build; returns status and body.
     pub fn get(&mut self, name: &str, path: &str, patience: Duration) -> (u16, String) {
+        let request = HttpRequest {
+            method: "GET",
+            path: format!("/lambda-url/{name}{path}"),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        self.send(&request, patience)
+    }
+
+    /// POSTs `body` with `headers` to `path` of function `name` through its function URL,
+    /// waiting up to `patience` for the first build; returns status and body.
+    ///
+    /// A request is sent again only when no answer came, so warm a function up with a
+    /// request without side effects before relying on one being sent exactly once.
+    pub fn post(
+        &mut self,
+        name: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        patience: Duration,
+    ) -> (u16, String) {
+        let request = HttpRequest {
+            method: "POST",
+            path: format!("/lambda-url/{name}{path}"),
+            headers: headers
+                .iter()
+                .map(|(header, value)| ((*header).to_owned(), (*value).to_owned()))
+                .collect(),
+            body: body.to_vec(),
+        };
+        self.send(&request, patience)
+    }
+
+    /// Invokes function `name` with a raw event (as the Lambda `Invoke` API does, e.g. an
+    /// SQS batch), waiting up to `patience` for the first build; returns status and the
+    /// function's response.
+    pub fn invoke(
+        &mut self,
+        name: &str,
+        payload: &serde_json::Value,
+        patience: Duration,
+    ) -> (u16, String) {
+        let request = HttpRequest {
+            method: "POST",
+            path: format!("/2015-03-31/functions/{name}/invocations"),
+            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            body: payload.to_string().into_bytes(),
+        };
+        self.send(&request, patience)
+    }
+
+    fn send(&mut self, request: &HttpRequest, patience: Duration) -> (u16, String) {
         let deadline = Instant::now() + patience;
-        let request_path = format!("/lambda-url/{name}{path}");
         loop {
             if let Some(status) = self.child.try_wait().expect("poll cargo lambda") {
                 panic!("cargo lambda watch exited ({status}):\n{}", self.log_tail());
             }
-            match http_get(self.port, &request_path) {
+            // The first call to a function waits for its build: allow it the whole patience.
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(30));
+            match http_request(self.port, request, wait) {
                 Ok(answer) => return answer,
                 // Not listening yet, or still building: try again until the deadline.
                 Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(500))
                 }
-                Err(err) => panic!("no answer from {request_path}: {err}\n{}", self.log_tail()),
+                Err(err) => panic!(
+                    "no answer from {} {}: {err}\n{}",
+                    request.method,
+                    request.path,
+                    self.log_tail()
+                ),
             }
         }
     }
@@ -117,14 +178,51 @@ impl Drop for LambdaWatch {
     }
 }
 
+/// One HTTP/1.1 request for [`http_request`].
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// `GET`, `POST`, …
+    pub method: &'static str,
+    /// Path and query.
+    pub path: String,
+    /// Extra headers (`Host`, `Connection` and `Content-Length` are added).
+    pub headers: Vec<(String, String)>,
+    /// Body bytes (may be empty).
+    pub body: Vec<u8>,
+}
+
 /// A minimal HTTP/1.1 GET on 127.0.0.1; `Err` until something answers with a status line.
 pub fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let request = HttpRequest {
+        method: "GET",
+        path: path.to_owned(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    http_request(port, &request, Duration::from_secs(300))
+}
+
+/// A minimal HTTP/1.1 request on 127.0.0.1, waiting up to `read_timeout` for the answer;
+/// `Err` until something answers with a status line.
+pub fn http_request(
+    port: u16,
+    request: &HttpRequest,
+    read_timeout: Duration,
+) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(300)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )?;
+    stream.set_read_timeout(Some(read_timeout))?;
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        request.method,
+        request.path,
+        request.body.len()
+    );
+    for (name, value) in &request.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&request.body)?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
