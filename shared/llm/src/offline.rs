@@ -172,10 +172,16 @@ fn unescape_xml(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// Words too common to say which skill a message is about.
+const STOP_WORDS: [&str; 16] = [
+    "the", "and", "for", "with", "you", "are", "what", "whats", "this", "that", "how", "can",
+    "please", "about", "from", "when",
+];
+
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| word.chars().count() >= 3)
-        .map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(|word| word.replace('\'', "").to_lowercase())
+        .filter(|word| word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()))
         .collect()
 }
 
@@ -184,12 +190,13 @@ fn best_skill<'a>(skills: &'a [ListedSkill], said: &str) -> Option<&'a ListedSki
     let said = words(said);
     let mut best: Option<(&ListedSkill, usize)> = None;
     for skill in skills {
-        let own = words(&format!(
-            "{} {}",
-            skill.name.replace('-', " "),
-            skill.description
-        ));
-        let score = said.iter().filter(|word| own.contains(word)).count();
+        let own = words(&skill.description);
+        let name = words(&skill.name.replace('-', " "));
+        // A word naming the skill counts more than one merely in its description.
+        let score: usize = said
+            .iter()
+            .map(|word| 3 * usize::from(name.contains(word)) + usize::from(own.contains(word)))
+            .sum();
         if best.is_none_or(|(_, top)| score > top) {
             best = Some((skill, score));
         }
@@ -270,10 +277,24 @@ mod tests {
             Some("git-helper")
         );
         assert_eq!(
+            best_skill(&skills, "What's the weather in Paris?").map(|s| s.name.as_str()),
+            Some("weather")
+        );
+        assert_eq!(
             best_skill(&skills, "hello there").map(|s| s.name.as_str()),
             Some("weather")
         );
         assert_eq!(best_skill(&[], "hello"), None);
+    }
+
+    #[test]
+    fn a_skill_named_by_the_message_beats_one_sharing_common_words() {
+        let prompt = "<available_skills>\n  <skill>\n    <name>summarize-url</name>\n    <description>Says what the page at a link is about</description>\n    <location>/s/summarize-url/SKILL.md</location>\n  </skill>\n  <skill>\n    <name>weather</name>\n    <description>Gets the current weather</description>\n    <location>/s/weather/SKILL.md</location>\n  </skill>\n</available_skills>";
+        let skills = listed_skills(prompt);
+        assert_eq!(
+            best_skill(&skills, "What's the weather in Paris?").map(|s| s.name.as_str()),
+            Some("weather")
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use clawless_core::system_prompt::{PromptMode, RuntimeLine, SystemPromptParams, 
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
+use clawless_core::turn::events::{ChatRef, SessionEvent, TurnEvent, dedup_token};
 use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
 use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
 
@@ -201,7 +201,13 @@ impl TurnService {
                 .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
         };
         let engine = TurnEngine::new(settings);
-        let incoming = self.prepare(&agent.id, &event.event).await?;
+        let Some(incoming) = self
+            .prepare(&agent.id, &event.event, state.meta.chat.as_ref())
+            .await?
+        else {
+            tracing::info!(session = %key, "heartbeat for a session with no chat yet; skipped");
+            return Ok(TurnReport::default());
+        };
         let acceptance = engine.accept(&mut state, incoming, now);
         let mut report = TurnReport {
             acceptance: Some(format!("{acceptance:?}")),
@@ -211,12 +217,16 @@ impl TurnService {
             tracing::info!(session = %key, "event already handled; resuming");
         }
         let mut context: Option<TurnContext> = None;
-        let mut routing: Option<ToolRouting> = None;
+        // Tool policy depends on the sender (owner-only tools), so it is resolved per turn.
+        let mut routing: Option<(u64, ToolRouting)> = None;
         loop {
-            if routing.is_none() {
-                routing = Some(self.routing(&agent.id, state.meta.sender_is_owner));
+            let turn = state.meta.turn;
+            if routing.as_ref().is_none_or(|(resolved_for, _)| *resolved_for != turn) {
+                routing = Some((turn, self.routing(&agent.id, state.meta.sender_is_owner)));
             }
-            let current_routing = routing.as_ref().map_or_else(ToolRouting::default, Clone::clone);
+            let current_routing = routing
+                .as_ref()
+                .map_or_else(ToolRouting::default, |(_, routing)| routing.clone());
             let effect = engine.next(&mut state, &current_routing, self.deps.clock.now_ms());
             match effect {
                 Effect::Persist => {
@@ -281,8 +291,14 @@ impl TurnService {
     }
 
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).
-    async fn prepare(&self, agent_id: &str, event: &TurnEvent) -> Result<Incoming, TurnError> {
-        Ok(match event {
+    /// Heartbeats are answered in the session's latest chat; `None` when there is none yet.
+    async fn prepare(
+        &self,
+        agent_id: &str,
+        event: &TurnEvent,
+        last_chat: Option<&ChatRef>,
+    ) -> Result<Option<Incoming>, TurnError> {
+        Ok(Some(match event {
             TurnEvent::Inbound(message) => {
                 let mut prepared = PreparedMessage::plain(message.clone());
                 let body = normalize_command_body(&message.text, None);
@@ -317,10 +333,8 @@ impl TurnService {
                 decision: *decision,
             },
             TurnEvent::Heartbeat { heartbeat_id, prompt } => {
-                let chat = clawless_core::turn::events::ChatRef {
-                    channel: "heartbeat".to_owned(),
-                    chat_id: heartbeat_id.clone(),
-                    chat_type: clawless_core::session::key::ChatType::Direct,
+                let Some(chat) = last_chat.cloned() else {
+                    return Ok(None);
                 };
                 let message = clawless_core::turn::events::InboundMessage {
                     message_id: format!("heartbeat:{heartbeat_id}"),
@@ -333,7 +347,7 @@ impl TurnService {
                 prepared.heartbeat = true;
                 Incoming::Message(Box::new(prepared))
             }
-        })
+        }))
     }
 
     /// The tools offered this turn: built-ins that pass every policy layer.
