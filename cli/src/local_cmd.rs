@@ -10,7 +10,9 @@ use anyhow::{Context, bail};
 use clap::Args;
 use clawless_channels::{SIGNATURE_HEADER, sign};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::local_mode::{DEFAULT_PORT, LocalOptions, RunningLocal, local_secret, start_local};
+use clawless_runtime::local_mode::{
+    DEFAULT_PORT, LocalOptions, RunningLocal, local_secret, start_local,
+};
 use clawless_runtime::local_replies::ReceivedReply;
 use clawless_runtime::sources::looks_like_skills_dir;
 
@@ -78,7 +80,10 @@ async fn start(args: &LocalArgs) -> anyhow::Result<RunningLocal> {
              (set ANTHROPIC_API_KEY or OPENAI_API_KEY for real answers)"
         );
     }
-    eprintln!("clawless local: listening on http://{} (model {label})", running.addr);
+    eprintln!(
+        "clawless local: listening on http://{} (model {label})",
+        running.addr
+    );
     Ok(running)
 }
 
@@ -104,7 +109,12 @@ pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
         .no_proxy()
         .build()
         .context("HTTP client")?;
-    let spawned = if client.get(format!("{base}/local/replies/{}", args.chat_id)).send().await.is_ok() {
+    let spawned = if client
+        .get(format!("{base}/local/replies/{}", args.chat_id))
+        .send()
+        .await
+        .is_ok()
+    {
         None
     } else if args.spawn_local {
         Some(start(&args.local).await?)
@@ -120,10 +130,16 @@ pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn chat(client: &reqwest::Client, base: &str, args: &ChatArgs) -> anyhow::Result<ReceivedReply> {
+async fn chat(
+    client: &reqwest::Client,
+    base: &str,
+    args: &ChatArgs,
+) -> anyhow::Result<ReceivedReply> {
     let secret = local_secret(&args.local.state_dir)?;
     let seen = replies(client, base, &args.chat_id, 0, 0).await?.len();
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let body = serde_json::to_vec(&serde_json::json!({
         "message_id": format!("chat-{nanos}"),
         "chat_id": args.chat_id,
@@ -151,7 +167,11 @@ async fn chat(client: &reqwest::Client, base: &str, args: &ChatArgs) -> anyhow::
             bail!("no reply within {} s", args.timeout);
         }
         let wait = remaining.as_secs().clamp(1, 20);
-        if let Some(reply) = replies(client, base, &args.chat_id, seen, wait).await?.into_iter().next() {
+        if let Some(reply) = replies(client, base, &args.chat_id, seen, wait)
+            .await?
+            .into_iter()
+            .next()
+        {
             return Ok(reply);
         }
     }
@@ -165,7 +185,9 @@ async fn replies(
     wait: u64,
 ) -> anyhow::Result<Vec<ReceivedReply>> {
     let response = client
-        .get(format!("{base}/local/replies/{chat_id}?after={after}&wait={wait}"))
+        .get(format!(
+            "{base}/local/replies/{chat_id}?after={after}&wait={wait}"
+        ))
         .send()
         .await
         .context("polling for the reply")?;

@@ -61,7 +61,9 @@ impl GenericMessage {
                 return Err(ParseError(format!("{field} must not be empty")));
             }
             if value.len() > MAX_ID_BYTES {
-                return Err(ParseError(format!("{field} is longer than {MAX_ID_BYTES} bytes")));
+                return Err(ParseError(format!(
+                    "{field} is longer than {MAX_ID_BYTES} bytes"
+                )));
             }
             if value.chars().any(char::is_control) {
                 return Err(ParseError(format!("{field} contains control characters")));
@@ -71,7 +73,9 @@ impl GenericMessage {
             return Err(ParseError("text must not be empty".to_owned()));
         }
         if message.text.len() > MAX_TEXT_BYTES {
-            return Err(ParseError(format!("text is longer than {MAX_TEXT_BYTES} bytes")));
+            return Err(ParseError(format!(
+                "text is longer than {MAX_TEXT_BYTES} bytes"
+            )));
         }
         Ok(message)
     }
@@ -96,7 +100,8 @@ impl GenericMessage {
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#;
+    const GOOD: &str =
+        r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#;
 
     #[test]
     fn a_well_formed_body_parses() {
@@ -112,14 +117,38 @@ mod tests {
             ("", "invalid body"),
             ("[]", "invalid body"),
             ("{", "invalid body"),
-            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi"}"#, "chat_type"),
-            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"channel"}"#, "chat_type"),
-            (r#"{"message_id":1,"chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "message_id"),
-            (r#"{"message_id":" ","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "message_id must not be empty"),
-            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"  ","chat_type":"direct"}"#, "text must not be empty"),
-            (r#"{"message_id":"m1","chat_id":"c\n1","sender_id":"u1","text":"hi","chat_type":"direct"}"#, "control"),
-            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct","x":1}"#, "unknown field"),
-            (r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"} trailing"#, "invalid body"),
+            (
+                r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi"}"#,
+                "chat_type",
+            ),
+            (
+                r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"channel"}"#,
+                "chat_type",
+            ),
+            (
+                r#"{"message_id":1,"chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#,
+                "message_id",
+            ),
+            (
+                r#"{"message_id":" ","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}"#,
+                "message_id must not be empty",
+            ),
+            (
+                r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"  ","chat_type":"direct"}"#,
+                "text must not be empty",
+            ),
+            (
+                r#"{"message_id":"m1","chat_id":"c\n1","sender_id":"u1","text":"hi","chat_type":"direct"}"#,
+                "control",
+            ),
+            (
+                r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct","x":1}"#,
+                "unknown field",
+            ),
+            (
+                r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"} trailing"#,
+                "invalid body",
+            ),
         ];
         for (body, expected) in cases {
             let err = GenericMessage::parse(body.as_bytes()).unwrap_err();
@@ -129,6 +158,11 @@ mod tests {
             r#"{{"message_id":"{}","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}}"#,
             "m".repeat(MAX_ID_BYTES + 1)
         );
-        assert!(GenericMessage::parse(long.as_bytes()).unwrap_err().0.contains("longer"));
+        assert!(
+            GenericMessage::parse(long.as_bytes())
+                .unwrap_err()
+                .0
+                .contains("longer")
+        );
     }
 }

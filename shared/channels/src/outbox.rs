@@ -93,7 +93,10 @@ impl Outbox for HttpReplySender {
             tracing::info!(reply_id = %reply.reply_id, status = status.as_u16(), "reply delivered");
             Ok(())
         } else {
-            Err(failed(format!("POST {} answered HTTP {status}", self.reply_url)))
+            Err(failed(format!(
+                "POST {} answered HTTP {status}",
+                self.reply_url
+            )))
         }
     }
 }

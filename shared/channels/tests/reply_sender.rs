@@ -23,14 +23,19 @@ async fn receiver(status: StatusCode) -> (String, Received) {
         post(move |headers: HeaderMap, body: Bytes| {
             let sink = Arc::clone(&sink);
             async move {
-                sink.lock().unwrap().push((headers, body));
+                sink.lock().expect("test fixture").push((headers, body));
                 status
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/replies", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("test fixture");
+    let url = format!(
+        "http://{}/replies",
+        listener.local_addr().expect("test fixture")
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("test fixture") });
     (url, received)
 }
 
@@ -50,13 +55,18 @@ fn reply() -> OutboundReply {
 async fn a_reply_is_posted_signed_with_its_id() {
     let (url, received) = receiver(StatusCode::OK).await;
     let sender = HttpReplySender::new(reqwest::Client::new(), url, b"secret");
-    sender.send(&reply()).await.unwrap();
-    let received = received.lock().unwrap();
+    sender.send(&reply()).await.expect("test fixture");
+    let received = received.lock().expect("test fixture");
     let (headers, body) = &received[0];
-    let signature = headers.get("x-clawless-signature").and_then(|v| v.to_str().ok());
+    let signature = headers
+        .get("x-clawless-signature")
+        .and_then(|v| v.to_str().ok());
     assert_eq!(verify(b"secret", body, signature), Ok(()));
-    assert_eq!(headers.get("idempotency-key").unwrap(), "s1-1-2");
-    let json: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(
+        headers.get("idempotency-key").expect("test fixture"),
+        "s1-1-2"
+    );
+    let json: serde_json::Value = serde_json::from_slice(body).expect("test fixture");
     assert_eq!(json["reply_id"], "s1-1-2");
     assert_eq!(json["chat_id"], "c1");
     assert_eq!(json["chat_type"], "group");

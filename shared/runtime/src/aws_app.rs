@@ -12,11 +12,13 @@ use axum::Router;
 use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore, SqsTurnQueue};
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::object_store::ObjectStore;
-use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::SessionStore;
+use clawless_core::session::offload::OffloadingSessionStore;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, GENERIC_SECRET_ENV, deployment_config};
+use crate::config::{
+    ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, GENERIC_SECRET_ENV, deployment_config,
+};
 use crate::ingress::{GenericChannel, Ingress, webhook_router};
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
@@ -46,7 +48,9 @@ pub enum AwsAppError {
 }
 
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.trim().is_empty())
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
 }
 
 fn required(name: &'static str) -> Result<String, AwsAppError> {
@@ -140,7 +144,8 @@ impl AwsApp {
     pub async fn turn_service(&self) -> Result<TurnService, AwsAppError> {
         let table = required(TABLE_ENV)?;
         let blob_bucket = required(BLOB_BUCKET_ENV)?;
-        let blobs: Arc<dyn ObjectStore> = Arc::new(S3ObjectStore::new(self.s3.clone(), blob_bucket));
+        let blobs: Arc<dyn ObjectStore> =
+            Arc::new(S3ObjectStore::new(self.s3.clone(), blob_bucket));
         let inner: Arc<dyn SessionStore> =
             Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
         let sessions: Arc<dyn SessionStore> =

@@ -74,9 +74,7 @@ impl IntoResponse for IngressOutcome {
                 Json(json!({ "accepted": true, "session": session_key })),
             )
                 .into_response(),
-            Self::Duplicate => {
-                (StatusCode::OK, Json(json!({ "duplicate": true }))).into_response()
-            }
+            Self::Duplicate => (StatusCode::OK, Json(json!({ "duplicate": true }))).into_response(),
             Self::Unauthorized(reason) => {
                 (StatusCode::UNAUTHORIZED, Json(json!({ "error": reason }))).into_response()
             }
@@ -134,7 +132,7 @@ impl Ingress {
             Ok(message) => message,
             Err(err) => return IngressOutcome::BadRequest(err.0),
         };
-        let owner = generic.owners.iter().any(|id| *id == message.sender_id);
+        let owner = generic.owners.contains(&message.sender_id);
         let inbound = message.into_inbound(owner);
         let session_key = SessionKey::for_chat(
             &self.agent_id,

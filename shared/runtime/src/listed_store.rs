@@ -36,7 +36,10 @@ impl ObjectCache {
         if objects.len() >= MAX_CACHED_OBJECTS {
             objects.clear();
         }
-        objects.insert((identity.to_owned(), object.meta.key.clone()), object.clone());
+        objects.insert(
+            (identity.to_owned(), object.meta.key.clone()),
+            object.clone(),
+        );
     }
 }
 

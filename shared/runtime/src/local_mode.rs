@@ -122,7 +122,9 @@ pub struct RunningLocal {
 
 impl std::fmt::Debug for RunningLocal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunningLocal").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("RunningLocal")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -176,15 +178,18 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         .clone()
         .unwrap_or_else(|| format!("http://{addr}/local/replies"));
 
-    let db = SqliteDb::open(&state_dir.join("clawless.db"))
+    let db = SqliteDb::open(state_dir.join("clawless.db"))
         .map_err(|err| LocalError::Setup(format!("cannot open the local database: {err}")))?;
     let blobs: Arc<dyn ObjectStore> = Arc::new(
-        DirObjectStore::open(&state_dir.join("blobs"))
+        DirObjectStore::open(state_dir.join("blobs"))
             .map_err(|err| LocalError::Setup(format!("cannot open the blob store: {err}")))?,
     );
     let inner_sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
-    let sessions: Arc<dyn SessionStore> =
-        Arc::new(OffloadingSessionStore::new(inner_sessions, blobs, "sessions/"));
+    let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
+        inner_sessions,
+        blobs,
+        "sessions/",
+    ));
     let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
     let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db));
 
@@ -211,7 +216,9 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         web: web_fetcher(),
         clock: Arc::clone(&clock),
         eligibility: local_context(bins.iter().map(String::as_str)),
-        home_dirs: std::env::var("HOME").map(|home| vec![home]).unwrap_or_default(),
+        home_dirs: std::env::var("HOME")
+            .map(|home| vec![home])
+            .unwrap_or_default(),
         host: HostFacts {
             host: Some("local".to_owned()),
             os: Some(std::env::consts::OS.to_owned()),
@@ -278,7 +285,13 @@ async fn store_factory(config: &ClawlessConfig) -> StoreFactory {
         .chain(&skills.managed)
         .chain(&skills.extra)
         .chain(&config.agents.defaults.workspace)
-        .chain(config.agents.list.iter().filter_map(|agent| agent.workspace.as_ref()));
+        .chain(
+            config
+                .agents
+                .list
+                .iter()
+                .filter_map(|agent| agent.workspace.as_ref()),
+        );
     if locations.any(|location| location.trim().starts_with("s3://")) {
         StoreFactory::with_s3_client(crate::aws_env::s3_client_from_env().await)
     } else {

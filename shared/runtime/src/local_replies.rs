@@ -105,14 +105,22 @@ async fn receive(State(replies): State<LocalReplies>, headers: HeaderMap, body: 
         .get(SIGNATURE_HEADER)
         .map(|value| value.to_str().unwrap_or(""));
     if let Err(err) = verify(&replies.secret, &body, signature) {
-        return (StatusCode::UNAUTHORIZED, Json(json!({ "error": err.to_string() }))).into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({ "error": err.to_string() })),
+        )
+            .into_response();
     }
     match serde_json::from_slice::<PostedReply>(&body) {
         Ok(reply) => {
             let fresh = replies.record(reply);
             (StatusCode::OK, Json(json!({ "duplicate": !fresh }))).into_response()
         }
-        Err(err) => (StatusCode::BAD_REQUEST, Json(json!({ "error": err.to_string() }))).into_response(),
+        Err(err) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "error": err.to_string() })),
+        )
+            .into_response(),
     }
 }
 

@@ -110,7 +110,9 @@ impl SkillsService {
         prefix: &str,
     ) -> Option<Arc<clawless_core::object_store::Listing>> {
         let agent = self.agent(agent_id).ok()?;
-        self.loaders.get(&agent.id)?.recent_listing(identity, prefix)
+        self.loaders
+            .get(&agent.id)?
+            .recent_listing(identity, prefix)
     }
 
     /// `skills.bins`: the binaries declared by every agent's skills, sorted.

@@ -24,7 +24,9 @@ use clawless_core::system_prompt::bootstrap::{
     BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
     build_bootstrap_context_files, load_bootstrap_files,
 };
-use clawless_core::system_prompt::{PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt};
+use clawless_core::system_prompt::{
+    PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
+};
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
@@ -178,8 +180,9 @@ impl TurnService {
 
     /// Processes one event for its session until the turn waits or is done.
     pub async fn handle(&self, event: &SessionEvent) -> Result<TurnReport, TurnError> {
-        let key = SessionKey::parse(&event.session_key)
-            .ok_or_else(|| TurnError::BadEvent(format!("bad session key {:?}", event.session_key)))?;
+        let key = SessionKey::parse(&event.session_key).ok_or_else(|| {
+            TurnError::BadEvent(format!("bad session key {:?}", event.session_key))
+        })?;
         let agent = self
             .config()
             .agent(&event.agent_id)
@@ -221,7 +224,10 @@ impl TurnService {
         let mut routing: Option<(u64, ToolRouting)> = None;
         loop {
             let turn = state.meta.turn;
-            if routing.as_ref().is_none_or(|(resolved_for, _)| *resolved_for != turn) {
+            if routing
+                .as_ref()
+                .is_none_or(|(resolved_for, _)| *resolved_for != turn)
+            {
                 routing = Some((turn, self.routing(&agent.id, state.meta.sender_is_owner)));
             }
             let current_routing = routing
@@ -237,24 +243,40 @@ impl TurnService {
                 }
                 Effect::CallModel => {
                     if context.is_none() {
-                        context = Some(self.turn_context(&agent.id, &mut state, &current_routing).await?);
+                        context = Some(
+                            self.turn_context(&agent.id, &mut state, &current_routing)
+                                .await?,
+                        );
                     }
-                    let Some(ctx) = context.as_ref() else { continue };
+                    let Some(ctx) = context.as_ref() else {
+                        continue;
+                    };
                     report.model_calls += 1;
                     match self.call_model(ctx, &state).await {
                         Ok(response) => {
-                            engine.record_model_response(&mut state, response, self.deps.clock.now_ms());
+                            engine.record_model_response(
+                                &mut state,
+                                response,
+                                self.deps.clock.now_ms(),
+                            );
                         }
                         Err(err) if err.is_retryable() => return Err(err.into()),
                         Err(err) => {
                             tracing::error!(error = ?err, session = %key, "model call failed");
-                            engine.record_model_failure(&mut state, &err.to_string(), self.deps.clock.now_ms());
+                            engine.record_model_failure(
+                                &mut state,
+                                &err.to_string(),
+                                self.deps.clock.now_ms(),
+                            );
                         }
                     }
                 }
                 Effect::RunTool(call) => {
                     if context.is_none() {
-                        context = Some(self.turn_context(&agent.id, &mut state, &current_routing).await?);
+                        context = Some(
+                            self.turn_context(&agent.id, &mut state, &current_routing)
+                                .await?,
+                        );
                     }
                     let output = match (self.tools.get(&call.name), context.as_ref()) {
                         (Some(tool), Some(ctx)) => {
@@ -303,7 +325,11 @@ impl TurnService {
                 let mut prepared = PreparedMessage::plain(message.clone());
                 let body = normalize_command_body(&message.text, None);
                 if may_be_skill_command(&body) {
-                    let specs = self.deps.skills.commands(agent_id, &self.deps.eligibility).await?;
+                    let specs = self
+                        .deps
+                        .skills
+                        .commands(agent_id, &self.deps.eligibility)
+                        .await?;
                     if let Some(invocation) = resolve_skill_command(&body, &specs) {
                         match dispatched_tool_call(&invocation) {
                             Some(call) => {
@@ -323,16 +349,28 @@ impl TurnService {
                 }
                 Incoming::Message(Box::new(prepared))
             }
-            TurnEvent::ToolResult { call_id, text, is_error } => Incoming::ToolResult {
+            TurnEvent::ToolResult {
+                call_id,
+                text,
+                is_error,
+            } => Incoming::ToolResult {
                 call_id: call_id.clone(),
-                output: ToolOutput { text: text.clone(), is_error: *is_error },
+                output: ToolOutput {
+                    text: text.clone(),
+                    is_error: *is_error,
+                },
             },
-            TurnEvent::ToolTimeout { call_id } => Incoming::ToolTimeout { call_id: call_id.clone() },
+            TurnEvent::ToolTimeout { call_id } => Incoming::ToolTimeout {
+                call_id: call_id.clone(),
+            },
             TurnEvent::Approval { call_id, decision } => Incoming::Approval {
                 call_id: call_id.clone(),
                 decision: *decision,
             },
-            TurnEvent::Heartbeat { heartbeat_id, prompt } => {
+            TurnEvent::Heartbeat {
+                heartbeat_id,
+                prompt,
+            } => {
                 let Some(chat) = last_chat.cloned() else {
                     return Ok(None);
                 };
@@ -353,7 +391,9 @@ impl TurnService {
     /// The tools offered this turn: built-ins that pass every policy layer.
     fn routing(&self, agent_id: &str, sender_is_owner: bool) -> ToolRouting {
         let model_ref = self.deps.model.model_ref();
-        let (provider, model_id) = model_ref.split_once('/').unwrap_or((model_ref.as_str(), ""));
+        let (provider, model_id) = model_ref
+            .split_once('/')
+            .unwrap_or((model_ref.as_str(), ""));
         let candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
         let agent_tools = self
             .config()
@@ -364,7 +404,8 @@ impl TurnService {
             .and_then(|agent| agent.tools.as_ref());
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
-        let allowed = resolve_allowed_tools(&candidates, &self.config().tools, agent_tools, &context);
+        let allowed =
+            resolve_allowed_tools(&candidates, &self.config().tools, agent_tools, &context);
         for warning in allowed.warnings() {
             tracing::warn!(%warning, "tool policy");
         }
@@ -391,10 +432,11 @@ impl TurnService {
         let workspace = self.workspace(agent_id)?;
         let defaults = &self.config().agents.defaults;
         let kind = BootstrapKind::for_session_key(state.key.as_str());
-        let listing = self
-            .deps
-            .skills
-            .recent_listing(agent_id, &workspace.store.identity(), &workspace.prefix);
+        let listing = self.deps.skills.recent_listing(
+            agent_id,
+            &workspace.store.identity(),
+            &workspace.prefix,
+        );
         let files = match listing {
             Some(listing) => {
                 let listed = ListedStore::new(
@@ -409,7 +451,9 @@ impl TurnService {
         };
         let (context_files, warnings) = build_bootstrap_context_files(
             &files,
-            defaults.bootstrap_max_chars.unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
+            defaults
+                .bootstrap_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
             defaults
                 .bootstrap_total_max_chars
                 .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
@@ -422,7 +466,13 @@ impl TurnService {
         let workspace_dir = workspace.display_root();
         let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
         let heartbeat = state.current_turn_steps().first().is_some_and(|step| {
-            matches!(step.body, clawless_core::turn::state::StepBody::Inbound { heartbeat: true, .. })
+            matches!(
+                step.body,
+                clawless_core::turn::state::StepBody::Inbound {
+                    heartbeat: true,
+                    ..
+                }
+            )
         });
         let runtime = RuntimeLine {
             agent_id: Some(agent_id),
@@ -468,9 +518,16 @@ impl TurnService {
     }
 
     /// Keeps the session's snapshot while it is current, so the prompt stays byte-identical.
-    fn keep_or_replace_snapshot(&self, state: &mut SessionState, fresh: SkillSnapshot) -> SkillSnapshot {
+    fn keep_or_replace_snapshot(
+        &self,
+        state: &mut SessionState,
+        fresh: SkillSnapshot,
+    ) -> SkillSnapshot {
         match &state.meta.skills_snapshot {
-            Some(kept) if kept.fingerprint == fresh.fingerprint && kept.skill_filter == fresh.skill_filter => {
+            Some(kept)
+                if kept.fingerprint == fresh.fingerprint
+                    && kept.skill_filter == fresh.skill_filter =>
+            {
                 kept.clone()
             }
             _ => {
@@ -482,10 +539,11 @@ impl TurnService {
 
     fn workspace(&self, agent_id: &str) -> Result<Workspace, TurnError> {
         let agent = self.deps.skills.agent(agent_id)?;
-        let location = agent
-            .workspace
-            .ok_or_else(|| TurnError::BadEvent(format!("agent {agent_id} has no workspace configured")))?;
-        let uri = SourceUri::parse(&location).map_err(|err| TurnError::BadEvent(err.to_string()))?;
+        let location = agent.workspace.ok_or_else(|| {
+            TurnError::BadEvent(format!("agent {agent_id} has no workspace configured"))
+        })?;
+        let uri =
+            SourceUri::parse(&location).map_err(|err| TurnError::BadEvent(err.to_string()))?;
         let (store, prefix): (Arc<dyn ObjectStore>, String) = self.deps.stores.open(&uri)?;
         Ok(Workspace { store, prefix })
     }
@@ -520,7 +578,12 @@ impl TurnService {
             session_id: state.meta.session_id.clone(),
             agent_id: state.meta.agent_id.clone(),
             model: self.deps.model.model_ref(),
-            channel: state.meta.chat.as_ref().map(|c| c.channel.clone()).unwrap_or_default(),
+            channel: state
+                .meta
+                .chat
+                .as_ref()
+                .map(|c| c.channel.clone())
+                .unwrap_or_default(),
             transcript_steps: state.steps.len() as u64,
             model_calls_this_turn: state.model_calls_this_turn(),
             tokens_in: state.meta.tokens_in,

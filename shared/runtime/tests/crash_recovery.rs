@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::session::key::ChatType;
-use clawless_core::session::{SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession};
+use clawless_core::session::{
+    SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession,
+};
 use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{SessionState, StepBody};
@@ -50,9 +52,16 @@ impl SessionStore for Killable {
         self.inner.load(key).await
     }
 
-    async fn commit(&self, key: &SessionKey, commit: &SessionCommit) -> Result<u64, SessionStoreError> {
+    async fn commit(
+        &self,
+        key: &SessionKey,
+        commit: &SessionCommit,
+    ) -> Result<u64, SessionStoreError> {
         let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
-        let killed = || SessionStoreError::Unavailable { message: format!("killed at commit {n}"), source: None };
+        let killed = || SessionStoreError::Unavailable {
+            message: format!("killed at commit {n}"),
+            source: None,
+        };
         if self.kill == Kill::BeforeCommit(n) {
             return Err(killed());
         }
@@ -81,27 +90,49 @@ struct Run {
 async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
     let fixture = Fixture::new();
     let model_server = ScriptedServer::start().await;
-    model_server.push(MESSAGES, ScriptedReply::json(anthropic_tool_use("toolu_1", "read", json!({"path": fixture.skill_location()}))));
-    model_server.push(MESSAGES, ScriptedReply::json(anthropic_text("It is sunny.")));
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_tool_use(
+            "toolu_1",
+            "read",
+            json!({"path": fixture.skill_location()}),
+        )),
+    );
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("It is sunny.")),
+    );
     let receiver = ReplyReceiver::start().await;
     if refuse_first_reply {
         receiver.refuse_next(1);
     }
-    let config = ClawlessConfig::from_yaml(&fixture.config_yaml(&model_server.base_url(), &receiver.url), "test").unwrap();
+    let config = ClawlessConfig::from_yaml(
+        &fixture.config_yaml(&model_server.base_url(), &receiver.url),
+        "test",
+    )
+    .expect("test fixture");
     let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
-    let skills = Arc::new(SkillsService::new(config.clone(), &stores).unwrap());
-    let db = SqliteDb::open(&fixture.path().join("sessions.db")).unwrap();
+    let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
+    let db = SqliteDb::open(fixture.path().join("sessions.db")).expect("test fixture");
     let sqlite: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-    let sessions = Arc::new(Killable { inner: Arc::clone(&sqlite), kill, commits: AtomicUsize::new(0) });
+    let sessions = Arc::new(Killable {
+        inner: Arc::clone(&sqlite),
+        kill,
+        commits: AtomicUsize::new(0),
+    });
     let outbox = ChannelOutbox::new().with_channel(
         "generic",
-        Arc::new(HttpReplySender::new(reqwest::Client::new(), receiver.url.clone(), SECRET.as_bytes())),
+        Arc::new(HttpReplySender::new(
+            reqwest::Client::new(),
+            receiver.url.clone(),
+            SECRET.as_bytes(),
+        )),
     );
     let turns = TurnService::new(TurnDeps {
         skills,
         stores,
         sessions,
-        model: clawless_llm::build_model(&config.models, &|_| None).unwrap(),
+        model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
         outbox: Arc::new(outbox),
         web: None,
         clock: Arc::new(SystemClock),
@@ -114,7 +145,11 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
         agent_id: "main".to_owned(),
         event: TurnEvent::Inbound(InboundMessage {
             message_id: "m-1".to_owned(),
-            chat: ChatRef { channel: "generic".to_owned(), chat_id: "c-1".to_owned(), chat_type: ChatType::Direct },
+            chat: ChatRef {
+                channel: "generic".to_owned(),
+                chat_id: "c-1".to_owned(),
+                chat_type: ChatType::Direct,
+            },
             sender_id: "u-1".to_owned(),
             text: "Weather?".to_owned(),
             sender_is_owner: true,
@@ -130,9 +165,13 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
         assert!(attempts < 5, "redelivery keeps failing: {outcome:?}");
         outcome = turns.handle(&event).await;
     }
-    let key = SessionKey::parse("agent:main:main").unwrap();
-    let stored = sqlite.load(&key).await.unwrap().unwrap();
-    let state = SessionState::from_stored(key, &stored).unwrap();
+    let key = SessionKey::parse("agent:main:main").expect("test fixture");
+    let stored = sqlite
+        .load(&key)
+        .await
+        .expect("test fixture")
+        .expect("test fixture");
+    let state = SessionState::from_stored(key, &stored).expect("test fixture");
     Run {
         transcript: normalized(&state, fixture.path()),
         model_calls: model_server.requests_to(MESSAGES).len(),
@@ -144,7 +183,7 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
 
 fn normalized(state: &SessionState, dir: &std::path::Path) -> String {
     let bodies: Vec<&StepBody> = state.steps.iter().map(|step| &step.body).collect();
-    let mut text = serde_json::to_string(&bodies).unwrap();
+    let mut text = serde_json::to_string(&bodies).expect("test fixture");
     text = text.replace(&dir.display().to_string(), "<dir>");
     for (index, body) in bodies.iter().enumerate() {
         if let StepBody::Reply { reply_id, .. } = body {
@@ -161,13 +200,27 @@ async fn a_turn_killed_after_each_kind_of_step_resumes_whole_and_sends_once() {
     assert_eq!(clean.model_calls, 2);
     assert_eq!(clean.tools_run, 1);
     assert_eq!(clean.posted.len(), 1);
-    let kinds = ["model call (tool use)", "tool result", "model answer + reply intent", "reply delivered"];
+    let kinds = [
+        "model call (tool use)",
+        "tool result",
+        "model answer + reply intent",
+        "reply delivered",
+    ];
     for (index, kind) in kinds.iter().enumerate() {
         let crashed = run(Kill::AfterCommit(index + 1), false).await;
         assert!(crashed.first_attempt_failed, "killed after {kind}");
-        assert_eq!(crashed.transcript, clean.transcript, "killed after {kind}: transcript");
-        assert_eq!(crashed.model_calls, 2, "killed after {kind}: no model call repeated");
-        assert_eq!(crashed.tools_run, 1, "killed after {kind}: the tool ran once");
+        assert_eq!(
+            crashed.transcript, clean.transcript,
+            "killed after {kind}: transcript"
+        );
+        assert_eq!(
+            crashed.model_calls, 2,
+            "killed after {kind}: no model call repeated"
+        );
+        assert_eq!(
+            crashed.tools_run, 1,
+            "killed after {kind}: the tool ran once"
+        );
         assert_eq!(crashed.posted.len(), 1, "killed after {kind}: one reply");
         assert!(crashed.posted[0].signature_ok);
     }
@@ -181,7 +234,10 @@ async fn a_turn_killed_between_sending_and_recording_a_reply_resends_it_under_th
     assert!(crashed.first_attempt_failed);
     assert_eq!(crashed.model_calls, 2);
     assert_eq!(crashed.posted.len(), 2);
-    assert_eq!(crashed.posted[0].idempotency_key, crashed.posted[1].idempotency_key);
+    assert_eq!(
+        crashed.posted[0].idempotency_key,
+        crashed.posted[1].idempotency_key
+    );
     assert_eq!(crashed.posted[0].body, crashed.posted[1].body);
     let clean = run(Kill::Never, false).await;
     assert_eq!(crashed.transcript, clean.transcript);

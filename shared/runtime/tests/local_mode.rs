@@ -22,17 +22,28 @@ fn message(id: &str, text: &str) -> Vec<u8> {
         "message_id": id, "chat_id": "chat-1", "sender_id": "user-1",
         "text": text, "chat_type": "direct"
     }))
-    .unwrap()
+    .expect("test fixture")
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: Vec<u8>, signature: Option<String>) -> (u16, serde_json::Value) {
-    let mut request = client.post(url).header("content-type", "application/json").body(body);
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: Vec<u8>,
+    signature: Option<String>,
+) -> (u16, serde_json::Value) {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
     if let Some(signature) = signature {
         request = request.header("x-clawless-signature", signature);
     }
-    let response = request.send().await.unwrap();
+    let response = request.send().await.expect("test fixture");
     let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(serde_json::Value::Null))
+    (
+        status,
+        response.json().await.unwrap_or(serde_json::Value::Null),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,12 +52,22 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
     let fixture = Fixture::new();
     let model_server = ScriptedServer::start().await;
     let location = fixture.skill_location();
-    model_server.push(MESSAGES, ScriptedReply::json(anthropic_tool_use("toolu_1", "read", json!({"path": location}))));
-    model_server.push(MESSAGES, ScriptedReply::json(anthropic_text("It is sunny in Paris.")));
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_tool_use(
+            "toolu_1",
+            "read",
+            json!({"path": location}),
+        )),
+    );
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("It is sunny in Paris.")),
+    );
     let receiver = ReplyReceiver::start().await;
     let yaml = fixture.config_yaml(&model_server.base_url(), &receiver.url);
-    let config = ClawlessConfig::from_yaml(&yaml, "test").unwrap();
-    let model = clawless_llm::build_model(&config.models, &|_| None).unwrap();
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let model = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
     let running = start_local(LocalOptions {
         config,
         state_dir: fixture.state_dir(),
@@ -54,7 +75,7 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
         model,
     })
     .await
-    .unwrap();
+    .expect("test fixture");
     let webhook = format!("http://{}/webhook/generic", running.addr);
     let client = reqwest::Client::new();
 
@@ -67,10 +88,16 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
     // THEN the reply reaches reply_url, signed, once
     let posted = receiver.wait_for(1, Duration::from_secs(30)).await;
     assert_eq!(posted.len(), 1, "one reply");
-    assert!(posted[0].signature_ok, "the reply is signed with the channel secret");
+    assert!(
+        posted[0].signature_ok,
+        "the reply is signed with the channel secret"
+    );
     assert_eq!(posted[0].body["text"], "It is sunny in Paris.");
     assert_eq!(posted[0].body["chat_id"], "chat-1");
-    assert_eq!(posted[0].idempotency_key, posted[0].body["reply_id"].as_str().unwrap());
+    assert_eq!(
+        posted[0].idempotency_key,
+        posted[0].body["reply_id"].as_str().expect("test fixture")
+    );
 
     // AND the model saw the skills block and only the allowed tools
     let requests = model_server.requests_to(MESSAGES);
@@ -78,15 +105,23 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
     let first = &requests[0].body;
     let system: String = first["system"]
         .as_array()
-        .unwrap()
+        .expect("test fixture")
         .iter()
         .map(|block| block["text"].as_str().unwrap_or_default())
         .collect();
     assert!(system.contains("<available_skills>"), "{system}");
     assert!(system.contains("<name>weather</name>"));
     assert!(system.contains(&format!("<location>{location}</location>")));
-    assert!(system.contains("Be brief and friendly."), "AGENTS.md is injected");
-    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(
+        system.contains("Be brief and friendly."),
+        "AGENTS.md is injected"
+    );
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .expect("test fixture")
+        .iter()
+        .map(|t| t["name"].as_str().expect("test fixture"))
+        .collect();
     assert!(tools.contains(&"read"));
     assert!(!tools.contains(&"write"), "denied by policy: {tools:?}");
     assert!(!tools.contains(&"web_fetch"), "denied by policy: {tools:?}");
@@ -107,9 +142,19 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
     let junk_signature = sign(SECRET.as_bytes(), &junk);
     let (status, answer) = post(&client, &webhook, junk, Some(junk_signature)).await;
     assert_eq!(status, 400);
-    assert!(answer["error"].as_str().unwrap().contains("message_id"), "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .expect("test fixture")
+            .contains("message_id"),
+        "{answer}"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(receiver.posted().len(), 1, "nothing was sent twice");
-    assert_eq!(model_server.requests_to(MESSAGES).len(), 2, "the duplicate never reached the model");
+    assert_eq!(
+        model_server.requests_to(MESSAGES).len(),
+        2,
+        "the duplicate never reached the model"
+    );
     running.stop().await;
 }

@@ -23,17 +23,18 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("test fixture");
         let skill = dir.path().join("skills/weather");
-        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::create_dir_all(&skill).expect("test fixture");
         std::fs::write(
             skill.join("SKILL.md"),
             "---\nname: weather\ndescription: Get the current weather for a city.\n---\n# Weather\nAsk wttr.in for the forecast.\n",
         )
-        .unwrap();
+        .expect("test fixture");
         let workspace = dir.path().join("workspace");
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(workspace.join("AGENTS.md"), "Be brief and friendly.\n").unwrap();
+        std::fs::create_dir_all(&workspace).expect("test fixture");
+        std::fs::write(workspace.join("AGENTS.md"), "Be brief and friendly.\n")
+            .expect("test fixture");
         Self { dir }
     }
 
@@ -42,7 +43,10 @@ impl Fixture {
     }
 
     pub fn skill_location(&self) -> String {
-        self.path().join("skills/weather/SKILL.md").display().to_string()
+        self.path()
+            .join("skills/weather/SKILL.md")
+            .display()
+            .to_string()
     }
 
     pub fn state_dir(&self) -> PathBuf {
@@ -130,13 +134,15 @@ impl ReplyReceiver {
             post(move |headers: HeaderMap, body: Bytes| {
                 let (sink, refusals) = (Arc::clone(&sink), Arc::clone(&refusals));
                 async move {
-                    let mut refuse = refusals.lock().unwrap();
+                    let mut refuse = refusals.lock().expect("test fixture");
                     if *refuse > 0 {
                         *refuse -= 1;
                         return StatusCode::SERVICE_UNAVAILABLE;
                     }
-                    let signature = headers.get("x-clawless-signature").and_then(|v| v.to_str().ok());
-                    sink.lock().unwrap().push(Posted {
+                    let signature = headers
+                        .get("x-clawless-signature")
+                        .and_then(|v| v.to_str().ok());
+                    sink.lock().expect("test fixture").push(Posted {
                         signature_ok: verify(SECRET.as_bytes(), &body, signature).is_ok(),
                         idempotency_key: headers
                             .get("idempotency-key")
@@ -149,19 +155,28 @@ impl ReplyReceiver {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/replies", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { url, posted, refuse }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test fixture");
+        let url = format!(
+            "http://{}/replies",
+            listener.local_addr().expect("test fixture")
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("test fixture") });
+        Self {
+            url,
+            posted,
+            refuse,
+        }
     }
 
     pub fn posted(&self) -> Vec<Posted> {
-        self.posted.lock().unwrap().clone()
+        self.posted.lock().expect("test fixture").clone()
     }
 
     /// Answers 503 to the next `n` POSTs.
     pub fn refuse_next(&self, n: usize) {
-        *self.refuse.lock().unwrap() = n;
+        *self.refuse.lock().expect("test fixture") = n;
     }
 
     /// Waits until at least `n` replies arrived.
