@@ -158,3 +158,121 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
     );
     running.stop().await;
 }
+
+/// Starts a local system over `fixture` whose model answers from `model_server`.
+async fn start(
+    fixture: &Fixture,
+    model_server: &ScriptedServer,
+    receiver: &ReplyReceiver,
+) -> clawless_runtime::local_mode::RunningLocal {
+    let yaml = fixture.config_yaml(&model_server.base_url(), &receiver.url);
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let model = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+    start_local(LocalOptions {
+        config,
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model,
+    })
+    .await
+    .expect("test fixture")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_denied_tool_is_refused_and_never_runs() {
+    // GIVEN a policy denying `write`, and a model that calls it anyway (and then `exec`,
+    // which this deployment does not have at all)
+    let fixture = Fixture::new();
+    let model_server = ScriptedServer::start().await;
+    let target = fixture.path().join("workspace/pwned.txt");
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_tool_use(
+            "toolu_w",
+            "write",
+            json!({"path": "pwned.txt", "content": "gotcha"}),
+        )),
+    );
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_tool_use(
+            "toolu_x",
+            "exec",
+            json!({"command": "touch /tmp/x"}),
+        )),
+    );
+    model_server.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("I could not do that.")),
+    );
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model_server, &receiver).await;
+    let webhook = format!("http://{}/webhook/generic", running.addr);
+
+    // WHEN a message triggers those calls
+    let body = message("m-denied", "Write a file");
+    let signature = sign(SECRET.as_bytes(), &body);
+    let (status, _) = post(&reqwest::Client::new(), &webhook, body, Some(signature)).await;
+    assert_eq!(status, 202);
+    let posted = receiver.wait_for(1, Duration::from_secs(30)).await;
+
+    // THEN nothing was written, and the model got error results for both calls
+    assert_eq!(posted[0].body["text"], "I could not do that.");
+    assert!(!target.exists(), "a denied tool must never run");
+    let requests = model_server.requests_to(MESSAGES);
+    assert_eq!(requests.len(), 3);
+    let (text, is_error) = tool_result(&requests[1].body, "toolu_w").expect("a result for write");
+    assert!(
+        is_error && text.contains("\"write\" is not available"),
+        "{text}"
+    );
+    let (text, is_error) = tool_result(&requests[2].body, "toolu_x").expect("a result for exec");
+    assert!(
+        is_error && text.contains("\"exec\" is not available"),
+        "{text}"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_slash_command_rewrites_the_message_for_the_model() {
+    let fixture = Fixture::new();
+    let model_server = ScriptedServer::start().await;
+    model_server.push(MESSAGES, ScriptedReply::json(anthropic_text("Sunny.")));
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model_server, &receiver).await;
+    let webhook = format!("http://{}/webhook/generic", running.addr);
+
+    let body = message("m-command", "/weather Paris tomorrow");
+    let signature = sign(SECRET.as_bytes(), &body);
+    let (status, _) = post(&reqwest::Client::new(), &webhook, body, Some(signature)).await;
+    assert_eq!(status, 202);
+    receiver.wait_for(1, Duration::from_secs(30)).await;
+
+    let requests = model_server.requests_to(MESSAGES);
+    let user = requests[0].body["messages"][0].to_string();
+    assert!(
+        user.contains(
+            "Use the \\\"weather\\\" skill for this request.\\n\\nUser input:\\nParis tomorrow"
+        ),
+        "{user}"
+    );
+    running.stop().await;
+}
+
+/// The text and error flag of the Anthropic `tool_result` block answering `id` in a request.
+fn tool_result(request: &serde_json::Value, id: &str) -> Option<(String, bool)> {
+    let messages = request["messages"].as_array()?;
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .find_map(|block| {
+            (block["type"] == "tool_result" && block["tool_use_id"] == id).then(|| {
+                let text = match &block["content"] {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                (text, block["is_error"].as_bool().unwrap_or(false))
+            })
+        })
+}
