@@ -24,8 +24,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use clawless_aws::S3ObjectStore;
 use clawless_aws::testing::{
-    dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_table, moto_endpoint,
-    moto_sdk_config, s3_client, sqs_client,
+    dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_table, moto_endpoint, moto_sdk_config,
+    s3_client, sqs_client,
 };
 use clawless_channels::{SIGNATURE_HEADER, sign, verify};
 use clawless_core::object_store::{ObjectStore, PutCondition};
@@ -213,7 +213,11 @@ async fn a_message_through_the_lambdas_is_answered_after_the_model_reads_a_skill
                 .unwrap_or_else(|err| panic!("uploading {key}: {err}"));
         }
     };
-    put("skills/bundled/weather/SKILL.md", SKILL_MD.as_bytes().to_vec()).await;
+    put(
+        "skills/bundled/weather/SKILL.md",
+        SKILL_MD.as_bytes().to_vec(),
+    )
+    .await;
     put(
         "agents/main/workspace/AGENTS.md",
         b"Be brief and friendly.\n".to_vec(),
@@ -259,15 +263,18 @@ async fn a_message_through_the_lambdas_is_answered_after_the_model_reads_a_skill
         if let Some(signature) = signature {
             headers.push((SIGNATURE_HEADER, signature));
         }
-        let (status, text) = blocking(|| watch.post("webhook", "/webhook/generic", &headers, body, WARM));
-        (status, serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)))
+        let (status, text) =
+            blocking(|| watch.post("webhook", "/webhook/generic", &headers, body, WARM));
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+        )
     };
 
     // Warm both functions up with calls that change nothing, so every call below reaches a
     // running function exactly once.
-    let (status, answer) = blocking(|| {
-        watch.post("webhook", "/webhook/nope", &[json_type], b"{}", FIRST_BUILD)
-    });
+    let (status, answer) =
+        blocking(|| watch.post("webhook", "/webhook/nope", &[json_type], b"{}", FIRST_BUILD));
     assert_eq!(status, 404, "an unknown channel: {answer}");
     let (status, answer) = blocking(|| watch.invoke("turn", &json!({"Records": []}), FIRST_BUILD));
     assert_eq!(status, 200, "an empty batch: {answer}");
@@ -309,7 +316,11 @@ async fn a_message_through_the_lambdas_is_answered_after_the_model_reads_a_skill
         .await
         .unwrap();
     let queued = received.messages();
-    assert_eq!(queued.len(), 1, "one event for one accepted message: {queued:?}");
+    assert_eq!(
+        queued.len(),
+        1,
+        "one event for one accepted message: {queued:?}"
+    );
     let group = queued[0]
         .attributes()
         .and_then(|attributes| attributes.get(&MessageSystemAttributeName::MessageGroupId));
@@ -339,7 +350,10 @@ async fn a_message_through_the_lambdas_is_answered_after_the_model_reads_a_skill
     );
     let tools = tool_names(first);
     assert!(tools.iter().any(|tool| tool == "read"), "{tools:?}");
-    assert!(!tools.iter().any(|tool| tool == "write"), "denied by policy: {tools:?}");
+    assert!(
+        !tools.iter().any(|tool| tool == "write"),
+        "denied by policy: {tools:?}"
+    );
     assert!(
         !tools.iter().any(|tool| tool == "web_fetch"),
         "denied by policy: {tools:?}"
@@ -391,7 +405,10 @@ async fn a_message_through_the_lambdas_is_answered_after_the_model_reads_a_skill
         .iter()
         .map(|item| item["body"].as_s().unwrap().as_str())
         .collect();
-    assert!(transcript.contains("What's the weather in Paris?"), "{transcript}");
+    assert!(
+        transcript.contains("What's the weather in Paris?"),
+        "{transcript}"
+    );
     assert!(transcript.contains("It is sunny in Paris."), "{transcript}");
 
     // WHEN SQS delivers the same batch again (the function's acknowledgement was lost)
