@@ -30,7 +30,9 @@ use clawless_core::system_prompt::{
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{ChatRef, SessionEvent, TurnEvent, dedup_token};
+use clawless_core::turn::events::{
+    ApprovalDecision, ChatRef, SessionEvent, TurnEvent, dedup_token,
+};
 use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
 use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
 
@@ -208,7 +210,7 @@ impl TurnService {
             .prepare(&agent.id, &event.event, state.meta.chat.as_ref())
             .await?
         else {
-            tracing::info!(session = %key, "heartbeat for a session with no chat yet; skipped");
+            tracing::info!(session = %key, "nothing to do for this event; skipped");
             return Ok(TurnReport::default());
         };
         let acceptance = engine.accept(&mut state, incoming, now);
@@ -313,7 +315,8 @@ impl TurnService {
     }
 
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).
-    /// Heartbeats are answered in the session's latest chat; `None` when there is none yet.
+    /// Heartbeats are answered in the session's latest chat. `None` when the event needs
+    /// nothing: a heartbeat before any chat, or an `/approve` from someone not the owner.
     async fn prepare(
         &self,
         agent_id: &str,
@@ -324,6 +327,14 @@ impl TurnService {
             TurnEvent::Inbound(message) => {
                 let mut prepared = PreparedMessage::plain(message.clone());
                 let body = normalize_command_body(&message.text, None);
+                if let Some((call_id, decision)) = parse_approve_command(&body) {
+                    // Only the owner may approve; anyone else's `/approve` is ignored.
+                    if !message.sender_is_owner {
+                        tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
+                        return Ok(None);
+                    }
+                    return Ok(Some(Incoming::Approval { call_id, decision }));
+                }
                 if may_be_skill_command(&body) {
                     let specs = self
                         .deps
@@ -594,6 +605,22 @@ impl TurnService {
     }
 }
 
+/// `/approve <call id> allow-once|allow-always|deny`: a person's answer to an approval request.
+fn parse_approve_command(body: &str) -> Option<(String, ApprovalDecision)> {
+    let mut words = body.split_whitespace();
+    if words.next()? != "/approve" {
+        return None;
+    }
+    let call_id = words.next()?.to_owned();
+    let decision = match words.next()?.to_ascii_lowercase().as_str() {
+        "allow-once" | "allow" | "once" => ApprovalDecision::AllowOnce,
+        "allow-always" | "always" => ApprovalDecision::AllowAlways,
+        "deny" | "reject" => ApprovalDecision::Deny,
+        _ => return None,
+    };
+    words.next().is_none().then_some((call_id, decision))
+}
+
 /// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp.
 fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
@@ -615,7 +642,23 @@ fn rfc3339(ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::rfc3339;
+    use super::*;
+
+    #[test]
+    fn approve_commands_parse_only_in_their_exact_form() {
+        assert_eq!(
+            parse_approve_command("/approve call_1 allow-once"),
+            Some(("call_1".to_owned(), ApprovalDecision::AllowOnce))
+        );
+        assert_eq!(
+            parse_approve_command("/approve call_1 DENY"),
+            Some(("call_1".to_owned(), ApprovalDecision::Deny))
+        );
+        assert_eq!(parse_approve_command("/approve call_1"), None);
+        assert_eq!(parse_approve_command("/approve call_1 maybe"), None);
+        assert_eq!(parse_approve_command("/approve call_1 deny extra"), None);
+        assert_eq!(parse_approve_command("approve call_1 deny"), None);
+    }
 
     #[test]
     fn timestamps_format_as_utc_rfc3339() {
