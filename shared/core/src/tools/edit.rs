@@ -158,26 +158,15 @@ mod tests {
     use super::*;
     use crate::object_store::{Listing, Object, ObjectMeta, ObjectStore};
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::{SessionFacts, Workspace};
 
-    const WS: &str = "agents/main/workspace/";
-
-    fn context(store: Arc<dyn ObjectStore>) -> ToolContext {
-        ToolContext {
-            workspace: Workspace {
-                store,
-                prefix: WS.to_owned(),
-            },
-            skill_sources: Vec::new(),
-            home_dirs: Vec::new(),
-            web: None,
-            session: SessionFacts::default(),
-        }
-    }
+    use crate::tools::fixtures::{WS, context_over};
 
     async fn run(store: &InMemoryObjectStore, input: Value) -> ToolOutput {
         EditTool
-            .run(&input, &context(Arc::new(store.clone())))
+            .run(
+                &input,
+                &context_over(Arc::new(store.clone()), String::new()),
+            )
             .await
     }
 
@@ -373,7 +362,7 @@ mod tests {
         let output = EditTool
             .run(
                 &json!({"path": "a.md", "oldText": "one", "newText": "1"}),
-                &context(racing),
+                &context_over(racing, String::new()),
             )
             .await;
 

@@ -390,26 +390,11 @@ pub fn rank(query: &str, files: &[(String, String)], max_results: usize) -> Vec<
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use super::*;
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::{SessionFacts, Workspace};
 
-    const WS: &str = "agents/main/workspace/";
-
-    fn context(store: &InMemoryObjectStore) -> ToolContext {
-        ToolContext {
-            workspace: Workspace {
-                store: Arc::new(store.clone()),
-                prefix: WS.to_owned(),
-            },
-            skill_sources: Vec::new(),
-            home_dirs: Vec::new(),
-            web: None,
-            session: SessionFacts::default(),
-        }
-    }
+    use crate::tools::fixtures::{WS, context};
 
     fn put(store: &InMemoryObjectStore, relative: &str, text: &str) {
         store.insert(&format!("{WS}{relative}"), text).unwrap();

@@ -162,6 +162,9 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput;
 }
 
+#[cfg(test)]
+mod fixtures;
+
 pub mod edit;
 pub mod memory;
 pub mod paths;

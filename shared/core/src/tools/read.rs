@@ -241,33 +241,12 @@ async fn read(input: &Value, context: &ToolContext) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use super::*;
     use crate::object_store::ObjectStore;
-    use crate::skills::source::{SkillSource, SkillSourceKind};
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::{SessionFacts, Workspace};
 
-    const WS: &str = "agents/main/workspace/";
-
-    fn context(store: &InMemoryObjectStore) -> ToolContext {
-        let shared: Arc<dyn ObjectStore> = Arc::new(store.clone());
-        ToolContext {
-            workspace: Workspace {
-                store: Arc::clone(&shared),
-                prefix: WS.to_owned(),
-            },
-            skill_sources: vec![SkillSource::new(
-                SkillSourceKind::Bundled,
-                shared,
-                "skills/bundled",
-            )],
-            home_dirs: vec![store.location("skills")],
-            web: None,
-            session: SessionFacts::default(),
-        }
-    }
+    use crate::tools::fixtures::{WS, context};
 
     async fn run(store: &InMemoryObjectStore, input: Value) -> ToolOutput {
         ReadTool.run(&input, &context(store)).await
