@@ -11,7 +11,7 @@ use clap::Args;
 use clawless_channels::{SIGNATURE_HEADER, sign};
 use clawless_runtime::ClawlessConfig;
 use clawless_runtime::local_mode::{
-    DEFAULT_PORT, LocalOptions, RunningLocal, local_secret, start_local,
+    DEFAULT_PORT, LOCAL_CHAT_SENDER, LocalOptions, RunningLocal, local_secret, start_local,
 };
 use clawless_runtime::local_replies::ReceivedReply;
 use clawless_runtime::sources::looks_like_skills_dir;
@@ -143,7 +143,7 @@ async fn chat(
     let body = serde_json::to_vec(&serde_json::json!({
         "message_id": format!("chat-{nanos}"),
         "chat_id": args.chat_id,
-        "sender_id": "local-user",
+        "sender_id": LOCAL_CHAT_SENDER,
         "text": args.text,
         "chat_type": "direct",
     }))?;

@@ -33,6 +33,9 @@ use crate::turn_worker::run_worker;
 /// Default port of `clawless local`.
 pub const DEFAULT_PORT: u16 = 8787;
 
+/// Sender id `clawless chat` uses.
+pub const LOCAL_CHAT_SENDER: &str = "local-user";
+
 /// File in the state directory holding the generic channel's secret.
 pub const SECRET_FILE: &str = "generic.secret";
 
@@ -230,7 +233,12 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         queue: Arc::clone(&queue),
         generic: Some(GenericChannel {
             secret: Arc::from(secret.as_bytes()),
-            owners: generic_config.owners.clone(),
+            // `clawless chat` speaks as the machine's owner unless the config names owners.
+            owners: if generic_config.owners.is_empty() {
+                vec![LOCAL_CHAT_SENDER.to_owned()]
+            } else {
+                generic_config.owners.clone()
+            },
         }),
         agent_id: crate::config::DEFAULT_AGENT_ID.to_owned(),
         dm_scope: options.config.session.dm_scope,
