@@ -2,9 +2,10 @@
 //!
 //! Records of one session arrive in order (FIFO group = session key). Once a record fails,
 //! the later records of the same group are reported failed too without being processed, so
-//! a redelivery keeps them in order.
+//! a redelivery keeps them in order; other sessions' records go on.
 
 use std::collections::HashSet;
+use std::future::Future;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use clawless_runtime::turn_service::TurnService;
@@ -12,10 +13,23 @@ use clawless_runtime::turn_worker::{Processed, process_event};
 
 /// Handles one batch; the response lists the message ids SQS must deliver again.
 pub(crate) async fn handle(turns: &TurnService, event: SqsEvent) -> SqsBatchResponse {
+    handle_with(
+        event,
+        |body| async move { process_event(turns, &body).await },
+    )
+    .await
+}
+
+/// [`handle`] with the per-record processing passed in.
+async fn handle_with<F, Fut>(event: SqsEvent, mut process: F) -> SqsBatchResponse
+where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = Processed>,
+{
     let mut failed_groups: HashSet<String> = HashSet::new();
     let mut failures = Vec::new();
     for record in event.records {
-        let id = record.message_id.clone().unwrap_or_default();
+        let id = record.message_id.unwrap_or_default();
         let group = record
             .attributes
             .get("MessageGroupId")
@@ -25,8 +39,7 @@ pub(crate) async fn handle(turns: &TurnService, event: SqsEvent) -> SqsBatchResp
             failures.push(failure(id));
             continue;
         }
-        let body = record.body.as_deref().unwrap_or("");
-        match process_event(turns, body).await {
+        match process(record.body.unwrap_or_default()).await {
             Processed::Done => {}
             Processed::Dropped(reason) => {
                 tracing::error!(message_id = %id, %reason, "turn event dropped");
@@ -47,4 +60,65 @@ fn failure(id: String) -> BatchItemFailure {
     let mut failure = BatchItemFailure::default();
     failure.item_identifier = id;
     failure
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use aws_lambda_events::event::sqs::SqsMessage;
+
+    use super::*;
+
+    fn record(id: &str, group: &str, body: &str) -> SqsMessage {
+        let mut message = SqsMessage::default();
+        message.message_id = Some(id.to_owned());
+        message.body = Some(body.to_owned());
+        message.attributes = HashMap::from([("MessageGroupId".to_owned(), group.to_owned())]);
+        message
+    }
+
+    fn failed_ids(response: &SqsBatchResponse) -> Vec<&str> {
+        response
+            .batch_item_failures
+            .iter()
+            .map(|failure| failure.item_identifier.as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_failed_record_holds_back_the_rest_of_its_session_only() {
+        // GIVEN a batch where the first record of session A fails
+        let mut event = SqsEvent::default();
+        event.records = vec![
+            record("a1", "A", "retry"),
+            record("b1", "B", "ok"),
+            record("a2", "A", "ok"),
+            record("b2", "B", "drop"),
+        ];
+        let mut seen = Vec::new();
+        // WHEN the batch is handled
+        let response = handle_with(event, |body| {
+            seen.push(body.clone());
+            async move {
+                match body.as_str() {
+                    "retry" => Processed::Retry("model unavailable".to_owned()),
+                    "drop" => Processed::Dropped("undecodable".to_owned()),
+                    _ => Processed::Done,
+                }
+            }
+        })
+        .await;
+        // THEN a1 and (unprocessed) a2 are retried; B is processed, its dropped record acknowledged
+        assert_eq!(failed_ids(&response), ["a1", "a2"]);
+        assert_eq!(seen, ["retry", "ok", "drop"]);
+    }
+
+    #[tokio::test]
+    async fn a_clean_batch_reports_no_failures() {
+        let mut event = SqsEvent::default();
+        event.records = vec![record("a1", "A", "ok"), record("a2", "A", "ok")];
+        let response = handle_with(event, |_| async { Processed::Done }).await;
+        assert!(response.batch_item_failures.is_empty());
+    }
 }
