@@ -7,7 +7,9 @@
 //! at once, and replies go to an in-process [`Outbox`] that only counts them, so the figures
 //! are what the backend itself spends (load, skills snapshot, bootstrap files, system prompt,
 //! commits). On moto the wall time includes moto's own (Python) processing and is shown only
-//! to compare runs; the request counts are the figures that carry over to AWS.
+//! to compare runs; the request counts are the figures that carry over to AWS. (moto copies
+//! the whole table for every item of a `TransactWriteItems`, so its turns slow down as the
+//! bench fills the table; DynamoDB does not.)
 //!
 //! Targets (the issue's): under 5 ms per warm simple turn with the embedded adapters; at most
 //! 4 AWS requests per warm simple turn.
@@ -174,7 +176,13 @@ impl Requests {
                 .0
                 .iter()
                 .filter(|((s, _), _)| s == service)
-                .map(|((_, op), n)| if *n == 1 { op.clone() } else { format!("{op} ×{n}") })
+                .map(|((_, op), n)| {
+                    if *n == 1 {
+                        op.clone()
+                    } else {
+                        format!("{op} ×{n}")
+                    }
+                })
                 .collect();
             if operations.is_empty() {
                 parts.push(format!("{service} 0"));
@@ -186,7 +194,11 @@ impl Requests {
                 ));
             }
         }
-        let others = self.total() - ["DynamoDB", "S3", "SQS"].map(|s| self.of(s)).iter().sum::<usize>();
+        let others = self.total()
+            - ["DynamoDB", "S3", "SQS"]
+                .map(|s| self.of(s))
+                .iter()
+                .sum::<usize>();
         if others > 0 {
             parts.push(format!("other {others}"));
         }
@@ -245,7 +257,10 @@ async fn timed_turn(turns: &TurnService, event: &SessionEvent) -> Duration {
 
 fn check_simple(report: &TurnReport) {
     assert!(
-        report.model_calls == 1 && report.replies_sent == 1 && report.tools_run == 0 && !report.waiting,
+        report.model_calls == 1
+            && report.replies_sent == 1
+            && report.tools_run == 0
+            && !report.waiting,
         "not a simple turn: {report:?}"
     );
 }
@@ -385,7 +400,10 @@ async fn bench_embedded(samples: &Samples) {
     );
 
     let cold = timed_turn(&turns, &inbound("cold", 0)).await;
-    println!("  cold first turn (new process: skills parsed)   {:>8.3} ms", ms(cold));
+    println!(
+        "  cold first turn (new process: skills parsed)   {:>8.3} ms",
+        ms(cold)
+    );
 
     for warm_up in 0..WARM_UPS {
         timed_turn(&turns, &inbound(&format!("warm-up-{warm_up}"), 0)).await;
@@ -409,13 +427,21 @@ async fn bench_embedded(samples: &Samples) {
         &mut accumulated,
     );
     let expected = 1 + WARM_UPS + samples.fresh + samples.accumulated * (PRIOR_TURNS + 1);
-    assert_eq!(outbox.sent.load(Ordering::Relaxed), expected, "one reply per turn");
+    assert_eq!(
+        outbox.sent.load(Ordering::Relaxed),
+        expected,
+        "one reply per turn"
+    );
 }
 
 fn report_embedded(label: &str, samples: &mut [Duration]) {
     let count = samples.len();
     let (median, p90) = percentiles(samples);
-    let verdict = if p90 < EMBEDDED_TARGET { "ok" } else { "MISSED" };
+    let verdict = if p90 < EMBEDDED_TARGET {
+        "ok"
+    } else {
+        "MISSED"
+    };
     println!(
         "  {label:<46} median {:>7.3} ms   p90 {:>7.3} ms   [{count} turns]   target < {} ms (p90): {verdict}",
         ms(median),
@@ -547,12 +573,19 @@ async fn counted_turn(
     (elapsed, Requests::from_log(&log.take()))
 }
 
-/// What a series of turns cost: wall time and the request mix (with how many turns had it).
-fn report_moto(label: &str, times: &mut [Duration], requests: &[Requests]) {
+/// What a series of calls cost: wall time and each request mix with how many calls had it.
+/// `target` marks the warm turns the request target applies to.
+fn report_moto(
+    label: &str,
+    unit: &str,
+    times: &mut [Duration],
+    requests: &[Requests],
+    target: bool,
+) {
     let count = times.len();
     let (median, p90) = percentiles(times);
     println!(
-        "  {label:<46} median {:>7.3} ms   p90 {:>7.3} ms   [{count} turns, moto time included]",
+        "  {label:<46} median {:>7.3} ms   p90 {:>7.3} ms   [{count} {unit}, moto time included]",
         ms(median),
         ms(p90),
     );
@@ -560,16 +593,13 @@ fn report_moto(label: &str, times: &mut [Duration], requests: &[Requests]) {
     for mix in requests {
         *mixes.entry(mix).or_insert(0) += 1;
     }
-    for (mix, turns) in mixes {
-        let verdict = if mix.total() <= AWS_REQUEST_TARGET {
-            "ok"
-        } else {
-            "MISSED"
+    for (mix, calls) in mixes {
+        let verdict = match (target, mix.total() <= AWS_REQUEST_TARGET) {
+            (false, _) => String::new(),
+            (true, true) => format!("   target ≤ {AWS_REQUEST_TARGET}: ok"),
+            (true, false) => format!("   target ≤ {AWS_REQUEST_TARGET}: MISSED"),
         };
-        println!(
-            "      {turns:>3}×  {}   target ≤ {AWS_REQUEST_TARGET}: {verdict}",
-            mix.describe()
-        );
+        println!("      {calls:>3}×  {}{verdict}", mix.describe());
     }
 }
 
@@ -624,8 +654,10 @@ async fn bench_moto(samples: &Samples) {
     }
     report_moto(
         "ingress: claim + enqueue (webhook function)",
+        "calls",
         &mut ingress_times,
         &ingress_requests,
+        false,
     );
     let (_, duplicate, outcome) = accept(&ingress, log, &last_body).await;
     assert!(matches!(outcome, IngressOutcome::Duplicate), "{outcome:?}");
@@ -638,8 +670,10 @@ async fn bench_moto(samples: &Samples) {
     let (cold, cold_requests) = counted_turn(&turns, log, &inbound("cold", 0)).await;
     report_moto(
         "cold first turn (new process, new session)",
+        "turn",
         &mut [cold],
         &[cold_requests],
+        false,
     );
     for warm_up in 0..WARM_UPS {
         counted_turn(&turns, log, &inbound(&format!("warm-up-{warm_up}"), 0)).await;
@@ -647,11 +681,18 @@ async fn bench_moto(samples: &Samples) {
     let mut times = Vec::new();
     let mut requests = Vec::new();
     for index in 0..samples.fresh {
-        let (elapsed, mix) = counted_turn(&turns, log, &inbound(&format!("fresh-{index}"), 0)).await;
+        let (elapsed, mix) =
+            counted_turn(&turns, log, &inbound(&format!("fresh-{index}"), 0)).await;
         times.push(elapsed);
         requests.push(mix);
     }
-    report_moto("warm turn, new session", &mut times, &requests);
+    report_moto(
+        "warm turn, new session",
+        "turns",
+        &mut times,
+        &requests,
+        true,
+    );
 
     let mut times = Vec::new();
     let mut requests = Vec::new();
@@ -666,8 +707,10 @@ async fn bench_moto(samples: &Samples) {
     }
     report_moto(
         &format!("warm turn, {PRIOR_TURNS} prior turns"),
+        "turns",
         &mut times,
         &requests,
+        true,
     );
 }
 
@@ -694,14 +737,26 @@ async fn accept(
 async fn main() {
     let quick = std::env::args().any(|arg| arg == "--quick");
     let embedded = if quick {
-        Samples { fresh: 50, accumulated: 20 }
+        Samples {
+            fresh: 50,
+            accumulated: 20,
+        }
     } else {
-        Samples { fresh: 200, accumulated: 200 }
+        Samples {
+            fresh: 200,
+            accumulated: 200,
+        }
     };
     let moto = if quick {
-        Samples { fresh: 10, accumulated: 5 }
+        Samples {
+            fresh: 10,
+            accumulated: 5,
+        }
     } else {
-        Samples { fresh: 40, accumulated: 15 }
+        Samples {
+            fresh: 40,
+            accumulated: 15,
+        }
     };
     println!(
         "simple turn: one inbound message → one model call answering text (no tools) → one reply"
