@@ -221,7 +221,9 @@ impl TurnService {
         if acceptance == Acceptance::AlreadyHandled {
             tracing::info!(session = %key, "event already handled; resuming");
         }
-        let mut context: Option<TurnContext> = None;
+        // Built on the first model call or tool run of a turn; rebuilt when a follow-up turn
+        // starts in the same invocation (its sender, and so its tools, may differ).
+        let mut context: Option<(u64, TurnContext)> = None;
         // Tool policy depends on the sender (owner-only tools), so it is resolved per turn.
         let mut routing: Option<(u64, ToolRouting)> = None;
         loop {
@@ -244,13 +246,16 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
-                    if context.is_none() {
-                        context = Some(
-                            self.turn_context(&agent.id, &mut state, &current_routing)
-                                .await?,
-                        );
+                    let effect_turn = state.meta.turn;
+                    if context
+                        .as_ref()
+                        .is_none_or(|(built_for, _)| *built_for != effect_turn)
+                    {
+                        let offered = self.routing(&agent.id, state.meta.sender_is_owner);
+                        let built = self.turn_context(&agent.id, &mut state, &offered);
+                        context = Some((effect_turn, built.await?));
                     }
-                    let Some(ctx) = context.as_ref() else {
+                    let Some((_, ctx)) = context.as_ref() else {
                         continue;
                     };
                     report.model_calls += 1;
@@ -274,13 +279,17 @@ impl TurnService {
                     }
                 }
                 Effect::RunTool(call) => {
-                    if context.is_none() {
-                        context = Some(
-                            self.turn_context(&agent.id, &mut state, &current_routing)
-                                .await?,
-                        );
+                    let effect_turn = state.meta.turn;
+                    if context
+                        .as_ref()
+                        .is_none_or(|(built_for, _)| *built_for != effect_turn)
+                    {
+                        let offered = self.routing(&agent.id, state.meta.sender_is_owner);
+                        let built = self.turn_context(&agent.id, &mut state, &offered);
+                        context = Some((effect_turn, built.await?));
                     }
-                    let output = match (self.tools.get(&call.name), context.as_ref()) {
+                    let built = context.as_ref().map(|(_, ctx)| ctx);
+                    let output = match (self.tools.get(&call.name), built) {
                         (Some(tool), Some(ctx)) => {
                             let mut tool_context = ctx.tool_context.clone();
                             tool_context.session = self.session_facts(&state);
