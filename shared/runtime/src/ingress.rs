@@ -200,3 +200,139 @@ async fn webhook(
 ) -> IngressOutcome {
     ingress.accept(&channel, &headers, &body).await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use axum::http::HeaderValue;
+    use clawless_channels::sign;
+    use clawless_core::session::{Delivery, QueueError, QueuedMessage};
+    use clawless_core::testing::{InMemoryInbox, InMemoryTurnQueue};
+
+    use super::*;
+    use crate::clock::SystemClock;
+
+    const SECRET: &[u8] = b"ingress-test-secret";
+
+    /// A queue that is down.
+    #[derive(Debug)]
+    struct DownQueue;
+
+    #[async_trait]
+    impl TurnQueue for DownQueue {
+        async fn send(&self, _message: &QueuedMessage) -> Result<(), QueueError> {
+            Err(QueueError {
+                message: "queue unreachable".to_owned(),
+                source: None,
+            })
+        }
+        async fn receive(&self, _max: usize, _wait: Duration) -> Result<Vec<Delivery>, QueueError> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _receipt: &str) -> Result<(), QueueError> {
+            Ok(())
+        }
+        async fn release(&self, _receipt: &str, _delay: Duration) -> Result<(), QueueError> {
+            Ok(())
+        }
+    }
+
+    fn ingress(queue: Arc<dyn TurnQueue>) -> Ingress {
+        Ingress {
+            inbox: Arc::new(InMemoryInbox::new()),
+            queue,
+            generic: Some(GenericChannel {
+                secret: Arc::from(SECRET),
+                owners: vec!["owner-1".to_owned()],
+            }),
+            agent_id: "main".to_owned(),
+            dm_scope: DmScope::PerPeer,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    fn signed(body: &[u8]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let signature = HeaderValue::from_str(&sign(SECRET, body)).expect("ascii");
+        headers.insert(SIGNATURE_HEADER, signature);
+        headers
+    }
+
+    const BODY: &[u8] = br#"{"message_id":"m1","chat_id":"c1","sender_id":"owner-1","text":"hi","chat_type":"direct"}"#;
+
+    #[tokio::test]
+    async fn an_accepted_message_is_queued_once_in_its_session_group() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        let outcome = ingress.accept("generic", &signed(BODY), BODY).await;
+        assert!(
+            matches!(&outcome, IngressOutcome::Accepted { session_key } if session_key == "agent:main:direct:c1")
+        );
+        let again = ingress.accept("generic", &signed(BODY), BODY).await;
+        assert!(matches!(again, IngressOutcome::Duplicate));
+        let deliveries = queue.receive(10, Duration::ZERO).await.expect("receive");
+        assert_eq!(deliveries.len(), 1);
+        assert_eq!(deliveries[0].group, "agent:main:direct:c1");
+        let event: SessionEvent = serde_json::from_str(&deliveries[0].body).expect("event");
+        let TurnEvent::Inbound(message) = event.event else {
+            panic!("an inbound event");
+        };
+        assert!(
+            message.sender_is_owner,
+            "owner-1 is configured as the owner"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_enqueue_gives_the_claim_back_so_the_retry_is_not_a_duplicate() {
+        let down = ingress(Arc::new(DownQueue));
+        let outcome = down.accept("generic", &signed(BODY), BODY).await;
+        assert!(matches!(outcome, IngressOutcome::Unavailable(_)));
+        // The platform retries once the queue is back: the message must not be dropped.
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let back = Ingress {
+            queue: Arc::clone(&queue) as Arc<dyn TurnQueue>,
+            ..down
+        };
+        let retried = back.accept("generic", &signed(BODY), BODY).await;
+        assert!(
+            matches!(retried, IngressOutcome::Accepted { .. }),
+            "{retried:?}"
+        );
+        assert_eq!(
+            queue
+                .receive(10, Duration::ZERO)
+                .await
+                .expect("receive")
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn unsigned_forged_or_unknown_channel_calls_are_refused_before_parsing() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        let unsigned = ingress.accept("generic", &HeaderMap::new(), BODY).await;
+        assert!(matches!(unsigned, IngressOutcome::Unauthorized(_)));
+        // A signature made for another body does not cover this one.
+        let forged = ingress
+            .accept("generic", &signed(b"other body"), BODY)
+            .await;
+        assert!(matches!(forged, IngressOutcome::Unauthorized(_)));
+        let junk = b"not json";
+        let bad = ingress.accept("generic", &signed(junk), junk).await;
+        assert!(matches!(bad, IngressOutcome::BadRequest(_)));
+        let unknown = ingress.accept("telegram", &signed(BODY), BODY).await;
+        assert!(matches!(unknown, IngressOutcome::UnknownChannel(_)));
+        assert!(
+            queue
+                .receive(10, Duration::ZERO)
+                .await
+                .expect("receive")
+                .is_empty()
+        );
+    }
+}
