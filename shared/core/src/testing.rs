@@ -2406,3 +2406,77 @@ mod tests {
         assert_eq!(store.location("k"), "mem://etags/k");
     }
 }
+
+/// Counts the `list` and `get` calls that reach a wrapped in-memory store (tests of caches).
+#[derive(Debug)]
+pub struct CountingObjectStore {
+    inner: Arc<InMemoryObjectStore>,
+    lists: AtomicUsize,
+    gets: AtomicUsize,
+}
+
+impl CountingObjectStore {
+    /// Wraps `inner` with both counters at zero.
+    pub fn new(inner: Arc<InMemoryObjectStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            lists: AtomicUsize::new(0),
+            gets: AtomicUsize::new(0),
+        })
+    }
+
+    /// `(lists, gets)` since the last call, resetting both.
+    pub fn take(&self) -> (usize, usize) {
+        (
+            self.lists.swap(0, Ordering::SeqCst),
+            self.gets.swap(0, Ordering::SeqCst),
+        )
+    }
+
+    /// The wrapped store, for writes the counters should not see.
+    pub fn inner(&self) -> &InMemoryObjectStore {
+        &self.inner
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CountingObjectStore {
+    async fn list(&self, prefix: &str, max_keys: usize) -> Result<Listing, StoreError> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(prefix, max_keys).await
+    }
+
+    async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(key, max_bytes).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.inner.head(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        condition: PutCondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.inner.put(key, bytes, condition).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key).await
+    }
+
+    fn location(&self, key: &str) -> String {
+        self.inner.location(key)
+    }
+
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        self.inner.key_for_location(location)
+    }
+
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+}

@@ -156,66 +156,24 @@ impl ObjectStore for ListedStore {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use clawless_core::testing::InMemoryObjectStore;
+    use clawless_core::testing::{CountingObjectStore, InMemoryObjectStore};
 
     use super::*;
 
-    /// Counts the reads that reach the real store.
-    #[derive(Debug)]
-    struct CountingStore {
-        inner: InMemoryObjectStore,
-        gets: AtomicUsize,
-    }
-
-    #[async_trait]
-    impl ObjectStore for CountingStore {
-        async fn list(&self, prefix: &str, max_keys: usize) -> Result<Listing, StoreError> {
-            self.inner.list(prefix, max_keys).await
-        }
-        async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError> {
-            self.gets.fetch_add(1, Ordering::SeqCst);
-            self.inner.get(key, max_bytes).await
-        }
-        async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-            self.inner.head(key).await
-        }
-        async fn put(
-            &self,
-            key: &str,
-            bytes: Vec<u8>,
-            condition: PutCondition,
-        ) -> Result<ObjectMeta, StoreError> {
-            self.inner.put(key, bytes, condition).await
-        }
-        async fn delete(&self, key: &str) -> Result<(), StoreError> {
-            self.inner.delete(key).await
-        }
-        fn location(&self, key: &str) -> String {
-            self.inner.location(key)
-        }
-        fn key_for_location(&self, location: &str) -> Option<String> {
-            self.inner.key_for_location(location)
-        }
-        fn identity(&self) -> String {
-            self.inner.identity()
-        }
-    }
-
-    async fn listed(store: &Arc<CountingStore>, cache: &Arc<ObjectCache>) -> ListedStore {
-        let listing = store.list("ws/", 1000).await.expect("list");
+    async fn listed(store: &Arc<CountingObjectStore>, cache: &Arc<ObjectCache>) -> ListedStore {
+        let listing = store.inner().list("ws/", 1000).await.expect("list");
         let inner: Arc<dyn ObjectStore> = store.clone();
         ListedStore::new(inner, "ws/", Arc::new(listing), Arc::clone(cache))
     }
 
+    fn gets(store: &CountingObjectStore) -> usize {
+        store.take().1
+    }
+
     #[tokio::test]
     async fn absent_objects_cost_nothing_and_unchanged_ones_come_from_the_cache() {
-        let store = Arc::new(CountingStore {
-            inner: InMemoryObjectStore::new(),
-            gets: AtomicUsize::new(0),
-        });
-        store.inner.insert("ws/AGENTS.md", "v1").expect("insert");
+        let store = CountingObjectStore::new(Arc::new(InMemoryObjectStore::new()));
+        store.inner().insert("ws/AGENTS.md", "v1").expect("insert");
         let cache = Arc::new(ObjectCache::default());
 
         // First turn: the listed file is read once, the missing one not at all.
@@ -227,7 +185,7 @@ mod tests {
             .expect("exists");
         assert_eq!(got.bytes, b"v1");
         assert!(first.get("ws/SOUL.md", 1024).await.expect("get").is_none());
-        assert_eq!(store.gets.load(Ordering::SeqCst), 1);
+        assert_eq!(gets(&store), 1);
 
         // Next turn, nothing changed: served from the cache.
         let second = listed(&store, &cache).await;
@@ -237,10 +195,10 @@ mod tests {
             .expect("get")
             .expect("exists");
         assert_eq!(again.bytes, b"v1");
-        assert_eq!(store.gets.load(Ordering::SeqCst), 1);
+        assert_eq!(gets(&store), 0);
 
         // The file changes: its new ETag in the next listing forces a read.
-        store.inner.insert("ws/AGENTS.md", "v2").expect("insert");
+        store.inner().insert("ws/AGENTS.md", "v2").expect("insert");
         let third = listed(&store, &cache).await;
         let changed = third
             .get("ws/AGENTS.md", 1024)
@@ -248,21 +206,18 @@ mod tests {
             .expect("get")
             .expect("exists");
         assert_eq!(changed.bytes, b"v2");
-        assert_eq!(store.gets.load(Ordering::SeqCst), 2);
+        assert_eq!(gets(&store), 1);
 
         // Keys outside the listed prefix go to the store as usual.
         assert!(third.get("elsewhere/x", 1024).await.expect("get").is_none());
-        assert_eq!(store.gets.load(Ordering::SeqCst), 3);
+        assert_eq!(gets(&store), 1);
     }
 
     #[tokio::test]
     async fn a_listed_object_over_the_limit_is_refused_without_reading_it() {
-        let store = Arc::new(CountingStore {
-            inner: InMemoryObjectStore::new(),
-            gets: AtomicUsize::new(0),
-        });
+        let store = CountingObjectStore::new(Arc::new(InMemoryObjectStore::new()));
         store
-            .inner
+            .inner()
             .insert("ws/big.md", vec![b'x'; 100])
             .expect("insert");
         let cache = Arc::new(ObjectCache::default());
@@ -276,6 +231,6 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(store.gets.load(Ordering::SeqCst), 0);
+        assert_eq!(gets(&store), 0);
     }
 }

@@ -1,11 +1,7 @@
 //! Loading: precedence and merge order (spec §1.1), locations, and what a warm reload reads.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use async_trait::async_trait;
-
 use super::*;
-use crate::object_store::{Listing, Object, ObjectMeta, PutCondition, StoreError};
+use crate::testing::CountingObjectStore as CountingStore;
 
 #[tokio::test]
 async fn workspace_beats_managed_beats_bundled() {
@@ -132,65 +128,6 @@ async fn locations_resolve_in_the_same_store() {
             .unwrap()
             .contains("name: weather")
     );
-}
-
-/// Counts the calls made to the wrapped store.
-#[derive(Debug)]
-struct CountingStore {
-    inner: Arc<InMemoryObjectStore>,
-    lists: AtomicUsize,
-    gets: AtomicUsize,
-}
-
-impl CountingStore {
-    fn new(inner: Arc<InMemoryObjectStore>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            lists: AtomicUsize::new(0),
-            gets: AtomicUsize::new(0),
-        })
-    }
-    fn take(&self) -> (usize, usize) {
-        (
-            self.lists.swap(0, Ordering::SeqCst),
-            self.gets.swap(0, Ordering::SeqCst),
-        )
-    }
-}
-
-#[async_trait]
-impl ObjectStore for CountingStore {
-    async fn list(&self, prefix: &str, max_keys: usize) -> Result<Listing, StoreError> {
-        self.lists.fetch_add(1, Ordering::SeqCst);
-        self.inner.list(prefix, max_keys).await
-    }
-    async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(key, max_bytes).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.inner.head(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
-    ) -> Result<ObjectMeta, StoreError> {
-        self.inner.put(key, bytes, condition).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.delete(key).await
-    }
-    fn location(&self, key: &str) -> String {
-        self.inner.location(key)
-    }
-    fn key_for_location(&self, location: &str) -> Option<String> {
-        self.inner.key_for_location(location)
-    }
-    fn identity(&self) -> String {
-        self.inner.identity()
-    }
 }
 
 fn counted_sources(store: &Arc<CountingStore>) -> Vec<SkillSource> {
@@ -326,7 +263,7 @@ async fn changing_a_non_skill_file_keeps_the_cached_result() {
 async fn sources_in_different_stores_are_listed_separately() {
     let one = CountingStore::new(store_with(&[("a/SKILL.md", skill_md("a", "A", None))]));
     let two = CountingStore::new(Arc::new(InMemoryObjectStore::named("other")));
-    two.inner
+    two.inner()
         .insert("b/x/SKILL.md", skill_md("b", "B", None).into_bytes())
         .unwrap();
     let sources = vec![
