@@ -148,6 +148,14 @@ impl std::fmt::Debug for TurnService {
     }
 }
 
+/// What belongs to the turn being run: its tool routing, and (from its first model call or
+/// tool run on) its prompt context.
+struct PerTurn {
+    turn: u64,
+    routing: ToolRouting,
+    context: Option<TurnContext>,
+}
+
 /// What a turn's model calls are built from; assembled once, on the first model call.
 struct TurnContext {
     system: String,
@@ -221,23 +229,12 @@ impl TurnService {
         if acceptance == Acceptance::AlreadyHandled {
             tracing::info!(session = %key, "event already handled; resuming");
         }
-        // Built on the first model call or tool run of a turn; rebuilt when a follow-up turn
-        // starts in the same invocation (its sender, and so its tools, may differ).
-        let mut context: Option<(u64, TurnContext)> = None;
-        // Tool policy depends on the sender (owner-only tools), so it is resolved per turn.
-        let mut routing: Option<(u64, ToolRouting)> = None;
+        // Tool routing depends on the sender (owner-only tools), so it and the prompt context
+        // are per turn: rebuilt when a follow-up turn starts in this invocation.
+        let mut current: Option<PerTurn> = None;
         loop {
-            let turn = state.meta.turn;
-            if routing
-                .as_ref()
-                .is_none_or(|(resolved_for, _)| *resolved_for != turn)
-            {
-                routing = Some((turn, self.routing(&agent.id, state.meta.sender_is_owner)));
-            }
-            let current_routing = routing
-                .as_ref()
-                .map_or_else(ToolRouting::default, |(_, routing)| routing.clone());
-            let effect = engine.next(&mut state, &current_routing, self.deps.clock.now_ms());
+            let routing = &self.per_turn(&agent.id, &state, &mut current).routing;
+            let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
             match effect {
                 Effect::Persist => {
                     let commit = state.pending_commit()?;
@@ -246,18 +243,7 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
-                    let effect_turn = state.meta.turn;
-                    if context
-                        .as_ref()
-                        .is_none_or(|(built_for, _)| *built_for != effect_turn)
-                    {
-                        let offered = self.routing(&agent.id, state.meta.sender_is_owner);
-                        let built = self.turn_context(&agent.id, &mut state, &offered);
-                        context = Some((effect_turn, built.await?));
-                    }
-                    let Some((_, ctx)) = context.as_ref() else {
-                        continue;
-                    };
+                    let ctx = self.context(&agent.id, &mut state, &mut current).await?;
                     report.model_calls += 1;
                     match self.call_model(ctx, &state).await {
                         Ok(response) => {
@@ -279,25 +265,18 @@ impl TurnService {
                     }
                 }
                 Effect::RunTool(call) => {
-                    let effect_turn = state.meta.turn;
-                    if context
-                        .as_ref()
-                        .is_none_or(|(built_for, _)| *built_for != effect_turn)
-                    {
-                        let offered = self.routing(&agent.id, state.meta.sender_is_owner);
-                        let built = self.turn_context(&agent.id, &mut state, &offered);
-                        context = Some((effect_turn, built.await?));
-                    }
-                    let built = context.as_ref().map(|(_, ctx)| ctx);
-                    let output = match (self.tools.get(&call.name), built) {
-                        (Some(tool), Some(ctx)) => {
+                    let ctx = self.context(&agent.id, &mut state, &mut current).await?;
+                    let output = match self.tools.get(&call.name) {
+                        Some(tool) => {
                             let mut tool_context = ctx.tool_context.clone();
                             tool_context.session = self.session_facts(&state);
                             report.tools_run += 1;
                             self.tools_run.fetch_add(1, Ordering::Relaxed);
                             tool.run(&call.input, &tool_context).await
                         }
-                        _ => ToolOutput::error(clawless_core::turn::tool_not_available(&call.name)),
+                        None => {
+                            ToolOutput::error(clawless_core::turn::tool_not_available(&call.name))
+                        }
                     };
                     engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
                 }
@@ -321,6 +300,44 @@ impl TurnService {
                 Effect::Idle => return Ok(report),
             }
         }
+    }
+
+    /// The per-turn state for the session's current turn, replacing a stale one.
+    fn per_turn<'a>(
+        &self,
+        agent_id: &str,
+        state: &SessionState,
+        current: &'a mut Option<PerTurn>,
+    ) -> &'a mut PerTurn {
+        if current
+            .as_ref()
+            .is_some_and(|per_turn| per_turn.turn != state.meta.turn)
+        {
+            *current = None;
+        }
+        current.get_or_insert_with(|| PerTurn {
+            turn: state.meta.turn,
+            routing: self.routing(agent_id, state.meta.sender_is_owner),
+            context: None,
+        })
+    }
+
+    /// The prompt context of the current turn, built on first use.
+    async fn context<'a>(
+        &self,
+        agent_id: &str,
+        state: &mut SessionState,
+        current: &'a mut Option<PerTurn>,
+    ) -> Result<&'a TurnContext, TurnError> {
+        let per_turn = self.per_turn(agent_id, state, current);
+        let context = match per_turn.context.take() {
+            Some(context) => context,
+            None => {
+                self.turn_context(agent_id, state, &per_turn.routing)
+                    .await?
+            }
+        };
+        Ok(per_turn.context.insert(context))
     }
 
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).

@@ -167,6 +167,17 @@ impl World {
         }
     }
 
+    /// Delivers a chat message through the default engine, with no crash.
+    fn say(&mut self, routing: &ToolRouting, id: &str, text: &str) -> Option<Effect> {
+        let event = Incoming::Message(Box::new(message(id, text)));
+        self.deliver(&engine(), routing, event, Stop::Never)
+    }
+
+    /// Delivers any event through the default engine, with no crash.
+    fn send(&mut self, routing: &ToolRouting, event: Incoming) -> Option<Effect> {
+        self.deliver(&engine(), routing, event, Stop::Never)
+    }
+
     fn transcript(&self) -> Vec<StepBody> {
         self.stored
             .load()
@@ -187,12 +198,7 @@ fn a_simple_turn_calls_the_model_once_persists_and_replies_once() {
     let mut world = World::default();
     world.model.push_back(text_response("Hello!"));
     // WHEN a message arrives
-    let end = world.deliver(
-        &engine(),
-        &routing(&[]),
-        Incoming::Message(Box::new(message("m1", "hi"))),
-        Stop::Never,
-    );
+    let end = world.say(&routing(&[]), "m1", "hi");
     // THEN one model call, one reply, two commits (response + reply intent; delivery record)
     assert_eq!(end, Some(Effect::Idle));
     assert_eq!(world.model_calls, 1);
@@ -220,12 +226,7 @@ fn a_tool_call_runs_once_and_its_result_reaches_the_next_model_call() {
         .model
         .push_back(tool_response("t1", "read", json!({"path": "SKILL.md"})));
     world.model.push_back(text_response("Done reading."));
-    world.deliver(
-        &engine(),
-        &routing(&["read"]),
-        Incoming::Message(Box::new(message("m1", "read it"))),
-        Stop::Never,
-    );
+    world.say(&routing(&["read"]), "m1", "read it");
     assert_eq!(world.tool_runs.get("t1"), Some(&1));
     assert_eq!(world.delivered.len(), 1);
     let state = world.stored.load();
@@ -248,12 +249,7 @@ fn a_call_to_a_tool_that_is_not_offered_is_never_run_and_gets_an_error_result() 
         .model
         .push_back(tool_response("t3", "read*", json!({"path": "x"})));
     world.model.push_back(text_response("ok"));
-    world.deliver(
-        &engine(),
-        &routing(&["read"]),
-        Incoming::Message(Box::new(message("m1", "go"))),
-        Stop::Never,
-    );
+    world.say(&routing(&["read"]), "m1", "go");
     assert!(
         world.tool_runs.is_empty(),
         "nothing ran: {:?}",
@@ -280,12 +276,7 @@ fn silent_tokens_send_nothing() {
     for token in ["%%NO_REPLY%%", "HEARTBEAT_OK", "  NO_REPLY \n"] {
         let mut world = World::default();
         world.model.push_back(text_response(token));
-        let end = world.deliver(
-            &engine(),
-            &routing(&[]),
-            Incoming::Message(Box::new(message("m1", "hi"))),
-            Stop::Never,
-        );
+        let end = world.say(&routing(&[]), "m1", "hi");
         assert_eq!(end, Some(Effect::Idle));
         assert!(world.delivered.is_empty(), "{token:?} must not be sent");
         assert!(!world.stored.load().meta.turn_open);
@@ -318,18 +309,8 @@ fn a_redelivered_message_after_a_finished_turn_does_nothing() {
     let mut world = World::default();
     world.model.push_back(text_response("Hello!"));
     let r = routing(&[]);
-    world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "hi"))),
-        Stop::Never,
-    );
-    let end = world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "hi"))),
-        Stop::Never,
-    );
+    world.say(&r, "m1", "hi");
+    let end = world.say(&r, "m1", "hi");
     assert_eq!(end, Some(Effect::Idle));
     assert_eq!(world.model_calls, 1);
     assert_eq!(world.delivered.len(), 1);
@@ -357,12 +338,7 @@ fn crash_run(crash_at: Option<usize>) -> World {
         first,
     );
     if end.is_none() {
-        let end = world.deliver(
-            &engine(),
-            &r,
-            Incoming::Message(Box::new(message("m1", "work"))),
-            Stop::Never,
-        );
+        let end = world.say(&r, "m1", "work");
         assert_eq!(end, Some(Effect::Idle));
     }
     world
@@ -404,21 +380,11 @@ fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
     world.model.push_back(text_response("Second answer."));
     let mut r = routing(&["exec"]);
     r.remote.insert("exec".to_owned());
-    let end = world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "list"))),
-        Stop::Never,
-    );
+    let end = world.say(&r, "m1", "list");
     assert_eq!(end, Some(Effect::Wait));
     assert_eq!(world.node_jobs.len(), 1);
     // a second message waits
-    let end = world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m2", "and then?"))),
-        Stop::Never,
-    );
+    let end = world.say(&r, "m2", "and then?");
     assert_eq!(end, Some(Effect::Wait));
     assert_eq!(world.model_calls, 1);
     assert_eq!(world.stored.load().meta.follow_ups.len(), 1);
@@ -427,13 +393,13 @@ fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
         call_id: "x1".to_owned(),
         output: ToolOutput::ok("a b c"),
     };
-    let end = world.deliver(&engine(), &r, result.clone(), Stop::Never);
+    let end = world.send(&r, result.clone());
     assert_eq!(end, Some(Effect::Idle));
     let texts: Vec<&str> = world.delivered.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(texts, ["Listed.", "Second answer."]);
     assert_eq!(world.stored.load().meta.turn, 2);
     // a duplicate result changes nothing
-    world.deliver(&engine(), &r, result, Stop::Never);
+    world.send(&r, result);
     assert_eq!(world.delivered.len(), 2);
 }
 
@@ -446,19 +412,12 @@ fn a_node_call_that_times_out_gets_an_error_result() {
     world.model.push_back(text_response("It timed out."));
     let mut r = routing(&["exec"]);
     r.remote.insert("exec".to_owned());
-    world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "wait"))),
-        Stop::Never,
-    );
-    world.deliver(
-        &engine(),
+    world.say(&r, "m1", "wait");
+    world.send(
         &r,
         Incoming::ToolTimeout {
             call_id: "x1".to_owned(),
         },
-        Stop::Never,
     );
     let timed_out = world.transcript().into_iter().any(|b| {
         matches!(b, StepBody::ToolResult { text, is_error: true, .. } if text == TOOL_TIMEOUT_TEXT)
@@ -476,12 +435,7 @@ fn a_call_needing_approval_runs_only_after_it_is_allowed() {
     world.model.push_back(text_response("Written."));
     let mut r = routing(&["write"]);
     r.needs_approval.insert("write".to_owned());
-    let end = world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "write x"))),
-        Stop::Never,
-    );
+    let end = world.say(&r, "m1", "write x");
     assert_eq!(end, Some(Effect::Wait));
     assert!(world.tool_runs.is_empty());
     assert!(world.delivered[0].1.contains("/approve w1"));
@@ -489,7 +443,7 @@ fn a_call_needing_approval_runs_only_after_it_is_allowed() {
         call_id: "w1".to_owned(),
         decision: ApprovalDecision::AllowOnce,
     };
-    world.deliver(&engine(), &r, approval, Stop::Never);
+    world.send(&r, approval);
     assert_eq!(world.tool_runs.get("w1"), Some(&1));
     assert_eq!(world.delivered.last().unwrap().1, "Written.");
 }
@@ -503,17 +457,12 @@ fn a_denied_call_is_not_run() {
     world.model.push_back(text_response("Not written."));
     let mut r = routing(&["write"]);
     r.needs_approval.insert("write".to_owned());
-    world.deliver(
-        &engine(),
-        &r,
-        Incoming::Message(Box::new(message("m1", "write x"))),
-        Stop::Never,
-    );
+    world.say(&r, "m1", "write x");
     let deny = Incoming::Approval {
         call_id: "w1".to_owned(),
         decision: ApprovalDecision::Deny,
     };
-    world.deliver(&engine(), &r, deny, Stop::Never);
+    world.send(&r, deny);
     assert!(world.tool_runs.is_empty());
     assert_eq!(world.delivered.last().unwrap().1, "Not written.");
 }
