@@ -4,7 +4,9 @@
 //! comes through a port such as [`object_store::ObjectStore`]. Adapters live in `clawless-aws`
 //! (S3) and `clawless-local` (a directory tree).
 
+pub mod exec;
 pub mod model;
+pub mod nodes;
 pub mod object_store;
 pub mod outbox;
 pub mod session;
