@@ -359,7 +359,11 @@ impl TurnService {
                         tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
                         return Ok(None);
                     }
-                    return Ok(Some(Incoming::Approval { call_id, decision }));
+                    return Ok(Some(Incoming::Approval {
+                        call_id,
+                        decision,
+                        notice: None,
+                    }));
                 }
                 if may_be_skill_command(&body) {
                     let specs = self
@@ -390,19 +394,31 @@ impl TurnService {
                 call_id,
                 text,
                 is_error,
+                notice,
             } => Incoming::ToolResult {
                 call_id: call_id.clone(),
                 output: ToolOutput {
                     text: text.clone(),
                     is_error: *is_error,
                 },
+                notice: notice.clone(),
             },
-            TurnEvent::ToolTimeout { call_id } => Incoming::ToolTimeout {
+            TurnEvent::ToolTimeout { call_id, .. } => Incoming::ToolTimeout {
                 call_id: call_id.clone(),
             },
             TurnEvent::Approval { call_id, decision } => Incoming::Approval {
                 call_id: call_id.clone(),
                 decision: *decision,
+                notice: None,
+            },
+            TurnEvent::ApprovalNeeded { call_id, text } => Incoming::ApprovalNeeded {
+                call_id: call_id.clone(),
+                text: text.clone(),
+            },
+            TurnEvent::ApprovalTimeout { call_id } => Incoming::Approval {
+                call_id: call_id.clone(),
+                decision: ApprovalDecision::Deny,
+                notice: None,
             },
             TurnEvent::Heartbeat {
                 heartbeat_id,
@@ -449,7 +465,6 @@ impl TurnService {
         ToolRouting {
             offered: allowed.names().iter().cloned().collect(),
             remote: BTreeSet::new(),
-            needs_approval: BTreeSet::new(),
         }
     }
 

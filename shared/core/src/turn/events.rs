@@ -62,11 +62,31 @@ pub enum TurnEvent {
         /// True when the tool failed.
         #[serde(default)]
         is_error: bool,
+        /// A note for the chat about the result (`Exec finished …` after an approval).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notice: Option<String>,
     },
     /// A tool that ran elsewhere produced no result by its deadline.
     #[serde(rename_all = "camelCase")]
     ToolTimeout {
         /// The tool call that timed out.
+        call_id: String,
+        /// The job attempt the deadline belongs to (a later attempt has its own deadline).
+        #[serde(default)]
+        attempt: u32,
+    },
+    /// A node host (or the backend's pre-check) says a call needs a person's approval.
+    #[serde(rename_all = "camelCase")]
+    ApprovalNeeded {
+        /// The pending call.
+        call_id: String,
+        /// The approval request shown in the chat (spec §7.8).
+        text: String,
+    },
+    /// Nobody answered an approval request in time.
+    #[serde(rename_all = "camelCase")]
+    ApprovalTimeout {
+        /// The call still awaiting approval.
         call_id: String,
     },
     /// A person answered an approval request.
@@ -107,7 +127,9 @@ impl SessionEvent {
                 format!("in:{}:{}", message.chat.channel, message.message_id)
             }
             TurnEvent::ToolResult { call_id, .. } => format!("result:{call_id}"),
-            TurnEvent::ToolTimeout { call_id } => format!("timeout:{call_id}"),
+            TurnEvent::ToolTimeout { call_id, attempt } => format!("timeout:{call_id}:{attempt}"),
+            TurnEvent::ApprovalNeeded { call_id, .. } => format!("ask:{call_id}"),
+            TurnEvent::ApprovalTimeout { call_id } => format!("ask-timeout:{call_id}"),
             TurnEvent::Approval { call_id, .. } => format!("approval:{call_id}"),
             TurnEvent::Heartbeat { heartbeat_id, .. } => format!("heartbeat:{heartbeat_id}"),
         };

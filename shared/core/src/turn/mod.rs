@@ -56,10 +56,10 @@ impl Default for TurnSettings {
 pub struct ToolRouting {
     /// Tools offered to the model (already filtered by policy). Nothing else ever runs.
     pub offered: BTreeSet<String>,
-    /// Offered tools that run on a node host instead of in the turn function.
+    /// Offered tools that run on a node host instead of in the turn function. Whether a
+    /// call needs a person's approval is the exec policy's answer for that command (the node
+    /// or the backend's pre-check), reported with [`Incoming::ApprovalNeeded`].
     pub remote: BTreeSet<String>,
-    /// Offered tools whose calls wait for a person's `/approve` first.
-    pub needs_approval: BTreeSet<String>,
 }
 
 /// A reply to deliver to a chat.
@@ -89,6 +89,8 @@ pub enum Effect {
         job_id: String,
         /// The call to run.
         call: ToolCall,
+        /// The person's decision when the call was approved in the chat (send a grant).
+        approved: Option<ApprovalDecision>,
     },
     /// Deliver this reply; report with [`TurnEngine::record_reply_sent`].
     SendReply(OutboundReply),
@@ -109,6 +111,8 @@ pub enum Incoming {
         call_id: String,
         /// Its output.
         output: ToolOutput,
+        /// A note for the chat, sent before the turn goes on (`Exec finished …`).
+        notice: Option<String>,
     },
     /// A pending call's deadline passed.
     ToolTimeout {
@@ -121,6 +125,15 @@ pub enum Incoming {
         call_id: String,
         /// The answer.
         decision: ApprovalDecision,
+        /// A note for the chat (`Exec denied …` on a denial).
+        notice: Option<String>,
+    },
+    /// The exec policy says a pending call needs a person's approval.
+    ApprovalNeeded {
+        /// The call.
+        call_id: String,
+        /// The approval request for the chat (spec §7.8).
+        text: String,
     },
 }
 
@@ -185,8 +198,18 @@ impl TurnEngine {
                     Acceptance::StartedTurn
                 }
             }
-            Incoming::ToolResult { call_id, output } => {
-                self.resolve_pending(state, &call_id, output, now_ms)
+            Incoming::ToolResult {
+                call_id,
+                output,
+                notice,
+            } => {
+                let acceptance = self.resolve_pending(state, &call_id, output, now_ms);
+                if acceptance == Acceptance::Applied
+                    && let Some(notice) = notice
+                {
+                    push_notice(state, &call_id, "result", notice, now_ms);
+                }
+                acceptance
             }
             Incoming::ToolTimeout { call_id } => self.resolve_pending(
                 state,
@@ -194,10 +217,17 @@ impl TurnEngine {
                 ToolOutput::error(TOOL_TIMEOUT_TEXT),
                 now_ms,
             ),
-            Incoming::Approval { call_id, decision } => {
+            Incoming::Approval {
+                call_id,
+                decision,
+                notice,
+            } => {
                 let awaiting = matches!(state.find_pending(&call_id), Some((true, _)));
                 if !awaiting || state.find_result(&call_id).is_some() {
                     return Acceptance::AlreadyHandled;
+                }
+                if let Some(notice) = notice {
+                    push_notice(state, &call_id, "decision", notice, now_ms);
                 }
                 match decision {
                     ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
@@ -207,6 +237,7 @@ impl TurnEngine {
                                 call_id,
                                 job_id,
                                 awaiting_approval: false,
+                                approved: Some(decision),
                             },
                             now_ms,
                         );
@@ -224,6 +255,33 @@ impl TurnEngine {
                         );
                     }
                 }
+                Acceptance::Applied
+            }
+            Incoming::ApprovalNeeded { call_id, text } => {
+                let Some(pending) = state.latest_pending(&call_id) else {
+                    return Acceptance::AlreadyHandled;
+                };
+                if pending.awaiting_approval || state.find_result(&call_id).is_some() {
+                    return Acceptance::AlreadyHandled;
+                }
+                if pending.approved.is_some() {
+                    // Approved once already, and the node still asks: never ask in a loop.
+                    let output = ToolOutput::error(format!(
+                        "The node host refused the approved command.\n{text}"
+                    ));
+                    return self.resolve_pending(state, &call_id, output, now_ms);
+                }
+                let job_id = pending.job_id.to_owned();
+                state.push(
+                    StepBody::ToolPending {
+                        call_id: call_id.clone(),
+                        job_id,
+                        awaiting_approval: true,
+                        approved: None,
+                    },
+                    now_ms,
+                );
+                push_notice(state, &call_id, "approval", text, now_ms);
                 Acceptance::Applied
             }
         }
@@ -424,11 +482,6 @@ impl TurnEngine {
                 .find_pending(&call.id)
                 .map(|(awaiting, job)| (awaiting, job.to_owned()));
             match pending {
-                None if routing.needs_approval.contains(&call.name) => {
-                    let job_id = job_id(state, &call.id);
-                    request_approval(state, call, job_id, now_ms);
-                    return Derived::Changed;
-                }
                 Some((true, _)) => waiting = true,
                 None if routing.remote.contains(&call.name) => {
                     let job_id = job_id(state, &call.id);
@@ -437,6 +490,7 @@ impl TurnEngine {
                             call_id: call.id.clone(),
                             job_id,
                             awaiting_approval: false,
+                            approved: None,
                         },
                         now_ms,
                     );
@@ -446,9 +500,13 @@ impl TurnEngine {
                     if state.was_dispatched(&job_id) {
                         waiting = true;
                     } else {
+                        let approved = state
+                            .latest_pending(&call.id)
+                            .and_then(|pending| pending.approved);
                         return Derived::Effect(Effect::SendToNode {
                             job_id,
                             call: call.clone(),
+                            approved,
                         });
                     }
                 }
@@ -598,22 +656,16 @@ fn push_result(
     );
 }
 
-fn request_approval(state: &mut SessionState, call: &ToolCall, job_id: String, now_ms: u64) {
-    state.push(
-        StepBody::ToolPending {
-            call_id: call.id.clone(),
-            job_id,
-            awaiting_approval: true,
-        },
-        now_ms,
+/// Records a chat note about a call (an approval request, a decision, a finished command),
+/// sent as a reply under an id derived from the call, so a redelivery never sends it twice.
+fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String, now_ms: u64) {
+    let reply_id = reply_id(state, &format!("{what}-{call_id}"));
+    let already = state.current_turn_steps().iter().any(
+        |step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id),
     );
-    let arguments = serde_json::to_string(&call.input).unwrap_or_default();
-    let text = format!(
-        "Approval needed for {} {arguments}\nReply /approve {} allow-once|allow-always|deny",
-        call.name, call.id
-    );
-    let reply_id = reply_id(state, &format!("approval-{}", call.id));
-    state.push(StepBody::Reply { reply_id, text }, now_ms);
+    if !already {
+        state.push(StepBody::Reply { reply_id, text }, now_ms);
+    }
 }
 
 /// The first reply of the current turn that has no delivery record.
@@ -654,7 +706,7 @@ fn reply_id(state: &SessionState, suffix: &str) -> String {
 }
 
 fn job_id(state: &SessionState, call_id: &str) -> String {
-    dedup_token(&format!("{}|{}|{call_id}", state.key, state.meta.turn))
+    crate::nodes::wire::exec_job_id(&state.key.to_string(), state.meta.turn, call_id)
 }
 
 /// Spec §9.2: trimmed, at most 64 chars of `[A-Za-z0-9_:.-]`.

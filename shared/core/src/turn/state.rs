@@ -12,7 +12,7 @@ use crate::session::{SessionCommit, SessionKey, StoredSession, StoredStep};
 use crate::skills::snapshot::SkillSnapshot;
 use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 
-use super::events::{ChatRef, InboundMessage};
+use super::events::{ApprovalDecision, ChatRef, InboundMessage};
 
 /// How many processed message ids a session remembers for deduplication.
 const SEEN_MESSAGE_IDS: usize = 256;
@@ -122,6 +122,9 @@ pub enum StepBody {
         job_id: String,
         /// True while the call waits for `/approve`.
         awaiting_approval: bool,
+        /// The person's decision when this pending step follows an approval.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approved: Option<ApprovalDecision>,
     },
     /// A reply about to be sent (persisted first, so a resend reuses its id).
     #[serde(rename_all = "camelCase")]
@@ -137,6 +140,19 @@ pub enum StepBody {
         /// The reply delivered.
         reply_id: String,
     },
+}
+
+/// A call handed to a node host, as its latest pending step records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingCall<'a> {
+    /// The call.
+    pub call_id: &'a str,
+    /// Its job id.
+    pub job_id: &'a str,
+    /// True while it waits for `/approve`.
+    pub awaiting_approval: bool,
+    /// The person's decision, once given.
+    pub approved: Option<ApprovalDecision>,
 }
 
 /// Session-wide state stored next to the transcript.
@@ -414,6 +430,12 @@ impl SessionState {
 
     /// The pending record of a call in the current turn, if any.
     pub(crate) fn find_pending(&self, call_id: &str) -> Option<(bool, &str)> {
+        self.latest_pending(call_id)
+            .map(|pending| (pending.awaiting_approval, pending.job_id))
+    }
+
+    /// The latest pending step of a call in the current turn.
+    pub fn latest_pending(&self, call_id: &str) -> Option<PendingCall<'_>> {
         self.current_turn_steps()
             .iter()
             .rev()
@@ -422,9 +444,49 @@ impl SessionState {
                     call_id: id,
                     job_id,
                     awaiting_approval,
-                } if id == call_id => Some((*awaiting_approval, job_id.as_str())),
+                    approved,
+                } if id == call_id => Some(PendingCall {
+                    call_id: id,
+                    job_id,
+                    awaiting_approval: *awaiting_approval,
+                    approved: *approved,
+                }),
                 _ => None,
             })
+    }
+
+    /// The call awaiting approval that `id` names: its call id, its full job id, or the
+    /// job id's first 8 characters (the short code shown in the chat). `None` when nothing
+    /// awaits, or when a short code is ambiguous.
+    pub fn call_awaiting_approval(&self, id: &str) -> Option<String> {
+        let id = id.trim();
+        if id.is_empty() {
+            return None;
+        }
+        let mut awaiting: Vec<PendingCall<'_>> = Vec::new();
+        for step in self.current_turn_steps() {
+            if let StepBody::ToolPending { call_id, .. } = &step.body
+                && !awaiting.iter().any(|seen| seen.call_id == call_id)
+                && let Some(pending) = self.latest_pending(call_id)
+                && pending.awaiting_approval
+                && self.find_result(call_id).is_none()
+            {
+                awaiting.push(pending);
+            }
+        }
+        if let Some(exact) = awaiting
+            .iter()
+            .find(|pending| pending.call_id == id || pending.job_id == id)
+        {
+            return Some(exact.call_id.to_owned());
+        }
+        let mut by_prefix = awaiting
+            .iter()
+            .filter(|pending| id.len() >= 8 && pending.job_id.starts_with(id));
+        match (by_prefix.next(), by_prefix.next()) {
+            (Some(only), None) => Some(only.call_id.to_owned()),
+            _ => None,
+        }
     }
 
     /// The tool call with this id in the current turn's last assistant step.

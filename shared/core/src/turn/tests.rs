@@ -392,6 +392,7 @@ fn a_message_arriving_while_a_node_call_is_pending_becomes_a_follow_up() {
     let result = Incoming::ToolResult {
         call_id: "x1".to_owned(),
         output: ToolOutput::ok("a b c"),
+        notice: None,
     };
     let end = world.send(&r, result.clone());
     assert_eq!(end, Some(Effect::Idle));
@@ -426,45 +427,137 @@ fn a_node_call_that_times_out_gets_an_error_result() {
     assert_eq!(world.delivered.last().unwrap().1, "It timed out.");
 }
 
-#[test]
-fn a_call_needing_approval_runs_only_after_it_is_allowed() {
+/// A turn whose model runs `exec` on a node; the node answers that approval is needed.
+fn world_awaiting_approval(r: &ToolRouting) -> World {
     let mut world = World::default();
     world
         .model
-        .push_back(tool_response("w1", "write", json!({"path": "x"})));
-    world.model.push_back(text_response("Written."));
-    let mut r = routing(&["write"]);
-    r.needs_approval.insert("write".to_owned());
-    let end = world.say(&r, "m1", "write x");
+        .push_back(tool_response("x1", "exec", json!({"command": "uname -a"})));
+    world.model.push_back(text_response("It ran."));
+    let end = world.say(r, "m1", "what system is this?");
     assert_eq!(end, Some(Effect::Wait));
-    assert!(world.tool_runs.is_empty());
-    assert!(world.delivered[0].1.contains("/approve w1"));
-    let approval = Incoming::Approval {
-        call_id: "w1".to_owned(),
-        decision: ApprovalDecision::AllowOnce,
+    assert_eq!(world.node_jobs.len(), 1);
+    let asked = Incoming::ApprovalNeeded {
+        call_id: "x1".to_owned(),
+        text: "Approval required (id abcd1234). Reply with: /approve abcd1234 allow-once|allow-always|deny".to_owned(),
     };
-    world.send(&r, approval);
-    assert_eq!(world.tool_runs.get("w1"), Some(&1));
-    assert_eq!(world.delivered.last().unwrap().1, "Written.");
+    let end = world.send(r, asked.clone());
+    assert_eq!(end, Some(Effect::Wait));
+    // a redelivered request changes nothing
+    world.send(r, asked);
+    let asks = world
+        .delivered
+        .iter()
+        .filter(|(_, text)| text.starts_with("Approval required"))
+        .count();
+    assert_eq!(asks, 1, "{:?}", world.delivered);
+    world
+}
+
+fn exec_routing() -> ToolRouting {
+    let mut r = routing(&["exec"]);
+    r.remote.insert("exec".to_owned());
+    r
 }
 
 #[test]
-fn a_denied_call_is_not_run() {
-    let mut world = World::default();
-    world
-        .model
-        .push_back(tool_response("w1", "write", json!({"path": "x"})));
-    world.model.push_back(text_response("Not written."));
-    let mut r = routing(&["write"]);
-    r.needs_approval.insert("write".to_owned());
-    world.say(&r, "m1", "write x");
+fn a_call_needing_approval_is_sent_again_with_the_decision_only_after_it_is_allowed() {
+    let r = exec_routing();
+    let mut world = world_awaiting_approval(&r);
+    let approval = Incoming::Approval {
+        call_id: "x1".to_owned(),
+        decision: ApprovalDecision::AllowAlways,
+        notice: None,
+    };
+    let end = world.send(&r, approval.clone());
+    assert_eq!(end, Some(Effect::Wait));
+    assert_eq!(world.node_jobs.len(), 2, "re-sent once, with the grant");
+    assert_eq!(world.node_jobs[0], world.node_jobs[1], "same job id");
+    let pending = world.stored.load();
+    assert_eq!(
+        pending.latest_pending("x1").and_then(|p| p.approved),
+        Some(ApprovalDecision::AllowAlways)
+    );
+    // a second /approve for the same call records nothing (the resumed turn may hand the
+    // same job to the node again: its journal runs each attempt at most once)
+    let steps = world.transcript().len();
+    world.send(&r, approval);
+    assert_eq!(world.transcript().len(), steps);
+    assert!(world.node_jobs.iter().all(|job| *job == world.node_jobs[0]));
+    let result = Incoming::ToolResult {
+        call_id: "x1".to_owned(),
+        output: ToolOutput::ok("Linux"),
+        notice: Some("Exec finished (node=n1 id=x, code 0)\nLinux".to_owned()),
+    };
+    world.send(&r, result);
+    let texts: Vec<&str> = world.delivered.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[1].starts_with("Exec finished"));
+    assert_eq!(texts[2], "It ran.");
+}
+
+#[test]
+fn a_denied_call_is_not_run_and_the_chat_hears_why() {
+    let r = exec_routing();
+    let mut world = world_awaiting_approval(&r);
     let deny = Incoming::Approval {
-        call_id: "w1".to_owned(),
+        call_id: "x1".to_owned(),
         decision: ApprovalDecision::Deny,
+        notice: Some("Exec denied (node=n1 id=x, user-denied): uname -a".to_owned()),
     };
     world.send(&r, deny);
-    assert!(world.tool_runs.is_empty());
-    assert_eq!(world.delivered.last().unwrap().1, "Not written.");
+    assert_eq!(world.node_jobs.len(), 1, "never re-sent");
+    let denied = world.transcript().into_iter().any(|b| {
+        matches!(b, StepBody::ToolResult { text, is_error: true, .. } if text == APPROVAL_DENIED_TEXT)
+    });
+    assert!(denied);
+    let texts: Vec<&str> = world.delivered.iter().map(|(_, t)| t.as_str()).collect();
+    assert!(texts[1].starts_with("Exec denied"), "{texts:?}");
+    assert_eq!(texts.last(), Some(&"It ran."));
+}
+
+#[test]
+fn an_approved_call_the_node_still_refuses_ends_with_an_error_instead_of_asking_again() {
+    let r = exec_routing();
+    let mut world = world_awaiting_approval(&r);
+    world.send(
+        &r,
+        Incoming::Approval {
+            call_id: "x1".to_owned(),
+            decision: ApprovalDecision::AllowOnce,
+            notice: None,
+        },
+    );
+    world.send(
+        &r,
+        Incoming::ApprovalNeeded {
+            call_id: "x1".to_owned(),
+            text: "Approval required again".to_owned(),
+        },
+    );
+    let refused = world.transcript().into_iter().any(|b| {
+        matches!(b, StepBody::ToolResult { text, is_error: true, .. } if text.contains("refused the approved command"))
+    });
+    assert!(refused);
+    let asks = world
+        .delivered
+        .iter()
+        .filter(|(_, text)| text.contains("Approval required"))
+        .count();
+    assert_eq!(asks, 1);
+}
+
+#[test]
+fn approval_ids_resolve_by_call_id_full_job_id_or_unambiguous_short_code() {
+    let r = exec_routing();
+    let world = world_awaiting_approval(&r);
+    let state = world.stored.load();
+    let job = state.latest_pending("x1").unwrap().job_id.to_owned();
+    assert_eq!(state.call_awaiting_approval("x1").as_deref(), Some("x1"));
+    assert_eq!(state.call_awaiting_approval(&job).as_deref(), Some("x1"));
+    assert_eq!(state.call_awaiting_approval(&job[..8]).as_deref(), Some("x1"));
+    assert_eq!(state.call_awaiting_approval(&job[..4]), None, "too short");
+    assert_eq!(state.call_awaiting_approval("nope"), None);
 }
 
 #[test]

