@@ -13,6 +13,8 @@ pub mod listed_store;
 pub mod local_machine;
 pub mod local_mode;
 pub mod local_replies;
+pub mod node_routes;
+pub mod nodes_service;
 pub mod routes;
 pub mod skills_service;
 pub mod sources;

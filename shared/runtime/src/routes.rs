@@ -46,23 +46,12 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Decides whether a request comes from a registered node host.
-///
-/// This is the seam node authentication plugs into once node registration exists; until
-/// then [`OpenNodeAccess`] admits every caller (the answer is a list of binary names).
+/// Decides whether a request comes from a registered node host
+/// ([`crate::node_routes::RegistryNodeAuth`] checks node tokens against the registry).
+#[async_trait::async_trait]
 pub trait NodeAuthenticator: Send + Sync {
     /// `Ok` when the caller may use node routes.
-    fn authenticate(&self, headers: &HeaderMap) -> Result<(), ApiError>;
-}
-
-/// Admits every caller: the stand-in until nodes register with tokens.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OpenNodeAccess;
-
-impl NodeAuthenticator for OpenNodeAccess {
-    fn authenticate(&self, _headers: &HeaderMap) -> Result<(), ApiError> {
-        Ok(())
-    }
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<(), ApiError>;
 }
 
 #[derive(Clone)]
@@ -82,7 +71,7 @@ async fn skills_bins(
     State(state): State<NodeRoutesState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    state.auth.authenticate(&headers)?;
+    state.auth.authenticate(&headers).await?;
     let bins = state.skills.bins().await?;
     Ok(Json(json!({ "bins": bins })).into_response())
 }

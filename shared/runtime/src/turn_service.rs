@@ -36,9 +36,14 @@ use clawless_core::turn::events::{
 use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
 use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
 
+use clawless_core::exec::Security;
+use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
+use clawless_core::nodes::notices::exec_denied_text;
+
 use crate::clock::Clock;
 use crate::config::ClawlessConfig;
 use crate::listed_store::{ListedStore, ObjectCache};
+use crate::nodes_service::{Dispatch, NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 
@@ -70,6 +75,9 @@ pub enum TurnError {
     /// The workspace could not be read.
     #[error("workspace unavailable: {0}")]
     Workspace(#[from] clawless_core::object_store::StoreError),
+    /// A node job could not be stored or sent.
+    #[error(transparent)]
+    Nodes(#[from] NodesError),
 }
 
 impl TurnError {
@@ -119,6 +127,8 @@ pub struct TurnDeps {
     pub home_dirs: Vec<String>,
     /// Host facts for the runtime line (`host`, `os`, `arch`).
     pub host: HostFacts,
+    /// Node hosts: `exec` is offered only when a node is paired and active.
+    pub nodes: Option<Arc<NodesService>>,
 }
 
 /// Facts about where the turn runs, for the system prompt's runtime line.
@@ -214,10 +224,7 @@ impl TurnService {
                 .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
         };
         let engine = TurnEngine::new(settings);
-        let Some(incoming) = self
-            .prepare(&agent.id, &event.event, state.meta.chat.as_ref())
-            .await?
-        else {
+        let Some(incoming) = self.prepare(&agent.id, &event.event, &state).await? else {
             tracing::info!(session = %key, "nothing to do for this event; skipped");
             return Ok(TurnReport::default());
         };
@@ -232,8 +239,14 @@ impl TurnService {
         // Tool routing depends on the sender (owner-only tools), so it and the prompt context
         // are per turn: rebuilt when a follow-up turn starts in this invocation.
         let mut current: Option<PerTurn> = None;
+        let exec_ready = match &self.deps.nodes {
+            Some(nodes) => nodes.has_active_node().await?,
+            None => false,
+        };
         loop {
-            let routing = &self.per_turn(&agent.id, &state, &mut current).routing;
+            let routing = &self
+                .per_turn(&agent.id, &state, &mut current, exec_ready)
+                .routing;
             let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
             match effect {
                 Effect::Persist => {
@@ -243,7 +256,7 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
-                    let ctx = self.context(&agent.id, &mut state, &mut current).await?;
+                    let ctx = self.context(&agent.id, &mut state, &mut current, exec_ready).await?;
                     report.model_calls += 1;
                     match self.call_model(ctx, &state).await {
                         Ok(response) => {
@@ -265,7 +278,7 @@ impl TurnService {
                     }
                 }
                 Effect::RunTool(call) => {
-                    let ctx = self.context(&agent.id, &mut state, &mut current).await?;
+                    let ctx = self.context(&agent.id, &mut state, &mut current, exec_ready).await?;
                     let output = match self.tools.get(&call.name) {
                         Some(tool) => {
                             let mut tool_context = ctx.tool_context.clone();
@@ -280,13 +293,32 @@ impl TurnService {
                     };
                     engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
                 }
-                Effect::SendToNode { call, .. } => {
-                    // No node host is registered with this deployment yet.
-                    let output = ToolOutput::error(format!(
-                        "No node host is available to run {}.",
-                        call.name
-                    ));
-                    engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
+                Effect::SendToNode {
+                    job_id,
+                    call,
+                    approved,
+                } => {
+                    let dispatched = match &self.deps.nodes {
+                        Some(nodes) if call.name == EXEC_TOOL => {
+                            let approved = approved.map(|decision| (decision, "owner".to_owned()));
+                            nodes
+                                .dispatch(&event.session_key, &agent.id, &job_id, &call, approved)
+                                .await?
+                        }
+                        _ => Dispatch::Resolved(ToolOutput::error(format!(
+                            "No node host is available to run {}.",
+                            call.name
+                        ))),
+                    };
+                    match dispatched {
+                        Dispatch::Sent => state.mark_dispatched(&job_id),
+                        Dispatch::Resolved(output) => engine.record_tool_result(
+                            &mut state,
+                            &call,
+                            output,
+                            self.deps.clock.now_ms(),
+                        ),
+                    }
                 }
                 Effect::SendReply(reply) => {
                     self.deps.outbox.send(&reply).await?;
@@ -308,6 +340,7 @@ impl TurnService {
         agent_id: &str,
         state: &SessionState,
         current: &'a mut Option<PerTurn>,
+        exec_ready: bool,
     ) -> &'a mut PerTurn {
         if current
             .as_ref()
@@ -317,7 +350,7 @@ impl TurnService {
         }
         current.get_or_insert_with(|| PerTurn {
             turn: state.meta.turn,
-            routing: self.routing(agent_id, state.meta.sender_is_owner),
+            routing: self.routing(agent_id, state.meta.sender_is_owner, exec_ready),
             context: None,
         })
     }
@@ -328,8 +361,9 @@ impl TurnService {
         agent_id: &str,
         state: &mut SessionState,
         current: &'a mut Option<PerTurn>,
+        exec_ready: bool,
     ) -> Result<&'a TurnContext, TurnError> {
-        let per_turn = self.per_turn(agent_id, state, current);
+        let per_turn = self.per_turn(agent_id, state, current, exec_ready);
         let context = match per_turn.context.take() {
             Some(context) => context,
             None => {
@@ -347,22 +381,31 @@ impl TurnService {
         &self,
         agent_id: &str,
         event: &TurnEvent,
-        last_chat: Option<&ChatRef>,
+        state: &SessionState,
     ) -> Result<Option<Incoming>, TurnError> {
+        let last_chat = state.meta.chat.as_ref();
         Ok(Some(match event {
             TurnEvent::Inbound(message) => {
                 let mut prepared = PreparedMessage::plain(message.clone());
                 let body = normalize_command_body(&message.text, None);
-                if let Some((call_id, decision)) = parse_approve_command(&body) {
+                if let Some((id, decision)) = parse_approve_command(&body) {
                     // Only the owner may approve; anyone else's `/approve` is ignored.
                     if !message.sender_is_owner {
                         tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
                         return Ok(None);
                     }
+                    // The id is the short code or full job id shown in the chat (or a call id).
+                    let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
+                    let notice = match decision {
+                        ApprovalDecision::Deny => {
+                            self.denied_notice(state, &call_id, "user-denied").await?
+                        }
+                        _ => None,
+                    };
                     return Ok(Some(Incoming::Approval {
                         call_id,
                         decision,
-                        notice: None,
+                        notice,
                     }));
                 }
                 if may_be_skill_command(&body) {
@@ -403,9 +446,18 @@ impl TurnService {
                 },
                 notice: notice.clone(),
             },
-            TurnEvent::ToolTimeout { call_id, .. } => Incoming::ToolTimeout {
-                call_id: call_id.clone(),
-            },
+            TurnEvent::ToolTimeout { call_id, attempt } => {
+                // Of a node's result and the deadline, the first recorded wins.
+                if let (Some(nodes), Some(pending)) =
+                    (&self.deps.nodes, state.latest_pending(call_id))
+                    && !nodes.claim_timeout(pending.job_id, *attempt).await?
+                {
+                    return Ok(None);
+                }
+                Incoming::ToolTimeout {
+                    call_id: call_id.clone(),
+                }
+            }
             TurnEvent::Approval { call_id, decision } => Incoming::Approval {
                 call_id: call_id.clone(),
                 decision: *decision,
@@ -415,11 +467,33 @@ impl TurnService {
                 call_id: call_id.clone(),
                 text: text.clone(),
             },
-            TurnEvent::ApprovalTimeout { call_id } => Incoming::Approval {
-                call_id: call_id.clone(),
-                decision: ApprovalDecision::Deny,
-                notice: None,
-            },
+            TurnEvent::ApprovalTimeout { call_id } => {
+                // Nobody answered: askFallback decides (spec §7.8).
+                let fallback = self
+                    .deps
+                    .nodes
+                    .as_ref()
+                    .map_or(Security::Deny, |nodes| nodes.settings().ask_fallback);
+                match fallback {
+                    Security::Full => Incoming::Approval {
+                        call_id: call_id.clone(),
+                        decision: ApprovalDecision::AllowOnce,
+                        notice: None,
+                    },
+                    Security::Allowlist | Security::Deny => {
+                        let reason = if fallback == Security::Allowlist {
+                            "approval-timeout (allowlist-miss)"
+                        } else {
+                            "approval-timeout"
+                        };
+                        Incoming::Approval {
+                            call_id: call_id.clone(),
+                            decision: ApprovalDecision::Deny,
+                            notice: self.denied_notice(state, call_id, reason).await?,
+                        }
+                    }
+                }
+            }
             TurnEvent::Heartbeat {
                 heartbeat_id,
                 prompt,
@@ -441,13 +515,35 @@ impl TurnService {
         }))
     }
 
+    /// `Exec denied (node=… id=…, <reason>): <command>` for a call awaiting approval.
+    async fn denied_notice(
+        &self,
+        state: &SessionState,
+        call_id: &str,
+        reason: &str,
+    ) -> Result<Option<String>, TurnError> {
+        let (Some(nodes), Some(pending)) = (&self.deps.nodes, state.latest_pending(call_id))
+        else {
+            return Ok(None);
+        };
+        if !pending.awaiting_approval {
+            return Ok(None);
+        }
+        Ok(nodes.job(pending.job_id).await?.map(|(record, job)| {
+            exec_denied_text(&record.node_id, &record.job_id, reason, &job.raw_command)
+        }))
+    }
+
     /// The tools offered this turn: built-ins that pass every policy layer.
-    fn routing(&self, agent_id: &str, sender_is_owner: bool) -> ToolRouting {
+    fn routing(&self, agent_id: &str, sender_is_owner: bool, exec_ready: bool) -> ToolRouting {
         let model_ref = self.deps.model.model_ref();
         let (provider, model_id) = model_ref
             .split_once('/')
             .unwrap_or((model_ref.as_str(), ""));
-        let candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+        let mut candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+        if exec_ready {
+            candidates.push(EXEC_TOOL);
+        }
         let agent_tools = self
             .config()
             .agents
@@ -464,7 +560,11 @@ impl TurnService {
         }
         ToolRouting {
             offered: allowed.names().iter().cloned().collect(),
-            remote: BTreeSet::new(),
+            remote: if exec_ready {
+                BTreeSet::from([EXEC_TOOL.to_owned()])
+            } else {
+                BTreeSet::new()
+            },
         }
     }
 
@@ -552,8 +652,13 @@ impl TurnService {
         let tools = routing
             .offered
             .iter()
-            .filter_map(|name| self.tools.get(name))
-            .map(|tool| tool.spec())
+            .filter_map(|name| match self.tools.get(name) {
+                Some(tool) => Some(tool.spec()),
+                None if name == EXEC_TOOL && routing.remote.contains(name) => {
+                    Some(exec_tool_spec())
+                }
+                None => None,
+            })
             .collect();
         let sources = self.deps.skills.sources(agent_id)?.to_vec();
         Ok(TurnContext {

@@ -2,3 +2,4 @@
 //! durable timers, and the signed wire format between the backend and a node.
 pub mod wire;
 pub mod notices;
+pub mod exec_tool;

@@ -1,0 +1,791 @@
+//! The backend's side of node hosts: pairing, node authentication, heartbeats, sending exec
+//! jobs (with grants) to a node's queue, taking a node's reports, and the durable timers that
+//! turn silence into results. Shared by the `nodes` routes (Lambda and local mode) and the
+//! turn service.
+//!
+//! Every result goes through [`ExecJobs::resolve`] before anything reaches the turn queue, so
+//! of a node's report and a deadline timer exactly one wins, and a repeated report changes
+//! nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::exec::{AllowlistEntry, Security};
+use clawless_core::nodes::notices::{
+    ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text,
+    node_offline_text, tool_result_text,
+};
+use clawless_core::nodes::wire::{
+    Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
+    WireError, secret_hash, signing_key, verify_node_secret,
+};
+use clawless_core::nodes::{
+    ExecDelivery, ExecJobRecord, ExecJobs, ExecQueue, GrantedEntry, NodeFacts, NodeRecord,
+    NodeRegistry, NodeStoreError, ResolveOutcome, Timer, Timers, is_valid_node_id,
+};
+use clawless_core::session::{QueueError, TurnQueue};
+use clawless_core::tools::ToolOutput;
+use clawless_core::transcript::ToolCall;
+use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clock;
+
+/// How long a pairing code lives.
+pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
+/// How often a node checks in (heartbeat, `skills.bins`, credentials).
+pub const NODE_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
+/// A node not seen for two heartbeat intervals is offline.
+pub const NODE_OFFLINE_AFTER: Duration = Duration::from_secs(2 * 60);
+/// Default command timeout when the model gives none.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest command timeout a model may ask for.
+pub const MAX_EXEC_TIMEOUT: Duration = Duration::from_secs(3_600);
+/// Time a job may wait in the queue and report back on top of its command timeout.
+pub const JOB_DEADLINE_GRACE: Duration = Duration::from_secs(120);
+/// How long an approval request waits for an answer (spec §7.2).
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Exec settings of a deployment (`exec:` in `clawless.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ExecSettings {
+    /// The node used when the model names none (else the only active node).
+    pub node: Option<String>,
+    /// Default command timeout, seconds.
+    pub timeout_sec: u64,
+    /// How long an approval waits for an answer, seconds.
+    pub approval_timeout_sec: u64,
+    /// What happens when nobody answers (spec §7.8): `deny` (default), `allowlist`
+    /// (treated as an allowlist miss: the node already said the allowlist does not cover
+    /// it) or `full` (run).
+    pub ask_fallback: Security,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self {
+            node: None,
+            timeout_sec: DEFAULT_EXEC_TIMEOUT.as_secs(),
+            approval_timeout_sec: DEFAULT_APPROVAL_TIMEOUT.as_secs(),
+            ask_fallback: Security::Deny,
+        }
+    }
+}
+
+/// Why a nodes operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NodesError {
+    /// Unknown node, wrong secret, revoked node, or a bad signature: 401.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    /// A malformed request: 400 with the reason.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Storage failed; retrying may help.
+    #[error(transparent)]
+    Store(#[from] NodeStoreError),
+    /// A queue failed; retrying may help.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// Something the service relies on failed (randomness, a stored document).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A node's answer to pairing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Paired {
+    /// The node's id.
+    pub node_id: String,
+    /// Its secret: shown once, stored only as a hash.
+    pub secret: String,
+    /// Its queue (URL on AWS, name locally).
+    pub queue: String,
+}
+
+/// A node's pairing request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairRequest {
+    /// The one-time code the operator was shown.
+    pub code: String,
+    /// What the node reports about itself.
+    pub facts: NodeFacts,
+}
+
+/// What the backend tells a node at each heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatReply {
+    /// The registry's policy version for the node.
+    pub policy_version: u64,
+    /// Entries granted from the chat, as signed policy updates.
+    pub granted: Vec<Envelope>,
+}
+
+/// What became of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportOutcome {
+    /// Recorded, and the turn resumes.
+    Recorded,
+    /// The node asks for a person's approval; the chat is asked.
+    ApprovalRequested,
+    /// An unknown job, or one already resolved: nothing changed.
+    Ignored,
+}
+
+/// What the turn learns from [`NodesService::dispatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dispatch {
+    /// The job is on the node's queue; its result comes back as an event.
+    Sent,
+    /// The call ends now with this result (no node, node offline, bad arguments).
+    Resolved(ToolOutput),
+}
+
+/// The `exec` tool's arguments, as the model gives them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecArgs {
+    command: String,
+    #[serde(default)]
+    node: Option<String>,
+    #[serde(default, alias = "cwd")]
+    workdir: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    timeout: Option<f64>,
+}
+
+/// The ports and settings the nodes service runs on.
+#[derive(Clone)]
+pub struct NodesDeps {
+    /// Paired nodes.
+    pub registry: Arc<dyn NodeRegistry>,
+    /// Exec jobs.
+    pub jobs: Arc<dyn ExecJobs>,
+    /// Per-node exec queues.
+    pub queues: Arc<dyn ExecQueue>,
+    /// Durable timers.
+    pub timers: Arc<dyn Timers>,
+    /// The turn queue, where results and timeouts resume turns.
+    pub turns: Arc<dyn TurnQueue>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// Exec settings.
+    pub settings: ExecSettings,
+}
+
+/// Pairing, authentication, jobs, reports and timers for node hosts.
+pub struct NodesService {
+    deps: NodesDeps,
+}
+
+impl std::fmt::Debug for NodesService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodesService")
+            .field("settings", &self.deps.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodesService {
+    /// A service over these ports.
+    pub fn new(deps: NodesDeps) -> Self {
+        Self { deps }
+    }
+
+    /// The exec settings.
+    pub fn settings(&self) -> &ExecSettings {
+        &self.deps.settings
+    }
+
+    /// Makes a one-time pairing code (shown to the operator; stored only as a hash).
+    pub async fn create_pairing_code(&self) -> Result<(String, u64), NodesError> {
+        let code = random_code()?;
+        let expires_at_ms = self.deps.clock.now_ms() + millis(PAIRING_CODE_TTL);
+        self.deps
+            .registry
+            .create_pairing(&secret_hash(&normalize_code(&code)), expires_at_ms)
+            .await?;
+        Ok((code, expires_at_ms))
+    }
+
+    /// Exchanges a pairing code for a node id, secret and queue.
+    pub async fn pair(&self, request: &PairRequest) -> Result<Paired, NodesError> {
+        let now = self.deps.clock.now_ms();
+        let code_hash = secret_hash(&normalize_code(&request.code));
+        if !self.deps.registry.redeem_pairing(&code_hash, now).await? {
+            return Err(NodesError::Unauthorized(
+                "unknown, used or expired pairing code".to_owned(),
+            ));
+        }
+        let node_id = format!("node-{}", &random_hex(6)?);
+        let secret = random_hex(32)?;
+        let queue = self.deps.queues.create_node_queue(&node_id).await?;
+        let record = NodeRecord {
+            node_id: node_id.clone(),
+            display_name: request.facts.display_name.clone(),
+            secret_hash: secret_hash(&secret),
+            platform: request.facts.platform.clone(),
+            path: request.facts.path.clone(),
+            skill_bins: request.facts.skill_bins.clone(),
+            queue: queue.clone(),
+            paired_at_ms: now,
+            last_seen_ms: now,
+            revoked: false,
+            revoked_at_ms: None,
+            granted: Vec::new(),
+            policy_version: 0,
+        };
+        self.deps.registry.register(&record).await?;
+        tracing::info!(node = %node_id, "node paired");
+        Ok(Paired {
+            node_id,
+            secret,
+            queue,
+        })
+    }
+
+    /// The node these credentials belong to; refuses unknown and revoked nodes.
+    pub async fn authenticate(&self, node_id: &str, secret: &str) -> Result<NodeRecord, NodesError> {
+        if !is_valid_node_id(node_id) {
+            return Err(NodesError::Unauthorized("unknown node".to_owned()));
+        }
+        let Some(record) = self.deps.registry.get(node_id).await? else {
+            return Err(NodesError::Unauthorized("unknown node".to_owned()));
+        };
+        if !verify_node_secret(secret, &record.secret_hash) {
+            return Err(NodesError::Unauthorized("bad node credentials".to_owned()));
+        }
+        if record.revoked {
+            return Err(NodesError::Unauthorized(format!("node {node_id} is revoked")));
+        }
+        Ok(record)
+    }
+
+    /// Records a heartbeat and answers with the node's granted entries.
+    pub async fn heartbeat(
+        &self,
+        node: &NodeRecord,
+        facts: &NodeFacts,
+    ) -> Result<HeartbeatReply, NodesError> {
+        let now = self.deps.clock.now_ms();
+        if !self.deps.registry.heartbeat(&node.node_id, facts, now).await? {
+            return Err(NodesError::Unauthorized(format!(
+                "node {} is revoked",
+                node.node_id
+            )));
+        }
+        let key = signing_key(&node.secret_hash);
+        let granted = node
+            .granted
+            .iter()
+            .map(|granted| {
+                Envelope::seal(
+                    &NodeMessage::PolicyUpdate(PolicyUpdate {
+                        node_id: node.node_id.clone(),
+                        agent_id: granted.agent_id.clone(),
+                        entry: granted.entry.clone(),
+                        policy_version: node.policy_version,
+                        nonce: format!("heartbeat-{now}-{}", granted.granted_at_ms),
+                        expires_at_ms: now + millis(NODE_HEARTBEAT_INTERVAL) * 2,
+                    }),
+                    &key,
+                )
+            })
+            .collect::<Result<Vec<_>, WireError>>()
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        Ok(HeartbeatReply {
+            policy_version: node.policy_version,
+            granted,
+        })
+    }
+
+    /// Receives jobs for a node (local mode, where nodes poll over HTTP).
+    pub async fn receive_jobs(
+        &self,
+        node: &NodeRecord,
+        wait: Duration,
+    ) -> Result<Vec<ExecDelivery>, NodesError> {
+        Ok(self
+            .deps
+            .queues
+            .receive(&node.queue, 10, wait, Duration::from_secs(60))
+            .await?)
+    }
+
+    /// Acknowledges a job delivery (local mode).
+    pub async fn ack_job(&self, node: &NodeRecord, receipt: &str) -> Result<(), NodesError> {
+        Ok(self.deps.queues.delete(&node.queue, receipt).await?)
+    }
+
+    /// Sends the job for an `exec` call, or resolves the call at once when it cannot be sent.
+    pub async fn dispatch(
+        &self,
+        session_key: &str,
+        agent_id: &str,
+        job_id: &str,
+        call: &ToolCall,
+        approved: Option<(ApprovalDecision, String)>,
+    ) -> Result<Dispatch, NodesError> {
+        let now = self.deps.clock.now_ms();
+        let args: ExecArgs = match serde_json::from_value(call.input.clone()) {
+            Ok(args) => args,
+            Err(err) => {
+                return Ok(Dispatch::Resolved(ToolOutput::error(format!(
+                    "exec: invalid arguments: {err}"
+                ))));
+            }
+        };
+        if args.command.trim().is_empty() {
+            return Ok(Dispatch::Resolved(ToolOutput::error(
+                "exec: `command` must not be empty",
+            )));
+        }
+        let node = match self.pick_node(args.node.as_deref()).await? {
+            Ok(node) => node,
+            Err(output) => return Ok(Dispatch::Resolved(output)),
+        };
+        let timeout = args
+            .timeout
+            .filter(|secs| secs.is_finite() && *secs > 0.0)
+            .map_or(Duration::from_secs(self.deps.settings.timeout_sec), |secs| {
+                Duration::from_secs_f64(secs)
+            })
+            .min(MAX_EXEC_TIMEOUT);
+        let attempt = u32::from(approved.is_some());
+        let deadline_ms = now + millis(timeout) + millis(JOB_DEADLINE_GRACE);
+        let mut job = ExecJob {
+            job_id: job_id.to_owned(),
+            attempt,
+            node_id: node.node_id.clone(),
+            agent_id: agent_id.to_owned(),
+            session_key: session_key.to_owned(),
+            call_id: call.id.clone(),
+            argv: vec!["/bin/sh".to_owned(), "-lc".to_owned(), args.command.clone()],
+            raw_command: args.command.clone(),
+            cwd: args.workdir.clone(),
+            env: args.env.clone(),
+            timeout_ms: millis(timeout),
+            deadline_ms,
+            issued_at_ms: now,
+            nonce: format!("{job_id}-{attempt}"),
+            grant: None,
+        };
+        let key = signing_key(&node.secret_hash);
+        if let Some((decision, approved_by)) = &approved {
+            let decision = match decision {
+                ApprovalDecision::AllowAlways => GrantDecision::AllowAlways,
+                _ => GrantDecision::AllowOnce,
+            };
+            let grant = Grant {
+                job_id: job_id.to_owned(),
+                binding: job.binding(),
+                decision,
+                approved_by: approved_by.clone(),
+                expires_at_ms: deadline_ms,
+            };
+            job.grant = Some(
+                SignedGrant::seal(&grant, &key)
+                    .map_err(|err| NodesError::BadRequest(err.to_string()))?,
+            );
+        }
+        let envelope = Envelope::seal(&NodeMessage::Job(job.clone()), &key)
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?
+            .to_json();
+        let record = ExecJobRecord {
+            job_id: job_id.to_owned(),
+            node_id: node.node_id.clone(),
+            session_key: session_key.to_owned(),
+            agent_id: agent_id.to_owned(),
+            call_id: call.id.clone(),
+            attempt,
+            envelope: envelope.clone(),
+            created_at_ms: now,
+            deadline_ms,
+            result: None,
+            resolved_at_ms: None,
+        };
+        // A redelivered turn event re-sends the stored envelope: the node's journal makes a
+        // second delivery harmless, and a lost first send is repaired.
+        let envelope = if attempt == 0 {
+            if self.deps.jobs.create(&record).await? {
+                envelope
+            } else {
+                match self.deps.jobs.get(job_id).await? {
+                    Some(existing) if existing.result.is_none() => existing.envelope,
+                    _ => return Ok(Dispatch::Sent),
+                }
+            }
+        } else {
+            self.deps.jobs.create(&record).await?;
+            self.deps
+                .jobs
+                .next_attempt(job_id, attempt, &envelope, deadline_ms)
+                .await?;
+            match self.deps.jobs.get(job_id).await? {
+                Some(existing) if existing.result.is_none() && existing.attempt == attempt => {
+                    existing.envelope
+                }
+                _ => return Ok(Dispatch::Sent),
+            }
+        };
+        self.deps
+            .timers
+            .schedule(&Timer {
+                timer_id: format!("deadline:{job_id}:{attempt}"),
+                due_at_ms: deadline_ms,
+                event: SessionEvent {
+                    session_key: session_key.to_owned(),
+                    agent_id: agent_id.to_owned(),
+                    event: TurnEvent::ToolTimeout {
+                        call_id: call.id.clone(),
+                        attempt,
+                    },
+                },
+            })
+            .await?;
+        self.deps.queues.send(&node.queue, &envelope).await?;
+        tracing::info!(node = %node.node_id, job = %job_id, attempt, "exec job sent");
+        Ok(Dispatch::Sent)
+    }
+
+    /// The node for a call: the one named, else the configured default, else the only
+    /// active node. `Err(output)` when none can take the job.
+    async fn pick_node(
+        &self,
+        requested: Option<&str>,
+    ) -> Result<Result<NodeRecord, ToolOutput>, NodesError> {
+        let now = self.deps.clock.now_ms();
+        let wanted = requested
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .or_else(|| self.deps.settings.node.clone());
+        let nodes = self.deps.registry.list().await?;
+        let chosen = match wanted {
+            Some(name) => nodes.into_iter().find(|node| {
+                node.node_id == name || node.display_name.as_deref() == Some(name.as_str())
+            }),
+            None => {
+                let mut active: Vec<NodeRecord> =
+                    nodes.into_iter().filter(|node| !node.revoked).collect();
+                if active.len() > 1 {
+                    let names: Vec<String> =
+                        active.iter().map(|node| node.node_id.clone()).collect();
+                    return Ok(Err(ToolOutput::error(format!(
+                        "Several node hosts are paired ({}); name one with the `node` argument.",
+                        names.join(", ")
+                    ))));
+                }
+                active.pop()
+            }
+        };
+        let Some(node) = chosen else {
+            return Ok(Err(ToolOutput::error(match requested {
+                Some(name) => format!("No node host named {name} is paired with clawless."),
+                None => "No node host is paired with clawless; run `clawless nodes pair`.".to_owned(),
+            })));
+        };
+        if node.revoked {
+            return Ok(Err(ToolOutput::error(node_offline_text(
+                &node.node_id,
+                "revoked",
+            ))));
+        }
+        let silent_for = now.saturating_sub(node.last_seen_ms);
+        if silent_for > millis(NODE_OFFLINE_AFTER) {
+            return Ok(Err(ToolOutput::error(node_offline_text(
+                &node.node_id,
+                &format!("not seen for {} s", silent_for / 1000),
+            ))));
+        }
+        Ok(Ok(node))
+    }
+
+    /// Takes a node's signed report: records the first result of the current attempt and
+    /// resumes the turn, or turns an "approval required" refusal into a chat request.
+    pub async fn submit_report(
+        &self,
+        node: &NodeRecord,
+        body: &str,
+    ) -> Result<ReportOutcome, NodesError> {
+        let envelope = Envelope::parse(body).map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        let report: ExecReport = envelope
+            .open(&signing_key(&node.secret_hash))
+            .map_err(|err| match err {
+                WireError::Malformed(reason) => NodesError::BadRequest(reason),
+                other => NodesError::Unauthorized(other.to_string()),
+            })?;
+        if report.node_id != node.node_id {
+            return Err(NodesError::Unauthorized(
+                "report signed for another node".to_owned(),
+            ));
+        }
+        let Some(job_record) = self.deps.jobs.get(&report.job_id).await? else {
+            return Ok(ReportOutcome::Ignored);
+        };
+        if job_record.node_id != node.node_id
+            || job_record.result.is_some()
+            || job_record.attempt != report.attempt
+        {
+            return Ok(ReportOutcome::Ignored);
+        }
+        let job = stored_job(&job_record)?;
+        let event_for = |event: TurnEvent| SessionEvent {
+            session_key: job_record.session_key.clone(),
+            agent_id: job_record.agent_id.clone(),
+            event,
+        };
+        if let Some(denial) = &report.denial
+            && denial.approval_required
+            && job.grant.is_none()
+        {
+            let text = approval_request_text(&ApprovalPrompt {
+                job_id: &job.job_id,
+                node_id: &node.node_id,
+                cwd: job.cwd.as_deref(),
+                command: &job.raw_command,
+                allow_always: denial
+                    .allowed_decisions
+                    .iter()
+                    .any(|decision| decision == "allow-always"),
+                warnings: &[],
+            });
+            let approval_timeout = Duration::from_secs(self.deps.settings.approval_timeout_sec);
+            self.deps
+                .timers
+                .schedule(&Timer {
+                    timer_id: format!("approval:{}", job.job_id),
+                    due_at_ms: self.deps.clock.now_ms() + millis(approval_timeout),
+                    event: event_for(TurnEvent::ApprovalTimeout {
+                        call_id: job.call_id.clone(),
+                    }),
+                })
+                .await?;
+            self.deps
+                .turns
+                .send(&event_for(TurnEvent::ApprovalNeeded {
+                    call_id: job.call_id.clone(),
+                    text,
+                }))
+                .await?;
+            return Ok(ReportOutcome::ApprovalRequested);
+        }
+        let now = self.deps.clock.now_ms();
+        let result_json = serde_json::to_string(&report)
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        match self
+            .deps
+            .jobs
+            .resolve(&report.job_id, report.attempt, &result_json, now)
+            .await?
+        {
+            ResolveOutcome::Recorded => {}
+            _ => return Ok(ReportOutcome::Ignored),
+        }
+        let (text, is_error) = if report.interrupted {
+            (
+                format!(
+                    "The node host {} stopped while the command was running; it was not run again. {}",
+                    node.node_id,
+                    report.outcome.error.clone().unwrap_or_default()
+                )
+                .trim_end()
+                .to_owned(),
+                true,
+            )
+        } else {
+            tool_result_text(&report.outcome)
+        };
+        // After a person approved, the chat hears how the command ended (spec §7.8).
+        let notice = job.grant.as_ref().map(|_| match &report.denial {
+            Some(denial) => {
+                exec_denied_text(&node.node_id, &job.job_id, &denial.reason, &job.raw_command)
+            }
+            None => exec_finished_text(&node.node_id, &job.job_id, &report.outcome),
+        });
+        for entry in report_grants(&report, &job) {
+            let granted = GrantedEntry {
+                agent_id: job.agent_id.clone(),
+                entry,
+                granted_at_ms: now,
+            };
+            let version = self.deps.registry.grant(&node.node_id, &granted).await?;
+            self.send_policy_update(node, &granted, version).await?;
+        }
+        self.deps
+            .turns
+            .send(&event_for(TurnEvent::ToolResult {
+                call_id: job.call_id.clone(),
+                text,
+                is_error,
+                notice,
+            }))
+            .await?;
+        Ok(ReportOutcome::Recorded)
+    }
+
+    async fn send_policy_update(
+        &self,
+        node: &NodeRecord,
+        granted: &GrantedEntry,
+        version: u64,
+    ) -> Result<(), NodesError> {
+        let now = self.deps.clock.now_ms();
+        let update = NodeMessage::PolicyUpdate(PolicyUpdate {
+            node_id: node.node_id.clone(),
+            agent_id: granted.agent_id.clone(),
+            entry: granted.entry.clone(),
+            policy_version: version,
+            nonce: format!("policy-{}-{version}", node.node_id),
+            expires_at_ms: now + millis(Duration::from_secs(24 * 3_600)),
+        });
+        let envelope = Envelope::seal(&update, &signing_key(&node.secret_hash))
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        self.deps.queues.send(&node.queue, &envelope.to_json()).await?;
+        Ok(())
+    }
+
+    /// A job deadline fired: the call resolves as timed out unless a result came first.
+    /// `true` when the timeout won and the turn should take it.
+    pub async fn claim_timeout(&self, job_id: &str, attempt: u32) -> Result<bool, NodesError> {
+        let now = self.deps.clock.now_ms();
+        let timeout = serde_json::json!({"timedOutAtMs": now}).to_string();
+        Ok(matches!(
+            self.deps.jobs.resolve(job_id, attempt, &timeout, now).await?,
+            ResolveOutcome::Recorded
+        ))
+    }
+
+    /// The job record of a call, for notices.
+    pub async fn job(&self, job_id: &str) -> Result<Option<(ExecJobRecord, ExecJob)>, NodesError> {
+        let Some(record) = self.deps.jobs.get(job_id).await? else {
+            return Ok(None);
+        };
+        let job = stored_job(&record)?;
+        Ok(Some((record, job)))
+    }
+
+    /// Moves due timers onto the turn queue (local mode; on AWS the timer queue's consumer
+    /// does the same). Returns how many fired.
+    pub async fn fire_due_timers(&self, wait: Duration) -> Result<usize, NodesError> {
+        let due = self
+            .deps
+            .timers
+            .take_due(self.deps.clock.now_ms(), 10, wait)
+            .await?;
+        let fired = due.len();
+        for timer in due {
+            self.deps.turns.send(&timer.timer.event).await?;
+            self.deps.timers.ack(&timer.receipt).await?;
+        }
+        Ok(fired)
+    }
+
+    /// True when some paired node is not revoked (`exec` is offered then; whether it is
+    /// online is checked per call, so an offline node gives the model a clear result).
+    pub async fn has_active_node(&self) -> Result<bool, NodesError> {
+        Ok(self
+            .deps
+            .registry
+            .list()
+            .await?
+            .iter()
+            .any(|node| !node.revoked))
+    }
+
+    /// Every node (for `clawless nodes list|show`).
+    pub async fn list(&self) -> Result<Vec<NodeRecord>, NodesError> {
+        Ok(self.deps.registry.list().await?)
+    }
+
+    /// Revokes a node: it gets 401 from now on and no jobs.
+    pub async fn revoke(&self, node_id: &str) -> Result<bool, NodesError> {
+        Ok(self
+            .deps
+            .registry
+            .revoke(node_id, self.deps.clock.now_ms())
+            .await?)
+    }
+}
+
+/// The entries an `allow-always` grant added, as the node derived them. Only for a job the
+/// backend itself granted `allow-always`, and only entries bound to their arguments: a bare
+/// path entry would approve every future use of that binary.
+fn report_grants(report: &ExecReport, job: &ExecJob) -> Vec<AllowlistEntry> {
+    let allow_always = job
+        .grant
+        .as_ref()
+        .and_then(|grant| serde_json::from_str::<Grant>(&grant.0.payload).ok())
+        .is_some_and(|grant| grant.decision == GrantDecision::AllowAlways);
+    if !allow_always || !report.outcome.success {
+        return Vec::new();
+    }
+    report
+        .allow_always_entries
+        .iter()
+        .filter(|entry| {
+            entry.arg_pattern.is_some() && entry.pattern.starts_with('/') && entry.pattern != "*"
+        })
+        .map(|entry| AllowlistEntry {
+            source: Some("allow-always".to_owned()),
+            ..entry.clone()
+        })
+        .collect()
+}
+
+fn stored_job(record: &ExecJobRecord) -> Result<ExecJob, NodesError> {
+    let envelope = Envelope::parse(&record.envelope)
+        .map_err(|err| NodesError::Internal(format!("stored job: {err}")))?;
+    match serde_json::from_str::<NodeMessage>(&envelope.payload) {
+        Ok(NodeMessage::Job(job)) => Ok(job),
+        Ok(_) => Err(NodesError::Internal("stored job is not a job".to_owned())),
+        Err(err) => Err(NodesError::Internal(format!("stored job: {err}"))),
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Pairing codes are shown as `XXXX-XXXX`; case and dashes don't matter when typed back.
+fn normalize_code(code: &str) -> String {
+    code.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|ch| ch.to_ascii_uppercase())
+        .collect()
+}
+
+/// Eight characters from an alphabet without look-alikes, shown as `XXXX-XXXX`.
+fn random_code() -> Result<String, NodesError> {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let bytes = random_bytes(8)?;
+    let chars: String = bytes
+        .iter()
+        .map(|byte| char::from(ALPHABET[usize::from(*byte) % ALPHABET.len()]))
+        .collect();
+    Ok(format!("{}-{}", &chars[..4], &chars[4..]))
+}
+
+fn random_hex(bytes: usize) -> Result<String, NodesError> {
+    Ok(hex_encode(&random_bytes(bytes)?))
+}
+
+fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_bytes(count: usize) -> Result<Vec<u8>, NodesError> {
+    use std::io::Read;
+    let mut buffer = vec![0u8; count];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(&mut buffer))
+        .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))?;
+    Ok(buffer)
+}
