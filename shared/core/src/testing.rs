@@ -31,7 +31,7 @@ use crate::session::{
 /// Distinguishes stores created by [`InMemoryObjectStore::new`] and contract runs in one process.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-fn next_id() -> u64 {
+pub(crate) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -791,13 +791,13 @@ pub async fn object_store_if_absent_race(store: &dyn ObjectStore, writers: usize
 
 /// Locks a test fake's state. Fakes mutate their state only in whole-statement updates, so a
 /// panic elsewhere cannot leave it half-written: recovering from poisoning is safe.
-fn lock_state<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock_state<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Sleeps for `duration` without an async runtime: a short-lived thread wakes the task.
 /// Keeps the fakes and contract suites independent of any executor.
-async fn sleep(duration: Duration) {
+pub(crate) async fn sleep(duration: Duration) {
     #[derive(Default)]
     struct Alarm {
         rung: bool,
@@ -1183,7 +1183,7 @@ impl TurnQueue for InMemoryTurnQueue {
 
 /// A label unique to one contract run in this process and, by its time component, across
 /// processes sharing a backend: lowercase letters, digits and `-`.
-fn run_label(kind: &str) -> String {
+pub(crate) fn run_label(kind: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_nanos());
@@ -2480,3 +2480,6 @@ impl ObjectStore for CountingObjectStore {
         self.inner.identity()
     }
 }
+
+// Node-host storage ports: fakes and contract suites live in `crate::nodes::testing`.
+pub use crate::nodes::testing::*;

@@ -1,5 +1,43 @@
 //! Node hosts as the backend sees them: the registry, exec jobs, the per-node exec queue,
-//! durable timers, and the signed wire format between the backend and a node.
-pub mod wire;
-pub mod notices;
+//! durable timers, and the short-lived credentials a node reads its queue with.
+//!
+//! Like [`crate::session`], this module holds only ports and the pure rules every adapter
+//! shares (which node ids are valid, when a chained timer is re-sent, how long vended
+//! credentials live). Adapters: DynamoDB, SQS and STS in `clawless-aws`, SQLite in
+//! `clawless-local`, in-memory in [`testing`](crate::testing) (re-exported from
+//! `nodes::testing`), all checked by the same contract suites.
+//!
+//! - [`registry`]: paired nodes and one-time pairing codes ([`NodeRegistry`]);
+//! - [`jobs`]: exec jobs, first result wins ([`ExecJobs`]);
+//! - [`queue`]: one standard queue per node with a dead-letter queue ([`ExecQueue`]);
+//! - [`timers`]: durable timers that hold no compute ([`Timers`]);
+//! - [`credentials`]: credentials scoped to one node queue ([`QueueCredentialVendor`]);
+//! - [`wire`]: the signed messages between the backend and a node (jobs, grants, reports);
+//! - [`notices`]: what the chat and the model are told about exec;
+//! - [`exec_tool`]: the `exec` tool's spec.
+
+pub mod credentials;
 pub mod exec_tool;
+mod error;
+pub mod jobs;
+pub mod notices;
+pub mod queue;
+pub mod registry;
+pub mod timers;
+pub mod wire;
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
+
+pub use credentials::{
+    CredentialError, QueueCredentialVendor, QueueCredentials, credential_lifetime,
+};
+pub use error::NodeStoreError;
+pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
+pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
+pub use registry::{
+    GrantedEntry, MAX_NODE_ID_LEN, NodeFacts, NodeRecord, NodeRegistry, is_valid_node_id,
+};
+pub use timers::{
+    DueTimer, MAX_TIMER_DELAY, Timer, Timers, timer_redelivery, timer_redelivery_within,
+};

@@ -209,9 +209,10 @@ pub struct Delivery {
     pub receive_count: u32,
 }
 
-/// Failures of a [`TurnQueue`].
+/// Failures of a queue: the [`TurnQueue`], and the node ports'
+/// [`ExecQueue`](crate::nodes::ExecQueue) and [`Timers`](crate::nodes::Timers).
 #[derive(Debug, thiserror::Error)]
-#[error("turn queue unavailable: {message}")]
+#[error("queue unavailable: {message}")]
 pub struct QueueError {
     /// Summary.
     pub message: String,

@@ -1,0 +1,149 @@
+//! Test support for the node ports: in-memory fakes and the contract suites every adapter
+//! runs, re-exported from [`crate::testing`].
+//!
+//! [`InMemoryNodeRegistry`], [`InMemoryExecJobs`], [`InMemoryExecQueue`] and
+//! [`InMemoryTimers`] are checked by [`node_registry_contract`], [`exec_jobs_contract`],
+//! [`exec_queue_contract`] and [`timers_contract`], which the SQLite (`clawless-local`) and
+//! DynamoDB/SQS (`clawless-aws`) adapters run too, so none of them can drift.
+//! [`InMemoryCredentialVendor`] stands in for STS. Nothing here touches disk or network.
+
+mod credentials;
+mod jobs;
+mod queue;
+mod registry;
+mod timers;
+
+pub use credentials::{InMemoryCredentialVendor, VendedCall};
+pub use jobs::{InMemoryExecJobs, exec_jobs_contract};
+pub use queue::{ExecQueueDeviations, InMemoryExecQueue, exec_queue_contract};
+pub use registry::{InMemoryNodeRegistry, node_registry_contract};
+pub use timers::{
+    CONTRACT_TIMER_VISIBILITY, InMemoryTimers, TimersDeviations, sample_session_event,
+    timers_contract,
+};
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall-clock Unix milliseconds: the contracts run against real queues whose delays and
+/// visibility timeouts follow the real clock.
+pub(crate) fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// A label unique to one contract run that is also a valid node id (short, `[a-z0-9-]`).
+pub(crate) fn short_label(kind: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!(
+        "{kind}{:x}{:x}{}",
+        std::process::id() & 0xffff,
+        nanos & 0xff_ffff_ffff,
+        crate::testing::next_id()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::{ExecQueue, Timers};
+
+    #[tokio::test]
+    async fn in_memory_node_registry_passes_the_node_registry_contract() {
+        node_registry_contract(&InMemoryNodeRegistry::new()).await;
+    }
+
+    #[tokio::test]
+    async fn two_registry_contract_runs_can_share_one_registry() {
+        let registry = InMemoryNodeRegistry::new();
+        tokio::join!(
+            node_registry_contract(&registry),
+            node_registry_contract(&registry)
+        );
+    }
+
+    #[tokio::test]
+    async fn in_memory_exec_jobs_pass_the_exec_jobs_contract() {
+        exec_jobs_contract(&InMemoryExecJobs::new()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_memory_exec_queue_passes_the_exec_queue_contract() {
+        let queues = InMemoryExecQueue::new();
+        exec_queue_contract(&queues, ExecQueueDeviations::default()).await;
+    }
+
+    #[tokio::test]
+    async fn the_in_memory_queue_keeps_what_it_dead_letters() {
+        // GIVEN a message received five times without a delete
+        let queues = InMemoryExecQueue::new();
+        let queue = queues.create_node_queue("n1").await.unwrap();
+        queues.send(&queue, "poison").await.unwrap();
+        for _ in 0..5 {
+            let got = queues
+                .receive(
+                    &queue,
+                    1,
+                    std::time::Duration::ZERO,
+                    std::time::Duration::ZERO,
+                )
+                .await
+                .unwrap();
+            assert_eq!(got.len(), 1);
+        }
+        // WHEN it would be received a sixth time THEN it is dead-lettered instead
+        let sixth = queues
+            .receive(
+                &queue,
+                1,
+                std::time::Duration::ZERO,
+                std::time::Duration::ZERO,
+            )
+            .await
+            .unwrap();
+        assert!(sixth.is_empty());
+        assert_eq!(queues.dead_letters(&queue), vec!["poison".to_owned()]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_memory_timers_pass_the_timers_contract() {
+        timers_contract(
+            || async {
+                Box::new(InMemoryTimers::with_visibility_timeout(
+                    CONTRACT_TIMER_VISIBILITY,
+                )) as Box<dyn Timers>
+            },
+            TimersDeviations::default(),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn in_memory_timers_count_the_caller_clock_not_the_wall_clock() {
+        // GIVEN a timer due at 10 000 on the caller's clock
+        let timers = InMemoryTimers::new();
+        let timer = crate::nodes::Timer {
+            timer_id: "t".into(),
+            due_at_ms: 10_000,
+            event: sample_session_event("c"),
+        };
+        timers.schedule(&timer).await.unwrap();
+        // WHEN taken at 9 999 and at 10 000 THEN only the second finds it
+        let early = timers
+            .take_due(9_999, 10, std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(early.is_empty());
+        let due = timers
+            .take_due(10_000, 10, std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 1);
+        timers.ack(&due[0].receipt).await.unwrap();
+        assert!(timers.is_empty());
+    }
+}
