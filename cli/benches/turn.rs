@@ -342,6 +342,7 @@ fn turn_deps(
             os: Some("linux".to_owned()),
             arch: Some(std::env::consts::ARCH.to_owned()),
         },
+        nodes: None,
     }
 }
 

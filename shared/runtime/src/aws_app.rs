@@ -191,6 +191,7 @@ impl AwsApp {
                 os: Some("linux".to_owned()),
                 arch: Some(std::env::consts::ARCH.to_owned()),
             },
+            nodes: None,
         }))
     }
 }

@@ -227,6 +227,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             os: Some(std::env::consts::OS.to_owned()),
             arch: Some(std::env::consts::ARCH.to_owned()),
         },
+        nodes: None,
     }));
     let ingress = Arc::new(Ingress {
         inbox,

@@ -112,9 +112,9 @@ fn parse_json<T: for<'de> Deserialize<'de>>(body: &str) -> Result<T, ApiError> {
 async fn pair(State(state): State<NodesState>, body: String) -> Result<Json<Value>, ApiError> {
     let request: PairRequest = parse_json(&body)?;
     let paired = state.nodes.pair(&request).await?;
-    Ok(Json(serde_json::to_value(paired).map_err(|err| {
-        ApiError::Internal(Box::new(err))
-    })?))
+    Ok(Json(
+        serde_json::to_value(paired).map_err(|err| ApiError::Internal(Box::new(err)))?,
+    ))
 }
 
 async fn heartbeat(
@@ -125,9 +125,9 @@ async fn heartbeat(
     let node = state.auth.node(&headers).await?;
     let facts: NodeFacts = parse_json(&body)?;
     let reply = state.nodes.heartbeat(&node, &facts).await?;
-    Ok(Json(serde_json::to_value(reply).map_err(|err| {
-        ApiError::Internal(Box::new(err))
-    })?))
+    Ok(Json(
+        serde_json::to_value(reply).map_err(|err| ApiError::Internal(Box::new(err)))?,
+    ))
 }
 
 async fn results(

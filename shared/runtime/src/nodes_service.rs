@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use clawless_core::exec::{AllowlistEntry, Security};
 use clawless_core::nodes::notices::{
-    ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text,
-    node_offline_text, tool_result_text,
+    ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text, node_offline_text,
+    tool_result_text,
 };
 use clawless_core::nodes::wire::{
     Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
@@ -31,6 +31,7 @@ use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
+use crate::ingress::enqueue;
 
 /// How long a pairing code lives.
 pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -147,7 +148,7 @@ pub enum Dispatch {
 }
 
 /// The `exec` tool's arguments, as the model gives them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ExecArgs {
     command: String,
@@ -252,7 +253,11 @@ impl NodesService {
     }
 
     /// The node these credentials belong to; refuses unknown and revoked nodes.
-    pub async fn authenticate(&self, node_id: &str, secret: &str) -> Result<NodeRecord, NodesError> {
+    pub async fn authenticate(
+        &self,
+        node_id: &str,
+        secret: &str,
+    ) -> Result<NodeRecord, NodesError> {
         if !is_valid_node_id(node_id) {
             return Err(NodesError::Unauthorized("unknown node".to_owned()));
         }
@@ -263,7 +268,9 @@ impl NodesService {
             return Err(NodesError::Unauthorized("bad node credentials".to_owned()));
         }
         if record.revoked {
-            return Err(NodesError::Unauthorized(format!("node {node_id} is revoked")));
+            return Err(NodesError::Unauthorized(format!(
+                "node {node_id} is revoked"
+            )));
         }
         Ok(record)
     }
@@ -275,7 +282,12 @@ impl NodesService {
         facts: &NodeFacts,
     ) -> Result<HeartbeatReply, NodesError> {
         let now = self.deps.clock.now_ms();
-        if !self.deps.registry.heartbeat(&node.node_id, facts, now).await? {
+        if !self
+            .deps
+            .registry
+            .heartbeat(&node.node_id, facts, now)
+            .await?
+        {
             return Err(NodesError::Unauthorized(format!(
                 "node {} is revoked",
                 node.node_id
@@ -354,9 +366,10 @@ impl NodesService {
         let timeout = args
             .timeout
             .filter(|secs| secs.is_finite() && *secs > 0.0)
-            .map_or(Duration::from_secs(self.deps.settings.timeout_sec), |secs| {
-                Duration::from_secs_f64(secs)
-            })
+            .map_or(
+                Duration::from_secs(self.deps.settings.timeout_sec),
+                |secs| Duration::from_secs_f64(secs),
+            )
             .min(MAX_EXEC_TIMEOUT);
         let attempt = u32::from(approved.is_some());
         let deadline_ms = now + millis(timeout) + millis(JOB_DEADLINE_GRACE);
@@ -473,8 +486,8 @@ impl NodesService {
                 node.node_id == name || node.display_name.as_deref() == Some(name.as_str())
             }),
             None => {
-                let mut active: Vec<NodeRecord> =
-                    nodes.into_iter().filter(|node| !node.revoked).collect();
+                let (mut active, revoked): (Vec<NodeRecord>, Vec<NodeRecord>) =
+                    nodes.into_iter().partition(|node| !node.revoked);
                 if active.len() > 1 {
                     let names: Vec<String> =
                         active.iter().map(|node| node.node_id.clone()).collect();
@@ -483,13 +496,18 @@ impl NodesService {
                         names.join(", ")
                     ))));
                 }
-                active.pop()
+                // With no active node, the last one seen answers (as revoked, so offline).
+                active
+                    .pop()
+                    .or_else(|| revoked.into_iter().max_by_key(|node| node.last_seen_ms))
             }
         };
         let Some(node) = chosen else {
             return Ok(Err(ToolOutput::error(match requested {
                 Some(name) => format!("No node host named {name} is paired with clawless."),
-                None => "No node host is paired with clawless; run `clawless nodes pair`.".to_owned(),
+                None => {
+                    "No node host is paired with clawless; run `clawless nodes pair`.".to_owned()
+                }
             })));
         };
         if node.revoked {
@@ -515,7 +533,8 @@ impl NodesService {
         node: &NodeRecord,
         body: &str,
     ) -> Result<ReportOutcome, NodesError> {
-        let envelope = Envelope::parse(body).map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        let envelope =
+            Envelope::parse(body).map_err(|err| NodesError::BadRequest(err.to_string()))?;
         let report: ExecReport = envelope
             .open(&signing_key(&node.secret_hash))
             .map_err(|err| match err {
@@ -568,13 +587,14 @@ impl NodesService {
                     }),
                 })
                 .await?;
-            self.deps
-                .turns
-                .send(&event_for(TurnEvent::ApprovalNeeded {
+            enqueue(
+                self.deps.turns.as_ref(),
+                &event_for(TurnEvent::ApprovalNeeded {
                     call_id: job.call_id.clone(),
                     text,
-                }))
-                .await?;
+                }),
+            )
+            .await?;
             return Ok(ReportOutcome::ApprovalRequested);
         }
         let now = self.deps.clock.now_ms();
@@ -619,15 +639,16 @@ impl NodesService {
             let version = self.deps.registry.grant(&node.node_id, &granted).await?;
             self.send_policy_update(node, &granted, version).await?;
         }
-        self.deps
-            .turns
-            .send(&event_for(TurnEvent::ToolResult {
+        enqueue(
+            self.deps.turns.as_ref(),
+            &event_for(TurnEvent::ToolResult {
                 call_id: job.call_id.clone(),
                 text,
                 is_error,
                 notice,
-            }))
-            .await?;
+            }),
+        )
+        .await?;
         Ok(ReportOutcome::Recorded)
     }
 
@@ -648,7 +669,10 @@ impl NodesService {
         });
         let envelope = Envelope::seal(&update, &signing_key(&node.secret_hash))
             .map_err(|err| NodesError::BadRequest(err.to_string()))?;
-        self.deps.queues.send(&node.queue, &envelope.to_json()).await?;
+        self.deps
+            .queues
+            .send(&node.queue, &envelope.to_json())
+            .await?;
         Ok(())
     }
 
@@ -658,7 +682,10 @@ impl NodesService {
         let now = self.deps.clock.now_ms();
         let timeout = serde_json::json!({"timedOutAtMs": now}).to_string();
         Ok(matches!(
-            self.deps.jobs.resolve(job_id, attempt, &timeout, now).await?,
+            self.deps
+                .jobs
+                .resolve(job_id, attempt, &timeout, now)
+                .await?,
             ResolveOutcome::Recorded
         ))
     }
@@ -682,7 +709,7 @@ impl NodesService {
             .await?;
         let fired = due.len();
         for timer in due {
-            self.deps.turns.send(&timer.timer.event).await?;
+            enqueue(self.deps.turns.as_ref(), &timer.timer.event).await?;
             self.deps.timers.ack(&timer.receipt).await?;
         }
         Ok(fired)

@@ -30,9 +30,7 @@ use clawless_core::system_prompt::{
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{
-    ApprovalDecision, ChatRef, SessionEvent, TurnEvent, dedup_token,
-};
+use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent, dedup_token};
 use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
 use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
 
@@ -256,7 +254,9 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
-                    let ctx = self.context(&agent.id, &mut state, &mut current, exec_ready).await?;
+                    let ctx = self
+                        .context(&agent.id, &mut state, &mut current, exec_ready)
+                        .await?;
                     report.model_calls += 1;
                     match self.call_model(ctx, &state).await {
                         Ok(response) => {
@@ -278,7 +278,9 @@ impl TurnService {
                     }
                 }
                 Effect::RunTool(call) => {
-                    let ctx = self.context(&agent.id, &mut state, &mut current, exec_ready).await?;
+                    let ctx = self
+                        .context(&agent.id, &mut state, &mut current, exec_ready)
+                        .await?;
                     let output = match self.tools.get(&call.name) {
                         Some(tool) => {
                             let mut tool_context = ctx.tool_context.clone();
@@ -522,8 +524,7 @@ impl TurnService {
         call_id: &str,
         reason: &str,
     ) -> Result<Option<String>, TurnError> {
-        let (Some(nodes), Some(pending)) = (&self.deps.nodes, state.latest_pending(call_id))
-        else {
+        let (Some(nodes), Some(pending)) = (&self.deps.nodes, state.latest_pending(call_id)) else {
             return Ok(None);
         };
         if !pending.awaiting_approval {

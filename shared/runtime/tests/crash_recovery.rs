@@ -139,6 +139,7 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
         eligibility: EligibilityContext::empty(),
         home_dirs: Vec::new(),
         host: HostFacts::default(),
+        nodes: None,
     });
     let event = SessionEvent {
         session_key: "agent:main:main".to_owned(),

@@ -17,8 +17,8 @@
 //! - [`exec_tool`]: the `exec` tool's spec.
 
 pub mod credentials;
-pub mod exec_tool;
 mod error;
+pub mod exec_tool;
 pub mod jobs;
 pub mod notices;
 pub mod queue;

@@ -66,7 +66,11 @@ pub fn signing_key(stored_secret_hash: &str) -> Vec<u8> {
 pub fn exec_job_id(session_key: &str, turn: u64, call_id: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(JOB_ID_CONTEXT);
-    for part in [session_key.as_bytes(), &turn.to_be_bytes(), call_id.as_bytes()] {
+    for part in [
+        session_key.as_bytes(),
+        &turn.to_be_bytes(),
+        call_id.as_bytes(),
+    ] {
         hasher.update((part.len() as u64).to_be_bytes());
         hasher.update(part);
     }
@@ -75,7 +79,11 @@ pub fn exec_job_id(session_key: &str, turn: u64, call_id: &str) -> String {
 
 /// SHA-256 (hex) over exactly what will run: argv, cwd and env, length-prefixed so no two
 /// different commands share a binding.
-pub fn command_binding(argv: &[String], cwd: Option<&str>, env: &BTreeMap<String, String>) -> String {
+pub fn command_binding(
+    argv: &[String],
+    cwd: Option<&str>,
+    env: &BTreeMap<String, String>,
+) -> String {
     let mut hasher = Sha256::new();
     hasher.update(BINDING_CONTEXT);
     let mut field = |bytes: &[u8]| {

@@ -660,9 +660,10 @@ fn push_result(
 /// sent as a reply under an id derived from the call, so a redelivery never sends it twice.
 fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String, now_ms: u64) {
     let reply_id = reply_id(state, &format!("{what}-{call_id}"));
-    let already = state.current_turn_steps().iter().any(
-        |step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id),
-    );
+    let already = state
+        .current_turn_steps()
+        .iter()
+        .any(|step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id));
     if !already {
         state.push(StepBody::Reply { reply_id, text }, now_ms);
     }

@@ -555,7 +555,10 @@ fn approval_ids_resolve_by_call_id_full_job_id_or_unambiguous_short_code() {
     let job = state.latest_pending("x1").unwrap().job_id.to_owned();
     assert_eq!(state.call_awaiting_approval("x1").as_deref(), Some("x1"));
     assert_eq!(state.call_awaiting_approval(&job).as_deref(), Some("x1"));
-    assert_eq!(state.call_awaiting_approval(&job[..8]).as_deref(), Some("x1"));
+    assert_eq!(
+        state.call_awaiting_approval(&job[..8]).as_deref(),
+        Some("x1")
+    );
     assert_eq!(state.call_awaiting_approval(&job[..4]), None, "too short");
     assert_eq!(state.call_awaiting_approval("nope"), None);
 }

@@ -150,6 +150,7 @@ pub fn sample_session_event(call_id: &str) -> SessionEvent {
         agent_id: "main".into(),
         event: TurnEvent::ToolTimeout {
             call_id: call_id.into(),
+            attempt: 0,
         },
     }
 }

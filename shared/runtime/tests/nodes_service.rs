@@ -1,0 +1,531 @@
+//! The backend's node-host rules over in-memory ports: pairing codes, node credentials,
+//! signed jobs and reports, first-result-wins, approvals and timers. The same service runs
+//! over SQLite in local mode and over DynamoDB/SQS in Lambda.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use clawless_core::exec::{AllowlistEntry, SkillBin};
+use clawless_core::nodes::testing::{
+    InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
+};
+use clawless_core::nodes::wire::{
+    Envelope, ExecDenial, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
+};
+use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
+use clawless_core::session::TurnQueue;
+use clawless_core::testing::InMemoryTurnQueue;
+use clawless_core::transcript::ToolCall;
+use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
+use clawless_runtime::clock::Clock;
+use clawless_runtime::nodes_service::{
+    Dispatch, ExecSettings, NODE_OFFLINE_AFTER, NodesDeps, NodesError, NodesService, PairRequest,
+    Paired, ReportOutcome,
+};
+use serde_json::json;
+
+#[derive(Debug, Default)]
+struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(u64::try_from(by.as_millis()).unwrap(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+struct Fixture {
+    nodes: NodesService,
+    queues: Arc<InMemoryExecQueue>,
+    turns: Arc<InMemoryTurnQueue>,
+    clock: Arc<ManualClock>,
+}
+
+fn fixture() -> Fixture {
+    let queues = Arc::new(InMemoryExecQueue::new());
+    let turns = Arc::new(InMemoryTurnQueue::new());
+    let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
+    let nodes = NodesService::new(NodesDeps {
+        registry: Arc::new(InMemoryNodeRegistry::new()),
+        jobs: Arc::new(InMemoryExecJobs::new()),
+        queues: queues.clone(),
+        timers: Arc::new(InMemoryTimers::new()),
+        turns: turns.clone(),
+        clock: clock.clone(),
+        settings: ExecSettings::default(),
+    });
+    Fixture {
+        nodes,
+        queues,
+        turns,
+        clock,
+    }
+}
+
+fn facts() -> NodeFacts {
+    NodeFacts {
+        platform: "linux".to_owned(),
+        path: vec!["/usr/bin".to_owned(), "/bin".to_owned()],
+        skill_bins: vec![SkillBin {
+            name: "uname".to_owned(),
+            resolved_path: "/usr/bin/uname".to_owned(),
+        }],
+        display_name: Some("laptop".to_owned()),
+    }
+}
+
+async fn paired(fx: &Fixture) -> (Paired, NodeRecord) {
+    let (code, _) = fx.nodes.create_pairing_code().await.unwrap();
+    let paired = fx
+        .nodes
+        .pair(&PairRequest {
+            code,
+            facts: facts(),
+        })
+        .await
+        .unwrap();
+    let record = fx
+        .nodes
+        .authenticate(&paired.node_id, &paired.secret)
+        .await
+        .unwrap();
+    (paired, record)
+}
+
+fn exec_call(command: &str) -> ToolCall {
+    ToolCall {
+        id: "call_1".to_owned(),
+        name: "exec".to_owned(),
+        input: json!({"command": command}),
+    }
+}
+
+async fn next_job(fx: &Fixture, record: &NodeRecord) -> (NodeMessage, String) {
+    let deliveries = fx
+        .queues
+        .receive(&record.queue, 10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+    let envelope = Envelope::parse(&deliveries[0].body).unwrap();
+    let message = NodeMessage::open_for_node(
+        &envelope,
+        &signing_key(&record.secret_hash),
+        &record.node_id,
+        fx.clock.now_ms(),
+    )
+    .unwrap();
+    (message, deliveries[0].receipt.clone())
+}
+
+async fn turn_events(fx: &Fixture) -> Vec<TurnEvent> {
+    let deliveries = fx.turns.receive(10, Duration::ZERO).await.unwrap();
+    let mut events = Vec::new();
+    for delivery in deliveries {
+        let event: SessionEvent = serde_json::from_str(&delivery.body).unwrap();
+        fx.turns.delete(&delivery.receipt).await.unwrap();
+        events.push(event.event);
+    }
+    events
+}
+
+fn report(record: &NodeRecord, job_id: &str, attempt: u32, stdout: &str) -> ExecReport {
+    ExecReport {
+        job_id: job_id.to_owned(),
+        attempt,
+        node_id: record.node_id.clone(),
+        outcome: ExecOutcome {
+            exit_code: Some(0),
+            timed_out: false,
+            success: true,
+            stdout: stdout.to_owned(),
+            stderr: String::new(),
+            error: None,
+        },
+        denial: None,
+        interrupted: false,
+        duration_ms: 3,
+        allow_always_entries: Vec::new(),
+        nonce: format!("r-{job_id}-{attempt}"),
+        sent_at_ms: 0,
+    }
+}
+
+fn sealed(record: &NodeRecord, report: &ExecReport) -> String {
+    Envelope::seal(report, &signing_key(&record.secret_hash))
+        .unwrap()
+        .to_json()
+}
+
+#[tokio::test]
+async fn a_pairing_code_works_once_and_the_registry_keeps_only_a_hash_of_the_secret() {
+    let fx = fixture();
+    let (code, expires) = fx.nodes.create_pairing_code().await.unwrap();
+    assert_eq!(expires - fx.clock.now_ms(), 600_000, "ten minutes");
+    let request = PairRequest {
+        code: code.to_lowercase(),
+        facts: facts(),
+    };
+    let paired = fx.nodes.pair(&request).await.unwrap();
+    assert_eq!(paired.secret.len(), 64);
+    let record = fx
+        .nodes
+        .authenticate(&paired.node_id, &paired.secret)
+        .await
+        .unwrap();
+    assert_eq!(record.secret_hash, secret_hash(&paired.secret));
+    assert_ne!(record.secret_hash, paired.secret);
+    assert_eq!(record.skill_bins, facts().skill_bins);
+    assert!(matches!(
+        fx.nodes.pair(&request).await,
+        Err(NodesError::Unauthorized(_))
+    ));
+}
+
+#[tokio::test]
+async fn an_expired_pairing_code_is_refused() {
+    let fx = fixture();
+    let (code, _) = fx.nodes.create_pairing_code().await.unwrap();
+    fx.clock.advance(Duration::from_secs(601));
+    assert!(matches!(
+        fx.nodes
+            .pair(&PairRequest {
+                code,
+                facts: facts()
+            })
+            .await,
+        Err(NodesError::Unauthorized(_))
+    ));
+}
+
+#[tokio::test]
+async fn wrong_secrets_unknown_nodes_and_revoked_nodes_are_unauthorized() {
+    let fx = fixture();
+    let (paired, _) = paired(&fx).await;
+    for (node, secret) in [
+        (paired.node_id.as_str(), "guess"),
+        ("node-unknown", paired.secret.as_str()),
+        ("../../etc", paired.secret.as_str()),
+    ] {
+        assert!(matches!(
+            fx.nodes.authenticate(node, secret).await,
+            Err(NodesError::Unauthorized(_))
+        ));
+    }
+    assert!(fx.nodes.revoke(&paired.node_id).await.unwrap());
+    assert!(matches!(
+        fx.nodes.authenticate(&paired.node_id, &paired.secret).await,
+        Err(NodesError::Unauthorized(_))
+    ));
+    // A revoked node receives no jobs: exec says it is offline.
+    let dispatched = fx
+        .nodes
+        .dispatch("agent:main:main", "main", "job1", &exec_call("uname"), None)
+        .await
+        .unwrap();
+    let Dispatch::Resolved(output) = dispatched else {
+        panic!("a revoked node got a job")
+    };
+    assert!(
+        output.is_error && output.text.contains("revoked"),
+        "{output:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_reaches_the_node_signed_and_its_first_report_resumes_the_turn_once() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    let dispatched = fx
+        .nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job1",
+            &exec_call("uname -a"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(dispatched, Dispatch::Sent);
+    let (message, _) = next_job(&fx, &record).await;
+    let NodeMessage::Job(job) = message else {
+        panic!("not a job")
+    };
+    assert_eq!(job.argv, ["/bin/sh", "-lc", "uname -a"]);
+    assert_eq!(job.raw_command, "uname -a");
+    assert!(job.grant.is_none());
+
+    let first = report(&record, "job1", 0, "Linux\n");
+    let outcome = fx
+        .nodes
+        .submit_report(&record, &sealed(&record, &first))
+        .await
+        .unwrap();
+    assert_eq!(outcome, ReportOutcome::Recorded);
+    let again = report(&record, "job1", 0, "something else");
+    assert_eq!(
+        fx.nodes
+            .submit_report(&record, &sealed(&record, &again))
+            .await
+            .unwrap(),
+        ReportOutcome::Ignored
+    );
+    let events = turn_events(&fx).await;
+    assert_eq!(events.len(), 1);
+    assert!(matches!(
+        &events[0],
+        TurnEvent::ToolResult { text, is_error: false, notice: None, .. } if text == "Linux\n"
+    ));
+    // The deadline fires later: the result already won.
+    assert!(!fx.nodes.claim_timeout("job1", 0).await.unwrap());
+}
+
+#[tokio::test]
+async fn forged_reports_and_reports_from_other_nodes_are_unauthorized() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    let (_, other) = paired(&fx).await;
+    fx.nodes
+        .dispatch("agent:main:main", "main", "job1", &exec_call("id"), None)
+        .await
+        .unwrap();
+    let mut forged = Envelope::parse(&sealed(&record, &report(&record, "job1", 0, "x"))).unwrap();
+    forged.payload = forged.payload.replace("\"x\"", "\"y\"");
+    assert!(matches!(
+        fx.nodes.submit_report(&record, &forged.to_json()).await,
+        Err(NodesError::Unauthorized(_))
+    ));
+    // Signed by the other node for the job of the first.
+    let theirs = sealed(&other, &report(&other, "job1", 0, "x"));
+    assert_eq!(
+        fx.nodes.submit_report(&other, &theirs).await.unwrap(),
+        ReportOutcome::Ignored
+    );
+    // Signed by the other node, claiming to be the first.
+    let claimed = sealed(&other, &report(&record, "job1", 0, "x"));
+    assert!(matches!(
+        fx.nodes.submit_report(&other, &claimed).await,
+        Err(NodesError::Unauthorized(_))
+    ));
+    assert!(matches!(
+        fx.nodes.submit_report(&record, "{not json").await,
+        Err(NodesError::BadRequest(_))
+    ));
+    assert!(turn_events(&fx).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_report_for_an_unknown_job_changes_nothing() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    let stray = sealed(&record, &report(&record, "nope", 0, "x"));
+    assert_eq!(
+        fx.nodes.submit_report(&record, &stray).await.unwrap(),
+        ReportOutcome::Ignored
+    );
+    assert!(turn_events(&fx).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_the_command() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    let call = exec_call("rm -rf build");
+    fx.nodes
+        .dispatch("agent:main:main", "main", "0123456789abcdef", &call, None)
+        .await
+        .unwrap();
+    let (_, receipt) = next_job(&fx, &record).await;
+    fx.queues.delete(&record.queue, &receipt).await.unwrap();
+    let mut refused = report(&record, "0123456789abcdef", 0, "");
+    refused.outcome.success = false;
+    refused.outcome.exit_code = None;
+    refused.outcome.error = Some("SYSTEM_RUN_DENIED: approval required".to_owned());
+    refused.denial = Some(ExecDenial {
+        reason: "approval-required".to_owned(),
+        message: "SYSTEM_RUN_DENIED: approval required".to_owned(),
+        approval_required: true,
+        allowed_decisions: vec!["allow-once".into(), "allow-always".into(), "deny".into()],
+    });
+    assert_eq!(
+        fx.nodes
+            .submit_report(&record, &sealed(&record, &refused))
+            .await
+            .unwrap(),
+        ReportOutcome::ApprovalRequested
+    );
+    let events = turn_events(&fx).await;
+    let [TurnEvent::ApprovalNeeded { text, .. }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert!(text.contains("Approval required (id 01234567, full 0123456789abcdef)."));
+    assert!(text.contains("Node: "));
+    assert!(text.contains("rm -rf build"));
+    assert!(text.contains("/approve 01234567 allow-once|allow-always|deny"));
+
+    // Approved: attempt 1 carries a grant for exactly this command.
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "0123456789abcdef",
+            &call,
+            Some((ApprovalDecision::AllowAlways, "owner".to_owned())),
+        )
+        .await
+        .unwrap();
+    let (message, _) = next_job(&fx, &record).await;
+    let NodeMessage::Job(job) = message else {
+        panic!("not a job")
+    };
+    assert_eq!(job.attempt, 1);
+    assert!(job.grant.is_some(), "checked by open_for_node");
+
+    // The attempt-0 refusal arriving again changes nothing; attempt 1's result wins, with
+    // the node's argv-bound entry recorded and sent back as a signed policy update.
+    assert_eq!(
+        fx.nodes
+            .submit_report(&record, &sealed(&record, &refused))
+            .await
+            .unwrap(),
+        ReportOutcome::Ignored
+    );
+    let mut ran = report(&record, "0123456789abcdef", 1, "");
+    ran.allow_always_entries = vec![
+        AllowlistEntry {
+            pattern: "/usr/bin/rm".to_owned(),
+            arg_pattern: Some("^-rf build$".to_owned()),
+            source: None,
+        },
+        // A bare entry is never stored, whatever the node says.
+        AllowlistEntry::pattern("/usr/bin/rm"),
+    ];
+    assert_eq!(
+        fx.nodes
+            .submit_report(&record, &sealed(&record, &ran))
+            .await
+            .unwrap(),
+        ReportOutcome::Recorded
+    );
+    let events = turn_events(&fx).await;
+    let [
+        TurnEvent::ToolResult {
+            notice: Some(notice),
+            ..
+        },
+    ] = events.as_slice()
+    else {
+        panic!("{events:?}")
+    };
+    assert!(notice.starts_with("Exec finished (node="), "{notice}");
+    let shown = fx.nodes.list().await.unwrap();
+    assert_eq!(shown[0].granted.len(), 1);
+    assert_eq!(
+        shown[0].granted[0].entry.arg_pattern.as_deref(),
+        Some("^-rf build$")
+    );
+    assert_eq!(
+        shown[0].granted[0].entry.source.as_deref(),
+        Some("allow-always")
+    );
+    let (update, _) = next_job(&fx, &record).await;
+    assert!(matches!(update, NodeMessage::PolicyUpdate(ref u) if u.agent_id == "main"));
+}
+
+#[tokio::test]
+async fn a_node_silent_for_two_heartbeat_intervals_is_offline_and_gets_no_job() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    fx.clock
+        .advance(NODE_OFFLINE_AFTER + Duration::from_secs(1));
+    let dispatched = fx
+        .nodes
+        .dispatch("agent:main:main", "main", "job1", &exec_call("uname"), None)
+        .await
+        .unwrap();
+    let Dispatch::Resolved(output) = dispatched else {
+        panic!("an offline node got a job")
+    };
+    assert!(output.text.contains(&record.node_id) && output.text.contains("offline"));
+    // A heartbeat brings it back.
+    fx.nodes.heartbeat(&record, &facts()).await.unwrap();
+    assert_eq!(
+        fx.nodes
+            .dispatch("agent:main:main", "main", "job2", &exec_call("uname"), None)
+            .await
+            .unwrap(),
+        Dispatch::Sent
+    );
+}
+
+#[tokio::test]
+async fn a_job_deadline_becomes_a_timeout_event_and_then_wins_over_a_late_report() {
+    let fx = fixture();
+    let (_, record) = paired(&fx).await;
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job1",
+            &ToolCall {
+                id: "call_1".to_owned(),
+                name: "exec".to_owned(),
+                input: json!({"command": "sleep 99", "timeout": 1}),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(fx.nodes.fire_due_timers(Duration::ZERO).await.unwrap(), 0);
+    fx.clock.advance(Duration::from_secs(200));
+    assert_eq!(fx.nodes.fire_due_timers(Duration::ZERO).await.unwrap(), 1);
+    let events = turn_events(&fx).await;
+    assert!(matches!(
+        events.as_slice(),
+        [TurnEvent::ToolTimeout { call_id, attempt: 0 }] if call_id == "call_1"
+    ));
+    assert!(fx.nodes.claim_timeout("job1", 0).await.unwrap());
+    let late = sealed(&record, &report(&record, "job1", 0, "late"));
+    assert_eq!(
+        fx.nodes.submit_report(&record, &late).await.unwrap(),
+        ReportOutcome::Ignored
+    );
+}
+
+#[tokio::test]
+async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
+    let fx = fixture();
+    let no_node = fx
+        .nodes
+        .dispatch("agent:main:main", "main", "j", &exec_call("ls"), None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(no_node, Dispatch::Resolved(ref out) if out.text.contains("clawless nodes pair"))
+    );
+    paired(&fx).await;
+    for input in [json!({}), json!({"command": ""}), json!({"command": 3})] {
+        let call = ToolCall {
+            id: "c".to_owned(),
+            name: "exec".to_owned(),
+            input,
+        };
+        let out = fx
+            .nodes
+            .dispatch("agent:main:main", "main", "j2", &call, None)
+            .await
+            .unwrap();
+        assert!(
+            matches!(out, Dispatch::Resolved(ref o) if o.is_error),
+            "{out:?}"
+        );
+    }
+}
