@@ -5,6 +5,8 @@
 //! - [`SqliteSessionStore`], [`SqliteInbox`] and [`SqliteTurnQueue`]: the session store, inbox
 //!   and turn queue ports on one SQLite file ([`SqliteDb`]), with the same semantics as
 //!   DynamoDB and SQS FIFO (module [`sqlite`]).
+//! - [`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`] and [`SqliteTimers`]: the
+//!   node-host ports on the same file, with the semantics of their DynamoDB and SQS adapters.
 //!
 //! This crate must not know AWS; it is what `clawless local` runs on.
 
@@ -13,4 +15,7 @@ mod dir_walk;
 pub mod sqlite;
 
 pub use dir_store::DirObjectStore;
-pub use sqlite::{SqliteDb, SqliteError, SqliteInbox, SqliteSessionStore, SqliteTurnQueue};
+pub use sqlite::{
+    SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
+    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+};

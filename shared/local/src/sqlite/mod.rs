@@ -1,6 +1,6 @@
-//! The session store, inbox and turn queue ports on one SQLite file (bundled SQLite):
-//! [`SqliteSessionStore`], [`SqliteInbox`] and [`SqliteTurnQueue`], all built on a shared
-//! [`SqliteDb`] handle.
+//! The storage ports on one SQLite file (bundled SQLite), all built on a shared [`SqliteDb`]
+//! handle: sessions ([`SqliteSessionStore`], [`SqliteInbox`], [`SqliteTurnQueue`]) and node
+//! hosts ([`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`], [`SqliteTimers`]).
 //!
 //! This module owns opening the database (WAL, a busy timeout, the schema and its version)
 //! and running statements off the async executor: every call takes the connection's lock
@@ -15,9 +15,13 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
+mod node_queues;
+mod nodes;
 mod queue;
 mod sessions;
 
+pub use node_queues::{DEFAULT_TIMERS, SqliteExecQueue, SqliteTimers};
+pub use nodes::{SqliteExecJobs, SqliteNodeRegistry};
 pub use queue::{DEDUP_WINDOW, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT, SqliteTurnQueue};
 pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 
@@ -25,7 +29,7 @@ pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
 /// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
@@ -61,6 +65,64 @@ CREATE TABLE IF NOT EXISTS queue_dedup (
     sent_at_ms INTEGER NOT NULL,
     PRIMARY KEY (queue, dedup_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS node_pairings (
+    code_hash TEXT PRIMARY KEY NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    redeemed_at_ms INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes (
+    node_id TEXT PRIMARY KEY NOT NULL,
+    display_name TEXT,
+    secret_hash TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    path TEXT NOT NULL,
+    skill_bins TEXT NOT NULL,
+    queue TEXT NOT NULL,
+    paired_at_ms INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    revoked INTEGER NOT NULL,
+    revoked_at_ms INTEGER,
+    granted TEXT NOT NULL,
+    policy_version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS exec_jobs (
+    job_id TEXT PRIMARY KEY NOT NULL,
+    node_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    envelope TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    deadline_ms INTEGER NOT NULL,
+    result TEXT,
+    resolved_at_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS exec_queues (
+    name TEXT PRIMARY KEY NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS exec_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visible_at_ms INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT,
+    dead INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS exec_messages_by_queue ON exec_messages (queue, dead, id);
+CREATE TABLE IF NOT EXISTS timers (
+    queue TEXT NOT NULL,
+    timer_id TEXT NOT NULL,
+    due_at_ms INTEGER NOT NULL,
+    timer TEXT NOT NULL,
+    visible_at_ms INTEGER NOT NULL DEFAULT 0,
+    takes INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT,
+    PRIMARY KEY (queue, timer_id)
+);
+CREATE INDEX IF NOT EXISTS timers_by_due ON timers (queue, due_at_ms);
+CREATE INDEX IF NOT EXISTS timers_by_receipt ON timers (queue, receipt);
 ";
 
 /// Failures of the SQLite database itself: opening it, a statement, or the blocking task.
@@ -98,14 +160,13 @@ pub enum SqliteError {
 struct Shared {
     connection: Mutex<Connection>,
     location: String,
-    /// Woken whenever this process sends or releases a queue message, so waiting receivers
-    /// need not wait for their next poll.
+    /// Woken whenever this process sends or releases a queue message (turn or exec queue) or
+    /// schedules a timer, so waiting receivers need not wait for their next poll.
     queue_changed: Notify,
 }
 
-/// A handle on one SQLite database. Clones share the connection; the session store, inbox
-/// and turn queue are built on it ([`SqliteSessionStore`], [`SqliteInbox`],
-/// [`SqliteTurnQueue`]).
+/// A handle on one SQLite database. Clones share the connection; every SQLite adapter is
+/// built on it.
 #[derive(Debug, Clone)]
 pub struct SqliteDb {
     shared: Arc<Shared>,
