@@ -69,6 +69,8 @@ pub struct ClawlessConfig {
     pub channels: ChannelsSection,
     /// `session:`: how messages map to sessions.
     pub session: SessionSection,
+    /// `exec:`: the default node, timeouts and what happens when nobody answers an approval.
+    pub exec: crate::nodes_service::ExecSettings,
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,

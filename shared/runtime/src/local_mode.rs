@@ -16,7 +16,10 @@ use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_local::DirObjectStore;
-use clawless_local::sqlite::{SqliteDb, SqliteInbox, SqliteSessionStore, SqliteTurnQueue};
+use clawless_local::sqlite::{
+    SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
+    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+};
 use tokio::net::TcpListener;
 
 use crate::clock::{Clock, SystemClock};
@@ -24,7 +27,9 @@ use crate::config::ClawlessConfig;
 use crate::ingress::{GenericChannel, Ingress, webhook_router};
 use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
-use crate::routes::{OpenNodeAccess, skills_bins_router};
+use crate::node_routes::{RegistryNodeAuth, nodes_router};
+use crate::nodes_service::{NodesDeps, NodesService};
+use crate::routes::skills_bins_router;
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
 use crate::turn_service::{HostFacts, TurnDeps, TurnService};
@@ -194,7 +199,14 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         "sessions/",
     ));
     let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
-    let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db));
+    let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db.clone()));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let nodes = Arc::new(local_nodes_service(
+        &db,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.exec.clone(),
+    ));
 
     let stores = Arc::new(store_factory(&options.config).await);
     let skills = Arc::new(
@@ -208,7 +220,6 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         clawless_channels::generic::CHANNEL_ID,
         Arc::new(HttpReplySender::new(client, reply_url, secret.as_bytes())),
     );
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let bins = declared_bins(&skills).await;
     let turns = Arc::new(TurnService::new(TurnDeps {
         skills: Arc::clone(&skills),
@@ -227,7 +238,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             os: Some(std::env::consts::OS.to_owned()),
             arch: Some(std::env::consts::ARCH.to_owned()),
         },
-        nodes: None,
+        nodes: Some(Arc::clone(&nodes)),
     }));
     let ingress = Arc::new(Ingress {
         inbox,
@@ -247,7 +258,11 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     });
     let replies = LocalReplies::new(secret.as_bytes());
     let app = webhook_router(ingress)
-        .merge(skills_bins_router(skills, Arc::new(OpenNodeAccess)))
+        .merge(skills_bins_router(
+            skills,
+            Arc::new(RegistryNodeAuth::new(Arc::clone(&nodes))),
+        ))
+        .merge(nodes_router(Arc::clone(&nodes), true))
         .merge(replies.clone().router());
     let server = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
@@ -258,8 +273,11 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let worker = {
         let turns = Arc::clone(&turns);
         let stop = Arc::clone(&stop);
+        let timers_stop = Arc::clone(&stop);
         tokio::spawn(async move {
-            run_worker(turns, queue, async move { stop.notified().await }).await;
+            let timers = fire_timers(nodes, async move { timers_stop.notified().await });
+            let turns = run_worker(turns, queue, async move { stop.notified().await });
+            tokio::join!(timers, turns);
         })
     };
     tracing::info!(%addr, state = %state_dir.display(), "clawless local is listening");
@@ -271,6 +289,40 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         worker,
         stop,
     })
+}
+
+/// The node registry, exec jobs, exec queues and timers of local mode, in the same SQLite
+/// database as the sessions.
+pub fn local_nodes_service(
+    db: &SqliteDb,
+    turns: Arc<dyn TurnQueue>,
+    clock: Arc<dyn Clock>,
+    settings: crate::nodes_service::ExecSettings,
+) -> NodesService {
+    NodesService::new(NodesDeps {
+        registry: Arc::new(SqliteNodeRegistry::new(db.clone())),
+        jobs: Arc::new(SqliteExecJobs::new(db.clone())),
+        queues: Arc::new(SqliteExecQueue::new(db.clone())),
+        timers: Arc::new(SqliteTimers::new(db.clone())),
+        turns,
+        clock,
+        settings,
+    })
+}
+
+/// Moves due timers (job deadlines, approval timeouts) onto the turn queue until `shutdown`.
+async fn fire_timers(nodes: Arc<NodesService>, shutdown: impl std::future::Future<Output = ()>) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let fired = tokio::select! {
+            () = &mut shutdown => return,
+            fired = nodes.fire_due_timers(std::time::Duration::from_secs(1)) => fired,
+        };
+        if let Err(err) = fired {
+            tracing::error!(error = ?err, "timers could not fire; retrying");
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    }
 }
 
 /// The binaries the loaded skills declare, to probe on this machine's PATH.
