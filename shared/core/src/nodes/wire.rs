@@ -350,7 +350,7 @@ pub struct PolicyUpdate {
 }
 
 /// What running (or refusing) a job produced, as the node reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecOutcome {
     /// Exit code; absent when killed by a signal or never started.
