@@ -373,8 +373,7 @@ pub fn add_entry(
         }
         None => serde_json::json!({ "version": APPROVALS_FILE_VERSION }),
     };
-    let entry_value =
-        serde_json::to_value(entry).map_err(|err| invalid(".", &err.to_string()))?;
+    let entry_value = serde_json::to_value(entry).map_err(|err| invalid(".", &err.to_string()))?;
     let Some(root) = document.as_object_mut() else {
         return Err(invalid(".", "the document is not an object"));
     };

@@ -454,8 +454,14 @@ mod tests {
 
         assert_eq!(journal.prune(100).unwrap(), 3);
 
-        assert_eq!(journal.begin("old-finished", 600).unwrap(), JournalState::New);
-        assert_eq!(journal.begin("old-started", 600).unwrap(), JournalState::New);
+        assert_eq!(
+            journal.begin("old-finished", 600).unwrap(),
+            JournalState::New
+        );
+        assert_eq!(
+            journal.begin("old-started", 600).unwrap(),
+            JournalState::New
+        );
         assert!(matches!(
             journal.begin("recent", 600).unwrap(),
             JournalState::Finished { .. }

@@ -18,8 +18,8 @@
 //! The worker loop, the wire format and HTTP live elsewhere; this crate knows nothing of
 //! them, nor of AWS.
 
-mod atomic;
 pub mod approvals_file;
+mod atomic;
 pub mod clock;
 pub mod journal;
 pub mod local_fs;

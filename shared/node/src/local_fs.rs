@@ -69,8 +69,17 @@ mod tests {
         assert!(fs.is_executable_file(link.to_str().unwrap()));
         assert_eq!(
             fs.real_path(link.to_str().unwrap()),
-            Some(fs::canonicalize(&tool).unwrap().to_str().unwrap().to_owned())
+            Some(
+                fs::canonicalize(&tool)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned()
+            )
         );
-        assert_eq!(fs.real_path(dir.path().join("nope").to_str().unwrap()), None);
+        assert_eq!(
+            fs.real_path(dir.path().join("nope").to_str().unwrap()),
+            None
+        );
     }
 }

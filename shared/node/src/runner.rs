@@ -287,7 +287,9 @@ fn kill_group(group: Option<Pid>, child: &mut Child) {
         match killpg(group, Signal::SIGKILL) {
             // ESRCH: every member is already gone.
             Ok(()) | Err(Errno::ESRCH) => return,
-            Err(err) => tracing::warn!(pid = %group, error = %err, "could not kill the process group"),
+            Err(err) => {
+                tracing::warn!(pid = %group, error = %err, "could not kill the process group")
+            }
         }
     }
     if let Err(err) = child.start_kill() {

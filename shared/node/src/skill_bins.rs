@@ -285,7 +285,11 @@ mod tests {
         assert_eq!(cache.current(false).await.len(), 1);
         clock.set(1_000 + 90_000);
         cache.current(false).await;
-        assert_eq!(script.calls(), 1, "exactly at the ttl the bins are still fresh");
+        assert_eq!(
+            script.calls(),
+            1,
+            "exactly at the ttl the bins are still fresh"
+        );
         clock.set(1_000 + 90_001);
         cache.current(false).await;
         assert_eq!(script.calls(), 2);
@@ -353,7 +357,10 @@ mod tests {
         let node = node();
         make(Path::new(&node.first), "tool", 0o755);
         let absolute = format!("{}/tool", node.first);
-        assert_eq!(resolve_on_path("tool", &node.first, &LocalFs), Some(absolute.clone()));
+        assert_eq!(
+            resolve_on_path("tool", &node.first, &LocalFs),
+            Some(absolute.clone())
+        );
         assert_eq!(resolve_on_path(&absolute, &node.first, &LocalFs), None);
         assert_eq!(resolve_on_path("..", &node.first, &LocalFs), None);
         // Even on a node where every path is an executable, relative and empty PATH

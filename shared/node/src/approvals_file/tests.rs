@@ -74,7 +74,11 @@ fn settings_come_from_the_agent_then_star_then_defaults_then_secure_defaults() {
         .unwrap()
         .resolve("x", &[]);
     assert_eq!(bare.ask, Ask::Off);
-    assert_eq!(bare.security, Security::Allowlist, "then the secure default");
+    assert_eq!(
+        bare.security,
+        Security::Allowlist,
+        "then the secure default"
+    );
 }
 
 #[test]
@@ -217,7 +221,10 @@ fn a_world_writable_file_is_refused() {
     write(&path, &json!({"version": 1}));
     fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
     let err = ApprovalsFile::load(&path).unwrap_err();
-    assert!(matches!(err, ApprovalsFileError::WorldWritable { mode: 0o666, .. }), "{err:?}");
+    assert!(
+        matches!(err, ApprovalsFileError::WorldWritable { mode: 0o666, .. }),
+        "{err:?}"
+    );
 }
 
 #[test]

@@ -9,10 +9,7 @@ use tokio::sync::watch;
 use super::*;
 
 fn path_env() -> BTreeMap<String, String> {
-    BTreeMap::from([(
-        "PATH".to_owned(),
-        "/usr/local/bin:/usr/bin:/bin".to_owned(),
-    )])
+    BTreeMap::from([("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned())])
 }
 
 fn spec(argv: &[&str]) -> RunSpec {
@@ -116,7 +113,11 @@ async fn a_timeout_kills_the_command_and_its_grandchildren() {
     assert!(outcome.timed_out);
     assert!(!outcome.success);
     assert_eq!(outcome.exit_code, None);
-    assert!(outcome.duration < Duration::from_secs(5), "{:?}", outcome.duration);
+    assert!(
+        outcome.duration < Duration::from_secs(5),
+        "{:?}",
+        outcome.duration
+    );
     // AND the grandchild is gone too
     let grandchild: i32 = outcome.stdout.trim().parse().expect("the pid was printed");
     assert!(
@@ -149,8 +150,15 @@ async fn a_background_process_with_redirected_output_survives_a_normal_exit() {
     .await;
     assert!(outcome.success);
     assert!(!outcome.timed_out);
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(alive(pid), "a detached background process is not ours to kill");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        alive(pid),
+        "a detached background process is not ours to kill"
+    );
     nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
 }
 
@@ -159,14 +167,17 @@ async fn output_beyond_the_cap_is_cut_and_marked_on_stdout_when_stderr_is_empty(
     let outcome = run(&sh("yes | head -c 500000")).await;
     assert!(outcome.success, "{outcome:?}");
     assert_eq!(outcome.stderr, "");
-    assert_eq!(outcome.stdout.len(), DEFAULT_OUTPUT_CAP + TRUNCATION_MARKER.len());
+    assert_eq!(
+        outcome.stdout.len(),
+        DEFAULT_OUTPUT_CAP + TRUNCATION_MARKER.len()
+    );
     assert!(outcome.stdout.ends_with(TRUNCATION_MARKER));
     assert!(outcome.stdout.starts_with("y\ny\n"));
 }
 
 #[tokio::test]
 async fn the_cap_counts_stdout_and_stderr_together_and_marks_stderr_when_it_has_text() {
-    let outcome = run(&sh("echo oops >&2; sleep 0.2; yes | head -c 500000")).await;
+    let outcome = run(&sh("echo oops >&2; sleep 0.5; yes | head -c 500000")).await;
     assert_eq!(outcome.stderr, format!("oops\n{TRUNCATION_MARKER}"));
     assert_eq!(outcome.stdout.len() + "oops\n".len(), DEFAULT_OUTPUT_CAP);
     assert!(!outcome.stdout.ends_with(TRUNCATION_MARKER));
@@ -180,7 +191,10 @@ async fn a_chatty_command_is_drained_and_never_blocks_on_a_full_pipe() {
     let outcome = run(&spec).await;
     assert!(!outcome.timed_out);
     assert!(outcome.success);
-    assert_eq!(outcome.stdout, format!("y\ny\ny\ny\ny\n{TRUNCATION_MARKER}"));
+    assert_eq!(
+        outcome.stdout,
+        format!("y\ny\ny\ny\ny\n{TRUNCATION_MARKER}")
+    );
 }
 
 #[tokio::test]
@@ -204,7 +218,10 @@ async fn a_missing_binary_is_an_error_not_a_panic() {
     assert!(!outcome.success);
     assert_eq!(outcome.exit_code, None);
     let error = outcome.error.expect("an error");
-    assert!(error.contains("clawless-surely-not-a-binary-xyz"), "{error}");
+    assert!(
+        error.contains("clawless-surely-not-a-binary-xyz"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -241,7 +258,8 @@ async fn a_missing_cwd_is_an_error_naming_it() {
 async fn the_child_gets_exactly_the_given_environment() {
     // SAFETY of the assertion: the test process has HOME set, the child must not see it.
     let mut spec = sh("echo \"$GREETING|${HOME-unset}\"");
-    spec.env.insert("GREETING".to_owned(), "hi there".to_owned());
+    spec.env
+        .insert("GREETING".to_owned(), "hi there".to_owned());
     let outcome = run(&spec).await;
     assert_eq!(outcome.stdout, "hi there|unset\n");
 }
@@ -285,14 +303,21 @@ async fn a_dropped_stop_sender_does_not_cancel() {
 async fn dropping_the_run_kills_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
-    let spec = sh(&format!("sleep 30 & echo $! > {}; sleep 30", pid_file.display()));
+    let spec = sh(&format!(
+        "sleep 30 & echo $! > {}; sleep 30",
+        pid_file.display()
+    ));
     let run = tokio::spawn(async move { run_command(&spec, never()).await });
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while !pid_file.exists() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     run.abort();
     assert!(run.await.unwrap_err().is_cancelled());
     assert!(gone_within(pid, Duration::from_secs(3)).await);
@@ -304,11 +329,20 @@ fn child_environment_drops_code_injecting_keys_from_the_node_environment() {
         ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
         ("HOME".to_owned(), "/home/me".to_owned()),
         ("LD_PRELOAD".to_owned(), "/tmp/evil.so".to_owned()),
-        ("DYLD_INSERT_LIBRARIES".to_owned(), "/tmp/evil.dylib".to_owned()),
+        (
+            "DYLD_INSERT_LIBRARIES".to_owned(),
+            "/tmp/evil.dylib".to_owned(),
+        ),
         ("BASH_ENV".to_owned(), "/tmp/evil.sh".to_owned()),
         ("BASH_FUNC_ls%%".to_owned(), "() { evil; }".to_owned()),
-        ("NODE_OPTIONS".to_owned(), "--require /tmp/evil.js".to_owned()),
-        ("CLAWLESS_NODE_HOME".to_owned(), "/home/me/.clawless/node".to_owned()),
+        (
+            "NODE_OPTIONS".to_owned(),
+            "--require /tmp/evil.js".to_owned(),
+        ),
+        (
+            "CLAWLESS_NODE_HOME".to_owned(),
+            "/home/me/.clawless/node".to_owned(),
+        ),
         ("ld_preload".to_owned(), "/tmp/evil.so".to_owned()),
     ]);
     let env = child_environment(&base, &BTreeMap::new());
