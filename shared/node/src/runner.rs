@@ -176,6 +176,8 @@ pub async fn run_command(spec: &RunSpec, mut cancel: watch::Receiver<bool>) -> R
         child.stderr.take(),
         Arc::clone(&captured),
     ));
+    // Nor does the reader outlive a dropped run (a process outside the group may hold a pipe).
+    let _reader = AbortOnDrop(drain.abort_handle());
 
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
@@ -219,7 +221,8 @@ pub async fn run_command(spec: &RunSpec, mut cancel: watch::Receiver<bool>) -> R
 
     let mut error = cancelled.then(|| INTERRUPTED_ERROR.to_owned());
     let exit_code = match &status {
-        Ok(status) => exit_code_of(*status),
+        // `None` for a signal exit.
+        Ok(status) => status.code(),
         Err(err) => {
             error.get_or_insert_with(|| format!("failed to wait for {program}: {err}"));
             None
@@ -249,11 +252,6 @@ enum End {
     Cancelled,
 }
 
-/// `None` for a signal exit.
-fn exit_code_of(status: ExitStatus) -> Option<i32> {
-    status.code()
-}
-
 /// Resolves once `cancel` reads `true`; never when the sender is gone.
 async fn stopped(cancel: &mut watch::Receiver<bool>) {
     if cancel.wait_for(|stop| *stop).await.is_err() {
@@ -278,6 +276,15 @@ impl Drop for GroupGuard {
         {
             tracing::warn!(pid = %group, error = %err, "could not kill the process group");
         }
+    }
+}
+
+/// Aborts a task when dropped; a no-op once the task has finished.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
