@@ -1,0 +1,28 @@
+//! clawless node host building blocks: the pieces of `clawless node` that touch the user's
+//! machine.
+//!
+//! A node host runs real commands on the machine it is installed on, so everything here
+//! errs on the side of refusing:
+//! - [`runner`] runs one argv as a real process in its own process group, with a timeout
+//!   that kills the whole group, a combined output cap and a scrubbed environment;
+//! - [`journal`] is the node's local SQLite job journal, so a redelivered job never runs
+//!   twice and a replayed message nonce is refused;
+//! - [`approvals_file`] reads and writes `exec-approvals.json`, resolving an agent's rules
+//!   and never falling back to anything looser than the file (an unreadable file is an error);
+//! - [`skill_bins`] is the SkillBinsCache: the skills' declared binaries resolved on this
+//!   node's PATH;
+//! - [`state`] owns the state dir and `node.json` (the pairing: node id, secret, backend URL);
+//! - [`local_fs`] answers the exec engine's [`clawless_core::exec::fs::NodeFs`] questions from
+//!   this machine's disk.
+//!
+//! The worker loop, the wire format and HTTP live elsewhere; this crate knows nothing of
+//! them, nor of AWS.
+
+pub mod approvals_file;
+mod atomic;
+pub mod clock;
+pub mod journal;
+pub mod local_fs;
+pub mod runner;
+pub mod skill_bins;
+pub mod state;
