@@ -14,10 +14,13 @@
 
 pub mod allowlist;
 pub mod carriers;
+pub mod evaluate;
 pub mod fs;
 pub mod policy;
 pub mod resolve;
 pub mod safe_bins;
+pub mod shell;
+pub mod system_run;
 pub mod wrappers;
 
 use serde::{Deserialize, Serialize};
