@@ -12,7 +12,16 @@
 //! - the rest: resolution (§7.4), allowlist (§7.5), safe bins (§7.6), skill bins (§7.7),
 //!   modes (§7.1–§7.2) and the evaluation that ties them together.
 
+pub mod allowlist;
+pub mod carriers;
+pub mod evaluate;
 pub mod fs;
+pub mod policy;
+pub mod resolve;
+pub mod safe_bins;
+pub mod shell;
+pub mod system_run;
+pub mod wrappers;
 
 use serde::{Deserialize, Serialize};
 
