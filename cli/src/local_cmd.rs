@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 use clap::Args;
 use clawless_channels::{SIGNATURE_HEADER, sign};
+use clawless_node::state::StateDir;
+use clawless_node::worker::NodeWorker;
 use clawless_runtime::ClawlessConfig;
 use clawless_runtime::local_mode::{
     DEFAULT_PORT, LOCAL_CHAT_SENDER, LocalOptions, RunningLocal, local_secret, start_local,
@@ -28,6 +30,104 @@ pub(crate) struct LocalArgs {
     /// Port on 127.0.0.1.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     port: u16,
+    /// Don't start a node host for this machine in-process (pair one with `clawless node`).
+    #[arg(long)]
+    no_node: bool,
+}
+
+/// The local system and, unless `--no-node`, the in-process node host for this machine.
+pub(crate) struct LocalSystem {
+    running: RunningLocal,
+    node: Option<(
+        tokio::task::JoinHandle<()>,
+        tokio::sync::watch::Sender<bool>,
+    )>,
+}
+
+impl LocalSystem {
+    async fn stop(self) {
+        if let Some((task, stop)) = self.node {
+            if stop.send(true).is_err() {
+                tracing::debug!("the in-process node had already stopped");
+            }
+            if let Err(err) = task.await {
+                tracing::debug!(error = ?err, "in-process node task ended");
+            }
+        }
+        self.running.stop().await;
+    }
+}
+
+/// The in-process node's exec policy, written on first start to `<state>/node/` where the
+/// user can read and change it. It is the explicit policy that lets the demo run `uname` and
+/// `df` (with exactly these argument shapes) without asking; anything else asks in the chat.
+const DEMO_APPROVALS: &str = r#"{
+  "version": 1,
+  "defaults": { "security": "allowlist", "ask": "on-miss", "askFallback": "deny", "autoAllowSkills": false },
+  "agents": {
+    "*": {
+      "allowlist": [
+        { "pattern": "/usr/bin/uname", "argPattern": "^(-[a-z]+)?$" },
+        { "pattern": "/bin/uname", "argPattern": "^(-[a-z]+)?$" },
+        { "pattern": "/usr/bin/df", "argPattern": "^(-[hkPT]+)?( /)?$" },
+        { "pattern": "/bin/df", "argPattern": "^(-[hkPT]+)?( /)?$" }
+      ]
+    }
+  }
+}
+"#;
+
+/// Pairs (once) and starts the node host for this machine, polling the local system.
+async fn start_local_node(
+    args: &LocalArgs,
+    running: &RunningLocal,
+) -> anyhow::Result<(
+    tokio::task::JoinHandle<()>,
+    tokio::sync::watch::Sender<bool>,
+)> {
+    let state = StateDir::at(args.state_dir.join("node"));
+    state.ensure()?;
+    let approvals = state.approvals_path();
+    if !approvals.exists() {
+        std::fs::write(&approvals, DEMO_APPROVALS)
+            .with_context(|| format!("writing {}", approvals.display()))?;
+    }
+    let url = format!("http://{}", running.addr);
+    let known = match state.load_config() {
+        Ok(config) => running
+            .nodes
+            .authenticate(&config.node_id, &config.secret)
+            .await
+            .ok()
+            .map(|_| config),
+        Err(_) => None,
+    };
+    match known {
+        Some(mut config) if config.url != url => {
+            config.url = url;
+            state.save_config(&config)?;
+        }
+        Some(_) => {}
+        None => {
+            let (code, _) = running.nodes.create_pairing_code().await?;
+            crate::node_cmd::pair_node(&state, &url, &code, Some("this machine".to_owned()))
+                .await?;
+        }
+    }
+    let worker = NodeWorker::open(&state)?;
+    eprintln!(
+        "clawless local: node host {} runs commands on this machine under {}",
+        worker.node_id(),
+        approvals.display()
+    );
+    worker.heartbeat().await.context("first node heartbeat")?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
+        if let Err(err) = worker.run(stop_rx).await {
+            tracing::error!(error = %err, "the in-process node host stopped");
+        }
+    });
+    Ok((task, stop_tx))
 }
 
 /// `clawless chat` options.
@@ -62,7 +162,7 @@ fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
     Ok(config)
 }
 
-async fn start(args: &LocalArgs) -> anyhow::Result<RunningLocal> {
+async fn start(args: &LocalArgs) -> anyhow::Result<LocalSystem> {
     let config = load_config(args)?;
     let model = clawless_llm::build_model(&config.models, &clawless_llm::config::process_env)
         .context("model configuration")?;
@@ -84,14 +184,25 @@ async fn start(args: &LocalArgs) -> anyhow::Result<RunningLocal> {
         "clawless local: listening on http://{} (model {label})",
         running.addr
     );
-    Ok(running)
+    let node = if args.no_node {
+        None
+    } else {
+        match start_local_node(args, &running).await {
+            Ok(node) => Some(node),
+            Err(err) => {
+                running.stop().await;
+                return Err(err.context("starting the in-process node host (or pass --no-node)"));
+            }
+        }
+    };
+    Ok(LocalSystem { running, node })
 }
 
 /// Runs `clawless local` until interrupted.
 pub(crate) async fn run_local(args: LocalArgs) -> anyhow::Result<ExitCode> {
     let running = start(&args).await?;
     tokio::select! {
-        () = running_forever(&running) => {}
+        () = running_forever(&running.running) => {}
         result = tokio::signal::ctrl_c() => result.context("waiting for Ctrl-C")?,
     }
     running.stop().await;

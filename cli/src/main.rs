@@ -1,7 +1,9 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
-//! `clawless chat` (talk to it) and `clawless skills …`. The node host arrives with its issue.
+//! `clawless chat` (talk to it), `clawless skills …`, `clawless nodes …` (pairing codes and
+//! the node registry) and `clawless node …` (this machine as a node host).
 
 mod local_cmd;
+mod node_cmd;
 mod skills_cmd;
 
 use std::process::ExitCode;
@@ -24,6 +26,10 @@ enum Command {
     Local(local_cmd::LocalArgs),
     /// Send a message to `clawless local` and print the reply.
     Chat(local_cmd::ChatArgs),
+    /// The operator's side of node hosts: pairing codes and the registry.
+    Nodes(node_cmd::NodesArgs),
+    /// This machine as a node host: pair it, run the worker.
+    Node(node_cmd::NodeArgs),
 }
 
 #[tokio::main]
@@ -34,6 +40,8 @@ async fn main() -> ExitCode {
         Command::Skills(args) => skills_cmd::run(args).await,
         Command::Local(args) => local_cmd::run_local(args).await,
         Command::Chat(args) => local_cmd::run_chat(args).await,
+        Command::Nodes(args) => node_cmd::run_nodes(args).await,
+        Command::Node(args) => node_cmd::run_node(args).await,
     };
     match outcome {
         Ok(code) => code,

@@ -5,8 +5,11 @@
 //! 1. the last message is from the user and the system prompt lists skills in
 //!    `<available_skills>` → it calls `read` on the `<location>` of the skill whose name and
 //!    description share the most words with the user's message (the first on a tie);
-//! 2. the last message is a tool result → it answers with what it read, labelled;
-//! 3. otherwise → a labelled text: an echo when no skills are listed, a note when the request
+//! 2. the last message is the result of that `read` → when the skill shows a command in an
+//!    ` ```sh exec ` block and the request offers `exec`, it runs that command through `exec`
+//!    (on a node host, under the node's exec policy); otherwise it answers with what it read;
+//! 3. the last message is an `exec` result → it answers with the command's output, labelled;
+//! 4. otherwise → a labelled text: an echo when no skills are listed, a note when the request
 //!    offers tools but not `read` (an empty tool list still gets the `read` call).
 
 use async_trait::async_trait;
@@ -26,6 +29,12 @@ pub const CONFIGURE_HINT: &str =
 
 /// The tool the offline model calls to open a skill.
 pub const READ_TOOL: &str = "read";
+
+/// The tool the offline model runs a skill's command with.
+pub const EXEC_TOOL: &str = "exec";
+
+/// Opens the fenced block whose command the offline model runs (` ```sh exec `).
+const EXEC_FENCE: &str = "```sh exec";
 
 /// A scripted model that needs no network and no key.
 #[derive(Debug, Clone, Copy, Default)]
@@ -84,23 +93,7 @@ fn answer(request: &ModelRequest) -> ModelResponse {
                     skill.name, skill.location
                 ));
             }
-            // Ids count the assistant turns so far, so a replay gives the same ids.
-            let turn = request
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::Assistant { .. }))
-                .count()
-                + 1;
-            ModelResponse {
-                content: vec![AssistantBlock::ToolCall(ToolCall {
-                    id: format!("offline_call_{turn}"),
-                    name: READ_TOOL.to_owned(),
-                    input: json!({ "path": skill.location }),
-                })],
-                stop_reason: StopReason::ToolUse,
-                usage: Usage::default(),
-                model: OFFLINE_MODEL_REF.to_owned(),
-            }
+            tool_call(request, READ_TOOL, json!({ "path": skill.location }))
         }
         Some(Message::ToolResult {
             tool_call_id,
@@ -108,8 +101,28 @@ fn answer(request: &ModelRequest) -> ModelResponse {
             is_error,
             ..
         }) => {
+            let call = find_call(&request.messages, tool_call_id);
+            if let Some(call) = call.filter(|call| call.name == EXEC_TOOL) {
+                let command = call
+                    .input
+                    .get("command")
+                    .and_then(|command| command.as_str())
+                    .unwrap_or_default();
+                let verb = if *is_error { "failed" } else { "printed" };
+                return text_response(format!(
+                    "{OFFLINE_LABEL} I ran `{command}` on your node host; it {verb}:\n{}\n{CONFIGURE_HINT}",
+                    text.trim_end()
+                ));
+            }
             let path = requested_path(&request.messages, tool_call_id);
             let name = skill_name_for(&skills, path.as_deref());
+            let exec_offered = request.tools.iter().any(|tool| tool.name == EXEC_TOOL);
+            if !*is_error
+                && exec_offered
+                && let Some(command) = skill_command(text)
+            {
+                return tool_call(request, EXEC_TOOL, json!({ "command": command }));
+            }
             if *is_error {
                 return text_response(format!(
                     "{OFFLINE_LABEL} I tried to read the {name} skill, but the read failed: {}. {CONFIGURE_HINT}",
@@ -128,6 +141,45 @@ fn answer(request: &ModelRequest) -> ModelResponse {
             "{OFFLINE_LABEL} I replay a scripted conversation: ask me something and I will read a matching skill. {CONFIGURE_HINT}"
         )),
     }
+}
+
+/// A call of `tool`. Ids count the assistant turns so far, so a replay gives the same ids.
+fn tool_call(request: &ModelRequest, tool: &str, input: serde_json::Value) -> ModelResponse {
+    let turn = request
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count()
+        + 1;
+    ModelResponse {
+        content: vec![AssistantBlock::ToolCall(ToolCall {
+            id: format!("offline_call_{turn}"),
+            name: tool.to_owned(),
+            input,
+        })],
+        stop_reason: StopReason::ToolUse,
+        usage: Usage::default(),
+        model: OFFLINE_MODEL_REF.to_owned(),
+    }
+}
+
+/// The command in a skill's first ` ```sh exec ` block (its lines joined by newlines).
+fn skill_command(skill: &str) -> Option<String> {
+    let mut lines = skill.lines().skip_while(|line| line.trim() != EXEC_FENCE);
+    lines.next()?;
+    let body: Vec<&str> = lines.take_while(|line| line.trim() != "```").collect();
+    let command = body.join("\n");
+    let command = command.trim();
+    (!command.is_empty()).then(|| command.to_owned())
+}
+
+/// The call `tool_call_id` answers.
+fn find_call<'a>(messages: &'a [Message], tool_call_id: &str) -> Option<&'a ToolCall> {
+    messages
+        .iter()
+        .rev()
+        .flat_map(Message::tool_calls)
+        .find(|call| call.id == tool_call_id)
 }
 
 /// The `<skill>` entries of the `<available_skills>` block, in prompt order.

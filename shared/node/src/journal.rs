@@ -232,6 +232,19 @@ impl Journal {
         Ok(())
     }
 
+    /// Jobs recorded as started that never finished (the node stopped while they ran),
+    /// oldest first.
+    pub fn started(&self) -> Result<Vec<String>, JournalError> {
+        let connection = self.lock();
+        let mut statement = connection.prepare(
+            "SELECT job_key FROM jobs WHERE state = 'started' ORDER BY started_at_ms, job_key",
+        )?;
+        let rows = statement
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// Finished jobs whose result was never acknowledged, oldest first: `(job_key, result)`.
     pub fn unreported(&self) -> Result<Vec<(String, String)>, JournalError> {
         let connection = self.lock();

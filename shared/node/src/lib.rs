@@ -15,14 +15,20 @@
 //! - [`local_fs`] answers the exec engine's [`clawless_core::exec::fs::NodeFs`] questions from
 //!   this machine's disk.
 //!
-//! The worker loop, the wire format and HTTP live elsewhere; this crate knows nothing of
-//! them, nor of AWS.
+//! - [`client`] speaks HTTP to the backend (pairing, heartbeats, reports, local-mode jobs);
+//! - [`policy`] decides, with the core's exec engine, whether this machine runs a job;
+//! - [`worker`] is `clawless node run`: poll, check, decide, run, report.
+//!
+//! Nothing here knows AWS.
 
 pub mod approvals_file;
 mod atomic;
+pub mod client;
 pub mod clock;
 pub mod journal;
 pub mod local_fs;
+pub mod policy;
 pub mod runner;
 pub mod skill_bins;
 pub mod state;
+pub mod worker;

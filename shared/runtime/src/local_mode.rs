@@ -17,8 +17,8 @@ use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{
-    SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
-    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+    SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry, SqliteSessionStore,
+    SqliteTimers, SqliteTurnQueue,
 };
 use tokio::net::TcpListener;
 
@@ -123,6 +123,8 @@ pub struct RunningLocal {
     pub turns: Arc<TurnService>,
     /// Replies received by the built-in reply receiver.
     pub replies: LocalReplies,
+    /// Node hosts (pairing codes for the in-process node and `clawless nodes`).
+    pub nodes: Arc<NodesService>,
     server: tokio::task::JoinHandle<()>,
     worker: tokio::task::JoinHandle<()>,
     stop: Arc<tokio::sync::Notify>,
@@ -274,8 +276,9 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         let turns = Arc::clone(&turns);
         let stop = Arc::clone(&stop);
         let timers_stop = Arc::clone(&stop);
+        let timer_nodes = Arc::clone(&nodes);
         tokio::spawn(async move {
-            let timers = fire_timers(nodes, async move { timers_stop.notified().await });
+            let timers = fire_timers(timer_nodes, async move { timers_stop.notified().await });
             let turns = run_worker(turns, queue, async move { stop.notified().await });
             tokio::join!(timers, turns);
         })
@@ -285,6 +288,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         addr,
         turns,
         replies,
+        nodes,
         server,
         worker,
         stop,

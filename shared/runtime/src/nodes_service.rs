@@ -45,6 +45,10 @@ pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
 pub const MAX_EXEC_TIMEOUT: Duration = Duration::from_secs(3_600);
 /// Time a job may wait in the queue and report back on top of its command timeout.
 pub const JOB_DEADLINE_GRACE: Duration = Duration::from_secs(120);
+/// How long a received job stays invisible: longer than any job may run, so a running job is
+/// never handed out twice. A node that dies mid-job reports it as interrupted when it
+/// restarts; a node that never comes back is answered by the job's deadline timer.
+pub const JOB_VISIBILITY: Duration = Duration::from_secs(3_600 + 300);
 /// How long an approval request waits for an answer (spec §7.2).
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -62,6 +66,8 @@ pub struct ExecSettings {
     /// (treated as an allowlist miss: the node already said the allowlist does not cover
     /// it) or `full` (run).
     pub ask_fallback: Security,
+    /// A node not seen for this long is offline, seconds (two heartbeat intervals).
+    pub node_offline_after_sec: u64,
 }
 
 impl Default for ExecSettings {
@@ -71,6 +77,7 @@ impl Default for ExecSettings {
             timeout_sec: DEFAULT_EXEC_TIMEOUT.as_secs(),
             approval_timeout_sec: DEFAULT_APPROVAL_TIMEOUT.as_secs(),
             ask_fallback: Security::Deny,
+            node_offline_after_sec: NODE_OFFLINE_AFTER.as_secs(),
         }
     }
 }
@@ -327,7 +334,7 @@ impl NodesService {
         Ok(self
             .deps
             .queues
-            .receive(&node.queue, 10, wait, Duration::from_secs(60))
+            .receive(&node.queue, 10, wait, JOB_VISIBILITY)
             .await?)
     }
 
@@ -517,7 +524,13 @@ impl NodesService {
             ))));
         }
         let silent_for = now.saturating_sub(node.last_seen_ms);
-        if silent_for > millis(NODE_OFFLINE_AFTER) {
+        if silent_for
+            > self
+                .deps
+                .settings
+                .node_offline_after_sec
+                .saturating_mul(1000)
+        {
             return Ok(Err(ToolOutput::error(node_offline_text(
                 &node.node_id,
                 &format!("not seen for {} s", silent_for / 1000),

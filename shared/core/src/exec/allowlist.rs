@@ -222,7 +222,10 @@ mod tests {
             "/opt/builds/tool[1](stable)",
             "/opt/builds/tool[1](stable)"
         ));
-        assert!(!posix("/opt/builds/tool[1](stable)", "/opt/builds/tool1stable"));
+        assert!(!posix(
+            "/opt/builds/tool[1](stable)",
+            "/opt/builds/tool1stable"
+        ));
         assert!(!posix("/usr/bin/r.", "/usr/bin/rg"));
     }
 

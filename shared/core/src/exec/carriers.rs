@@ -229,10 +229,10 @@ const ALWAYS_CODE: &[&str] = &[
 /// Build and package runners: they run code from project files.
 const RUNNERS: &[&str] = &[
     "make", "gmake", "bmake", "pmake", "remake", "just", "ninja", "rake", "task", "gradle",
-    "gradlew", "mvn", "mvnw", "ant", "cmake", "meson", "scons", "bazel", "bazelisk", "buck",
-    "npm", "npx", "yarn", "pnpm", "pnpx", "corepack", "cargo", "go", "uv", "uvx", "pip", "pipx",
-    "poetry", "pdm", "hatch", "tox", "nox", "pytest", "composer", "bundle", "bundler", "gem",
-    "mix", "dotnet", "docker", "podman", "kubectl", "nerdctl",
+    "gradlew", "mvn", "mvnw", "ant", "cmake", "meson", "scons", "bazel", "bazelisk", "buck", "npm",
+    "npx", "yarn", "pnpm", "pnpx", "corepack", "cargo", "go", "uv", "uvx", "pip", "pipx", "poetry",
+    "pdm", "hatch", "tox", "nox", "pytest", "composer", "bundle", "bundler", "gem", "mix",
+    "dotnet", "docker", "podman", "kubectl", "nerdctl",
 ];
 
 /// Dispatch wrappers, as busybox/toybox applets (they run another command).
@@ -348,7 +348,8 @@ const FIND_ACTIONS: &[&str] = &[
 
 /// A name without its version suffix (`python3.12` -> `python`, `perl5.36` -> `perl`).
 fn stem(name: &str) -> &str {
-    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+    let trimmed =
+        name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
     if trimmed.is_empty() { name } else { trimmed }
 }
 
@@ -381,7 +382,9 @@ fn classify_name(name: &str, args: &[String]) -> Option<Carrier> {
         return Some(Carrier::code(format!("{name} runs shell code")));
     }
     if ALWAYS_CODE.contains(&name) || ALWAYS_CODE.contains(&family) {
-        return Some(Carrier::code(format!("{name} runs code or commands it is given")));
+        return Some(Carrier::code(format!(
+            "{name} runs code or commands it is given"
+        )));
     }
     if RUNNERS.contains(&name) || RUNNERS.contains(&family) {
         return Some(Carrier::exec(format!("{name} runs project-defined code")));
@@ -401,12 +404,17 @@ fn classify_name(name: &str, args: &[String]) -> Option<Carrier> {
         "rsync" => rsync(args),
         "zip" => args
             .iter()
-            .any(|arg| arg == "-T" || arg == "-TT" || arg.starts_with("--unzip-command") || arg == "--test")
+            .any(|arg| {
+                arg == "-T" || arg == "-TT" || arg.starts_with("--unzip-command") || arg == "--test"
+            })
             .then(|| Carrier::exec("zip -T/-TT runs a test command")),
         "man" => args
             .iter()
             .any(|arg| {
-                arg.starts_with("-P") || arg.starts_with("--pager") || arg.starts_with("-H") || arg.starts_with("--html")
+                arg.starts_with("-P")
+                    || arg.starts_with("--pager")
+                    || arg.starts_with("-H")
+                    || arg.starts_with("--html")
             })
             .then(|| Carrier::exec("man -P/-H runs a pager or browser it is given")),
         "busybox" | "toybox" => multiplexer(name, args),
@@ -477,7 +485,11 @@ fn interpreter(name: &str, args: &[String], spec: &InterpreterSpec) -> Option<Ca
     if is_informational(args) {
         return None;
     }
-    let stdin = || Some(Carrier::code(format!("{name} reads its program from stdin")));
+    let stdin = || {
+        Some(Carrier::code(format!(
+            "{name} reads its program from stdin"
+        )))
+    };
     let mut index = 0;
     let mut script = false;
     while let Some(word) = args.get(index) {
@@ -500,7 +512,9 @@ fn interpreter(name: &str, args: &[String], spec: &InterpreterSpec) -> Option<Ca
             if spec.safe_long.contains(&option.as_str()) {
                 continue;
             }
-            return Some(Carrier::code(format!("{name} {option} may load or run code")));
+            return Some(Carrier::code(format!(
+                "{name} {option} may load or run code"
+            )));
         }
         if let Some(cluster) = word.strip_prefix('-') {
             if let Some(letter) = cluster.chars().find(|c| spec.code_letters.contains(*c)) {
@@ -538,7 +552,11 @@ fn sed(name: &str, args: &[String]) -> Option<Carrier> {
     let mut scripts: Vec<&str> = Vec::new();
     let mut positional_script: Option<&str> = None;
     let mut index = 0;
-    let unknown = |word: &str| Some(Carrier::code(format!("{name} option {word} is not understood")));
+    let unknown = |word: &str| {
+        Some(Carrier::code(format!(
+            "{name} option {word} is not understood"
+        )))
+    };
     while let Some(word) = args.get(index) {
         index += 1;
         if word == "--" {
@@ -560,11 +578,15 @@ fn sed(name: &str, args: &[String]) -> Option<Carrier> {
                         index += 1;
                     }
                 },
-                "file" => return Some(Carrier::code(format!("{name} --file reads a script from disk"))),
+                "file" => {
+                    return Some(Carrier::code(format!(
+                        "{name} --file reads a script from disk"
+                    )));
+                }
                 "line-length" if value.is_none() => index += 1,
-                "quiet" | "silent" | "regexp-extended" | "separate" | "unbuffered" | "null-data"
-                | "posix" | "debug" | "sandbox" | "follow-symlinks" | "binary" | "in-place"
-                | "line-length" => {}
+                "quiet" | "silent" | "regexp-extended" | "separate" | "unbuffered"
+                | "null-data" | "posix" | "debug" | "sandbox" | "follow-symlinks" | "binary"
+                | "in-place" | "line-length" => {}
                 _ => return unknown(word),
             }
             continue;
@@ -590,7 +612,9 @@ fn sed(name: &str, args: &[String]) -> Option<Carrier> {
                         }
                         break;
                     }
-                    'f' => return Some(Carrier::code(format!("{name} -f reads a script from disk"))),
+                    'f' => {
+                        return Some(Carrier::code(format!("{name} -f reads a script from disk")));
+                    }
                     _ => return unknown(word),
                 }
             }
@@ -650,7 +674,10 @@ fn sed_script_problem(script: &str) -> Result<(), String> {
     let address = |at: &mut usize| -> Result<(), String> {
         match chars.get(*at) {
             Some(c) if c.is_ascii_digit() => {
-                while chars.get(*at).is_some_and(|c| c.is_ascii_digit() || *c == '~') {
+                while chars
+                    .get(*at)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == '~')
+                {
                     *at += 1;
                 }
             }
@@ -694,7 +721,10 @@ fn sed_script_problem(script: &str) -> Result<(), String> {
             }
             address(&mut at)?;
         }
-        while chars.get(at).is_some_and(|c| *c == ' ' || *c == '\t' || *c == '!') {
+        while chars
+            .get(at)
+            .is_some_and(|c| *c == ' ' || *c == '\t' || *c == '!')
+        {
             at += 1;
         }
         let Some(&command) = chars.get(at) else {
@@ -708,7 +738,10 @@ fn sed_script_problem(script: &str) -> Result<(), String> {
             ':' | 'b' | 't' | 'T' | 'v' => to_label_end(&mut at),
             'a' | 'i' | 'c' | 'r' | 'R' => to_line_end(&mut at),
             'q' | 'Q' | 'l' | 'L' => {
-                while chars.get(at).is_some_and(|c| c.is_ascii_digit() || *c == ' ') {
+                while chars
+                    .get(at)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == ' ')
+                {
                     at += 1;
                 }
             }
@@ -806,19 +839,26 @@ fn git(args: &[String]) -> Option<Carrier> {
         if arg == "--" {
             break;
         }
-        if let Some(option) = GIT_DANGEROUS_LONG
-            .iter()
-            .find(|option| arg == *option || arg.starts_with(&format!("{option}=")) || arg.starts_with(&format!("{option}-")))
-        {
-            return Some(Carrier::exec(format!("git {subcommand} {option} runs a program")));
+        if let Some(option) = GIT_DANGEROUS_LONG.iter().find(|option| {
+            arg == *option
+                || arg.starts_with(&format!("{option}="))
+                || arg.starts_with(&format!("{option}-"))
+        }) {
+            return Some(Carrier::exec(format!(
+                "git {subcommand} {option} runs a program"
+            )));
         }
         let short_danger = match subcommand.as_str() {
-            "fetch" | "pull" | "clone" | "ls-remote" | "archive" => arg.starts_with("-u") && !arg.starts_with("--"),
+            "fetch" | "pull" | "clone" | "ls-remote" | "archive" => {
+                arg.starts_with("-u") && !arg.starts_with("--")
+            }
             "grep" => arg.starts_with("-O"),
             _ => false,
         } || (subcommand == "clone" && arg == "-c");
         if short_danger {
-            return Some(Carrier::exec(format!("git {subcommand} {arg} runs a program")));
+            return Some(Carrier::exec(format!(
+                "git {subcommand} {arg} runs a program"
+            )));
         }
     }
     None
@@ -858,8 +898,9 @@ fn scp(name: &str, args: &[String]) -> Option<Carrier> {
     args.iter()
         .take_while(|arg| *arg != "--")
         .find(|arg| {
-            arg.strip_prefix('-')
-                .is_some_and(|cluster| !cluster.starts_with('-') && cluster.contains(['S', 'o', 'F', 'D', 'b']))
+            arg.strip_prefix('-').is_some_and(|cluster| {
+                !cluster.starts_with('-') && cluster.contains(['S', 'o', 'F', 'D', 'b'])
+            })
         })
         .map(|arg| Carrier::code(format!("{name} {arg} can run a program")))
 }
@@ -871,7 +912,8 @@ fn rsync(args: &[String]) -> Option<Carrier> {
             if arg.starts_with("--") {
                 long_option_matches(arg, "--rsh") || long_option_matches(arg, "--rsync-path")
             } else {
-                arg.strip_prefix('-').is_some_and(|cluster| cluster.contains('e'))
+                arg.strip_prefix('-')
+                    .is_some_and(|cluster| cluster.contains('e'))
             }
         })
         .map(|arg| Carrier::code(format!("rsync {arg} runs a program")))
@@ -891,7 +933,10 @@ fn multiplexer(name: &str, args: &[String]) -> Option<Carrier> {
         )));
     }
     if let Some(inner) = classify_name(&applet_name, &args[1..]) {
-        return Some(Carrier::code(format!("{name} {applet_name}: {}", inner.reason)));
+        return Some(Carrier::code(format!(
+            "{name} {applet_name}: {}",
+            inner.reason
+        )));
     }
     Some(Carrier::exec(format!(
         "{name} applets run only as exact commands"
@@ -909,9 +954,25 @@ mod tests {
 
     #[test]
     fn every_shell_invocation_is_a_code_carrier() {
-        for shell in ["sh", "bash", "/bin/zsh", "dash", "ksh", "fish", "/usr/bin/bash5.2"] {
-            assert_eq!(carrier(&[shell], &["-c", "id"]), Some(CarrierKind::Code), "{shell}");
-            assert_eq!(carrier(&[shell], &["script.sh"]), Some(CarrierKind::Code), "{shell}");
+        for shell in [
+            "sh",
+            "bash",
+            "/bin/zsh",
+            "dash",
+            "ksh",
+            "fish",
+            "/usr/bin/bash5.2",
+        ] {
+            assert_eq!(
+                carrier(&[shell], &["-c", "id"]),
+                Some(CarrierKind::Code),
+                "{shell}"
+            );
+            assert_eq!(
+                carrier(&[shell], &["script.sh"]),
+                Some(CarrierKind::Code),
+                "{shell}"
+            );
             assert_eq!(carrier(&[shell], &[]), Some(CarrierKind::Code), "{shell}");
         }
     }
@@ -919,7 +980,10 @@ mod tests {
     #[test]
     fn a_symlink_name_does_not_hide_the_real_binary() {
         assert_eq!(
-            carrier(&["harmless", "/home/me/bin/harmless", "/usr/bin/bash"], &["-c", "id"]),
+            carrier(
+                &["harmless", "/home/me/bin/harmless", "/usr/bin/bash"],
+                &["-c", "id"]
+            ),
             Some(CarrierKind::Code)
         );
     }
@@ -936,7 +1000,11 @@ mod tests {
             &["-W", "ignore"],
             &["--some-new-flag", "x.py"],
         ] {
-            assert_eq!(carrier(&["python3.12"], args), Some(CarrierKind::Code), "{args:?}");
+            assert_eq!(
+                carrier(&["python3.12"], args),
+                Some(CarrierKind::Code),
+                "{args:?}"
+            );
         }
         assert_eq!(carrier(&["python3"], &["script.py", "-c", "x"]), None);
         assert_eq!(carrier(&["python3"], &["-W", "ignore", "script.py"]), None);
@@ -948,17 +1016,32 @@ mod tests {
         assert_eq!(carrier(&["node"], &["-e", "1"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["node"], &["-p", "1"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["node"], &["--eval=1"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["node"], &["--require", "x", "a.js"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["node"], &["--require", "x", "a.js"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["node"], &["app.js"]), None);
         assert_eq!(carrier(&["perl"], &["-e", "1"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["perl"], &["-lne", "print"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["perl"], &["-E", "say 1"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["perl"], &["-Mstrict;system(1)", "x.pl"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["perl"], &["-lne", "print"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["perl"], &["-E", "say 1"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["perl"], &["-Mstrict;system(1)", "x.pl"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["perl"], &["x.pl"]), None);
         assert_eq!(carrier(&["ruby"], &["-e", "1"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["ruby"], &["x.rb"]), None);
         assert_eq!(carrier(&["php"], &["-r", "1;"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["php"], &["-d", "auto_prepend_file=x", "a.php"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["php"], &["-d", "auto_prepend_file=x", "a.php"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["php"], &["-f", "a.php"]), None);
         assert_eq!(carrier(&["php"], &["a.php"]), None);
     }
@@ -967,7 +1050,10 @@ mod tests {
     fn awk_is_always_a_carrier() {
         for name in ["awk", "gawk", "mawk", "nawk"] {
             assert_eq!(carrier(&[name], &["{print $1}"]), Some(CarrierKind::Code));
-            assert_eq!(carrier(&[name], &["BEGIN { system(\"id\") }"]), Some(CarrierKind::Code));
+            assert_eq!(
+                carrier(&[name], &["BEGIN { system(\"id\") }"]),
+                Some(CarrierKind::Code)
+            );
         }
     }
 
@@ -1008,10 +1094,22 @@ mod tests {
 
     #[test]
     fn find_carries_only_with_exec_or_write_actions() {
-        assert_eq!(carrier(&["find"], &[".", "-exec", "sh", ";"]), Some(CarrierKind::Exec));
-        assert_eq!(carrier(&["find"], &[".", "-okdir", "rm", "{}", "+"]), Some(CarrierKind::Exec));
-        assert_eq!(carrier(&["find"], &[".", "-delete"]), Some(CarrierKind::Exec));
-        assert_eq!(carrier(&["find"], &[".", "-fprint", "/tmp/x"]), Some(CarrierKind::Exec));
+        assert_eq!(
+            carrier(&["find"], &[".", "-exec", "sh", ";"]),
+            Some(CarrierKind::Exec)
+        );
+        assert_eq!(
+            carrier(&["find"], &[".", "-okdir", "rm", "{}", "+"]),
+            Some(CarrierKind::Exec)
+        );
+        assert_eq!(
+            carrier(&["find"], &[".", "-delete"]),
+            Some(CarrierKind::Exec)
+        );
+        assert_eq!(
+            carrier(&["find"], &[".", "-fprint", "/tmp/x"]),
+            Some(CarrierKind::Exec)
+        );
         assert_eq!(carrier(&["find"], &[".", "-name", "*.rs"]), None);
     }
 
@@ -1068,13 +1166,31 @@ mod tests {
     #[test]
     fn ssh_with_a_remote_command_or_proxy_options_carries() {
         assert_eq!(carrier(&["ssh"], &["host", "id"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["ssh"], &["-p", "22", "host", "id"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["ssh"], &["-oProxyCommand=sh", "host"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["ssh"], &["-F", "cfg", "host"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["ssh"], &["-p", "22", "host", "id"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["ssh"], &["-oProxyCommand=sh", "host"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["ssh"], &["-F", "cfg", "host"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["ssh"], &["-p", "22", "host"]), None);
-        assert_eq!(carrier(&["scp"], &["-S", "sh", "a", "b:"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["rsync"], &["-avze", "sh", "a", "b:"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["rsync"], &["--rsh=sh", "a", "b:"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["scp"], &["-S", "sh", "a", "b:"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["rsync"], &["-avze", "sh", "a", "b:"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["rsync"], &["--rsh=sh", "a", "b:"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["rsync"], &["-av", "a", "b"]), None);
     }
 
@@ -1082,14 +1198,26 @@ mod tests {
     fn runners_multiplexers_and_xargs_carry() {
         assert_eq!(carrier(&["xargs"], &["rm"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["tmux"], &["new", "sh"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["screen"], &["-dm", "sh"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["screen"], &["-dm", "sh"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["make"], &[]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["gmake"], &["test"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["cargo"], &["build"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["watch"], &["id"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["busybox"], &["sh", "-c", "id"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["toybox"], &["xargs", "rm"]), Some(CarrierKind::Code));
-        assert_eq!(carrier(&["busybox"], &["env", "sh"]), Some(CarrierKind::Code));
+        assert_eq!(
+            carrier(&["busybox"], &["sh", "-c", "id"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["toybox"], &["xargs", "rm"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(
+            carrier(&["busybox"], &["env", "sh"]),
+            Some(CarrierKind::Code)
+        );
         assert_eq!(carrier(&["busybox"], &["ls"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["rg"], &["-n", "x"]), None);
         assert_eq!(carrier(&["head"], &["-n", "5"]), None);

@@ -449,7 +449,10 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
     apply_skill_prelude(&mut segments, request);
 
     let ok = analysis.ok && !segments.is_empty();
-    let satisfied = ok && segments.iter().all(|segment| segment.satisfied_by.is_some());
+    let satisfied = ok
+        && segments
+            .iter()
+            .all(|segment| segment.satisfied_by.is_some());
     let durable = satisfied
         && segments.iter().all(|segment| {
             segment
@@ -464,8 +467,7 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
     };
 
     let mut warnings = request.policy.warnings();
-    let mut requires =
-        requires_exec_approval(policy.ask, policy.security, ok, satisfied, durable);
+    let mut requires = requires_exec_approval(policy.ask, policy.security, ok, satisfied, durable);
     if policy.security == Security::Allowlist {
         if analysis.has_heredoc {
             requires = true;
@@ -495,10 +497,7 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
             None if requires && !request.approved => {
                 NodeDecision::policy(NodeDenial::ApprovalRequired)
             }
-            None if policy.security == Security::Allowlist
-                && !satisfied
-                && !request.approved =>
-            {
+            None if policy.security == Security::Allowlist && !satisfied && !request.approved => {
                 NodeDecision::policy(NodeDenial::AllowlistMiss)
             }
             None => NodeDecision::Allowed,
@@ -535,7 +534,11 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
 
 /// Step 2: the payload of a trusted shell transport, analysed; any other argv as one
 /// segment.
-fn analyse(request: &ExecEvaluation<'_>, context: &ResolveContext<'_>, fs: &dyn NodeFs) -> Analysis {
+fn analyse(
+    request: &ExecEvaluation<'_>,
+    context: &ResolveContext<'_>,
+    fs: &dyn NodeFs,
+) -> Analysis {
     let argv = request.argv;
     if argv.is_empty() {
         return Analysis {
@@ -768,12 +771,8 @@ enum Prelude {
     Marker,
 }
 
-fn prelude_kind(
-    segment: &SegmentVerdict,
-    request: &ExecEvaluation<'_>,
-) -> Option<Prelude> {
-    if !segment.satisfiable() || !segment.wrappers.is_empty() || segment.satisfied_by.is_some()
-    {
+fn prelude_kind(segment: &SegmentVerdict, request: &ExecEvaluation<'_>) -> Option<Prelude> {
+    if !segment.satisfiable() || !segment.wrappers.is_empty() || segment.satisfied_by.is_some() {
         return None;
     }
     let trusted = segment
@@ -790,13 +789,16 @@ fn prelude_kind(
     ) {
         ("printf", [_, marker]) if marker == "\\n---CMD---\\n" => Some(Prelude::Marker),
         ("cat", [_, path]) => {
-            if has_dot_components(path, request.platform) || path.contains(['*', '?', '[', '$', '`']) {
+            if has_dot_components(path, request.platform)
+                || path.contains(['*', '?', '[', '$', '`'])
+            {
                 return None;
             }
             let rest = path.strip_suffix("/SKILL.md")?;
             let id = base_name(rest);
             let skills_dir = &rest[..rest.len() - id.len()];
-            (!id.is_empty() && skills_dir.ends_with("/skills/")).then(|| Prelude::Cat(id.to_owned()))
+            (!id.is_empty() && skills_dir.ends_with("/skills/"))
+                .then(|| Prelude::Cat(id.to_owned()))
         }
         _ => None,
     }
@@ -889,7 +891,10 @@ pub fn enforced_command(segments: &[SegmentVerdict], platform: Platform) -> Opti
 /// or when nothing is left to allow.
 pub fn derive_allow_always(segments: &[SegmentVerdict]) -> Option<Vec<AllowlistEntry>> {
     let mut entries: Vec<AllowlistEntry> = Vec::new();
-    for segment in segments.iter().filter(|segment| segment.satisfied_by.is_none()) {
+    for segment in segments
+        .iter()
+        .filter(|segment| segment.satisfied_by.is_none())
+    {
         if !segment.satisfiable()
             || segment
                 .carrier

@@ -170,7 +170,9 @@ pub fn ask_fallback_outcome(
         Security::Full => FallbackOutcome::Run,
         Security::Deny => FallbackOutcome::Deny(ExecDenialReason::ApprovalTimeout),
         Security::Allowlist if analysis_ok && allowlist_satisfied => FallbackOutcome::Run,
-        Security::Allowlist => FallbackOutcome::Deny(ExecDenialReason::ApprovalTimeoutAllowlistMiss),
+        Security::Allowlist => {
+            FallbackOutcome::Deny(ExecDenialReason::ApprovalTimeoutAllowlistMiss)
+        }
     }
 }
 
@@ -216,20 +218,39 @@ mod tests {
         assert!(requires_exec_approval(Always, Allowlist, true, true, false));
         assert!(requires_exec_approval(Always, Full, true, true, true));
         assert!(!requires_exec_approval(Off, Allowlist, true, false, false));
-        assert!(!requires_exec_approval(OnMiss, Allowlist, true, true, false));
-        assert!(requires_exec_approval(OnMiss, Allowlist, false, false, false));
+        assert!(!requires_exec_approval(
+            OnMiss, Allowlist, true, true, false
+        ));
+        assert!(requires_exec_approval(
+            OnMiss, Allowlist, false, false, false
+        ));
         assert!(!requires_exec_approval(OnMiss, Full, false, false, false));
     }
 
     #[test]
     fn a_durable_approval_skips_on_miss_but_not_always() {
-        assert!(!requires_exec_approval(Ask::OnMiss, Security::Allowlist, true, false, true));
-        assert!(requires_exec_approval(Ask::Always, Security::Allowlist, true, false, true));
+        assert!(!requires_exec_approval(
+            Ask::OnMiss,
+            Security::Allowlist,
+            true,
+            false,
+            true
+        ));
+        assert!(requires_exec_approval(
+            Ask::Always,
+            Security::Allowlist,
+            true,
+            false,
+            true
+        ));
     }
 
     #[test]
     fn min_security_and_max_ask_follow_their_orders() {
-        assert_eq!(min_security(Security::Full, Security::Allowlist), Security::Allowlist);
+        assert_eq!(
+            min_security(Security::Full, Security::Allowlist),
+            Security::Allowlist
+        );
         assert_eq!(min_security(Security::Deny, Security::Full), Security::Deny);
         assert_eq!(max_ask(Ask::Off, Ask::OnMiss), Ask::OnMiss);
         assert_eq!(max_ask(Ask::Always, Ask::OnMiss), Ask::Always);
@@ -237,7 +258,12 @@ mod tests {
 
     #[test]
     fn ask_always_offers_no_allow_always() {
-        let strings = |ask| allowed_decisions(ask).iter().map(|d| d.as_str()).collect::<Vec<_>>();
+        let strings = |ask| {
+            allowed_decisions(ask)
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(strings(Ask::Always), ["allow-once", "deny"]);
         assert_eq!(strings(Ask::OnMiss), ["allow-once", "allow-always", "deny"]);
         assert_eq!(strings(Ask::Off), ["allow-once", "allow-always", "deny"]);
@@ -253,23 +279,41 @@ mod tests {
 
     #[test]
     fn ask_fallback_follows_the_spec() {
-        assert_eq!(ask_fallback_outcome(Security::Full, false, false), FallbackOutcome::Run);
+        assert_eq!(
+            ask_fallback_outcome(Security::Full, false, false),
+            FallbackOutcome::Run
+        );
         assert_eq!(
             ask_fallback_outcome(Security::Deny, true, true),
             FallbackOutcome::Deny(ExecDenialReason::ApprovalTimeout)
         );
-        assert_eq!(ask_fallback_outcome(Security::Allowlist, true, true), FallbackOutcome::Run);
+        assert_eq!(
+            ask_fallback_outcome(Security::Allowlist, true, true),
+            FallbackOutcome::Run
+        );
         let miss = FallbackOutcome::Deny(ExecDenialReason::ApprovalTimeoutAllowlistMiss);
         assert_eq!(ask_fallback_outcome(Security::Allowlist, true, false), miss);
         assert_eq!(ask_fallback_outcome(Security::Allowlist, false, true), miss);
-        assert_eq!(ExecDenialReason::ApprovalTimeoutAllowlistMiss.as_str(), "approval-timeout (allowlist-miss)");
+        assert_eq!(
+            ExecDenialReason::ApprovalTimeoutAllowlistMiss.as_str(),
+            "approval-timeout (allowlist-miss)"
+        );
     }
 
     #[test]
     fn node_denials_use_the_exact_strings() {
-        assert_eq!(NodeDenial::SecurityDeny.message(), "SYSTEM_RUN_DISABLED: security=deny");
-        assert_eq!(NodeDenial::ApprovalRequired.message(), "SYSTEM_RUN_DENIED: approval required");
-        assert_eq!(NodeDenial::AllowlistMiss.message(), "SYSTEM_RUN_DENIED: allowlist miss");
+        assert_eq!(
+            NodeDenial::SecurityDeny.message(),
+            "SYSTEM_RUN_DISABLED: security=deny"
+        );
+        assert_eq!(
+            NodeDenial::ApprovalRequired.message(),
+            "SYSTEM_RUN_DENIED: approval required"
+        );
+        assert_eq!(
+            NodeDenial::AllowlistMiss.message(),
+            "SYSTEM_RUN_DENIED: allowlist miss"
+        );
         assert_eq!(NodeDenial::ApprovalRequired.reason(), "approval-required");
     }
 

@@ -119,7 +119,10 @@ fn candidates(path: &str, context: &ResolveContext<'_>) -> Vec<String> {
             .filter(|ext| !ext.is_empty())
             .map(str::to_ascii_lowercase)
             .collect(),
-        None => DEFAULT_PATHEXT.iter().map(|ext| (*ext).to_owned()).collect(),
+        None => DEFAULT_PATHEXT
+            .iter()
+            .map(|ext| (*ext).to_owned())
+            .collect(),
     };
     let lower = path.to_ascii_lowercase();
     let mut out = Vec::with_capacity(extensions.len() + 1);
@@ -312,7 +315,10 @@ mod tests {
         let tilde = resolve_executable("~/bin/tool", &context(&dirs, "/work"), &fs);
         assert_eq!(tilde.resolved_path.as_deref(), Some("/home/me/bin/tool"));
         let relative = resolve_executable("./build.sh", &context(&dirs, "/work/proj"), &fs);
-        assert_eq!(relative.resolved_path.as_deref(), Some("/work/proj/build.sh"));
+        assert_eq!(
+            relative.resolved_path.as_deref(),
+            Some("/work/proj/build.sh")
+        );
     }
 
     #[test]
@@ -332,7 +338,10 @@ mod tests {
         let dirs = path(&["/usr/bin"]);
         let found = resolve_executable("jq", &context(&dirs, "/work"), &fs);
         assert_eq!(found.resolved_path.as_deref(), Some("/usr/bin/jq"));
-        assert_eq!(found.resolved_real_path.as_deref(), Some("/opt/real/jq-1.7"));
+        assert_eq!(
+            found.resolved_real_path.as_deref(),
+            Some("/opt/real/jq-1.7")
+        );
         assert_eq!(found.executable_name, "jq");
         assert_eq!(found.run_path(), Some("/usr/bin/jq"));
     }
@@ -351,10 +360,7 @@ mod tests {
 
     #[test]
     fn dot_components_are_detected_only_in_path_scoped_tokens() {
-        assert!(has_dot_components(
-            "/usr/bin/../../tmp/x",
-            Platform::Linux
-        ));
+        assert!(has_dot_components("/usr/bin/../../tmp/x", Platform::Linux));
         assert!(has_dot_components("./tool", Platform::Linux));
         assert!(has_dot_components("/usr/./bin/rg", Platform::Linux));
         assert!(!has_dot_components("rg", Platform::Linux));

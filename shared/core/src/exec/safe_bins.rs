@@ -600,7 +600,16 @@ mod tests {
 
     #[test]
     fn paths_and_globs_are_not_safe_literals() {
-        for word in ["./x", "../x", "~/x", "/etc/passwd", "C:\\x", "*.ts", "a?", "[x]"] {
+        for word in [
+            "./x",
+            "../x",
+            "~/x",
+            "/etc/passwd",
+            "C:\\x",
+            "*.ts",
+            "a?",
+            "[x]",
+        ] {
             assert!(!is_safe_literal(word), "{word}");
         }
         for word in ["-", ".foo", "needle", "1,1", ".env"] {
@@ -626,8 +635,12 @@ mod tests {
                 .is_ok()
         );
         assert!(
-            bins.check(Platform::Linux, &resolution("jq", "/tmp/evil-bin/jq"), &args)
-                .is_err()
+            bins.check(
+                Platform::Linux,
+                &resolution("jq", "/tmp/evil-bin/jq"),
+                &args
+            )
+            .is_err()
         );
         let head = words(&["-n", "1"]);
         assert!(

@@ -360,7 +360,10 @@ mod tests {
 
     #[test]
     fn env_without_modifiers_is_unwrapped() {
-        assert_eq!(effective(&["env", "rg", "-n", "x"]).0, argv(&["rg", "-n", "x"]));
+        assert_eq!(
+            effective(&["env", "rg", "-n", "x"]).0,
+            argv(&["rg", "-n", "x"])
+        );
         assert_eq!(effective(&["/usr/bin/env", "--", "rg"]).0, argv(&["rg"]));
     }
 

@@ -9,12 +9,48 @@ const PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
 /// A Debian-like node: `/bin` links to `/usr/bin`, `/usr/bin/sh` is dash.
 fn node() -> DescribedFs {
     let usr_bin = [
-        "echo", "rg", "head", "tail", "cut", "wc", "tr", "jq", "grep", "sort", "uniq", "cat",
-        "printf", "env", "nice", "nohup", "timeout", "xargs", "find", "git", "tar", "make",
-        "python3.12", "node", "perl", "dash", "bash", "obsidian-cli", "rm", "ls", "awk", "sed",
-        "sudo", "false", "busybox", "gog-wrapper", "ssh",
+        "echo",
+        "rg",
+        "head",
+        "tail",
+        "cut",
+        "wc",
+        "tr",
+        "jq",
+        "grep",
+        "sort",
+        "uniq",
+        "cat",
+        "printf",
+        "env",
+        "nice",
+        "nohup",
+        "timeout",
+        "xargs",
+        "find",
+        "git",
+        "tar",
+        "make",
+        "python3.12",
+        "node",
+        "perl",
+        "dash",
+        "bash",
+        "obsidian-cli",
+        "rm",
+        "ls",
+        "awk",
+        "sed",
+        "sudo",
+        "false",
+        "busybox",
+        "gog-wrapper",
+        "ssh",
     ];
-    let mut executables: Vec<String> = usr_bin.iter().map(|bin| format!("/usr/bin/{bin}")).collect();
+    let mut executables: Vec<String> = usr_bin
+        .iter()
+        .map(|bin| format!("/usr/bin/{bin}"))
+        .collect();
     executables.extend(
         [
             "/opt/homebrew/bin/rg",
@@ -52,7 +88,10 @@ fn strings(words: &[&str]) -> Vec<String> {
 
 fn allow(patterns: &[&str]) -> ExecPolicy {
     ExecPolicy {
-        allowlist: patterns.iter().map(|p| AllowlistEntry::pattern(*p)).collect(),
+        allowlist: patterns
+            .iter()
+            .map(|p| AllowlistEntry::pattern(*p))
+            .collect(),
         ..ExecPolicy::default()
     }
 }
@@ -86,7 +125,12 @@ impl Run {
         }
     }
 
-    fn argv(&self, argv: &[String], raw: Option<&str>, env: Option<&BTreeMap<String, String>>) -> ExecVerdict {
+    fn argv(
+        &self,
+        argv: &[String],
+        raw: Option<&str>,
+        env: Option<&BTreeMap<String, String>>,
+    ) -> ExecVerdict {
         let prepared = PreparedPolicy::new(self.policy.clone());
         let request = ExecEvaluation {
             platform: self.platform,
@@ -113,7 +157,11 @@ fn check(command: &str, policy: ExecPolicy) -> ExecVerdict {
 }
 
 fn by(verdict: &ExecVerdict) -> Vec<Option<&'static str>> {
-    verdict.satisfied_by().into_iter().map(|s| s.map(SatisfiedBy::as_str)).collect()
+    verdict
+        .satisfied_by()
+        .into_iter()
+        .map(|s| s.map(SatisfiedBy::as_str))
+        .collect()
 }
 
 // ---- §7.3 chains and analysis ---------------------------------------------------------------
@@ -150,7 +198,10 @@ fn a_trailing_operator_fails_analysis() {
 
 #[test]
 fn quoted_operators_stay_inside_their_argument() {
-    for command in [r#"/usr/bin/echo "foo && bar""#, r#"/usr/bin/echo "foo\" && bar""#] {
+    for command in [
+        r#"/usr/bin/echo "foo && bar""#,
+        r#"/usr/bin/echo "foo\" && bar""#,
+    ] {
         let verdict = check(command, allow(&["/usr/bin/echo"]));
         assert!(verdict.analysis_ok, "{command}");
         assert!(verdict.allowlist_satisfied, "{command}");
@@ -167,7 +218,10 @@ fn a_bare_star_satisfies_even_an_unresolved_binary() {
 
 #[test]
 fn heads_are_each_segments_first_word_as_written() {
-    assert_eq!(check("echo ok | jq .foo", allow(&[])).heads(), ["echo", "jq"]);
+    assert_eq!(
+        check("echo ok | jq .foo", allow(&[])).heads(),
+        ["echo", "jq"]
+    );
     assert_eq!(check("ls && rm -rf /", allow(&[])).heads(), ["ls", "rm"]);
 }
 
@@ -175,9 +229,15 @@ fn heads_are_each_segments_first_word_as_written() {
 fn analysis_refusals_pass_their_reason_through() {
     let verdict = check("echo $(whoami)", allow(&["*"]));
     assert!(!verdict.analysis_ok);
-    assert_eq!(verdict.reason.as_deref(), Some("unsupported shell token: $()"));
+    assert_eq!(
+        verdict.reason.as_deref(),
+        Some("unsupported shell token: $()")
+    );
     assert!(!verdict.allowlist_satisfied);
-    assert_eq!(verdict.node_decision.as_str(), "SYSTEM_RUN_DENIED: approval required");
+    assert_eq!(
+        verdict.node_decision.as_str(),
+        "SYSTEM_RUN_DENIED: approval required"
+    );
 }
 
 // ---- §7.4 resolution and wrappers ------------------------------------------------------------
@@ -194,15 +254,24 @@ fn env_split_string_is_policy_blocked_but_analysed() {
 fn env_is_dropped_from_the_enforced_command() {
     let verdict = check("env rg -n needle", allow(&["/usr/bin/rg"]));
     assert!(verdict.allowlist_satisfied);
-    assert_eq!(verdict.enforced_command.as_deref(), Some("'/usr/bin/rg' '-n' 'needle'"));
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some("'/usr/bin/rg' '-n' 'needle'")
+    );
 }
 
 #[test]
 fn resolution_reports_path_real_path_and_name() {
     let verdict = check("python3 script.py", allow(&[]));
     let resolution = &verdict.segments[0].resolution;
-    assert_eq!(resolution.resolved_path.as_deref(), Some("/usr/bin/python3"));
-    assert_eq!(resolution.resolved_real_path.as_deref(), Some("/usr/bin/python3.12"));
+    assert_eq!(
+        resolution.resolved_path.as_deref(),
+        Some("/usr/bin/python3")
+    );
+    assert_eq!(
+        resolution.resolved_real_path.as_deref(),
+        Some("/usr/bin/python3.12")
+    );
     assert_eq!(resolution.executable_name, "python3");
 }
 
@@ -252,8 +321,16 @@ fn safe(names: &[&str]) -> ExecPolicy {
 #[test]
 fn jq_safe_bin_vectors_hold_through_the_shell() {
     assert_eq!(by(&check("jq .foo", safe(&["jq"]))), [Some("safeBins")]);
-    for command in ["jq env", "jq '$ENV'", "jq '($ENV).OPENAI_API_KEY'", "jq .foo secret.json"] {
-        assert!(!check(command, safe(&["jq"])).allowlist_satisfied, "{command}");
+    for command in [
+        "jq env",
+        "jq '$ENV'",
+        "jq '($ENV).OPENAI_API_KEY'",
+        "jq .foo secret.json",
+    ] {
+        assert!(
+            !check(command, safe(&["jq"])).allowlist_satisfied,
+            "{command}"
+        );
     }
     let mut run = Run::new(safe(&["jq"]));
     run.path = strings(&["/tmp/evil-bin", "/usr/bin"]);
@@ -264,8 +341,20 @@ fn jq_safe_bin_vectors_hold_through_the_shell() {
 fn awk_and_sed_are_never_safe_bins() {
     let mut policy = safe(&["awk", "sed"]);
     policy.safe_bin_profiles = BTreeMap::from([
-        ("awk".to_owned(), SafeBinProfile { max_positional: Some(3), ..SafeBinProfile::default() }),
-        ("sed".to_owned(), SafeBinProfile { max_positional: Some(3), ..SafeBinProfile::default() }),
+        (
+            "awk".to_owned(),
+            SafeBinProfile {
+                max_positional: Some(3),
+                ..SafeBinProfile::default()
+            },
+        ),
+        (
+            "sed".to_owned(),
+            SafeBinProfile {
+                max_positional: Some(3),
+                ..SafeBinProfile::default()
+            },
+        ),
     ]);
     assert!(!check(r#"awk 'BEGIN { system("id") }'"#, policy.clone()).allowlist_satisfied);
     assert!(!check("sed e", policy).allowlist_satisfied);
@@ -275,19 +364,43 @@ fn awk_and_sed_are_never_safe_bins() {
 fn sort_and_grep_vectors_hold_through_the_shell() {
     let policy = safe(&["sort", "grep"]);
     for command in [
-        "sort -o x", "sort -ox", "sort --output=x", "sort --output x", "sort --compress-prog=sh",
-        "sort --files0-fro=list", "sort -T tmp", "sort --random-source=x",
-        "sort --temporary-directory=x", "sort --totally-unknown=1", "sort --f=1", "sort --key",
-        "sort --key ./fields.txt", "grep -R x", "grep --recursive x", "grep --file x",
-        "grep -e needle .env", "grep -e needle -- .env", "grep needle",
+        "sort -o x",
+        "sort -ox",
+        "sort --output=x",
+        "sort --output x",
+        "sort --compress-prog=sh",
+        "sort --files0-fro=list",
+        "sort -T tmp",
+        "sort --random-source=x",
+        "sort --temporary-directory=x",
+        "sort --totally-unknown=1",
+        "sort --f=1",
+        "sort --key",
+        "sort --key ./fields.txt",
+        "grep -R x",
+        "grep --recursive x",
+        "grep --file x",
+        "grep -e needle .env",
+        "grep -e needle -- .env",
+        "grep needle",
     ] {
-        assert!(!check(command, policy.clone()).allowlist_satisfied, "{command}");
+        assert!(
+            !check(command, policy.clone()).allowlist_satisfied,
+            "{command}"
+        );
     }
     for command in [
-        "sort -S 1M", "sort --key=1,1", "sort --ke=1,1", "grep -e needle", "grep --regexp=needle",
+        "sort -S 1M",
+        "sort --key=1,1",
+        "sort --ke=1,1",
+        "grep -e needle",
+        "grep --regexp=needle",
         "grep -e needle -- -",
     ] {
-        assert!(check(command, policy.clone()).allowlist_satisfied, "{command}");
+        assert!(
+            check(command, policy.clone()).allowlist_satisfied,
+            "{command}"
+        );
     }
     assert!(!check("tr -S a b", ExecPolicy::default()).allowlist_satisfied);
 }
@@ -295,7 +408,10 @@ fn sort_and_grep_vectors_hold_through_the_shell() {
 #[test]
 fn head_from_an_untrusted_folder_is_not_a_safe_bin() {
     let verdict = check("head -n 1", ExecPolicy::default());
-    assert_eq!(verdict.segments[0].resolution.resolved_path.as_deref(), Some("/usr/local/bin/head"));
+    assert_eq!(
+        verdict.segments[0].resolution.resolved_path.as_deref(),
+        Some("/usr/local/bin/head")
+    );
     assert!(!verdict.allowlist_satisfied);
 }
 
@@ -325,7 +441,10 @@ fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
         auto_allow_skills: true,
         skill_bins: bins
             .iter()
-            .map(|(name, path)| SkillBin { name: (*name).into(), resolved_path: (*path).into() })
+            .map(|(name, path)| SkillBin {
+                name: (*name).into(),
+                resolved_path: (*path).into(),
+            })
             .collect(),
         ..ExecPolicy::default()
     }
@@ -333,9 +452,15 @@ fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
 
 #[test]
 fn a_bare_skill_bin_resolving_to_the_reported_file_is_allowed() {
-    let verdict = check("gog calendar list", skills(&[("gog", "/usr/local/bin/gog")]));
+    let verdict = check(
+        "gog calendar list",
+        skills(&[("gog", "/usr/local/bin/gog")]),
+    );
     assert_eq!(by(&verdict), [Some("skills")]);
-    let off = ExecPolicy { auto_allow_skills: false, ..skills(&[("gog", "/usr/local/bin/gog")]) };
+    let off = ExecPolicy {
+        auto_allow_skills: false,
+        ..skills(&[("gog", "/usr/local/bin/gog")])
+    };
     assert!(!check("gog calendar list", off).allowlist_satisfied);
 }
 
@@ -347,14 +472,24 @@ fn a_path_scoped_skill_token_is_not_auto_allowed() {
     assert!(run.shell("skill-bin --help").allowlist_satisfied);
     let verdict = run.shell("./skill-bin --help");
     assert!(!verdict.allowlist_satisfied);
-    assert_eq!(verdict.node_decision.as_str(), "SYSTEM_RUN_DENIED: approval required");
+    assert_eq!(
+        verdict.node_decision.as_str(),
+        "SYSTEM_RUN_DENIED: approval required"
+    );
 }
 
 #[test]
 fn the_skill_prelude_is_accepted_before_the_skills_wrapper() {
     let command = r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && /usr/bin/gog-wrapper calendar list";
     let verdict = check(command, allow(&["/usr/bin/gog-wrapper"]));
-    assert_eq!(by(&verdict), [Some("skillPrelude"), Some("skillPrelude"), Some("allowlist")]);
+    assert_eq!(
+        by(&verdict),
+        [
+            Some("skillPrelude"),
+            Some("skillPrelude"),
+            Some("allowlist")
+        ]
+    );
     assert!(verdict.allowlist_satisfied);
 }
 
@@ -362,11 +497,26 @@ fn the_skill_prelude_is_accepted_before_the_skills_wrapper() {
 fn the_skill_prelude_needs_a_trusted_skill_command_right_after_it() {
     let wrapper = allow(&["/usr/bin/gog-wrapper"]);
     for (command, policy) in [
-        (r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && /usr/bin/echo hi", allow(&["/usr/bin/echo"])),
-        (r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n'", wrapper.clone()),
-        (r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && false && /usr/bin/gog-wrapper x", wrapper.clone()),
-        (r"cat /home/me/skills/gog/SKILL.md ; printf '\n---CMD---\n' && /usr/bin/gog-wrapper x", wrapper.clone()),
-        (r"cat /home/me/skills/other/SKILL.md && printf '\n---CMD---\n' && /usr/bin/gog-wrapper x", wrapper),
+        (
+            r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && /usr/bin/echo hi",
+            allow(&["/usr/bin/echo"]),
+        ),
+        (
+            r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n'",
+            wrapper.clone(),
+        ),
+        (
+            r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && false && /usr/bin/gog-wrapper x",
+            wrapper.clone(),
+        ),
+        (
+            r"cat /home/me/skills/gog/SKILL.md ; printf '\n---CMD---\n' && /usr/bin/gog-wrapper x",
+            wrapper.clone(),
+        ),
+        (
+            r"cat /home/me/skills/other/SKILL.md && printf '\n---CMD---\n' && /usr/bin/gog-wrapper x",
+            wrapper,
+        ),
     ] {
         assert!(!check(command, policy).allowlist_satisfied, "{command}");
     }
@@ -376,45 +526,76 @@ fn the_skill_prelude_needs_a_trusted_skill_command_right_after_it() {
 fn the_skill_prelude_also_leads_to_a_skill_bin() {
     let command = r"cat /home/me/skills/gog/SKILL.md && printf '\n---CMD---\n' && gog calendar";
     let verdict = check(command, skills(&[("gog", "/usr/local/bin/gog")]));
-    assert_eq!(by(&verdict), [Some("skillPrelude"), Some("skillPrelude"), Some("skills")]);
+    assert_eq!(
+        by(&verdict),
+        [Some("skillPrelude"), Some("skillPrelude"), Some("skills")]
+    );
 }
 
 // ---- §7.1, §7.8 modes and decisions ---------------------------------------------------------
 
 #[test]
 fn the_spec_node_denial_for_a_chain_with_an_unlisted_command() {
-    let verdict = Run::new(ExecPolicy::default())
-        .argv(&strings(&["/bin/sh", "-lc", "openclaw status; id"]), None, None);
-    assert_eq!(verdict.node_decision.as_str(), "SYSTEM_RUN_DENIED: approval required");
+    let verdict = Run::new(ExecPolicy::default()).argv(
+        &strings(&["/bin/sh", "-lc", "openclaw status; id"]),
+        None,
+        None,
+    );
+    assert_eq!(
+        verdict.node_decision.as_str(),
+        "SYSTEM_RUN_DENIED: approval required"
+    );
 }
 
 #[test]
 fn security_deny_disables_everything_even_satisfied_commands() {
-    let policy = ExecPolicy { security: Security::Deny, ..allow(&["*"]) };
-    assert_eq!(check("ls", policy).node_decision.as_str(), "SYSTEM_RUN_DISABLED: security=deny");
+    let policy = ExecPolicy {
+        security: Security::Deny,
+        ..allow(&["*"])
+    };
+    assert_eq!(
+        check("ls", policy).node_decision.as_str(),
+        "SYSTEM_RUN_DISABLED: security=deny"
+    );
 }
 
 #[test]
 fn ask_off_in_allowlist_mode_is_an_allowlist_miss() {
-    let policy = ExecPolicy { ask: Ask::Off, ..allow(&[]) };
+    let policy = ExecPolicy {
+        ask: Ask::Off,
+        ..allow(&[])
+    };
     let verdict = check("ls", policy);
     assert!(!verdict.requires_approval);
-    assert_eq!(verdict.node_decision.as_str(), "SYSTEM_RUN_DENIED: allowlist miss");
+    assert_eq!(
+        verdict.node_decision.as_str(),
+        "SYSTEM_RUN_DENIED: allowlist miss"
+    );
 }
 
 #[test]
 fn ask_always_asks_even_for_satisfied_commands_and_offers_no_allow_always() {
-    let policy = ExecPolicy { ask: Ask::Always, ..allow(&["/usr/bin/ls"]) };
+    let policy = ExecPolicy {
+        ask: Ask::Always,
+        ..allow(&["/usr/bin/ls"])
+    };
     let verdict = check("ls", policy);
     assert!(verdict.allowlist_satisfied);
     assert!(verdict.requires_approval);
-    assert_eq!(verdict.allowed_decisions, [ApprovalDecision::AllowOnce, ApprovalDecision::Deny]);
+    assert_eq!(
+        verdict.allowed_decisions,
+        [ApprovalDecision::AllowOnce, ApprovalDecision::Deny]
+    );
     assert_eq!(verdict.allow_always, None);
 }
 
 #[test]
 fn full_security_runs_anything_without_asking() {
-    let policy = ExecPolicy { security: Security::Full, ask: Ask::OnMiss, ..ExecPolicy::default() };
+    let policy = ExecPolicy {
+        security: Security::Full,
+        ask: Ask::OnMiss,
+        ..ExecPolicy::default()
+    };
     let verdict = check("bash -c 'rm -rf /'", policy);
     assert!(!verdict.requires_approval);
     assert_eq!(verdict.node_decision, NodeDecision::Allowed);
@@ -424,12 +605,18 @@ fn full_security_runs_anything_without_asking() {
 fn an_approved_request_runs() {
     let mut run = Run::new(ExecPolicy::default());
     run.approved = true;
-    assert_eq!(run.shell("rm -rf /tmp/x").node_decision, NodeDecision::Allowed);
+    assert_eq!(
+        run.shell("rm -rf /tmp/x").node_decision,
+        NodeDecision::Allowed
+    );
 }
 
 #[test]
 fn heredocs_need_approval_in_allowlist_mode_with_the_spec_warning() {
-    let verdict = check("/usr/bin/cat << 'EOF'\nhello\nEOF", allow(&["/usr/bin/cat"]));
+    let verdict = check(
+        "/usr/bin/cat << 'EOF'\nhello\nEOF",
+        allow(&["/usr/bin/cat"]),
+    );
     assert!(verdict.analysis_ok);
     assert!(verdict.has_heredoc);
     assert!(verdict.requires_approval);
@@ -441,15 +628,29 @@ fn heredocs_need_approval_in_allowlist_mode_with_the_spec_warning() {
 fn an_unresolved_star_match_cannot_be_enforced_so_it_asks() {
     let verdict = check("mybin --flag", allow(&["*"]));
     assert!(verdict.requires_approval);
-    assert!(verdict.warnings.iter().any(|w| w.contains("allowlist auto-execution is unavailable on linux")));
+    assert!(
+        verdict
+            .warnings
+            .iter()
+            .any(|w| w.contains("allowlist auto-execution is unavailable on linux"))
+    );
 }
 
 #[test]
 fn approval_timeout_follows_ask_fallback() {
     let verdict = check("ls", ExecPolicy::default());
-    assert_eq!(verdict.on_approval_timeout, FallbackOutcome::Deny(crate::exec::policy::ExecDenialReason::ApprovalTimeout));
-    let policy = ExecPolicy { ask_fallback: Security::Allowlist, ..allow(&["/usr/bin/ls"]) };
-    assert_eq!(check("ls", policy.clone()).on_approval_timeout, FallbackOutcome::Run);
+    assert_eq!(
+        verdict.on_approval_timeout,
+        FallbackOutcome::Deny(crate::exec::policy::ExecDenialReason::ApprovalTimeout)
+    );
+    let policy = ExecPolicy {
+        ask_fallback: Security::Allowlist,
+        ..allow(&["/usr/bin/ls"])
+    };
+    assert_eq!(
+        check("ls", policy.clone()).on_approval_timeout,
+        FallbackOutcome::Run
+    );
     assert_eq!(
         check("rm x", policy).on_approval_timeout,
         FallbackOutcome::Deny(crate::exec::policy::ExecDenialReason::ApprovalTimeoutAllowlistMiss)
@@ -465,9 +666,16 @@ fn allow_always_pins_each_resolved_executable_to_its_exact_arguments() {
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].pattern, "/usr/bin/rg");
     assert_eq!(entries[1].pattern, "/usr/bin/ls");
-    assert!(entries.iter().all(|e| e.arg_pattern.is_some() && e.source.as_deref() == Some("allow-always")));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.arg_pattern.is_some() && e.source.as_deref() == Some("allow-always"))
+    );
     // The derived entries satisfy the same command next time, and only it.
-    let policy = ExecPolicy { allowlist: entries, ..ExecPolicy::default() };
+    let policy = ExecPolicy {
+        allowlist: entries,
+        ..ExecPolicy::default()
+    };
     let again = check(r#"env rg -n "a b" && ls -la"#, policy.clone());
     assert!(again.allowlist_satisfied);
     assert!(again.durable_approval_satisfied);
@@ -478,10 +686,20 @@ fn allow_always_pins_each_resolved_executable_to_its_exact_arguments() {
 #[test]
 fn allow_always_derives_nothing_for_shells_interpreters_or_blocked_segments() {
     for command in [
-        "bash -c 'echo hi'", "python3 -c 'print(1)'", "node -e 1", "ls | xargs rm", "sudo ls",
-        "ls && perl -e 1", "/usr/bin/../bin/ls", "nosuchbin x",
+        "bash -c 'echo hi'",
+        "python3 -c 'print(1)'",
+        "node -e 1",
+        "ls | xargs rm",
+        "sudo ls",
+        "ls && perl -e 1",
+        "/usr/bin/../bin/ls",
+        "nosuchbin x",
     ] {
-        assert_eq!(check(command, ExecPolicy::default()).allow_always, None, "{command}");
+        assert_eq!(
+            check(command, ExecPolicy::default()).allow_always,
+            None,
+            "{command}"
+        );
     }
 }
 
@@ -489,7 +707,10 @@ fn allow_always_derives_nothing_for_shells_interpreters_or_blocked_segments() {
 fn allow_always_pins_exec_carriers_exactly_and_that_satisfies_them() {
     let verdict = check("find . -name x -delete", ExecPolicy::default());
     let entries = verdict.allow_always.unwrap();
-    let policy = ExecPolicy { allowlist: entries, ..ExecPolicy::default() };
+    let policy = ExecPolicy {
+        allowlist: entries,
+        ..ExecPolicy::default()
+    };
     assert!(check("find . -name x -delete", policy.clone()).allowlist_satisfied);
     assert!(!check("find / -name x -delete", policy).allowlist_satisfied);
 }
@@ -517,9 +738,15 @@ fn a_direct_argv_is_one_segment() {
 fn a_raw_command_that_does_not_match_is_refused() {
     let run = Run::new(allow(&["*"]));
     let verdict = run.argv(&strings(&["echo", "hi"]), Some("echo bye"), None);
-    assert_eq!(verdict.node_decision.as_str(), "INVALID_REQUEST: rawCommand does not match command");
+    assert_eq!(
+        verdict.node_decision.as_str(),
+        "INVALID_REQUEST: rawCommand does not match command"
+    );
     let verdict = run.argv(&strings(&["echo", "hi"]), Some("echo hi"), None);
-    assert_ne!(verdict.node_decision.as_str(), "INVALID_REQUEST: rawCommand does not match command");
+    assert_ne!(
+        verdict.node_decision.as_str(),
+        "INVALID_REQUEST: rawCommand does not match command"
+    );
 }
 
 #[test]
@@ -534,8 +761,13 @@ fn an_empty_argv_is_never_satisfied() {
 
 fn everything_allowed() -> ExecPolicy {
     ExecPolicy {
-        allowlist: vec![AllowlistEntry::pattern("*"), AllowlistEntry::pattern("/usr/bin/*")],
-        safe_bins: Some(strings(&["cut", "head", "tail", "tr", "wc", "uniq", "jq", "grep", "sort"])),
+        allowlist: vec![
+            AllowlistEntry::pattern("*"),
+            AllowlistEntry::pattern("/usr/bin/*"),
+        ],
+        safe_bins: Some(strings(&[
+            "cut", "head", "tail", "tr", "wc", "uniq", "jq", "grep", "sort",
+        ])),
         ..ExecPolicy::default()
     }
 }
@@ -576,23 +808,36 @@ fn exec_carriers_are_never_satisfied_by_path_entries() {
         "ssh host id",
         "ls | xargs rm",
     ] {
-        assert!(!check(command, everything_allowed()).allowlist_satisfied, "{command}");
+        assert!(
+            !check(command, everything_allowed()).allowlist_satisfied,
+            "{command}"
+        );
     }
 }
 
 #[test]
 fn an_arg_pattern_entry_can_allow_a_carrier_with_exactly_those_arguments() {
-    let policy = ExecPolicy { allowlist: vec![bound("/usr/bin/make", "test")], ..ExecPolicy::default() };
+    let policy = ExecPolicy {
+        allowlist: vec![bound("/usr/bin/make", "test")],
+        ..ExecPolicy::default()
+    };
     assert!(check("make test", policy.clone()).allowlist_satisfied);
     assert!(!check("make install", policy).allowlist_satisfied);
-    let policy = ExecPolicy { allowlist: vec![bound("/usr/bin/git", "status|log.*")], ..ExecPolicy::default() };
+    let policy = ExecPolicy {
+        allowlist: vec![bound("/usr/bin/git", "status|log.*")],
+        ..ExecPolicy::default()
+    };
     assert!(check("git status", policy.clone()).allowlist_satisfied);
 }
 
 #[test]
 fn blocked_and_privileged_wrappers_are_never_satisfied_even_with_arg_patterns() {
     let policy = ExecPolicy {
-        allowlist: vec![bound("*", ".*"), bound("/usr/bin/*", ".*"), AllowlistEntry::pattern("*")],
+        allowlist: vec![
+            bound("*", ".*"),
+            bound("/usr/bin/*", ".*"),
+            AllowlistEntry::pattern("*"),
+        ],
         ..ExecPolicy::default()
     };
     for command in [
@@ -603,7 +848,10 @@ fn blocked_and_privileged_wrappers_are_never_satisfied_even_with_arg_patterns() 
         "LD_PRELOAD=/tmp/x.so head",
         "env -S 'sh -c id'",
     ] {
-        assert!(!check(command, policy.clone()).allowlist_satisfied, "{command}");
+        assert!(
+            !check(command, policy.clone()).allowlist_satisfied,
+            "{command}"
+        );
     }
 }
 
@@ -613,19 +861,28 @@ fn path_shadowing_does_not_fool_skill_bins_or_safe_bins() {
     let mut run = Run::new(skills(&[("gog", "/usr/local/bin/gog")]));
     run.path = strings(&["/tmp", "/usr/local/bin", "/usr/bin"]);
     let verdict = run.shell("gog calendar");
-    assert_eq!(verdict.segments[0].resolution.resolved_path.as_deref(), Some("/tmp/gog"));
+    assert_eq!(
+        verdict.segments[0].resolution.resolved_path.as_deref(),
+        Some("/tmp/gog")
+    );
     assert!(!verdict.allowlist_satisfied);
     // A safe bin symlinked from a trusted folder into /tmp.
     let mut run = Run::new(safe(&["jq"]));
     run.fs.executables.remove("/usr/bin/jq");
-    run.fs.symlinks.insert("/usr/bin/jq".into(), "/tmp/evil-bin/jq".into());
+    run.fs
+        .symlinks
+        .insert("/usr/bin/jq".into(), "/tmp/evil-bin/jq".into());
     assert!(!run.shell("jq .foo").allowlist_satisfied);
 }
 
 #[test]
 fn dot_paths_hazards_and_expansions_are_never_satisfied() {
     let policy = ExecPolicy {
-        allowlist: vec![AllowlistEntry::pattern("*"), bound("*", ".*"), bound("/**", ".*")],
+        allowlist: vec![
+            AllowlistEntry::pattern("*"),
+            bound("*", ".*"),
+            bound("/**", ".*"),
+        ],
         ..ExecPolicy::default()
     };
     for command in [
@@ -638,7 +895,10 @@ fn dot_paths_hazards_and_expansions_are_never_satisfied() {
     ] {
         let verdict = check(command, policy.clone());
         assert!(!verdict.allowlist_satisfied, "{command}");
-        assert!(verdict.segments.iter().any(|s| !s.refusals.is_empty()), "{command}");
+        assert!(
+            verdict.segments.iter().any(|s| !s.refusals.is_empty()),
+            "{command}"
+        );
     }
 }
 
@@ -653,6 +913,9 @@ fn an_untrusted_transport_or_wrapper_is_not_looked_through() {
     let mut run = Run::new(allow(&["/usr/bin/ls"]));
     run.path = strings(&["/tmp", "/usr/bin"]);
     let verdict = run.shell("nice ls");
-    assert!(!verdict.allowlist_satisfied, "a nice from /tmp would run first");
+    assert!(
+        !verdict.allowlist_satisfied,
+        "a nice from /tmp would run first"
+    );
     assert!(run.shell("/usr/bin/nice ls").allowlist_satisfied);
 }

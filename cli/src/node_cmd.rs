@@ -1,0 +1,258 @@
+//! `clawless nodes …` (the operator's side: pairing codes, the registry) and `clawless node …`
+//! (the node host's side: pairing this machine, running the worker).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
+use clawless_node::client::BackendClient;
+use clawless_node::state::{NodeConfig, StateDir};
+use clawless_node::worker::{NodeWorker, facts_of};
+use clawless_runtime::clock::SystemClock;
+use clawless_runtime::local_mode::local_nodes_service;
+use clawless_runtime::nodes_service::NodesService;
+
+/// `clawless nodes` options.
+#[derive(Debug, Args)]
+pub(crate) struct NodesArgs {
+    /// State directory of `clawless local` (holds the node registry).
+    #[arg(long, default_value = ".clawless", global = true)]
+    state_dir: PathBuf,
+    #[command(subcommand)]
+    command: NodesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum NodesCommand {
+    /// Print a one-time pairing code (valid for 10 minutes).
+    Pair,
+    /// List paired nodes.
+    List {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one node: facts, last seen, granted allowlist entries.
+    Show {
+        /// Node id.
+        node_id: String,
+    },
+    /// Revoke a node: its requests get 401 and it receives no jobs.
+    Revoke {
+        /// Node id.
+        node_id: String,
+    },
+}
+
+/// `clawless node` options.
+#[derive(Debug, Args)]
+pub(crate) struct NodeArgs {
+    /// The node's state dir (default: $CLAWLESS_NODE_HOME, else ~/.clawless/node).
+    #[arg(long, global = true)]
+    node_home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: NodeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum NodeCommand {
+    /// Pair this machine with a clawless backend.
+    Pair {
+        /// The backend's base URL (e.g. http://127.0.0.1:8787).
+        #[arg(long)]
+        url: String,
+        /// The code from `clawless nodes pair`.
+        #[arg(long)]
+        code: String,
+        /// A name for this node.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Run the node host worker until interrupted.
+    Run {
+        /// Seconds between heartbeats (the backend calls a node offline after two misses).
+        #[arg(long, default_value_t = 60)]
+        heartbeat_secs: u64,
+    },
+}
+
+fn local_nodes(state_dir: &std::path::Path) -> anyhow::Result<NodesService> {
+    let db_path = state_dir.join("clawless.db");
+    if !db_path.is_file() {
+        bail!(
+            "no local registry at {}: start `clawless local` once (or pass --state-dir)",
+            db_path.display()
+        );
+    }
+    let db = SqliteDb::open(&db_path).context("opening the local database")?;
+    Ok(local_nodes_service(
+        &db,
+        Arc::new(SqliteTurnQueue::new(db.clone())),
+        Arc::new(SystemClock),
+        Default::default(),
+    ))
+}
+
+/// Runs `clawless nodes …`.
+pub(crate) async fn run_nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
+    let nodes = local_nodes(&args.state_dir)?;
+    match args.command {
+        NodesCommand::Pair => {
+            let (code, _) = nodes.create_pairing_code().await?;
+            println!("{code}");
+            eprintln!(
+                "On the node machine, within 10 minutes: clawless node pair --url <this backend's URL> --code {code}"
+            );
+        }
+        NodesCommand::List { json } => {
+            let list = nodes.list().await?;
+            if json {
+                let rows: Vec<serde_json::Value> = list.iter().map(node_json).collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else if list.is_empty() {
+                println!("no nodes paired (clawless nodes pair)");
+            } else {
+                for node in &list {
+                    println!(
+                        "{}\t{}\t{}\t{}",
+                        node.node_id,
+                        node.display_name.as_deref().unwrap_or("-"),
+                        node.platform,
+                        if node.revoked { "revoked" } else { "active" }
+                    );
+                }
+            }
+        }
+        NodesCommand::Show { node_id } => {
+            let Some(node) = nodes
+                .list()
+                .await?
+                .into_iter()
+                .find(|node| node.node_id == node_id)
+            else {
+                bail!("no node {node_id}");
+            };
+            println!("{}", serde_json::to_string_pretty(&node_json(&node))?);
+        }
+        NodesCommand::Revoke { node_id } => {
+            if !nodes.revoke(&node_id).await? {
+                bail!("no node {node_id}");
+            }
+            println!("revoked {node_id}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn node_json(node: &clawless_core::nodes::NodeRecord) -> serde_json::Value {
+    serde_json::json!({
+        "nodeId": node.node_id,
+        "displayName": node.display_name,
+        "platform": node.platform,
+        "path": node.path,
+        "skillBins": node.skill_bins,
+        "queue": node.queue,
+        "pairedAtMs": node.paired_at_ms,
+        "lastSeenMs": node.last_seen_ms,
+        "revoked": node.revoked,
+        "policyVersion": node.policy_version,
+        "granted": node.granted.iter().map(|granted| serde_json::json!({
+            "agentId": granted.agent_id,
+            "pattern": granted.entry.pattern,
+            "argPattern": granted.entry.arg_pattern,
+            "source": granted.entry.source,
+            "grantedAtMs": granted.granted_at_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn state_dir(node_home: Option<PathBuf>) -> anyhow::Result<StateDir> {
+    Ok(match node_home {
+        Some(path) => StateDir::at(path),
+        None => StateDir::from_env()?,
+    })
+}
+
+/// Pairs this machine: exchanges the code for a node id and secret, stored 0600.
+pub(crate) async fn pair_node(
+    state: &StateDir,
+    url: &str,
+    code: &str,
+    name: Option<String>,
+) -> anyhow::Result<NodeConfig> {
+    let path_env = std::env::var("PATH").unwrap_or_default();
+    let client = BackendClient::new(url)?;
+    // Skill bins are reported at the first heartbeat, once the node can ask for them.
+    let facts = facts_of(&path_env, Vec::new(), name.clone());
+    let paired = client.pair(code, &facts).await.context("pairing")?;
+    let config = NodeConfig {
+        node_id: paired.node_id,
+        secret: paired.secret,
+        url: url.trim_end_matches('/').to_owned(),
+        display_name: name,
+    };
+    state.save_config(&config)?;
+    Ok(config)
+}
+
+/// Runs `clawless node …`.
+pub(crate) async fn run_node(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    let state = state_dir(args.node_home)?;
+    match args.command {
+        NodeCommand::Pair { url, code, name } => {
+            let config = pair_node(&state, &url, &code, name).await?;
+            println!(
+                "paired as {} (secret stored in {})",
+                config.node_id,
+                state.node_config_path().display()
+            );
+        }
+        NodeCommand::Run { heartbeat_secs } => {
+            let worker = NodeWorker::open(&state)?
+                .with_heartbeat_interval(std::time::Duration::from_secs(heartbeat_secs));
+            eprintln!(
+                "clawless node: {} polling {} (policy: {})",
+                worker.node_id(),
+                state.load_config()?.url,
+                state.approvals_path().display()
+            );
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let signal = tokio::spawn(async move {
+                shutdown_signal().await;
+                if stop_tx.send(true).is_err() {
+                    tracing::debug!("worker already stopped");
+                }
+            });
+            let outcome = worker.run(stop_rx).await;
+            signal.abort();
+            outcome?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => return ctrl_c.await,
+            };
+        tokio::select! {
+            () = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}

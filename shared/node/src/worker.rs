@@ -1,0 +1,442 @@
+//! `clawless node run`: the node host's loop. It takes signed jobs from its queue, checks
+//! them (signature, addressee, deadline, journal), applies this machine's own exec policy,
+//! runs what the policy (or a person's grant) allows, and reports a signed result.
+//!
+//! Delivery is at least once; the journal makes each job attempt run at most once. A message
+//! is acknowledged only after its report was accepted, so a lost report is re-sent from the
+//! journal on redelivery, and a job that was running when the node died is reported as
+//! interrupted instead of running again.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::exec::{AllowlistEntry, Platform, SkillBin};
+use clawless_core::nodes::NodeFacts;
+use clawless_core::nodes::wire::{
+    Envelope, ExecDenial, ExecJob, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
+};
+use tokio::sync::{Mutex, watch};
+
+use crate::approvals_file::ApprovalsFile;
+use crate::client::{BackendClient, ClientError};
+use crate::clock::{Clock, SystemClock};
+use crate::journal::{Journal, JournalError, JournalState};
+use crate::policy::{Decision, JobContext, decide};
+use crate::runner::{RunSpec, child_environment, run_command};
+use crate::skill_bins::{SKILL_BINS_TTL, SkillBinsCache};
+use crate::state::{NodeConfig, StateDir};
+
+/// How long one poll waits for a job (SQS's longest long poll).
+pub const POLL_WAIT: Duration = Duration::from_secs(20);
+/// How often the node reports its facts (the backend calls it offline after two misses).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
+/// The error of a job that was running when the node stopped.
+pub const INTERRUPTED_TEXT: &str =
+    "interrupted: the node host stopped while the command was running; it was not run again";
+
+/// Why the worker stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The journal is unusable: nothing may run without it.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The backend refused this node (revoked): stop.
+    #[error(transparent)]
+    Backend(#[from] ClientError),
+    /// The state directory is unusable.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+}
+
+type BinsFetch = Box<
+    dyn Fn() -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Vec<String>, ClientError>> + Send>,
+        > + Send
+        + Sync,
+>;
+
+/// The node host worker.
+pub struct NodeWorker {
+    config: NodeConfig,
+    client: BackendClient,
+    journal: Journal,
+    approvals_path: PathBuf,
+    key: Vec<u8>,
+    granted: Mutex<Vec<(String, AllowlistEntry)>>,
+    bins: SkillBinsCache<BinsFetch>,
+    path_env: String,
+    home: String,
+    platform: Platform,
+    clock: Arc<dyn Clock>,
+    base_env: BTreeMap<String, String>,
+    heartbeat_interval: Duration,
+}
+
+impl std::fmt::Debug for NodeWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeWorker")
+            .field("node_id", &self.config.node_id)
+            .field("url", &self.config.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What became of one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// Refused without running (bad signature, wrong node, expired); acknowledge it.
+    Refused(String),
+    /// A policy update was applied (or was a replay); acknowledge it.
+    PolicyApplied,
+    /// A report was sent for this job attempt; acknowledge it.
+    Reported(ExecReport),
+}
+
+impl NodeWorker {
+    /// A worker for the node paired in `state`.
+    pub fn open(state: &StateDir) -> Result<Self, WorkerError> {
+        state.ensure()?;
+        let config = state.load_config()?;
+        let client = BackendClient::for_node(&config)?;
+        let journal = Journal::open(&state.journal_path())?;
+        let bins_client = client.clone();
+        let fetch: BinsFetch = Box::new(move || {
+            let client = bins_client.clone();
+            Box::pin(async move { client.skills_bins().await })
+        });
+        let path_env = std::env::var("PATH").unwrap_or_else(|_| {
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()
+        });
+        Ok(Self {
+            key: signing_key(&secret_hash(&config.secret)),
+            bins: SkillBinsCache::new(fetch, path_env.clone()),
+            config,
+            client,
+            journal,
+            approvals_path: state.approvals_path(),
+            granted: Mutex::new(Vec::new()),
+            path_env,
+            home: std::env::var("HOME").unwrap_or_else(|_| "/".to_owned()),
+            platform: Platform::current(),
+            clock: Arc::new(SystemClock),
+            base_env: std::env::vars().collect(),
+            heartbeat_interval: HEARTBEAT_INTERVAL,
+        })
+    }
+
+    /// Heartbeats every `interval` instead of [`HEARTBEAT_INTERVAL`].
+    pub fn with_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval.max(Duration::from_secs(1));
+        self
+    }
+
+    /// The node's id.
+    pub fn node_id(&self) -> &str {
+        &self.config.node_id
+    }
+
+    /// What this node reports at pairing and heartbeats.
+    pub async fn facts(&self) -> NodeFacts {
+        facts_of(
+            &self.path_env,
+            self.bins.current(false).await,
+            self.config.display_name.clone(),
+        )
+    }
+
+    /// Reports facts and takes the granted entries the backend holds for this node.
+    pub async fn heartbeat(&self) -> Result<(), ClientError> {
+        let answer = self.client.heartbeat(&self.facts().await).await?;
+        let now = self.clock.now_ms();
+        let mut granted = Vec::new();
+        for envelope in &answer.granted {
+            match NodeMessage::open_for_node(envelope, &self.key, &self.config.node_id, now) {
+                Ok(NodeMessage::PolicyUpdate(update)) => {
+                    granted.push((update.agent_id, update.entry))
+                }
+                Ok(NodeMessage::Job(_)) => tracing::warn!("a job in a heartbeat answer; ignored"),
+                Err(err) => tracing::warn!(error = %err, "refused a granted entry"),
+            }
+        }
+        *self.granted.lock().await = granted;
+        Ok(())
+    }
+
+    /// Polls and handles jobs until `shutdown` turns true. A job that is running when it does
+    /// is finished and reported first.
+    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
+        self.recover().await?;
+        let mut last_heartbeat: Option<u64> = None;
+        loop {
+            if *shutdown.borrow() {
+                return Ok(());
+            }
+            let now = self.clock.now_ms();
+            let due = last_heartbeat
+                .is_none_or(|at| now.saturating_sub(at) >= millis(self.heartbeat_interval));
+            if due {
+                match self.heartbeat().await {
+                    Ok(()) => last_heartbeat = Some(now),
+                    Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
+                    Err(err) => tracing::warn!(error = %err, "heartbeat failed; retrying"),
+                }
+            }
+            let polled = tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                polled = self.client.poll_jobs(POLL_WAIT.min(self.heartbeat_interval)) => polled,
+            };
+            let deliveries = match polled {
+                Ok(deliveries) => deliveries,
+                Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
+                Err(err) => {
+                    tracing::warn!(error = %err, "polling jobs failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    continue;
+                }
+            };
+            for delivery in deliveries {
+                match self.handle(&delivery.body).await {
+                    Ok(handled) => {
+                        if let Handled::Refused(reason) = &handled {
+                            tracing::warn!(%reason, "job refused and deleted without running");
+                        }
+                        if let Err(err) = self.client.ack_job(&delivery.receipt).await {
+                            tracing::warn!(error = %err, "ack failed; the job will come back and be answered from the journal");
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "job not finished; it will be redelivered");
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a restart: a job that was running when the node stopped is reported as
+    /// interrupted (never run again), and results that were never accepted are sent again.
+    pub async fn recover(&self) -> Result<(), WorkerError> {
+        let now = self.clock.now_ms();
+        for key in self.journal.started()? {
+            let Some((job_id, attempt)) = key
+                .rsplit_once('#')
+                .and_then(|(id, attempt)| Some((id.to_owned(), attempt.parse::<u32>().ok()?)))
+            else {
+                continue;
+            };
+            let report = ExecReport {
+                job_id,
+                attempt,
+                node_id: self.config.node_id.clone(),
+                outcome: ExecOutcome {
+                    error: Some(INTERRUPTED_TEXT.to_owned()),
+                    ..ExecOutcome::default()
+                },
+                denial: None,
+                interrupted: true,
+                duration_ms: 0,
+                allow_always_entries: Vec::new(),
+                nonce: format!("{key}-recovered-{now}"),
+                sent_at_ms: now,
+            };
+            self.journal.finish(&key, &to_json(&report), now)?;
+        }
+        for (key, result) in self.journal.unreported()? {
+            let Ok(report) = serde_json::from_str::<ExecReport>(&result) else {
+                continue;
+            };
+            let envelope = Envelope::seal(&report, &self.key)
+                .map_err(|err| ClientError::Unreachable(err.to_string()))?;
+            match self.client.report(&envelope).await {
+                Ok(()) => self.journal.mark_reported(&key)?,
+                Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
+                Err(err) => {
+                    tracing::warn!(error = %err, job = %key, "could not re-send a result; will retry on redelivery")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one queue message. `Err` leaves it on the queue (it comes back).
+    pub async fn handle(&self, body: &str) -> Result<Handled, WorkerError> {
+        let now = self.clock.now_ms();
+        let envelope = match Envelope::parse(body) {
+            Ok(envelope) => envelope,
+            Err(err) => return Ok(Handled::Refused(err.to_string())),
+        };
+        let message =
+            match NodeMessage::open_for_node(&envelope, &self.key, &self.config.node_id, now) {
+                Ok(message) => message,
+                Err(err) => return Ok(Handled::Refused(err.to_string())),
+            };
+        let job = match message {
+            NodeMessage::PolicyUpdate(update) => {
+                if self
+                    .journal
+                    .remember_nonce(&update.nonce, update.expires_at_ms, now)?
+                {
+                    let mut granted = self.granted.lock().await;
+                    let pair = (update.agent_id, update.entry);
+                    if !granted.contains(&pair) {
+                        granted.push(pair);
+                    }
+                }
+                return Ok(Handled::PolicyApplied);
+            }
+            NodeMessage::Job(job) => job,
+        };
+        let journal_key = job.journal_key();
+        let report = match self.journal.begin(&journal_key, now)? {
+            JournalState::Finished { result } => match serde_json::from_str(&result) {
+                Ok(report) => report,
+                Err(err) => {
+                    return Ok(Handled::Refused(format!("unreadable journal entry: {err}")));
+                }
+            },
+            JournalState::Started { .. } => {
+                let report = self.report_for(
+                    &job,
+                    ExecOutcome {
+                        error: Some(INTERRUPTED_TEXT.to_owned()),
+                        ..ExecOutcome::default()
+                    },
+                    None,
+                    true,
+                    Vec::new(),
+                    0,
+                );
+                self.journal.finish(&journal_key, &to_json(&report), now)?;
+                report
+            }
+            JournalState::New => {
+                let report = self.execute(&job).await;
+                self.journal
+                    .finish(&journal_key, &to_json(&report), self.clock.now_ms())?;
+                report
+            }
+        };
+        let envelope = Envelope::seal(&report, &self.key)
+            .map_err(|err| ClientError::Unreachable(err.to_string()))?;
+        self.client.report(&envelope).await?;
+        self.journal.mark_reported(&journal_key)?;
+        Ok(Handled::Reported(report))
+    }
+
+    /// Decides and (when allowed) runs one job.
+    async fn execute(&self, job: &ExecJob) -> ExecReport {
+        let approvals = match ApprovalsFile::load(&self.approvals_path) {
+            Ok(file) => file.resolve(&job.agent_id, &self.granted.lock().await),
+            Err(err) => {
+                let denial = ExecDenial {
+                    reason: "approvals-file-invalid".to_owned(),
+                    message: format!("SYSTEM_RUN_DENIED: {err}"),
+                    approval_required: false,
+                    allowed_decisions: Vec::new(),
+                };
+                return self.denied(job, denial);
+            }
+        };
+        let skill_bins: Vec<SkillBin> = if approvals.auto_allow_skills {
+            self.bins.current(false).await
+        } else {
+            Vec::new()
+        };
+        let context = JobContext {
+            platform: self.platform,
+            path_env: &self.path_env,
+            home: &self.home,
+            approvals: &approvals,
+            skill_bins: &skill_bins,
+        };
+        match decide(job, &context, &crate::local_fs::LocalFs) {
+            Decision::Deny(denial) => self.denied(job, denial),
+            Decision::Run {
+                argv,
+                env,
+                allow_always_entries,
+            } => {
+                let mut spec = RunSpec::new(
+                    argv,
+                    child_environment(&self.base_env, &env),
+                    Duration::from_millis(job.timeout_ms),
+                );
+                spec.cwd = job.cwd.as_ref().map(PathBuf::from);
+                let (_stop_tx, stop_rx) = watch::channel(false);
+                let outcome = run_command(&spec, stop_rx).await;
+                let duration_ms = millis(outcome.duration);
+                let outcome = ExecOutcome {
+                    exit_code: outcome.exit_code,
+                    timed_out: outcome.timed_out,
+                    success: outcome.success,
+                    stdout: outcome.stdout,
+                    stderr: outcome.stderr,
+                    error: outcome.error,
+                };
+                self.report_for(job, outcome, None, false, allow_always_entries, duration_ms)
+            }
+        }
+    }
+
+    fn denied(&self, job: &ExecJob, denial: ExecDenial) -> ExecReport {
+        let outcome = ExecOutcome {
+            error: Some(denial.message.clone()),
+            ..ExecOutcome::default()
+        };
+        self.report_for(job, outcome, Some(denial), false, Vec::new(), 0)
+    }
+
+    fn report_for(
+        &self,
+        job: &ExecJob,
+        outcome: ExecOutcome,
+        denial: Option<ExecDenial>,
+        interrupted: bool,
+        allow_always_entries: Vec<AllowlistEntry>,
+        duration_ms: u64,
+    ) -> ExecReport {
+        let now = self.clock.now_ms();
+        ExecReport {
+            job_id: job.job_id.clone(),
+            attempt: job.attempt,
+            node_id: self.config.node_id.clone(),
+            outcome,
+            denial,
+            interrupted,
+            duration_ms,
+            allow_always_entries,
+            nonce: format!("{}-{now}", job.journal_key()),
+            sent_at_ms: now,
+        }
+    }
+}
+
+/// The facts a node reports: platform, PATH and resolved skill bins.
+pub fn facts_of(
+    path_env: &str,
+    skill_bins: Vec<SkillBin>,
+    display_name: Option<String>,
+) -> NodeFacts {
+    NodeFacts {
+        platform: std::env::consts::OS.to_owned(),
+        path: path_env
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        skill_bins,
+        display_name,
+    }
+}
+
+/// Refresh period of the skill bins (spec §6).
+pub const BINS_TTL: Duration = SKILL_BINS_TTL;
+
+fn to_json(report: &ExecReport) -> String {
+    serde_json::to_string(report).unwrap_or_else(|_| "{}".to_owned())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
