@@ -13,6 +13,7 @@
 //!   modes (§7.1–§7.2) and the evaluation that ties them together.
 
 pub mod fs;
+pub mod shell;
 
 use serde::{Deserialize, Serialize};
 
