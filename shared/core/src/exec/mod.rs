@@ -14,6 +14,7 @@
 
 pub mod fs;
 pub mod shell;
+pub mod system_run;
 
 use serde::{Deserialize, Serialize};
 
