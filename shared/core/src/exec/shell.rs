@@ -33,7 +33,9 @@
 //!   assignment to `IFS` (a word `IFS=…`, `IFS+=…` or a bare `IFS` as in `read IFS`); all are
 //!   flagged ([`ShellHazard::IfsExpansion`]).
 //! - bash (and `/bin/sh` on macOS, which is bash) expands unquoted `{a,b}` and `{1..3}` into
-//!   several words; flagged ([`ShellHazard::BraceExpansion`]).
+//!   several words. bash's brace matching has quirks, so any word with an unquoted `{`, later
+//!   an unquoted `,` or `..`, and later an unquoted `}` is flagged
+//!   ([`ShellHazard::BraceExpansion`]); `${…}` does not count.
 //! - A heredoc delimiter that is only partly quoted (`<<'EO'F`, `<<E"OF"`, `<<\EOF`) still
 //!   makes the whole heredoc literal in `sh`, and still ends at `EOF`; this module follows
 //!   `sh`, but flags it ([`ShellHazard::PartlyQuotedHeredocDelimiter`]) because simpler
