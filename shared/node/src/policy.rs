@@ -16,7 +16,7 @@ use clawless_core::exec::evaluate::{
 };
 use clawless_core::exec::fs::NodeFs;
 use clawless_core::exec::system_run::{SystemRunRequest, prepare_system_run};
-use clawless_core::exec::{AllowlistEntry, Ask, Platform, SkillBin};
+use clawless_core::exec::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 use clawless_core::nodes::wire::{ExecDenial, ExecJob, Grant, GrantDecision};
 
 use crate::approvals_file::ResolvedApprovals;
@@ -151,12 +151,20 @@ pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decis
                     ));
                 }
             };
-            let argv = match (&verdict.enforced_command, approved) {
+            let argv = if approved || approvals.security == Security::Full {
+                // A person approved exactly this argv, or the node trusts everything.
+                prepared.argv
+            } else if let Some(enforced) = &verdict.enforced_command {
                 // Allowed by policy: run what was checked, rebuilt from resolved paths.
-                (Some(enforced), false) if verdict.allowlist_satisfied => {
-                    vec!["/bin/sh".to_owned(), "-lc".to_owned(), enforced.clone()]
-                }
-                _ => prepared.argv,
+                vec!["/bin/sh".to_owned(), "-lc".to_owned(), enforced.clone()]
+            } else {
+                // Nothing checked can be rebuilt: a person must approve the raw command.
+                return Decision::Deny(denial(
+                    "approval-required",
+                    "SYSTEM_RUN_DENIED: approval required".to_owned(),
+                    approvals.ask != Ask::Off,
+                    vec!["allow-once".to_owned(), "deny".to_owned()],
+                ));
             };
             let allow_always = grant
                 .as_ref()

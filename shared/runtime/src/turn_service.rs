@@ -6,7 +6,7 @@
 //! leaves storage consistent (every effect is preceded by the commit it depends on), so the
 //! caller may simply redeliver the event.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,10 +14,6 @@ use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{SessionKey, SessionStore, SessionStoreError};
-use clawless_core::skills::commands::{
-    dispatched_tool_call, may_be_skill_command, normalize_command_body, resolve_skill_command,
-    skill_rewrite_text,
-};
 use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::skills::snapshot::SkillSnapshot;
 use clawless_core::system_prompt::bootstrap::{
@@ -31,7 +27,11 @@ use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent, dedup_token};
-use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState, StateError};
+use clawless_core::turn::prepare::{
+    ChatInput, approval_timeout_outcome, heartbeat_message, needs_skill_commands,
+    prepare_chat_message, tool_routing,
+};
+use clawless_core::turn::state::{SessionState, StateError};
 use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
 
 use clawless_core::exec::Security;
@@ -385,55 +385,40 @@ impl TurnService {
         event: &TurnEvent,
         state: &SessionState,
     ) -> Result<Option<Incoming>, TurnError> {
-        let last_chat = state.meta.chat.as_ref();
         Ok(Some(match event {
             TurnEvent::Inbound(message) => {
-                let mut prepared = PreparedMessage::plain(message.clone());
-                let body = normalize_command_body(&message.text, None);
-                if let Some((id, decision)) = parse_approve_command(&body) {
-                    // Only the owner may approve; anyone else's `/approve` is ignored.
-                    if !message.sender_is_owner {
+                let specs = if needs_skill_commands(message) {
+                    Some(
+                        self.deps
+                            .skills
+                            .commands(agent_id, &self.deps.eligibility)
+                            .await?,
+                    )
+                } else {
+                    None
+                };
+                match prepare_chat_message(message, specs.as_deref()) {
+                    ChatInput::IgnoredApproval => {
                         tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
                         return Ok(None);
                     }
-                    // The id is the short code or full job id shown in the chat (or a call id).
-                    let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
-                    let notice = match decision {
-                        ApprovalDecision::Deny => {
-                            self.denied_notice(state, &call_id, "user-denied").await?
-                        }
-                        _ => None,
-                    };
-                    return Ok(Some(Incoming::Approval {
-                        call_id,
-                        decision,
-                        notice,
-                    }));
-                }
-                if may_be_skill_command(&body) {
-                    let specs = self
-                        .deps
-                        .skills
-                        .commands(agent_id, &self.deps.eligibility)
-                        .await?;
-                    if let Some(invocation) = resolve_skill_command(&body, &specs) {
-                        match dispatched_tool_call(&invocation) {
-                            Some(call) => {
-                                prepared.dispatch = Some(CommandDispatch {
-                                    tool_name: call.tool_name,
-                                    params: call.params,
-                                });
+                    ChatInput::Approval { id, decision } => {
+                        // The id is the short code or full job id shown in the chat (or a call id).
+                        let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
+                        let notice = match decision {
+                            ApprovalDecision::Deny => {
+                                self.denied_notice(state, &call_id, "user-denied").await?
                             }
-                            None => {
-                                prepared.text = skill_rewrite_text(
-                                    &invocation.spec.skill_name,
-                                    invocation.args.as_deref(),
-                                );
-                            }
+                            _ => None,
+                        };
+                        Incoming::Approval {
+                            call_id,
+                            decision,
+                            notice,
                         }
                     }
+                    ChatInput::Message(prepared) => Incoming::Message(prepared),
                 }
-                Incoming::Message(Box::new(prepared))
             }
             TurnEvent::ToolResult {
                 call_id,
@@ -476,43 +461,25 @@ impl TurnService {
                     .nodes
                     .as_ref()
                     .map_or(Security::Deny, |nodes| nodes.settings().ask_fallback);
-                match fallback {
-                    Security::Full => Incoming::Approval {
-                        call_id: call_id.clone(),
-                        decision: ApprovalDecision::AllowOnce,
-                        notice: None,
-                    },
-                    Security::Allowlist | Security::Deny => {
-                        let reason = if fallback == Security::Allowlist {
-                            "approval-timeout (allowlist-miss)"
-                        } else {
-                            "approval-timeout"
-                        };
-                        Incoming::Approval {
-                            call_id: call_id.clone(),
-                            decision: ApprovalDecision::Deny,
-                            notice: self.denied_notice(state, call_id, reason).await?,
-                        }
-                    }
+                let (decision, reason) = approval_timeout_outcome(fallback);
+                let notice = match reason {
+                    Some(reason) => self.denied_notice(state, call_id, reason).await?,
+                    None => None,
+                };
+                Incoming::Approval {
+                    call_id: call_id.clone(),
+                    decision,
+                    notice,
                 }
             }
             TurnEvent::Heartbeat {
                 heartbeat_id,
                 prompt,
             } => {
-                let Some(chat) = last_chat.cloned() else {
+                let Some(chat) = state.meta.chat.clone() else {
                     return Ok(None);
                 };
-                let message = clawless_core::turn::events::InboundMessage {
-                    message_id: format!("heartbeat:{heartbeat_id}"),
-                    chat,
-                    sender_id: "heartbeat".to_owned(),
-                    text: prompt.clone(),
-                    sender_is_owner: true,
-                };
-                let mut prepared = PreparedMessage::plain(message);
-                prepared.heartbeat = true;
-                Incoming::Message(Box::new(prepared))
+                Incoming::Message(Box::new(heartbeat_message(chat, heartbeat_id, prompt)))
             }
         }))
     }
@@ -559,14 +526,7 @@ impl TurnService {
         for warning in allowed.warnings() {
             tracing::warn!(%warning, "tool policy");
         }
-        ToolRouting {
-            offered: allowed.names().iter().cloned().collect(),
-            remote: if exec_ready {
-                BTreeSet::from([EXEC_TOOL.to_owned()])
-            } else {
-                BTreeSet::new()
-            },
-        }
+        tool_routing(allowed.names().iter().cloned(), &[EXEC_TOOL])
     }
 
     /// Builds the system prompt, tool specs and tool context for this turn.
@@ -752,22 +712,6 @@ impl TurnService {
     }
 }
 
-/// `/approve <call id> allow-once|allow-always|deny`: a person's answer to an approval request.
-fn parse_approve_command(body: &str) -> Option<(String, ApprovalDecision)> {
-    let mut words = body.split_whitespace();
-    if words.next()? != "/approve" {
-        return None;
-    }
-    let call_id = words.next()?.to_owned();
-    let decision = match words.next()?.to_ascii_lowercase().as_str() {
-        "allow-once" | "allow" | "once" => ApprovalDecision::AllowOnce,
-        "allow-always" | "always" => ApprovalDecision::AllowAlways,
-        "deny" | "reject" => ApprovalDecision::Deny,
-        _ => return None,
-    };
-    words.next().is_none().then_some((call_id, decision))
-}
-
 /// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp.
 fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
@@ -790,22 +734,6 @@ fn rfc3339(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn approve_commands_parse_only_in_their_exact_form() {
-        assert_eq!(
-            parse_approve_command("/approve call_1 allow-once"),
-            Some(("call_1".to_owned(), ApprovalDecision::AllowOnce))
-        );
-        assert_eq!(
-            parse_approve_command("/approve call_1 DENY"),
-            Some(("call_1".to_owned(), ApprovalDecision::Deny))
-        );
-        assert_eq!(parse_approve_command("/approve call_1"), None);
-        assert_eq!(parse_approve_command("/approve call_1 maybe"), None);
-        assert_eq!(parse_approve_command("/approve call_1 deny extra"), None);
-        assert_eq!(parse_approve_command("approve call_1 deny"), None);
-    }
 
     #[test]
     fn timestamps_format_as_utc_rfc3339() {

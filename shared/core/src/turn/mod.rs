@@ -13,6 +13,7 @@
 //! result without running.
 
 pub mod events;
+pub mod prepare;
 pub mod state;
 
 use std::collections::BTreeSet;

@@ -104,7 +104,9 @@ pub fn heartbeat_message(chat: ChatRef, heartbeat_id: &str, prompt: &str) -> Pre
 
 /// What an unanswered approval becomes (spec §7.8): with askFallback `full` the command runs
 /// once; otherwise it is denied, with the reason the chat is told.
-pub fn approval_timeout_outcome(ask_fallback: Security) -> (ApprovalDecision, Option<&'static str>) {
+pub fn approval_timeout_outcome(
+    ask_fallback: Security,
+) -> (ApprovalDecision, Option<&'static str>) {
     match ask_fallback {
         Security::Full => (ApprovalDecision::AllowOnce, None),
         // The node already said its allowlist does not cover the command.
