@@ -8,6 +8,9 @@
 //! security=deny; a forged job (refused, never run); the node killed mid-job and restarted
 //! (not run twice, the turn hears it was interrupted); node offline; node revoked (401).
 
+// Test helpers unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -270,13 +273,12 @@ impl Backend {
         self.say(text).await;
         let request = self.reply(30).await;
         assert!(request.contains("Approval required (id "), "{request}");
-        let slug = request
+        request
             .split("Reply with: /approve ")
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap()
-            .to_owned();
-        slug
+            .to_owned()
     }
 }
 
@@ -344,7 +346,7 @@ async fn exec_runs_asks_and_refuses_through_a_real_node_host() {
     let shown: Value = serde_json::from_str(&shown).unwrap();
     let granted = shown[0]["granted"].as_array().unwrap();
     assert_eq!(granted.len(), 1, "{shown}");
-    assert_eq!(granted[0]["argPattern"].as_str().is_some(), true);
+    assert!(granted[0]["argPattern"].as_str().is_some(), "{shown}");
     // The node takes the signed policy update from its queue or its next heartbeat.
     tokio::time::sleep(Duration::from_secs(2)).await;
     backend.say("echo year").await;

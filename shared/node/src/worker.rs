@@ -91,7 +91,7 @@ pub enum Handled {
     /// A policy update was applied (or was a replay); acknowledge it.
     PolicyApplied,
     /// A report was sent for this job attempt; acknowledge it.
-    Reported(ExecReport),
+    Reported(Box<ExecReport>),
 }
 
 impl NodeWorker {
@@ -321,7 +321,7 @@ impl NodeWorker {
             .map_err(|err| ClientError::Unreachable(err.to_string()))?;
         self.client.report(&envelope).await?;
         self.journal.mark_reported(&journal_key)?;
-        Ok(Handled::Reported(report))
+        Ok(Handled::Reported(Box::new(report)))
     }
 
     /// Decides and (when allowed) runs one job.

@@ -370,12 +370,13 @@ impl NodesService {
             Ok(node) => node,
             Err(output) => return Ok(Dispatch::Resolved(output)),
         };
+        // Out-of-range timeouts (negative, NaN, huge) fall back to the default or the cap.
         let timeout = args
             .timeout
             .filter(|secs| secs.is_finite() && *secs > 0.0)
             .map_or(
                 Duration::from_secs(self.deps.settings.timeout_sec),
-                |secs| Duration::from_secs_f64(secs),
+                |secs| Duration::try_from_secs_f64(secs).unwrap_or(MAX_EXEC_TIMEOUT),
             )
             .min(MAX_EXEC_TIMEOUT);
         let attempt = u32::from(approved.is_some());

@@ -2,6 +2,9 @@
 //! signed jobs and reports, first-result-wins, approvals and timers. The same service runs
 //! over SQLite in local mode and over DynamoDB/SQS in Lambda.
 
+// Test helpers unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

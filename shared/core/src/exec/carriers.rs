@@ -520,8 +520,7 @@ fn interpreter(name: &str, args: &[String], spec: &InterpreterSpec) -> Option<Ca
             if let Some(letter) = cluster.chars().find(|c| spec.code_letters.contains(*c)) {
                 return Some(Carrier::code(format!("{name} -{letter} runs inline code")));
             }
-            let mut chars = cluster.char_indices();
-            while let Some((offset, letter)) = chars.next() {
+            for (offset, letter) in cluster.char_indices() {
                 let at_end = offset + letter.len_utf8() == cluster.len();
                 if spec.script_letters.contains(letter) {
                     script = true;
@@ -826,9 +825,7 @@ fn git(args: &[String]) -> Option<Carrier> {
         }
         index += 1;
     }
-    let Some(subcommand) = args.get(index) else {
-        return None;
-    };
+    let subcommand = args.get(index)?;
     if !GIT_SUBCOMMANDS.contains(&subcommand.as_str()) {
         return Some(Carrier::exec(format!(
             "git {subcommand} is not a known safe subcommand (it may be an alias)"
@@ -920,9 +917,7 @@ fn rsync(args: &[String]) -> Option<Carrier> {
 }
 
 fn multiplexer(name: &str, args: &[String]) -> Option<Carrier> {
-    let Some(applet) = args.first() else {
-        return None;
-    };
+    let applet = args.first()?;
     let applet_name = applet.to_ascii_lowercase();
     if applet_name.starts_with('-') {
         return Some(Carrier::exec(format!("{name} {applet}")));

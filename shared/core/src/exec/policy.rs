@@ -274,7 +274,8 @@ mod tests {
         assert_eq!(ExecDefaults::NODE.security, Security::Allowlist);
         assert_eq!(ExecDefaults::NODE.ask, Ask::OnMiss);
         assert_eq!(ExecDefaults::NODE.ask_fallback, Security::Deny);
-        assert!(!ExecDefaults::NODE.auto_allow_skills);
+        let node = ExecDefaults::NODE;
+        assert!(!node.auto_allow_skills);
     }
 
     #[test]

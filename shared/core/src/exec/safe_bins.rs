@@ -290,7 +290,8 @@ pub fn validate_safe_bin_args(
         // next word. Boolean letters are unknown to every profile, so they reject.
         let cluster = &word[1..];
         let mut taken = false;
-        for (offset, letter) in cluster.char_indices() {
+        // Only the first letter decides: it is a value flag (taking the rest) or a refusal.
+        if let Some((offset, letter)) = cluster.char_indices().next() {
             let flag = format!("-{letter}");
             if denied.contains(flag.as_str()) {
                 return Err(SafeBinRejection::DeniedFlag(flag));
@@ -312,7 +313,6 @@ pub fn validate_safe_bin_args(
                 return Err(SafeBinRejection::UnsafeLiteral(value.to_owned()));
             }
             taken = true;
-            break;
         }
         if !taken {
             return Err(SafeBinRejection::UnknownFlag(word.clone()));
