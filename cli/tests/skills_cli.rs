@@ -126,7 +126,10 @@ fn list_json_bins_and_commands_describe_the_bundled_skills() {
         &["skills", "--bundled", &bundled(), "bins"],
         path.path(),
     ));
-    assert_eq!(bins.lines().collect::<Vec<_>>(), ["curl", "gh", "wget"]);
+    assert_eq!(
+        bins.lines().collect::<Vec<_>>(),
+        ["curl", "df", "gh", "uname", "wget"]
+    );
 
     let all = path_with(&["curl", "gh"]);
     let commands = stdout(&clawless(
@@ -213,7 +216,7 @@ fn sync_between_directories_copies_only_changes_and_can_delete() {
         path.path(),
     ));
     assert!(
-        first.contains("uploaded 4, unchanged 0, deleted 0"),
+        first.contains("uploaded 5, unchanged 0, deleted 0"),
         "{first}"
     );
     assert!(target.join("weather/SKILL.md").is_file());
@@ -222,7 +225,7 @@ fn sync_between_directories_copies_only_changes_and_can_delete() {
         path.path(),
     ));
     assert!(
-        again.contains("uploaded 0, unchanged 4, deleted 0"),
+        again.contains("uploaded 0, unchanged 5, deleted 0"),
         "{again}"
     );
     std::fs::create_dir_all(target.join("stale")).unwrap();
@@ -239,7 +242,7 @@ fn sync_between_directories_copies_only_changes_and_can_delete() {
         path.path(),
     ));
     assert!(
-        dry.contains("would upload 0, unchanged 4, deleted 1"),
+        dry.contains("would upload 0, unchanged 5, deleted 1"),
         "{dry}"
     );
     assert!(
@@ -264,7 +267,7 @@ async fn skills_synced_to_s3_are_served_from_s3() {
         &["skills", "sync", &bundled(), &uri],
         path.path(),
     ));
-    assert!(synced.contains("uploaded 4"), "{synced}");
+    assert!(synced.contains("uploaded 5"), "{synced}");
     let prompt = stdout(&clawless(
         &["skills", "--bundled", &uri, "prompt"],
         path.path(),

@@ -434,10 +434,12 @@ impl TurnService {
                 notice: notice.clone(),
             },
             TurnEvent::ToolTimeout { call_id, attempt } => {
-                // Of a node's result and the deadline, the first recorded wins.
+                // While a person is asked, the approval timeout governs, not the job's deadline.
+                // Otherwise, of a node's result and the deadline, the first recorded wins.
                 if let (Some(nodes), Some(pending)) =
                     (&self.deps.nodes, state.latest_pending(call_id))
-                    && !nodes.claim_timeout(pending.job_id, *attempt).await?
+                    && (pending.awaiting_approval
+                        || !nodes.claim_timeout(pending.job_id, *attempt).await?)
                 {
                     return Ok(None);
                 }
