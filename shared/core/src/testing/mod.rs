@@ -1,0 +1,46 @@
+//! Test support: in-memory port implementations and the contract suites every adapter runs.
+//!
+//! [`InMemoryObjectStore`] is the fake the core's own tests use; [`object_store_contract`] is the
+//! one behavioural definition of [`ObjectStore`](crate::object_store::ObjectStore) that this
+//! fake, the directory tree (`clawless-local`) and S3 (`clawless-aws`) all have to pass, so they
+//! cannot drift apart.
+//!
+//! The same holds for the session storage ports: [`InMemorySessionStore`], [`InMemoryInbox`]
+//! and [`InMemoryTurnQueue`] are checked by [`session_store_contract`], [`inbox_contract`] and
+//! [`turn_queue_contract`], which the DynamoDB/SQS and SQLite adapters run too.
+//! Compiled only for tests and with the `test-support` feature; nothing here touches disk or network.
+//!
+//! Layout, one file per port on each side (everything is re-exported here, so the public path of
+//! every item is `clawless_core::testing::Item`):
+//! - `fakes/object_store.rs`: [`InMemoryObjectStore`], [`CountingObjectStore`].
+//! - `fakes/sessions.rs`: [`InMemorySessionStore`], [`IN_MEMORY_MAX_RECORD_BYTES`].
+//! - `fakes/inbox.rs`: [`InMemoryInbox`].
+//! - `fakes/turn_queue.rs`: [`InMemoryTurnQueue`], [`DEFAULT_VISIBILITY_TIMEOUT`],
+//!   [`DEDUP_WINDOW`].
+//! - `contracts/object_store.rs`: [`object_store_contract`], [`object_store_if_absent_race`].
+//! - `contracts/sessions.rs`: [`session_store_contract`], [`SessionStoreDeviations`].
+//! - `contracts/inbox.rs`: [`inbox_contract`].
+//! - `contracts/turn_queue.rs`: [`turn_queue_contract`], [`QueueDeviations`],
+//!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
+//! - `support.rs`: [`join_all`], [`sized_json_body`] and crate-internal helpers (run ids and
+//!   labels, poison-tolerant locking, an executor-free sleep).
+//! - Node-host ports: fakes and contracts live in [`crate::nodes::testing`], re-exported here.
+
+mod contracts;
+mod fakes;
+mod support;
+
+pub use contracts::{
+    CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
+    SessionStoreDeviations, inbox_contract, object_store_contract, object_store_if_absent_race,
+    session_store_contract, turn_queue_contract,
+};
+pub use fakes::{
+    CountingObjectStore, DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES,
+    InMemoryInbox, InMemoryObjectStore, InMemorySessionStore, InMemoryTurnQueue,
+};
+pub use support::{join_all, sized_json_body};
+pub(crate) use support::{lock_state, next_id, sleep};
+
+// Node-host storage ports: fakes and contract suites live in `crate::nodes::testing`.
+pub use crate::nodes::testing::*;
