@@ -1183,7 +1183,7 @@ impl TurnQueue for InMemoryTurnQueue {
 
 /// A label unique to one contract run in this process and, by its time component, across
 /// processes sharing a backend: lowercase letters, digits and `-`.
-pub(crate) fn run_label(kind: &str) -> String {
+fn run_label(kind: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_nanos());
