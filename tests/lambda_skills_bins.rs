@@ -93,7 +93,7 @@ async fn skills_bins_lambda_serves_the_bins_of_every_skill_in_the_bucket() {
     let json: serde_json::Value = serde_json::from_str(&after_change.1).unwrap();
     assert_eq!(
         json,
-        serde_json::json!({"bins": ["curl", "gh", "rg", "tmux", "wget"]}),
+        serde_json::json!({"bins": ["curl", "df", "gh", "rg", "tmux", "uname", "wget"]}),
         "a warm function sees new skills"
     );
     assert_eq!(unknown.0, 404);

@@ -15,8 +15,12 @@
 //! | session meta | session key, e.g. `agent:main:main` | `meta` | `version` (N), `body` (S) |
 //! | transcript step | session key | `step#<seq, 20 digits>` | `body` (S) |
 //! | inbox claim | `inbox#<event id>` | `claim` | `expires_at` (N, Unix seconds) |
+//! | node | `nodes` | `node#<node id>` | see [`dynamo_nodes`](crate::dynamo_nodes) |
+//! | pairing code | `pairing#<code hash>` | `code` | see [`dynamo_nodes`](crate::dynamo_nodes) |
+//! | exec job | `job#<job id>` | `job` | see [`dynamo_nodes`](crate::dynamo_nodes) |
 //!
-//! Session keys always start with `agent:`, so they never meet the `inbox#` items. Zero-padded
+//! Session keys always start with `agent:`, so they never meet the `inbox#`, `nodes`,
+//! `pairing#` or `job#` items. Zero-padded
 //! step keys sort numerically and after `meta`, so one `Query` by `pk` returns the meta and then
 //! every step in `seq` order.
 
@@ -35,9 +39,9 @@ use clawless_core::session::{
 };
 
 /// Partition key attribute.
-const PK: &str = "pk";
+pub(crate) const PK: &str = "pk";
 /// Sort key attribute.
-const SK: &str = "sk";
+pub(crate) const SK: &str = "sk";
 /// Sort key of a session's meta item.
 const META_SK: &str = "meta";
 /// Sort key prefix of a step item, followed by the zero-padded `seq`.
@@ -50,7 +54,7 @@ const INBOX_PK_PREFIX: &str = "inbox#";
 pub const EXPIRES_AT: &str = "expires_at";
 
 /// What we let one item grow to, well under DynamoDB's 400 KB item limit.
-const ITEM_BUDGET: usize = 350_000;
+pub(crate) const ITEM_BUDGET: usize = 350_000;
 /// Room reserved in [`ITEM_BUDGET`] for everything but the body: the partition key (at most
 /// [`MAX_SESSION_KEY_BYTES`]), the sort key, attribute names and the version number.
 const KEY_OVERHEAD: usize = 2_048;
@@ -66,15 +70,15 @@ pub const MAX_COMMIT_BYTES: usize = 3_900_000;
 const _: () = assert!(ITEM_BUDGET - KEY_OVERHEAD + MAX_SESSION_KEY_BYTES + 100 < 400_000);
 
 /// Attribute name placeholders shared by expressions.
-const NAME_PK: &str = "#pk";
+pub(crate) const NAME_PK: &str = "#pk";
 const NAME_VERSION: &str = "#version";
 const NAME_EXPIRES: &str = "#expires";
 
-fn s(value: impl Into<String>) -> AttributeValue {
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
 
-fn n(value: u64) -> AttributeValue {
+pub(crate) fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
@@ -228,7 +232,10 @@ fn cancelled_by_another_writer(err: &TransactWriteItemsError) -> bool {
         })
 }
 
-fn attribute_str<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> Option<&'a str> {
+pub(crate) fn attribute_str<'a>(
+    item: &'a HashMap<String, AttributeValue>,
+    name: &str,
+) -> Option<&'a str> {
     item.get(name)?.as_s().ok().map(String::as_str)
 }
 

@@ -8,17 +8,28 @@
 //!   [`dynamo`]).
 //! - [`SqsTurnQueue`]: the [`TurnQueue`](clawless_core::session::TurnQueue) port on an SQS
 //!   FIFO queue.
+//! - [`DynamoNodeRegistry`] and [`DynamoExecJobs`]: the node registry and exec job ports on the
+//!   same table (items in [`dynamo_nodes`]).
+//! - [`SqsExecQueue`] and [`SqsTimers`]: one SQS standard queue (plus dead-letter queue) per
+//!   node, and durable timers on a standard queue with chained delays.
+//! - [`StsQueueCredentials`]: short-lived credentials for one node queue, from STS AssumeRole.
 //!
 //! This crate translates between the ports and the AWS SDK; it holds no agent logic. With the
 //! `test-support` feature, `testing` connects SDK clients to the local AWS emulator.
 
 pub mod dynamo;
+pub mod dynamo_nodes;
 mod s3;
 mod sqs;
+mod sqs_nodes;
+pub mod sts;
 
 pub use dynamo::{DynamoInbox, DynamoSessionStore};
+pub use dynamo_nodes::{DynamoExecJobs, DynamoNodeRegistry};
 pub use s3::S3ObjectStore;
 pub use sqs::{SqsTurnQueue, sqs_id};
+pub use sqs_nodes::{SqsExecQueue, SqsTimers};
+pub use sts::StsQueueCredentials;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -13,11 +13,11 @@ use clawless_core::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
 use sha2::{Digest, Sha256};
 
 /// SQS returns at most this many messages per receive.
-const MAX_MESSAGES_PER_RECEIVE: usize = 10;
+pub(crate) const MAX_MESSAGES_PER_RECEIVE: usize = 10;
 /// Longest long poll SQS allows, in seconds.
-const MAX_WAIT_SECONDS: u64 = 20;
+pub(crate) const MAX_WAIT_SECONDS: u64 = 20;
 /// Longest visibility timeout SQS allows, in seconds (12 hours).
-const MAX_VISIBILITY_SECONDS: u64 = 43_200;
+pub(crate) const MAX_VISIBILITY_SECONDS: u64 = 43_200;
 /// Longest group or deduplication id SQS allows.
 const MAX_ID_LEN: usize = 128;
 /// Message attribute carrying the port's group when SQS's `MessageGroupId` had to differ.
@@ -70,11 +70,11 @@ impl SqsTurnQueue {
 }
 
 /// Whole seconds, rounded up.
-fn ceil_secs(duration: Duration) -> u64 {
+pub(crate) fn ceil_secs(duration: Duration) -> u64 {
     duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
 }
 
-fn seconds_i32(duration: Duration, cap: u64) -> i32 {
+pub(crate) fn seconds_i32(duration: Duration, cap: u64) -> i32 {
     i32::try_from(ceil_secs(duration).min(cap)).unwrap_or(i32::MAX)
 }
 

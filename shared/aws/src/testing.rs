@@ -10,7 +10,8 @@
 //! counting twin; one counter may be attached to clients of several services.
 //!
 //! [`fresh_table`] and [`fresh_fifo_queue`] create the DynamoDB table and SQS FIFO queue the
-//! session, inbox and turn-queue adapters expect, under unique names.
+//! session, inbox and turn-queue adapters expect, under unique names; [`fresh_standard_queue`]
+//! the timer queue, and [`unique_queue_prefix`] a prefix for per-node queues.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -122,6 +123,70 @@ pub fn sqs_client_with_counter(
         .interceptor(counter.clone())
         .build();
     aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// An STS client for the emulator.
+pub fn sts_client(config: &SdkConfig) -> aws_sdk_sts::Client {
+    aws_sdk_sts::Client::new(config)
+}
+
+/// SDK configuration for the emulator signed with `credentials` (e.g. vended ones) instead
+/// of the static `test` pair.
+///
+/// # Panics
+/// When [`ENDPOINT_ENV`] is unset (see [`moto_endpoint`]).
+pub fn moto_sdk_config_with(credentials: Credentials) -> SdkConfig {
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(TEST_REGION))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .endpoint_url(moto_endpoint())
+        .build()
+}
+
+/// Creates a standard queue with a `visibility_timeout` (whole seconds, rounded up) under a
+/// unique name and returns its URL (the timer queue's shape).
+///
+/// # Panics
+/// When the emulator refuses (a test setup failure).
+pub async fn fresh_standard_queue(
+    client: &aws_sdk_sqs::Client,
+    visibility_timeout: Duration,
+) -> String {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let name = format!("clawless-test-{}", unique_suffix());
+    let seconds = visibility_timeout.as_secs() + u64::from(visibility_timeout.subsec_nanos() > 0);
+    let created = client
+        .create_queue()
+        .queue_name(&name)
+        .attributes(QueueAttributeName::VisibilityTimeout, seconds.to_string())
+        .send()
+        .await;
+    match created {
+        Ok(output) => output
+            .queue_url()
+            .unwrap_or_else(|| panic!("creating test queue {name} returned no URL"))
+            .to_owned(),
+        Err(err) => panic!(
+            "creating test queue {name} failed: {}",
+            aws_sdk_sqs::error::DisplayErrorContext(err)
+        ),
+    }
+}
+
+/// A queue-name prefix unique to one test (`t<pid><time>-<n>-`), so node queues of parallel
+/// tests and earlier runs on the same emulator never meet; short, as node queue names must fit
+/// SQS's 80 characters.
+pub fn unique_queue_prefix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    format!(
+        "t{:x}{nanos:x}-{}-",
+        std::process::id() & 0xffff,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// An S3 client for the emulator whose requests add to `counter`.

@@ -10,7 +10,7 @@ use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, ExecQueue, NodeRecord, NodeRegistry, ResolveOutcome, Timer, Timers,
 };
 use clawless_core::testing::{
-    CONTRACT_TIMER_VISIBILITY, ExecQueueDeviations, TimersDeviations, exec_jobs_contract,
+    CONTRACT_TIMER_VISIBILITY, NodeStoreDeviations, TimersDeviations, exec_jobs_contract,
     exec_queue_contract, node_registry_contract, sample_session_event, timers_contract,
 };
 use clawless_local::sqlite::{
@@ -72,7 +72,11 @@ fn job(job_id: &str) -> ExecJobRecord {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_node_registry_passes_the_node_registry_contract() {
     let file = DbFile::new();
-    node_registry_contract(&SqliteNodeRegistry::new(file.open())).await;
+    node_registry_contract(
+        &SqliteNodeRegistry::new(file.open()),
+        NodeStoreDeviations::default(),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,25 +85,25 @@ async fn two_registry_contract_runs_share_one_file_through_two_connections() {
     let first = SqliteNodeRegistry::new(file.open());
     let second = SqliteNodeRegistry::new(file.open());
     tokio::join!(
-        node_registry_contract(&first),
-        node_registry_contract(&second)
+        node_registry_contract(&first, NodeStoreDeviations::default()),
+        node_registry_contract(&second, NodeStoreDeviations::default())
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_exec_jobs_pass_the_exec_jobs_contract() {
     let file = DbFile::new();
-    exec_jobs_contract(&SqliteExecJobs::new(file.open())).await;
+    exec_jobs_contract(
+        &SqliteExecJobs::new(file.open()),
+        NodeStoreDeviations::default(),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_exec_queue_passes_the_exec_queue_contract() {
     let file = DbFile::new();
-    exec_queue_contract(
-        &SqliteExecQueue::new(file.open()),
-        ExecQueueDeviations::default(),
-    )
-    .await;
+    exec_queue_contract(&SqliteExecQueue::new(file.open())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,777 @@
+//! [`DynamoNodeRegistry`] and [`DynamoExecJobs`]: the node registry and exec job ports on the
+//! sessions table (one-table design, see [`dynamo`](crate::dynamo)).
+//!
+//! Owns the node, pairing-code and exec-job items and the conditional writes that make
+//! "redeem once" and "first result wins" hold: every decision is a DynamoDB condition, never
+//! a read followed by an unconditional write.
+//!
+//! # Items
+//!
+//! | item | `pk` | `sk` | attributes |
+//! |---|---|---|---|
+//! | node | `nodes` | `node#<node id>` | `node_id`, `secret_hash`, `platform`, `queue` (S); `display_name` (S, optional); `path`, `skill_bins`, `granted` (S, JSON); `paired_at_ms`, `last_seen_ms`, `policy_version` (N); `revoked` (BOOL); `revoked_at_ms` (N, optional) |
+//! | pairing code | `pairing#<code hash>` | `code` | `expires_at_ms` (N); `redeemed_at_ms` (N, once redeemed); `expires_at` (N, TTL: a day after expiry) |
+//! | exec job | `job#<job id>` | `job` | `node_id`, `session_key`, `agent_id`, `call_id`, `envelope` (S); `attempt`, `created_at_ms`, `deadline_ms` (N); `result` (S) and `resolved_at_ms` (N) once resolved; `expires_at` (N, TTL: 30 days after the deadline) |
+//!
+//! Every node lives in the one partition `nodes`, sorted by `node#<id>`, so listing them is a
+//! single `Query` in node-id order; a deployment has a handful of nodes, far from any
+//! partition limit. Codes and jobs have a partition each.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use clawless_core::nodes::{
+    ExecJobRecord, ExecJobs, GrantedEntry, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
+    ResolveOutcome,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::dynamo::{EXPIRES_AT, ITEM_BUDGET, NAME_PK, PK, SK, attribute_str, n, s};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Partition of every node item.
+const NODES_PK: &str = "nodes";
+/// Sort key prefix of a node item, followed by the node id.
+const NODE_SK_PREFIX: &str = "node#";
+/// Partition key prefix of a pairing code, followed by the code's hash.
+const PAIRING_PK_PREFIX: &str = "pairing#";
+/// Sort key of a pairing code.
+const PAIRING_SK: &str = "code";
+/// Partition key prefix of an exec job, followed by the job id.
+const JOB_PK_PREFIX: &str = "job#";
+/// Sort key of an exec job.
+const JOB_SK: &str = "job";
+
+/// How long DynamoDB keeps a pairing code after it expired (TTL deletes within days anyway;
+/// the redeem condition never relies on it).
+const PAIRING_RETENTION_SECS: u64 = 24 * 60 * 60;
+/// How long DynamoDB keeps an exec job after its deadline.
+const JOB_RETENTION_SECS: u64 = 30 * 24 * 60 * 60;
+/// How often a grant re-reads and retries when other grants to the same node got in first.
+const GRANT_ATTEMPTS: usize = 32;
+/// Largest envelope or result one job holds inline: two of them, the keys and the other
+/// attributes stay under the item budget.
+pub const MAX_JOB_DOCUMENT_BYTES: usize = 170_000;
+/// Room for everything in a node item besides its JSON lists.
+const NODE_OVERHEAD: usize = 4_096;
+
+const _: () = assert!(2 * MAX_JOB_DOCUMENT_BYTES + 4_096 < ITEM_BUDGET);
+
+fn node_sk(node_id: &str) -> String {
+    format!("{NODE_SK_PREFIX}{node_id}")
+}
+
+fn pairing_pk(code_hash: &str) -> String {
+    format!("{PAIRING_PK_PREFIX}{code_hash}")
+}
+
+fn job_pk(job_id: &str) -> String {
+    format!("{JOB_PK_PREFIX}{job_id}")
+}
+
+/// Unix seconds of `ms`, rounded up, plus `retention` seconds: a TTL value.
+fn ttl_after(ms: u64, retention: u64) -> u64 {
+    ms.div_ceil(1000).saturating_add(retention)
+}
+
+fn json(value: &impl Serialize, what: &str) -> Result<String, NodeStoreError> {
+    serde_json::to_string(value)
+        .map_err(|err| NodeStoreError::unavailable(format!("encoding {what} as JSON"), err))
+}
+
+/// Reads typed attributes of one item, naming the item in errors.
+struct Attributes<'a> {
+    item: &'a Item,
+    what: String,
+}
+
+impl Attributes<'_> {
+    fn corrupt(&self, problem: &str) -> NodeStoreError {
+        NodeStoreError::corrupt(format!("DynamoDB item {}: {problem}", self.what))
+    }
+
+    fn string(&self, name: &str) -> Result<String, NodeStoreError> {
+        attribute_str(self.item, name)
+            .map(str::to_owned)
+            .ok_or_else(|| self.corrupt(&format!("no string {name}")))
+    }
+
+    fn optional_string(&self, name: &str) -> Option<String> {
+        attribute_str(self.item, name).map(str::to_owned)
+    }
+
+    fn number<T: std::str::FromStr>(&self, name: &str) -> Result<T, NodeStoreError> {
+        self.optional_number(name)?
+            .ok_or_else(|| self.corrupt(&format!("no number {name}")))
+    }
+
+    fn optional_number<T: std::str::FromStr>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, NodeStoreError> {
+        match self.item.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(value) => value
+                .as_n()
+                .ok()
+                .and_then(|number| number.parse().ok())
+                .map(Some)
+                .ok_or_else(|| self.corrupt(&format!("{name} is not a number in range"))),
+        }
+    }
+
+    fn boolean(&self, name: &str) -> Result<bool, NodeStoreError> {
+        self.item
+            .get(name)
+            .and_then(|value| value.as_bool().ok())
+            .copied()
+            .ok_or_else(|| self.corrupt(&format!("no boolean {name}")))
+    }
+
+    fn json<T: DeserializeOwned>(&self, name: &str) -> Result<T, NodeStoreError> {
+        let text = self.string(name)?;
+        serde_json::from_str(&text).map_err(|err| NodeStoreError::Unavailable {
+            message: format!("DynamoDB item {}: unreadable {name}", self.what),
+            source: Some(Box::new(err)),
+        })
+    }
+}
+
+fn node_from_item(item: &Item, table: &str) -> Result<NodeRecord, NodeStoreError> {
+    let sk = attribute_str(item, SK).unwrap_or_default();
+    let read = Attributes {
+        item,
+        what: format!("{sk} in {table}"),
+    };
+    Ok(NodeRecord {
+        node_id: read.string("node_id")?,
+        display_name: read.optional_string("display_name"),
+        secret_hash: read.string("secret_hash")?,
+        platform: read.string("platform")?,
+        path: read.json("path")?,
+        skill_bins: read.json("skill_bins")?,
+        queue: read.string("queue")?,
+        paired_at_ms: read.number("paired_at_ms")?,
+        last_seen_ms: read.number("last_seen_ms")?,
+        revoked: read.boolean("revoked")?,
+        revoked_at_ms: read.optional_number("revoked_at_ms")?,
+        granted: read.json("granted")?,
+        policy_version: read.number("policy_version")?,
+    })
+}
+
+fn job_from_item(item: &Item, table: &str) -> Result<ExecJobRecord, NodeStoreError> {
+    let pk = attribute_str(item, PK).unwrap_or_default();
+    let read = Attributes {
+        item,
+        what: format!("{pk} in {table}"),
+    };
+    Ok(ExecJobRecord {
+        job_id: pk.strip_prefix(JOB_PK_PREFIX).unwrap_or(pk).to_owned(),
+        node_id: read.string("node_id")?,
+        session_key: read.string("session_key")?,
+        agent_id: read.string("agent_id")?,
+        call_id: read.string("call_id")?,
+        attempt: read.number("attempt")?,
+        envelope: read.string("envelope")?,
+        created_at_ms: read.number("created_at_ms")?,
+        deadline_ms: read.number("deadline_ms")?,
+        result: read.optional_string("result"),
+        resolved_at_ms: read.optional_number("resolved_at_ms")?,
+    })
+}
+
+/// True when a `PutItem` failed only because its condition did not hold.
+fn put_condition_failed<R>(err: &SdkError<PutItemError, R>) -> bool {
+    matches!(
+        err,
+        SdkError::ServiceError(context)
+            if matches!(context.err(), PutItemError::ConditionalCheckFailedException(_))
+    )
+}
+
+/// `Some(old item, if returned)` when an `UpdateItem` failed only because its condition did
+/// not hold.
+fn update_condition_failed<R>(err: &SdkError<UpdateItemError, R>) -> Option<Option<&Item>> {
+    match err {
+        SdkError::ServiceError(context) => match context.err() {
+            UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The node registry port on the sessions table, laid out as the [module docs](self) say.
+///
+/// - `create_pairing` and `register` are `PutItem`s conditioned on `attribute_not_exists(pk)`.
+/// - `redeem_pairing` is an `UpdateItem` setting `redeemed_at_ms`, conditioned on the code
+///   existing, not redeemed, and `expires_at_ms > now`: one of concurrent redeems succeeds.
+/// - `heartbeat` and `revoke` are `UpdateItem`s conditioned on the node existing (and, for a
+///   heartbeat, not being revoked).
+/// - `grant` reads the node (strongly consistent), appends in memory and writes back
+///   conditioned on the `policy_version` it read and on not being revoked; a grant that lost
+///   to another re-reads and retries, so concurrent grants are all kept.
+/// - `list` is one strongly consistent, paginated `Query` of the `nodes` partition.
+/// - A node item over the 350 000-byte budget (thousands of grants) is
+///   [`NodeStoreError::TooLarge`].
+#[derive(Debug, Clone)]
+pub struct DynamoNodeRegistry {
+    client: Client,
+    table: String,
+}
+
+impl DynamoNodeRegistry {
+    /// A registry on `table` (the sessions table), using `client`.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    fn failed(
+        &self,
+        action: &str,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> NodeStoreError {
+        NodeStoreError::unavailable(format!("DynamoDB {action} in {} failed", self.table), err)
+    }
+
+    fn check_size(record: &NodeRecord, lists_bytes: usize) -> Result<(), NodeStoreError> {
+        let bytes = lists_bytes
+            + record.secret_hash.len()
+            + record.queue.len()
+            + record.platform.len()
+            + record.display_name.as_ref().map_or(0, String::len)
+            + 2 * record.node_id.len()
+            + NODE_OVERHEAD;
+        if bytes > ITEM_BUDGET {
+            return Err(NodeStoreError::TooLarge {
+                what: format!("node {}", record.node_id),
+                bytes,
+                limit: ITEM_BUDGET,
+            });
+        }
+        Ok(())
+    }
+
+    async fn read_node(&self, node_id: &str) -> Result<Option<NodeRecord>, NodeStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(NODES_PK))
+            .key(SK, s(node_sk(node_id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| self.failed(&format!("GetItem of node {node_id}"), err))?;
+        output
+            .item()
+            .map(|item| node_from_item(item, &self.table))
+            .transpose()
+    }
+}
+
+#[async_trait]
+impl NodeRegistry for DynamoNodeRegistry {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table))]
+    async fn create_pairing(
+        &self,
+        code_hash: &str,
+        expires_at_ms: u64,
+    ) -> Result<(), NodeStoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(pairing_pk(code_hash)))
+            .item(SK, s(PAIRING_SK))
+            .item("expires_at_ms", n(expires_at_ms))
+            .item(
+                EXPIRES_AT,
+                n(ttl_after(expires_at_ms, PAIRING_RETENTION_SECS)),
+            )
+            .condition_expression(format!("attribute_not_exists({NAME_PK})"))
+            .expression_attribute_names(NAME_PK, PK)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if put_condition_failed(&err) => Err(NodeStoreError::Conflict {
+                what: "pairing code".into(),
+            }),
+            Err(err) => Err(self.failed("PutItem of a pairing code", err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table))]
+    async fn redeem_pairing(&self, code_hash: &str, now_ms: u64) -> Result<bool, NodeStoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(pairing_pk(code_hash)))
+            .key(SK, s(PAIRING_SK))
+            .update_expression("SET #redeemed = :now")
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#redeemed) AND #expires > :now",
+            )
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#redeemed", "redeemed_at_ms")
+            .expression_attribute_names("#expires", "expires_at_ms")
+            .expression_attribute_values(":now", n(now_ms))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if update_condition_failed(&err).is_some() => Ok(false),
+            Err(err) => Err(self.failed("UpdateItem redeeming a pairing code", err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id = %record.node_id))]
+    async fn register(&self, record: &NodeRecord) -> Result<(), NodeStoreError> {
+        let path = json(&record.path, "a PATH")?;
+        let skill_bins = json(&record.skill_bins, "skill bins")?;
+        let granted = json(&record.granted, "granted entries")?;
+        Self::check_size(record, path.len() + skill_bins.len() + granted.len())?;
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(NODES_PK))
+            .item(SK, s(node_sk(&record.node_id)))
+            .item("node_id", s(&record.node_id))
+            .item("secret_hash", s(&record.secret_hash))
+            .item("platform", s(&record.platform))
+            .item("path", s(path))
+            .item("skill_bins", s(skill_bins))
+            .item("queue", s(&record.queue))
+            .item("paired_at_ms", n(record.paired_at_ms))
+            .item("last_seen_ms", n(record.last_seen_ms))
+            .item("revoked", AttributeValue::Bool(record.revoked))
+            .item("granted", s(granted))
+            .item("policy_version", n(record.policy_version))
+            .condition_expression(format!("attribute_not_exists({NAME_PK})"))
+            .expression_attribute_names(NAME_PK, PK);
+        if let Some(name) = &record.display_name {
+            request = request.item("display_name", s(name));
+        }
+        if let Some(at) = record.revoked_at_ms {
+            request = request.item("revoked_at_ms", n(at));
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(err) if put_condition_failed(&err) => Err(NodeStoreError::Conflict {
+                what: format!("node {}", record.node_id),
+            }),
+            Err(err) => Err(self.failed(&format!("PutItem of node {}", record.node_id), err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id))]
+    async fn get(&self, node_id: &str) -> Result<Option<NodeRecord>, NodeStoreError> {
+        self.read_node(node_id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table))]
+    async fn list(&self) -> Result<Vec<NodeRecord>, NodeStoreError> {
+        let mut nodes = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(format!("{NAME_PK} = :pk"))
+                .expression_attribute_names(NAME_PK, PK)
+                .expression_attribute_values(":pk", s(NODES_PK))
+                .consistent_read(true)
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(|err| self.failed("Query of nodes", err))?;
+            for item in page.items() {
+                nodes.push(node_from_item(item, &self.table)?);
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+                _ => break,
+            }
+        }
+        // The sort key orders by `node#<id>` bytes, which is node-id order; sorting again
+        // keeps the promise even if an item's `node_id` and key ever disagreed.
+        nodes.sort_by(|left, right| left.node_id.cmp(&right.node_id));
+        Ok(nodes)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id))]
+    async fn heartbeat(
+        &self,
+        node_id: &str,
+        facts: &NodeFacts,
+        now_ms: u64,
+    ) -> Result<bool, NodeStoreError> {
+        // Same rule as `NodeRecord::apply_heartbeat`: a missing name keeps the stored one.
+        let mut update =
+            "SET #platform = :platform, #path = :path, #bins = :bins, #seen = :now".to_owned();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(NODES_PK))
+            .key(SK, s(node_sk(node_id)))
+            .condition_expression("attribute_exists(#pk) AND #revoked = :false")
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#platform", "platform")
+            .expression_attribute_names("#path", "path")
+            .expression_attribute_names("#bins", "skill_bins")
+            .expression_attribute_names("#seen", "last_seen_ms")
+            .expression_attribute_names("#revoked", "revoked")
+            .expression_attribute_values(":platform", s(&facts.platform))
+            .expression_attribute_values(":path", s(json(&facts.path, "a PATH")?))
+            .expression_attribute_values(":bins", s(json(&facts.skill_bins, "skill bins")?))
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":false", AttributeValue::Bool(false));
+        if let Some(name) = &facts.display_name {
+            update.push_str(", #name = :name");
+            request = request
+                .expression_attribute_names("#name", "display_name")
+                .expression_attribute_values(":name", s(name));
+        }
+        match request.update_expression(update).send().await {
+            Ok(_) => Ok(true),
+            Err(err) if update_condition_failed(&err).is_some() => Ok(false),
+            Err(err) => Err(self.failed(&format!("UpdateItem heartbeat of node {node_id}"), err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id))]
+    async fn revoke(&self, node_id: &str, now_ms: u64) -> Result<bool, NodeStoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(NODES_PK))
+            .key(SK, s(node_sk(node_id)))
+            .update_expression("SET #revoked = :true, #at = if_not_exists(#at, :now)")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#revoked", "revoked")
+            .expression_attribute_names("#at", "revoked_at_ms")
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .expression_attribute_values(":now", n(now_ms))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if update_condition_failed(&err).is_some() => Ok(false),
+            Err(err) => Err(self.failed(&format!("UpdateItem revoking node {node_id}"), err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id, agent_id = %entry.agent_id))]
+    async fn grant(&self, node_id: &str, entry: &GrantedEntry) -> Result<u64, NodeStoreError> {
+        for _ in 0..GRANT_ATTEMPTS {
+            let Some(mut node) = self.read_node(node_id).await? else {
+                return Err(NodeStoreError::NotFound {
+                    what: format!("node {node_id}"),
+                });
+            };
+            if node.revoked {
+                return Err(NodeStoreError::Revoked {
+                    node_id: node_id.to_owned(),
+                });
+            }
+            let read_version = node.policy_version;
+            if !node.apply_grant(entry) {
+                return Ok(read_version);
+            }
+            let granted = json(&node.granted, "granted entries")?;
+            let lists = granted.len()
+                + json(&node.path, "a PATH")?.len()
+                + json(&node.skill_bins, "skill bins")?.len();
+            Self::check_size(&node, lists)?;
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key(PK, s(NODES_PK))
+                .key(SK, s(node_sk(node_id)))
+                .update_expression("SET #granted = :granted, #version = :new")
+                .condition_expression("#version = :read AND #revoked = :false")
+                .expression_attribute_names("#granted", "granted")
+                .expression_attribute_names("#version", "policy_version")
+                .expression_attribute_names("#revoked", "revoked")
+                .expression_attribute_values(":granted", s(granted))
+                .expression_attribute_values(":new", n(node.policy_version))
+                .expression_attribute_values(":read", n(read_version))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .send()
+                .await;
+            match result {
+                Ok(_) => return Ok(node.policy_version),
+                // Another grant (or a revoke) got in between: read again and decide again.
+                Err(err) if update_condition_failed(&err).is_some() => {
+                    tracing::debug!("grant lost a race; retrying");
+                }
+                Err(err) => {
+                    return Err(self.failed(&format!("UpdateItem grant to node {node_id}"), err));
+                }
+            }
+        }
+        Err(NodeStoreError::corrupt(format!(
+            "grant to node {node_id} in {} lost {GRANT_ATTEMPTS} races in a row",
+            self.table
+        )))
+    }
+}
+
+/// The exec job port on the sessions table, laid out as the [module docs](self) say.
+///
+/// - `create` is a `PutItem` conditioned on `attribute_not_exists(pk)`.
+/// - `next_attempt` is an `UpdateItem` conditioned on the job existing, having no result and
+///   an `attempt` below the new one.
+/// - `resolve` is an `UpdateItem` conditioned on the job existing, having no result and being
+///   at `attempt`; when the condition fails, DynamoDB returns the item as it was
+///   (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), which says why, without another read.
+/// - Envelopes and results over [`MAX_JOB_DOCUMENT_BYTES`] are [`NodeStoreError::TooLarge`].
+#[derive(Debug, Clone)]
+pub struct DynamoExecJobs {
+    client: Client,
+    table: String,
+}
+
+impl DynamoExecJobs {
+    /// Exec jobs on `table` (the sessions table), using `client`.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    fn failed(
+        &self,
+        action: &str,
+        job_id: &str,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> NodeStoreError {
+        NodeStoreError::unavailable(
+            format!(
+                "DynamoDB {action} of exec job {job_id:?} in {} failed",
+                self.table
+            ),
+            err,
+        )
+    }
+
+    fn check_document(job_id: &str, what: &str, document: &str) -> Result<(), NodeStoreError> {
+        if document.len() > MAX_JOB_DOCUMENT_BYTES {
+            return Err(NodeStoreError::TooLarge {
+                what: format!("{what} of job {job_id}"),
+                bytes: document.len(),
+                limit: MAX_JOB_DOCUMENT_BYTES,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ExecJobs for DynamoExecJobs {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id = %job.job_id))]
+    async fn create(&self, job: &ExecJobRecord) -> Result<bool, NodeStoreError> {
+        Self::check_document(&job.job_id, "envelope", &job.envelope)?;
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(job_pk(&job.job_id)))
+            .item(SK, s(JOB_SK))
+            .item("node_id", s(&job.node_id))
+            .item("session_key", s(&job.session_key))
+            .item("agent_id", s(&job.agent_id))
+            .item("call_id", s(&job.call_id))
+            .item("attempt", n(u64::from(job.attempt)))
+            .item("envelope", s(&job.envelope))
+            .item("created_at_ms", n(job.created_at_ms))
+            .item("deadline_ms", n(job.deadline_ms))
+            .item(
+                EXPIRES_AT,
+                n(ttl_after(job.deadline_ms, JOB_RETENTION_SECS)),
+            )
+            .condition_expression(format!("attribute_not_exists({NAME_PK})"))
+            .expression_attribute_names(NAME_PK, PK);
+        if let Some(result) = &job.result {
+            Self::check_document(&job.job_id, "result", result)?;
+            request = request.item("result", s(result));
+        }
+        if let Some(at) = job.resolved_at_ms {
+            request = request.item("resolved_at_ms", n(at));
+        }
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if put_condition_failed(&err) => Ok(false),
+            Err(err) => Err(self.failed("PutItem", &job.job_id, err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id))]
+    async fn get(&self, job_id: &str) -> Result<Option<ExecJobRecord>, NodeStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(job_pk(job_id)))
+            .key(SK, s(JOB_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| self.failed("GetItem", job_id, err))?;
+        output
+            .item()
+            .map(|item| job_from_item(item, &self.table))
+            .transpose()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, attempt))]
+    async fn next_attempt(
+        &self,
+        job_id: &str,
+        attempt: u32,
+        envelope: &str,
+        deadline_ms: u64,
+    ) -> Result<bool, NodeStoreError> {
+        Self::check_document(job_id, "envelope", envelope)?;
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(job_pk(job_id)))
+            .key(SK, s(JOB_SK))
+            .update_expression(
+                "SET #attempt = :attempt, #envelope = :envelope, #deadline = :deadline, \
+                 #expires = :expires",
+            )
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#result) AND #attempt < :attempt",
+            )
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#attempt", "attempt")
+            .expression_attribute_names("#envelope", "envelope")
+            .expression_attribute_names("#deadline", "deadline_ms")
+            .expression_attribute_names("#expires", EXPIRES_AT)
+            .expression_attribute_names("#result", "result")
+            .expression_attribute_values(":attempt", n(u64::from(attempt)))
+            .expression_attribute_values(":envelope", s(envelope))
+            .expression_attribute_values(":deadline", n(deadline_ms))
+            .expression_attribute_values(":expires", n(ttl_after(deadline_ms, JOB_RETENTION_SECS)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if update_condition_failed(&err).is_some() => Ok(false),
+            Err(err) => Err(self.failed("UpdateItem (next attempt)", job_id, err)),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, attempt))]
+    async fn resolve(
+        &self,
+        job_id: &str,
+        attempt: u32,
+        result: &str,
+        now_ms: u64,
+    ) -> Result<ResolveOutcome, NodeStoreError> {
+        Self::check_document(job_id, "result", result)?;
+        let written = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(job_pk(job_id)))
+            .key(SK, s(JOB_SK))
+            .update_expression("SET #result = :result, #resolved = :now")
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#result) AND #attempt = :attempt",
+            )
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#result", "result")
+            .expression_attribute_names("#resolved", "resolved_at_ms")
+            .expression_attribute_names("#attempt", "attempt")
+            .expression_attribute_values(":result", s(result))
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":attempt", n(u64::from(attempt)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let err = match written {
+            Ok(_) => return Ok(ResolveOutcome::Recorded),
+            Err(err) => err,
+        };
+        let Some(old) = update_condition_failed(&err) else {
+            return Err(self.failed("UpdateItem (resolve)", job_id, err));
+        };
+        // No old item means there was no job. Otherwise the item as it was says why.
+        let Some(old) = old else {
+            return Ok(ResolveOutcome::Unknown);
+        };
+        match job_from_item(old, &self.table)?.resolution_for(attempt) {
+            ResolveOutcome::Recorded => Err(NodeStoreError::corrupt(format!(
+                "DynamoDB refused to resolve job {job_id:?} in {}, yet the job accepts the result",
+                self.table
+            ))),
+            outcome => Ok(outcome),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_pairing_and_job_keys_never_meet_session_or_inbox_keys() {
+        // Session keys start with `agent:`, inbox claims with `inbox#`.
+        for key in [
+            NODES_PK.to_owned(),
+            pairing_pk("abc"),
+            job_pk("agent:main:main"),
+        ] {
+            assert!(
+                !key.starts_with("agent:") && !key.starts_with("inbox#"),
+                "{key}"
+            );
+        }
+        assert_ne!(pairing_pk("x"), job_pk("x"));
+    }
+
+    #[test]
+    fn node_sort_keys_sort_like_node_ids() {
+        let mut ids = vec!["b", "A", "a_1", "10", "9", "a"];
+        let mut keys: Vec<String> = ids.iter().map(|id| node_sk(id)).collect();
+        ids.sort_unstable();
+        keys.sort();
+        let from_keys: Vec<&str> = keys
+            .iter()
+            .map(|key| key.strip_prefix(NODE_SK_PREFIX).unwrap())
+            .collect();
+        assert_eq!(from_keys, ids);
+    }
+
+    #[test]
+    fn ttl_values_are_whole_seconds_after_the_time() {
+        assert_eq!(ttl_after(1_000, 10), 11);
+        assert_eq!(ttl_after(1_001, 10), 12);
+        assert_eq!(ttl_after(u64::MAX, u64::MAX), u64::MAX);
+    }
+}
