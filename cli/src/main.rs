@@ -1,6 +1,7 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
-//! `clawless chat` (talk to it) and `clawless skills …`. The node host arrives with its issue.
+//! `clawless chat` (talk to it), `clawless skills …` and `clawless exec check`. The node host arrives with its issue.
 
+mod exec_cmd;
 mod local_cmd;
 mod skills_cmd;
 
@@ -24,6 +25,8 @@ enum Command {
     Local(local_cmd::LocalArgs),
     /// Send a message to `clawless local` and print the reply.
     Chat(local_cmd::ChatArgs),
+    /// Check commands against exec-approval policies (nothing is run).
+    Exec(exec_cmd::ExecArgs),
 }
 
 #[tokio::main]
@@ -34,6 +37,7 @@ async fn main() -> ExitCode {
         Command::Skills(args) => skills_cmd::run(args).await,
         Command::Local(args) => local_cmd::run_local(args).await,
         Command::Chat(args) => local_cmd::run_chat(args).await,
+        Command::Exec(args) => exec_cmd::run(args),
     };
     match outcome {
         Ok(code) => code,
