@@ -1,7 +1,8 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
-//! `clawless chat` (talk to it), `clawless skills …`, `clawless nodes …` (pairing codes and
-//! the node registry) and `clawless node …` (this machine as a node host).
+//! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
+//! (pairing codes and the node registry) and `clawless node …` (this machine as a node host).
 
+mod exec_cmd;
 mod local_cmd;
 mod node_cmd;
 mod skills_cmd;
@@ -30,6 +31,8 @@ enum Command {
     Nodes(node_cmd::NodesArgs),
     /// This machine as a node host: pair it, run the worker.
     Node(node_cmd::NodeArgs),
+    /// Check commands against exec-approval policies (nothing is run).
+    Exec(exec_cmd::ExecArgs),
 }
 
 #[tokio::main]
@@ -42,6 +45,7 @@ async fn main() -> ExitCode {
         Command::Chat(args) => local_cmd::run_chat(args).await,
         Command::Nodes(args) => node_cmd::run_nodes(args).await,
         Command::Node(args) => node_cmd::run_node(args).await,
+        Command::Exec(args) => exec_cmd::run(args),
     };
     match outcome {
         Ok(code) => code,

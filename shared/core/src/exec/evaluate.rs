@@ -31,8 +31,8 @@
 //!   only when it resolves to a real file in a trusted folder (`/bin`, `/usr/bin`, plus
 //!   `safeBinTrustedDirs`); otherwise a `nice` earlier on PATH would run unseen.
 //! - **Untrusted shell transport**: the `sh -lc` wrapper is looked through only when it is
-//!   a known shell in a trusted folder, given exactly a flag and the payload; otherwise the
-//!   whole argv is one segment (a shell, so a carrier).
+//!   a known shell in a trusted folder (through trusted wrappers only), with the payload as
+//!   its last argument; otherwise every segment of the payload is refused.
 //! - **PATH shadowing**: a skill bin counts only when the segment resolves to the very file
 //!   the node reported (real paths compared); a safe bin only when its real path is in a
 //!   trusted folder; the skill prelude's `cat`/`printf` must also be trusted files.
@@ -72,6 +72,8 @@ use super::system_run::{
 use super::wrappers::{normalized_name, unwrap_dispatch};
 use super::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;
 
@@ -549,44 +551,43 @@ fn analyse(
             has_heredoc: false,
         };
     }
-    let mut direct_refusals = Vec::new();
     if let Some(payload) = extract_shell_payload(argv) {
-        match transport_problem(argv, &payload, request, context, fs) {
-            None => {
-                let shell = analyze_shell_command(&payload, request.platform);
-                let segments = shell
-                    .segments
-                    .into_iter()
-                    .map(|segment| {
-                        let mut refusals: Vec<String> = segment
-                            .hazards
-                            .iter()
-                            .map(|hazard| format!("shell hazard: {}", hazard.as_str()))
-                            .collect();
-                        if segment.has_parameter_expansion {
-                            refusals.push(
-                                "parameter expansion: the shell would substitute words the policy never saw"
-                                    .into(),
-                            );
-                        }
-                        InputSegment {
-                            raw: segment.raw,
-                            argv: segment.argv,
-                            joined_by: segment.joined_by,
-                            refusals,
-                        }
-                    })
-                    .collect();
-                return Analysis {
-                    ok: shell.ok,
-                    reason: shell.reason,
-                    payload: Some(payload),
-                    segments,
-                    has_heredoc: shell.has_heredoc,
-                };
-            }
-            Some(problem) => direct_refusals.push(problem),
-        }
+        // The payload is analysed either way (its reason and heads are worth reporting); an
+        // untrusted transport makes every segment refused, since it is not known what runs.
+        let transport = transport_problem(argv, &payload, request, context, fs);
+        let shell = analyze_shell_command(&payload, request.platform);
+        let segments = shell
+            .segments
+            .into_iter()
+            .map(|segment| {
+                let mut refusals: Vec<String> = transport.iter().cloned().collect();
+                refusals.extend(
+                    segment
+                        .hazards
+                        .iter()
+                        .map(|hazard| format!("shell hazard: {}", hazard.as_str())),
+                );
+                if segment.has_parameter_expansion {
+                    refusals.push(
+                        "parameter expansion: the shell would substitute words the policy never saw"
+                            .into(),
+                    );
+                }
+                InputSegment {
+                    raw: segment.raw,
+                    argv: segment.argv,
+                    joined_by: segment.joined_by,
+                    refusals,
+                }
+            })
+            .collect();
+        return Analysis {
+            ok: shell.ok,
+            reason: shell.reason,
+            payload: Some(payload),
+            segments,
+            has_heredoc: shell.has_heredoc,
+        };
     }
     Analysis {
         ok: true,
@@ -596,7 +597,7 @@ fn analyse(
             raw: format_exec_command(argv),
             argv: argv.to_vec(),
             joined_by: None,
-            refusals: direct_refusals,
+            refusals: Vec::new(),
         }],
         has_heredoc: false,
     }

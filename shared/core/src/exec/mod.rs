@@ -9,11 +9,19 @@
 //! - `shell`: shell analysis (chains, pipelines, heredocs, quoting) per spec §7.3;
 //! - `system_run`: the `system.run` request rules of §8.3 (argv, `rawCommand`, env);
 //! - `fs`: the filesystem port and a data-described node;
-//! - the rest: resolution (§7.4), allowlist (§7.5), safe bins (§7.6), skill bins (§7.7),
-//!   modes (§7.1–§7.2) and the evaluation that ties them together.
+//! - `resolve`: executable resolution on a node's PATH (§7.4);
+//! - `wrappers`: dispatch wrappers unwrapped or policy-blocked (§7.4);
+//! - `allowlist`: path globs and argPatterns (§7.5);
+//! - `safe_bins`: safe bins, profiles and argv validation (§7.6);
+//! - `carriers`: binaries that run code their arguments choose (clawless only);
+//! - `policy`: modes, decisions, fallbacks and the exact denial strings (§7.1, §7.2, §7.8);
+//! - `evaluate`: [`evaluate::evaluate_exec`], the decision itself, with the list of every
+//!   rule where clawless is stricter than OpenClaw and why;
+//! - `check`: the JSON contract of `clawless exec check`.
 
 pub mod allowlist;
 pub mod carriers;
+pub mod check;
 pub mod evaluate;
 pub mod fs;
 pub mod policy;

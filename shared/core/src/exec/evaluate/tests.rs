@@ -907,7 +907,12 @@ fn an_untrusted_transport_or_wrapper_is_not_looked_through() {
     let run = Run::new(allow(&["/usr/bin/ls"]));
     let verdict = run.argv(&strings(&["/tmp/sh", "-lc", "ls"]), None, None);
     assert!(!verdict.allowlist_satisfied);
-    assert_eq!(verdict.shell_payload, None);
+    assert!(
+        verdict.segments[0]
+            .refusals
+            .iter()
+            .any(|r| r.starts_with("shell transport"))
+    );
     let verdict = run.argv(&strings(&["/bin/sh", "-lc", "ls", "extra"]), None, None);
     assert!(!verdict.allowlist_satisfied);
     let mut run = Run::new(allow(&["/usr/bin/ls"]));
