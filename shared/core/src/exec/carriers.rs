@@ -13,7 +13,9 @@
 //!   runners (`watch`, `flock`, `chroot`, `strace`, `gdb`, `parallel`, `at`, `xcrun`, …),
 //!   database shells with shell escapes (`sqlite3`, `psql`, `mysql`, …), `ssh`/`scp`/`sftp`
 //!   with a remote command, `-o`/`-F` (ProxyCommand) or `-S`, `rsync -e`/`--rsync-path`, and
-//!   `busybox`/`toybox` applets that are shells, interpreters, wrappers or runners.
+//!   `busybox`/`toybox` applets that are shells, interpreters, wrappers or runners, and the
+//!   shell builtins that run code (`.`, `source`, `eval`, `exec`, `trap`, `fc`, `command`,
+//!   `mapfile -C`, …), which a bare `*` entry would otherwise cover.
 //! - [`CarrierKind::Exec`]: the command runs other code but its exact arguments pin it —
 //!   `find -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls`, `tar` with
 //!   `--to-command/--checkpoint-action/--use-compress-program/--info-script/--new-volume-script/--rsh-command/--rmt-command/-I/-F`
@@ -207,11 +209,22 @@ const ALWAYS_CODE: &[&str] = &[
     "dbus-launch",
     "numactl",
     "catchsegv",
+    // Shell builtins that run code or commands they are given.
     "command",
     "builtin",
     "exec",
     "eval",
     "source",
+    ".",
+    "trap",
+    "fc",
+    "enable",
+    "coproc",
+    "bind",
+    "complete",
+    "compgen",
+    "mapfile",
+    "readarray",
     "xcrun",
     "open",
     "launchctl",
@@ -422,6 +435,9 @@ struct InterpreterSpec {
     value_letters: &'static str,
     /// Short letters whose value is the script file.
     script_letters: &'static str,
+    /// Short boolean letters that run no code; any other letter is not understood, so the
+    /// invocation counts as a carrier rather than being guessed past.
+    plain_letters: &'static str,
     /// Long options that neither run code nor take a value.
     safe_long: &'static [&'static str],
     /// Long options that take a value and do not run code.
@@ -432,6 +448,7 @@ const PYTHON: InterpreterSpec = InterpreterSpec {
     code_letters: "cmi",
     value_letters: "WX",
     script_letters: "",
+    plain_letters: "bBdEhIOPqRsSuvVx",
     safe_long: &["--version", "--help"],
     value_long: &["--check-hash-based-pycs"],
 };
@@ -440,6 +457,7 @@ const NODE: InterpreterSpec = InterpreterSpec {
     code_letters: "epri",
     value_letters: "",
     script_letters: "",
+    plain_letters: "vhc",
     safe_long: &["--version", "--help", "--check"],
     value_long: &[],
 };
@@ -448,6 +466,7 @@ const PERL: InterpreterSpec = InterpreterSpec {
     code_letters: "eEMmdxS",
     value_letters: "I",
     script_letters: "",
+    plain_letters: "acnpstTuUvwWXh0lFCDi",
     safe_long: &["--version", "--help"],
     value_long: &[],
 };
@@ -456,6 +475,7 @@ const RUBY: InterpreterSpec = InterpreterSpec {
     code_letters: "erxS",
     value_letters: "ICE",
     script_letters: "",
+    plain_letters: "acdlnpsvwWyhKTU0Fi",
     safe_long: &["--version", "--help", "--verbose", "--disable-gems"],
     value_long: &[],
 };
@@ -464,6 +484,7 @@ const PHP: InterpreterSpec = InterpreterSpec {
     code_letters: "rBREFadczSi",
     value_letters: "t",
     script_letters: "f",
+    plain_letters: "bhHilmnqsvw",
     safe_long: &["--version", "--help"],
     value_long: &[],
 };
@@ -506,8 +527,17 @@ fn interpreter(name: &str, args: &[String], spec: &InterpreterSpec) -> Option<Ca
             if let Some(letter) = cluster.chars().find(|c| spec.code_letters.contains(*c)) {
                 return Some(Carrier::code(format!("{name} -{letter} runs inline code")));
             }
-            let mut chars = cluster.char_indices();
-            while let Some((offset, letter)) = chars.next() {
+            let known = |c: char| {
+                spec.value_letters.contains(c)
+                    || spec.script_letters.contains(c)
+                    || spec.plain_letters.contains(c)
+            };
+            if let Some(letter) = cluster.chars().find(|c| !known(*c)) {
+                return Some(Carrier::code(format!(
+                    "{name} option -{letter} is not understood"
+                )));
+            }
+            for (offset, letter) in cluster.char_indices() {
                 let at_end = offset + letter.len_utf8() == cluster.len();
                 if spec.script_letters.contains(letter) {
                     script = true;
@@ -941,6 +971,8 @@ mod tests {
         assert_eq!(carrier(&["python3"], &["script.py", "-c", "x"]), None);
         assert_eq!(carrier(&["python3"], &["-W", "ignore", "script.py"]), None);
         assert_eq!(carrier(&["python3"], &["--version"]), None);
+        assert_eq!(carrier(&["python3"], &["-n", "x.py"]), Some(CarrierKind::Code));
+        assert_eq!(carrier(&["python3"], &["-u", "x.py"]), None);
     }
 
     #[test]
@@ -1087,6 +1119,8 @@ mod tests {
         assert_eq!(carrier(&["gmake"], &["test"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["cargo"], &["build"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["watch"], &["id"]), Some(CarrierKind::Code));
+        assert_eq!(carrier(&["."], &["./x.sh"]), Some(CarrierKind::Code));
+        assert_eq!(carrier(&["trap"], &["id", "EXIT"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["busybox"], &["sh", "-c", "id"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["toybox"], &["xargs", "rm"]), Some(CarrierKind::Code));
         assert_eq!(carrier(&["busybox"], &["env", "sh"]), Some(CarrierKind::Code));
