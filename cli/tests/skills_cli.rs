@@ -282,10 +282,7 @@ async fn skills_synced_to_s3_are_served_from_s3() {
         &["skills", "--bundled", &uri, "bins", "--json"],
         path.path(),
     ));
-    assert_eq!(
-        bins.trim(),
-        r#"{"bins":["curl","df","gh","uname","wget"]}"#
-    );
+    assert_eq!(bins.trim(), r#"{"bins":["curl","df","gh","uname","wget"]}"#);
     let missing = clawless(
         &[
             "skills",

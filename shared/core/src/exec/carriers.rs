@@ -13,7 +13,9 @@
 //!   runners (`watch`, `flock`, `chroot`, `strace`, `gdb`, `parallel`, `at`, `xcrun`, …),
 //!   database shells with shell escapes (`sqlite3`, `psql`, `mysql`, …), `ssh`/`scp`/`sftp`
 //!   with a remote command, `-o`/`-F` (ProxyCommand) or `-S`, `rsync -e`/`--rsync-path`, and
-//!   `busybox`/`toybox` applets that are shells, interpreters, wrappers or runners.
+//!   `busybox`/`toybox` applets that are shells, interpreters, wrappers or runners, and the
+//!   shell builtins that run code (`.`, `source`, `eval`, `exec`, `trap`, `fc`, `command`,
+//!   `mapfile -C`, …), which a bare `*` entry would otherwise cover.
 //! - [`CarrierKind::Exec`]: the command runs other code but its exact arguments pin it —
 //!   `find -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls`, `tar` with
 //!   `--to-command/--checkpoint-action/--use-compress-program/--info-script/--new-volume-script/--rsh-command/--rmt-command/-I/-F`
@@ -207,11 +209,22 @@ const ALWAYS_CODE: &[&str] = &[
     "dbus-launch",
     "numactl",
     "catchsegv",
+    // Shell builtins that run code or commands they are given.
     "command",
     "builtin",
     "exec",
     "eval",
     "source",
+    ".",
+    "trap",
+    "fc",
+    "enable",
+    "coproc",
+    "bind",
+    "complete",
+    "compgen",
+    "mapfile",
+    "readarray",
     "xcrun",
     "open",
     "launchctl",
@@ -430,6 +443,9 @@ struct InterpreterSpec {
     value_letters: &'static str,
     /// Short letters whose value is the script file.
     script_letters: &'static str,
+    /// Short boolean letters that run no code; any other letter is not understood, so the
+    /// invocation counts as a carrier rather than being guessed past.
+    plain_letters: &'static str,
     /// Long options that neither run code nor take a value.
     safe_long: &'static [&'static str],
     /// Long options that take a value and do not run code.
@@ -440,6 +456,7 @@ const PYTHON: InterpreterSpec = InterpreterSpec {
     code_letters: "cmi",
     value_letters: "WX",
     script_letters: "",
+    plain_letters: "bBdEhIOPqRsSuvVx",
     safe_long: &["--version", "--help"],
     value_long: &["--check-hash-based-pycs"],
 };
@@ -448,6 +465,7 @@ const NODE: InterpreterSpec = InterpreterSpec {
     code_letters: "epri",
     value_letters: "",
     script_letters: "",
+    plain_letters: "vhc",
     safe_long: &["--version", "--help", "--check"],
     value_long: &[],
 };
@@ -456,6 +474,7 @@ const PERL: InterpreterSpec = InterpreterSpec {
     code_letters: "eEMmdxS",
     value_letters: "I",
     script_letters: "",
+    plain_letters: "acnpstTuUvwWXh0lFCDi",
     safe_long: &["--version", "--help"],
     value_long: &[],
 };
@@ -464,6 +483,7 @@ const RUBY: InterpreterSpec = InterpreterSpec {
     code_letters: "erxS",
     value_letters: "ICE",
     script_letters: "",
+    plain_letters: "acdlnpsvwWyhKTU0Fi",
     safe_long: &["--version", "--help", "--verbose", "--disable-gems"],
     value_long: &[],
 };
@@ -472,6 +492,7 @@ const PHP: InterpreterSpec = InterpreterSpec {
     code_letters: "rBREFadczSi",
     value_letters: "t",
     script_letters: "f",
+    plain_letters: "bhHilmnqsvw",
     safe_long: &["--version", "--help"],
     value_long: &[],
 };
@@ -519,6 +540,16 @@ fn interpreter(name: &str, args: &[String], spec: &InterpreterSpec) -> Option<Ca
         if let Some(cluster) = word.strip_prefix('-') {
             if let Some(letter) = cluster.chars().find(|c| spec.code_letters.contains(*c)) {
                 return Some(Carrier::code(format!("{name} -{letter} runs inline code")));
+            }
+            let known = |c: char| {
+                spec.value_letters.contains(c)
+                    || spec.script_letters.contains(c)
+                    || spec.plain_letters.contains(c)
+            };
+            if let Some(letter) = cluster.chars().find(|c| !known(*c)) {
+                return Some(Carrier::code(format!(
+                    "{name} option -{letter} is not understood"
+                )));
             }
             for (offset, letter) in cluster.char_indices() {
                 let at_end = offset + letter.len_utf8() == cluster.len();
@@ -825,7 +856,9 @@ fn git(args: &[String]) -> Option<Carrier> {
         }
         index += 1;
     }
-    let subcommand = args.get(index)?;
+    let Some(subcommand) = args.get(index) else {
+        return None;
+    };
     if !GIT_SUBCOMMANDS.contains(&subcommand.as_str()) {
         return Some(Carrier::exec(format!(
             "git {subcommand} is not a known safe subcommand (it may be an alias)"
@@ -917,7 +950,9 @@ fn rsync(args: &[String]) -> Option<Carrier> {
 }
 
 fn multiplexer(name: &str, args: &[String]) -> Option<Carrier> {
-    let applet = args.first()?;
+    let Some(applet) = args.first() else {
+        return None;
+    };
     let applet_name = applet.to_ascii_lowercase();
     if applet_name.starts_with('-') {
         return Some(Carrier::exec(format!("{name} {applet}")));
@@ -1004,6 +1039,11 @@ mod tests {
         assert_eq!(carrier(&["python3"], &["script.py", "-c", "x"]), None);
         assert_eq!(carrier(&["python3"], &["-W", "ignore", "script.py"]), None);
         assert_eq!(carrier(&["python3"], &["--version"]), None);
+        assert_eq!(
+            carrier(&["python3"], &["-n", "x.py"]),
+            Some(CarrierKind::Code)
+        );
+        assert_eq!(carrier(&["python3"], &["-u", "x.py"]), None);
     }
 
     #[test]
@@ -1201,6 +1241,8 @@ mod tests {
         assert_eq!(carrier(&["gmake"], &["test"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["cargo"], &["build"]), Some(CarrierKind::Exec));
         assert_eq!(carrier(&["watch"], &["id"]), Some(CarrierKind::Code));
+        assert_eq!(carrier(&["."], &["./x.sh"]), Some(CarrierKind::Code));
+        assert_eq!(carrier(&["trap"], &["id", "EXIT"]), Some(CarrierKind::Code));
         assert_eq!(
             carrier(&["busybox"], &["sh", "-c", "id"]),
             Some(CarrierKind::Code)

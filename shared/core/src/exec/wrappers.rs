@@ -164,7 +164,8 @@ fn env_step(argv: &[String], at: usize) -> Step {
         Some(word) if word.starts_with('-') => {
             Step::Blocked(format!("`env` with modifier `{word}`"))
         }
-        Some(word) if is_assignment(word) => {
+        // `env` sets any `NAME=value` word, whatever the name (`core.pager=sh` too).
+        Some(word) if word.contains('=') => {
             Step::Blocked(format!("`env` with assignment `{word}`"))
         }
         _ => command_at(argv, index),
@@ -381,6 +382,7 @@ mod tests {
             &["env", "-u", "HOME", "rg"],
             &["env", "LD_PRELOAD=/tmp/x.so", "head"],
             &["env", "--", "PAGER=sh", "git", "log"],
+            &["env", "core.pager=sh", "git", "log"],
             &["env", "--split-string=sh -c id"],
         ] {
             assert!(effective(words).1.is_some(), "{words:?}");

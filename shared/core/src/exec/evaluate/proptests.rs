@@ -118,6 +118,8 @@ const WORDS: &[&str] = &[
     "''#x",
     "-la",
     "evil",
+    "trap",
+    "eval",
 ];
 const OPERATORS: &[&str] = &[" ", " ", " ", " && ", " || ", " ; ", " | "];
 
@@ -285,7 +287,13 @@ fn oracle_segment(
                 }
                 1
             }
-            "nice" => 1,
+            "nice" => {
+                let mut skip = 1;
+                while argv.get(skip).is_some_and(|next| next == "-n") {
+                    skip += 2;
+                }
+                skip
+            }
             "timeout" => 2,
             "sudo" => return Err("sudo was satisfied".into()),
             _ => break,
@@ -300,7 +308,7 @@ fn oracle_segment(
         argv = &argv[skip..];
     }
     let token = &argv[0];
-    if token.split('/').any(|part| part == "." || part == "..") {
+    if token.contains('/') && token.split('/').any(|part| part == "." || part == "..") {
         return Err(format!("dot path {token} was satisfied"));
     }
     let resolved = oracle_resolve(token, fs);
@@ -311,8 +319,16 @@ fn oracle_segment(
         .map(|real| real.rsplit('/').next().unwrap_or_default().to_owned())
         .unwrap_or_default();
     let args = &argv[1..];
-    let carrier = ["bash", "sh", "dash", "python3", "xargs", "make"].contains(&name)
-        || ["bash", "dash", "python3"].contains(&real_name.as_str())
+    // python3 with a script operand runs a file, which is not inline code.
+    let python = name == "python3" || real_name == "python3";
+    let carrier = ["bash", "sh", "dash", "xargs", "make", "."].contains(&name)
+        || ["bash", "dash"].contains(&real_name.as_str())
+        || (python && {
+            // Not a carrier only when a script operand follows plain flags.
+            let operand = args.iter().position(|arg| !arg.starts_with('-'));
+            let plain = ["-u", "-B", "-E", "-I", "-O", "-S", "-s", "-q", "-v"];
+            operand.is_none_or(|at| !args[..at].iter().all(|arg| plain.contains(&arg.as_str())))
+        })
         || (name == "find" && args.iter().any(|a| a == "-exec"))
         || (name == "git" && args.first().is_some_and(|a| a != "status" && a != "log"));
     let by_entry = policy.allowlist.iter().any(|entry| {

@@ -789,6 +789,9 @@ fn inline_code_is_never_satisfied_by_path_entries() {
         "busybox sh -c id",
         "/home/me/bin/harmless -c id",
         "echo rm -rf / | sh",
+        ". ./payload.sh",
+        "trap 'rm -rf /' EXIT",
+        "eval ls",
     ] {
         let verdict = check(command, everything_allowed());
         assert!(verdict.analysis_ok, "{command}");
