@@ -856,9 +856,7 @@ fn git(args: &[String]) -> Option<Carrier> {
         }
         index += 1;
     }
-    let Some(subcommand) = args.get(index) else {
-        return None;
-    };
+    let subcommand = args.get(index)?;
     if !GIT_SUBCOMMANDS.contains(&subcommand.as_str()) {
         return Some(Carrier::exec(format!(
             "git {subcommand} is not a known safe subcommand (it may be an alias)"
@@ -950,9 +948,7 @@ fn rsync(args: &[String]) -> Option<Carrier> {
 }
 
 fn multiplexer(name: &str, args: &[String]) -> Option<Carrier> {
-    let Some(applet) = args.first() else {
-        return None;
-    };
+    let applet = args.first()?;
     let applet_name = applet.to_ascii_lowercase();
     if applet_name.starts_with('-') {
         return Some(Carrier::exec(format!("{name} {applet}")));
