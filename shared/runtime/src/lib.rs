@@ -15,6 +15,7 @@ pub mod local_mode;
 pub mod local_replies;
 pub mod node_routes;
 pub mod nodes_service;
+pub mod random;
 pub mod routes;
 pub mod skills_service;
 pub mod sources;

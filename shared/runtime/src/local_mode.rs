@@ -29,6 +29,7 @@ use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
 use crate::node_routes::{RegistryNodeAuth, nodes_router};
 use crate::nodes_service::{NodesDeps, NodesService};
+use crate::random::random_hex;
 use crate::routes::skills_bins_router;
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
@@ -81,13 +82,6 @@ pub fn local_secret(state_dir: &Path) -> Result<String, LocalError> {
     let secret = random_hex(32).map_err(state_error(&path))?;
     write_private(&path, secret.as_bytes()).map_err(state_error(&path))?;
     Ok(secret)
-}
-
-fn random_hex(bytes: usize) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut buffer = vec![0u8; bytes];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
-    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

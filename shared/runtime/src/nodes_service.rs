@@ -815,18 +815,11 @@ fn random_code() -> Result<String, NodesError> {
 }
 
 fn random_hex(bytes: usize) -> Result<String, NodesError> {
-    Ok(hex_encode(&random_bytes(bytes)?))
-}
-
-fn hex_encode(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::random::random_hex(bytes)
+        .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))
 }
 
 fn random_bytes(count: usize) -> Result<Vec<u8>, NodesError> {
-    use std::io::Read;
-    let mut buffer = vec![0u8; count];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut file| file.read_exact(&mut buffer))
-        .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))?;
-    Ok(buffer)
+    crate::random::random_bytes(count)
+        .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))
 }
