@@ -8,7 +8,9 @@
 use std::time::Instant;
 
 use clawless_core::exec::evaluate::{ExecEvaluation, ExecPolicy, PreparedPolicy, evaluate_exec};
-use clawless_core::exec::fs::DescribedFs;
+use clawless_core::exec::fs::{DescribedFs, NodeFs};
+use clawless_core::exec::resolve::{ResolveContext, resolve_executable};
+use clawless_core::exec::shell::analyze_shell_command;
 use clawless_core::exec::{AllowlistEntry, Platform, SkillBin};
 
 fn node() -> DescribedFs {
@@ -88,4 +90,36 @@ fn main() {
             verdict.allowlist_satisfied
         );
     }
+    // Where the time goes, for the first command's parts.
+    let time = |label: &str, run: &dyn Fn()| {
+        let start = Instant::now();
+        for _ in 0..iterations {
+            run();
+        }
+        let per = start.elapsed().as_nanos() / iterations as u128;
+        println!("{per:>8} ns  ({label})");
+    };
+    let context = ResolveContext {
+        platform: Platform::Linux,
+        path: &path,
+        cwd: "/home/me/project",
+        home: Some("/home/me"),
+        path_ext: None,
+    };
+    time("shell analysis of `ls -la`", &|| {
+        std::hint::black_box(analyze_shell_command(
+            std::hint::black_box("ls -la"),
+            Platform::Linux,
+        ));
+    });
+    time("resolve `ls` on PATH", &|| {
+        std::hint::black_box(resolve_executable(
+            std::hint::black_box("ls"),
+            &context,
+            &fs,
+        ));
+    });
+    time("one described-fs real_path through a symlink", &|| {
+        std::hint::black_box(fs.real_path(std::hint::black_box("/bin/sh")));
+    });
 }

@@ -40,46 +40,52 @@ pub struct DescribedFs {
 }
 
 impl DescribedFs {
-    /// Follows symlinks, component by component, to a canonical path.
+    /// Follows symlinks, component by component, to a canonical path. Builds the path in
+    /// one buffer (no per-component joins): the exec engine calls this for every PATH entry.
     fn resolve(&self, path: &str) -> Option<String> {
-        let mut pending: Vec<String> = components(path).into_iter().rev().collect();
-        let mut resolved: Vec<String> = Vec::new();
+        let mut pending: Vec<&str> = components(path).rev().collect();
+        let mut resolved = String::with_capacity(path.len() + 1);
+        // Where each resolved component starts in `resolved`, to pop it for `..`.
+        let mut starts: Vec<usize> = Vec::new();
         let mut hops = 0;
         while let Some(part) = pending.pop() {
-            match part.as_str() {
+            match part {
                 "." => continue,
                 ".." => {
-                    resolved.pop();
+                    if let Some(start) = starts.pop() {
+                        resolved.truncate(start);
+                    }
                     continue;
                 }
                 _ => {}
             }
-            resolved.push(part);
-            let here = format!("/{}", resolved.join("/"));
-            if let Some(target) = self.symlinks.get(&here) {
+            starts.push(resolved.len());
+            resolved.push('/');
+            resolved.push_str(part);
+            if let Some(target) = self.symlinks.get(resolved.as_str()) {
                 hops += 1;
                 if hops > MAX_SYMLINK_HOPS {
                     return None;
                 }
-                resolved.pop();
-                let target = if target.starts_with('/') {
+                if let Some(start) = starts.pop() {
+                    resolved.truncate(start);
+                }
+                if target.starts_with('/') {
                     resolved.clear();
-                    target.clone()
-                } else {
-                    target.clone()
-                };
-                pending.extend(components(&target).into_iter().rev());
+                    starts.clear();
+                }
+                pending.extend(components(target).rev());
             }
         }
-        Some(format!("/{}", resolved.join("/")))
+        if resolved.is_empty() {
+            resolved.push('/');
+        }
+        Some(resolved)
     }
 }
 
-fn components(path: &str) -> Vec<String> {
-    path.split('/')
-        .filter(|part| !part.is_empty())
-        .map(str::to_owned)
-        .collect()
+fn components(path: &str) -> impl DoubleEndedIterator<Item = &str> {
+    path.split('/').filter(|part| !part.is_empty())
 }
 
 impl NodeFs for DescribedFs {
