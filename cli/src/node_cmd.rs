@@ -13,6 +13,7 @@ use clawless_node::state::{NodeConfig, StateDir};
 use clawless_node::worker::{NodeWorker, facts_of};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::local_nodes_service;
+use clawless_runtime::node_routes::node_view;
 use clawless_runtime::nodes_service::NodesService;
 
 /// `clawless nodes` options.
@@ -110,7 +111,7 @@ pub(crate) async fn run_nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
         NodesCommand::List { json } => {
             let list = nodes.list().await?;
             if json {
-                let rows: Vec<serde_json::Value> = list.iter().map(node_json).collect();
+                let rows: Vec<serde_json::Value> = list.iter().map(node_view).collect();
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else if list.is_empty() {
                 println!("no nodes paired (clawless nodes pair)");
@@ -135,7 +136,7 @@ pub(crate) async fn run_nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
             else {
                 bail!("no node {node_id}");
             };
-            println!("{}", serde_json::to_string_pretty(&node_json(&node))?);
+            println!("{}", serde_json::to_string_pretty(&node_view(&node))?);
         }
         NodesCommand::Revoke { node_id } => {
             if !nodes.revoke(&node_id).await? {
@@ -145,28 +146,6 @@ pub(crate) async fn run_nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn node_json(node: &clawless_core::nodes::NodeRecord) -> serde_json::Value {
-    serde_json::json!({
-        "nodeId": node.node_id,
-        "displayName": node.display_name,
-        "platform": node.platform,
-        "path": node.path,
-        "skillBins": node.skill_bins,
-        "queue": node.queue,
-        "pairedAtMs": node.paired_at_ms,
-        "lastSeenMs": node.last_seen_ms,
-        "revoked": node.revoked,
-        "policyVersion": node.policy_version,
-        "granted": node.granted.iter().map(|granted| serde_json::json!({
-            "agentId": granted.agent_id,
-            "pattern": granted.entry.pattern,
-            "argPattern": granted.entry.arg_pattern,
-            "source": granted.entry.source,
-            "grantedAtMs": granted.granted_at_ms,
-        })).collect::<Vec<_>>(),
-    })
 }
 
 fn state_dir(node_home: Option<PathBuf>) -> anyhow::Result<StateDir> {

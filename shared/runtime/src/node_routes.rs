@@ -185,3 +185,27 @@ async fn ack_job(
     state.nodes.ack_job(&node, &ack.receipt).await?;
     Ok(Json(json!({ "acked": true })))
 }
+
+/// A node as operators see it (`clawless nodes list --json|show`, the admin routes): every
+/// fact but the secret hash.
+pub fn node_view(node: &NodeRecord) -> Value {
+    json!({
+        "nodeId": node.node_id,
+        "displayName": node.display_name,
+        "platform": node.platform,
+        "path": node.path,
+        "skillBins": node.skill_bins,
+        "queue": node.queue,
+        "pairedAtMs": node.paired_at_ms,
+        "lastSeenMs": node.last_seen_ms,
+        "revoked": node.revoked,
+        "policyVersion": node.policy_version,
+        "granted": node.granted.iter().map(|granted| json!({
+            "agentId": granted.agent_id,
+            "pattern": granted.entry.pattern,
+            "argPattern": granted.entry.arg_pattern,
+            "source": granted.entry.source,
+            "grantedAtMs": granted.granted_at_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
