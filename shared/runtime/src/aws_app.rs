@@ -1,15 +1,21 @@
-//! The system assembled on AWS, once per Lambda cold start: DynamoDB sessions and inbox,
-//! the SQS FIFO turn queue, S3 for skills, workspaces and transcript blobs.
+//! The system assembled on AWS, once per Lambda cold start: DynamoDB sessions, inbox, node
+//! registry and exec jobs; the SQS FIFO turn queue, the timer queue and one exec queue per
+//! node; STS for node-queue credentials; S3 for skills, workspaces and transcript blobs.
 //!
 //! Names come from the environment the template sets (`CLAWLESS_TABLE`,
-//! `CLAWLESS_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`, plus `CLAWLESS_BUCKET` or
-//! `CLAWLESS_CONFIG` for the configuration); endpoints and credentials follow the standard
-//! AWS environment (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
+//! `CLAWLESS_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`, `CLAWLESS_TIMER_QUEUE_URL`,
+//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, `CLAWLESS_ADMIN_TOKEN`,
+//! plus `CLAWLESS_BUCKET` or `CLAWLESS_CONFIG` for the configuration); endpoints and
+//! credentials follow the standard AWS environment (`AWS_ENDPOINT_URL`, …), so the same
+//! binary runs against an emulator.
 
 use std::sync::Arc;
 
 use axum::Router;
-use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore, SqsTurnQueue};
+use clawless_aws::{
+    DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore, S3ObjectStore,
+    SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
+};
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::SessionStore;
@@ -20,6 +26,10 @@ use crate::config::{
     ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, GENERIC_SECRET_ENV, deployment_config,
 };
 use crate::ingress::{GenericChannel, Ingress, webhook_router};
+use crate::node_routes::{
+    QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
+};
+use crate::nodes_service::{NodesDeps, NodesService};
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
 use crate::turn_service::{HostFacts, TurnDeps, TurnService};
@@ -30,6 +40,14 @@ pub const TABLE_ENV: &str = "CLAWLESS_TABLE";
 pub const TURN_QUEUE_ENV: &str = "CLAWLESS_TURN_QUEUE_URL";
 /// Bucket of offloaded transcript content.
 pub const BLOB_BUCKET_ENV: &str = "CLAWLESS_BLOB_BUCKET";
+/// URL of the standard timer queue (job deadlines, approval timeouts).
+pub const TIMER_QUEUE_ENV: &str = "CLAWLESS_TIMER_QUEUE_URL";
+/// Prefix of the per-node exec queues' names (`<prefix>node-<node id>`).
+pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
+/// The role the `nodes` function assumes to vend node-queue credentials.
+pub const NODE_QUEUE_ROLE_ENV: &str = "CLAWLESS_NODE_QUEUE_ROLE_ARN";
+/// Bearer token of the operator routes (`/nodes/admin/*`); unset disables them.
+pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
 /// Where generic-channel replies go when the config does not say.
 pub const GENERIC_REPLY_URL_ENV: &str = "CLAWLESS_GENERIC_REPLY_URL";
 
@@ -64,6 +82,7 @@ pub struct AwsApp {
     s3: aws_sdk_s3::Client,
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
+    sts: aws_sdk_sts::Client,
 }
 
 impl std::fmt::Debug for AwsApp {
@@ -78,11 +97,11 @@ impl AwsApp {
         let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
-        let s3 = crate::aws_env::s3_client_from_env().await;
         Self::with_clients(
-            s3,
+            crate::aws_env::s3_client_from(&shared),
             aws_sdk_dynamodb::Client::new(&shared),
             aws_sdk_sqs::Client::new(&shared),
+            aws_sdk_sts::Client::new(&shared),
         )
         .await
     }
@@ -92,6 +111,7 @@ impl AwsApp {
         s3: aws_sdk_s3::Client,
         dynamodb: aws_sdk_dynamodb::Client,
         sqs: aws_sdk_sqs::Client,
+        sts: aws_sdk_sts::Client,
     ) -> Result<Self, AwsAppError> {
         let stores = Arc::new(StoreFactory::with_s3_client(s3.clone()));
         let config = deployment_config(&stores).await?;
@@ -101,7 +121,74 @@ impl AwsApp {
             s3,
             dynamodb,
             sqs,
+            sts,
         })
+    }
+
+    /// The store factory (skills and workspaces in S3).
+    pub fn stores(&self) -> &Arc<StoreFactory> {
+        &self.stores
+    }
+
+    /// The node registry, exec jobs, per-node exec queues and timers.
+    pub fn nodes_service(&self) -> Result<NodesService, AwsAppError> {
+        let table = required(TABLE_ENV)?;
+        Ok(NodesService::new(NodesDeps {
+            registry: Arc::new(DynamoNodeRegistry::new(self.dynamodb.clone(), &table)),
+            jobs: Arc::new(DynamoExecJobs::new(self.dynamodb.clone(), &table)),
+            queues: Arc::new(SqsExecQueue::new(
+                self.sqs.clone(),
+                required(NODE_QUEUE_PREFIX_ENV)?,
+            )),
+            timers: Arc::new(SqsTimers::new(self.sqs.clone(), required(TIMER_QUEUE_ENV)?)),
+            turns: Arc::new(SqsTurnQueue::new(
+                self.sqs.clone(),
+                required(TURN_QUEUE_ENV)?,
+            )),
+            clock: Arc::new(SystemClock),
+            settings: self.config.exec.clone(),
+        }))
+    }
+
+    /// The `nodes` function's routes: node pairing, heartbeats, results and queue credentials,
+    /// plus the operator routes when [`ADMIN_TOKEN_ENV`] is set.
+    pub fn nodes_router(&self, nodes: Arc<NodesService>) -> Result<Router, AwsAppError> {
+        let region = self
+            .sqs
+            .config()
+            .region()
+            .map(ToString::to_string)
+            .ok_or(AwsAppError::MissingEnv("AWS_REGION"))?;
+        let access = QueueAccess {
+            vendor: Arc::new(StsQueueCredentials::new(
+                self.sts.clone(),
+                required(NODE_QUEUE_ROLE_ENV)?,
+            )),
+            region,
+            endpoint_url: env("AWS_ENDPOINT_URL_SQS").or_else(|| env("AWS_ENDPOINT_URL")),
+        };
+        let mut router = nodes_router(Arc::clone(&nodes), false)
+            .merge(queue_credentials_router(Arc::clone(&nodes), access));
+        match env(ADMIN_TOKEN_ENV) {
+            Some(token) => router = router.merge(admin_router(nodes, &token)),
+            None => tracing::warn!(
+                "{ADMIN_TOKEN_ENV} is not set: the operator routes /nodes/admin/* answer 404"
+            ),
+        }
+        Ok(router)
+    }
+
+    /// The `skills-bins` function's routes, for paired nodes only.
+    pub fn skills_bins_router(&self) -> Result<Router, AwsAppError> {
+        let skills = Arc::new(
+            SkillsService::new(self.config.clone(), &self.stores)
+                .map_err(|err| AwsAppError::Setup(err.to_string()))?,
+        );
+        let nodes = Arc::new(self.nodes_service()?);
+        Ok(crate::routes::skills_bins_router(
+            skills,
+            Arc::new(RegistryNodeAuth::new(nodes)),
+        ))
     }
 
     fn generic_secret(&self) -> Option<String> {
@@ -140,8 +227,17 @@ impl AwsApp {
         Ok(webhook_router(Arc::new(ingress)))
     }
 
-    /// The `turn` function's service.
+    /// The `turn` function's service. `exec` runs on node hosts when the timer queue and the
+    /// node-queue prefix are configured; without them the tool is not offered.
     pub async fn turn_service(&self) -> Result<TurnService, AwsAppError> {
+        let nodes = if env(TIMER_QUEUE_ENV).is_some() && env(NODE_QUEUE_PREFIX_ENV).is_some() {
+            Some(Arc::new(self.nodes_service()?))
+        } else {
+            tracing::warn!(
+                "{TIMER_QUEUE_ENV} or {NODE_QUEUE_PREFIX_ENV} is not set: exec on node hosts is off"
+            );
+            None
+        };
         let table = required(TABLE_ENV)?;
         let blob_bucket = required(BLOB_BUCKET_ENV)?;
         let blobs: Arc<dyn ObjectStore> =
@@ -191,7 +287,7 @@ impl AwsApp {
                 os: Some("linux".to_owned()),
                 arch: Some(std::env::consts::ARCH.to_owned()),
             },
-            nodes: None,
+            nodes,
         }))
     }
 }

@@ -1,5 +1,11 @@
-//! HTTP routes node hosts call: pairing, heartbeats, reports, and (in local mode, where
-//! there is no SQS) receiving jobs. Shared by the `nodes` function and `clawless local`.
+//! HTTP routes of node hosts and of their operator. Shared by the `nodes` function and
+//! `clawless local`:
+//! - [`nodes_router`]: pairing, heartbeats, reports, and (in local mode, where there is no
+//!   SQS) receiving jobs;
+//! - [`queue_credentials_router`]: `POST /nodes/credentials`, short-lived credentials for a
+//!   node's own SQS queue (AWS);
+//! - [`admin_router`]: the operator's `/nodes/admin/*` (pairing codes, list, show, revoke),
+//!   behind a bearer token.
 //!
 //! A node authenticates with `Authorization: Bearer <node id>:<secret>`; the registry holds
 //! only the secret's hash. Unknown, wrong and revoked credentials get 401, malformed bodies
@@ -10,12 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use clawless_core::nodes::{NodeFacts, NodeRecord};
+use clawless_core::nodes::wire::secret_hash;
+use clawless_core::nodes::{NodeFacts, NodeRecord, QueueCredentialVendor};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -184,6 +191,148 @@ async fn ack_job(
     let ack: AckRequest = parse_json(&body)?;
     state.nodes.ack_job(&node, &ack.receipt).await?;
     Ok(Json(json!({ "acked": true })))
+}
+
+/// Where nodes read their queues, and who vends the credentials (AWS).
+#[derive(Clone)]
+pub struct QueueAccess {
+    /// Vends credentials scoped to one queue.
+    pub vendor: Arc<dyn QueueCredentialVendor>,
+    /// The queues' region.
+    pub region: String,
+    /// The SQS endpoint when it is not AWS's own (an emulator).
+    pub endpoint_url: Option<String>,
+}
+
+impl std::fmt::Debug for QueueAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueAccess")
+            .field("region", &self.region)
+            .field("endpoint_url", &self.endpoint_url)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+struct CredentialsState {
+    nodes: Arc<NodesService>,
+    auth: RegistryNodeAuth,
+    access: QueueAccess,
+}
+
+/// `POST /nodes/credentials`: the calling node's queue URL, region, endpoint and credentials
+/// that can receive, delete and hide messages of that one queue, for at most an hour.
+pub fn queue_credentials_router(nodes: Arc<NodesService>, access: QueueAccess) -> Router {
+    let state = CredentialsState {
+        auth: RegistryNodeAuth::new(Arc::clone(&nodes)),
+        nodes,
+        access,
+    };
+    Router::new()
+        .route("/nodes/credentials", post(queue_credentials))
+        .with_state(state)
+}
+
+async fn queue_credentials(
+    State(state): State<CredentialsState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let node = state.auth.node(&headers).await?;
+    let credentials = state
+        .nodes
+        .queue_credentials(&node, state.access.vendor.as_ref())
+        .await?;
+    Ok(Json(json!({
+        "queueUrl": node.queue,
+        "region": state.access.region,
+        "endpointUrl": state.access.endpoint_url,
+        "credentials": credentials,
+    })))
+}
+
+#[derive(Clone)]
+struct AdminState {
+    nodes: Arc<NodesService>,
+    token_hash: Arc<str>,
+}
+
+/// The operator's routes, for `Authorization: Bearer <token>`:
+/// `POST /nodes/admin/pairing-codes`, `GET /nodes/admin/nodes`,
+/// `GET /nodes/admin/nodes/{id}` and `POST /nodes/admin/nodes/{id}/revoke`. Anything else
+/// (no header, another token) gets 401.
+pub fn admin_router(nodes: Arc<NodesService>, token: &str) -> Router {
+    let state = AdminState {
+        nodes,
+        token_hash: Arc::from(secret_hash(token)),
+    };
+    Router::new()
+        .route("/nodes/admin/pairing-codes", post(admin_pairing_code))
+        .route("/nodes/admin/nodes", get(admin_list))
+        .route("/nodes/admin/nodes/{node_id}", get(admin_show))
+        .route("/nodes/admin/nodes/{node_id}/revoke", post(admin_revoke))
+        .with_state(state)
+}
+
+/// Compares digests, not the tokens, so the comparison's timing says nothing about the token.
+fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let presented = headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or(ApiError::Unauthorized)?;
+    if secret_hash(presented.trim()) == *state.token_hash {
+        Ok(())
+    } else {
+        tracing::warn!("operator request with a wrong token refused");
+        Err(ApiError::Unauthorized)
+    }
+}
+
+async fn admin_pairing_code(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &headers)?;
+    let (code, expires_at_ms) = state.nodes.create_pairing_code().await?;
+    Ok(Json(json!({"code": code, "expiresAtMs": expires_at_ms})))
+}
+
+async fn admin_list(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &headers)?;
+    let nodes: Vec<Value> = state.nodes.list().await?.iter().map(node_view).collect();
+    Ok(Json(json!({ "nodes": nodes })))
+}
+
+async fn admin_show(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(node_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &headers)?;
+    let node = state
+        .nodes
+        .list()
+        .await?
+        .into_iter()
+        .find(|node| node.node_id == node_id)
+        .ok_or_else(|| ApiError::NotFound(format!("no node {node_id}")))?;
+    Ok(Json(node_view(&node)))
+}
+
+async fn admin_revoke(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(node_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &headers)?;
+    if state.nodes.revoke(&node_id).await? {
+        Ok(Json(json!({ "revoked": true })))
+    } else {
+        Err(ApiError::NotFound(format!("no node {node_id}")))
+    }
 }
 
 /// A node as operators see it (`clawless nodes list --json|show`, the admin routes): every

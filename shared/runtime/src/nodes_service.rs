@@ -12,10 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::exec::{AllowlistEntry, Security};
+use clawless_core::nodes::credentials::{
+    CredentialError, MAX_CREDENTIAL_LIFETIME, QueueCredentialVendor, QueueCredentials,
+};
 use clawless_core::nodes::notices::{
     ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text, node_offline_text,
     tool_result_text,
 };
+use clawless_core::nodes::timers::timer_redelivery;
 use clawless_core::nodes::wire::{
     Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
     WireError, secret_hash, signing_key, verify_node_secret,
@@ -97,6 +101,9 @@ pub enum NodesError {
     /// A queue failed; retrying may help.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// Queue credentials could not be vended.
+    #[error(transparent)]
+    Credentials(#[from] CredentialError),
     /// Something the service relies on failed (randomness, a stored document).
     #[error("internal error: {0}")]
     Internal(String),
@@ -143,6 +150,15 @@ pub enum ReportOutcome {
     ApprovalRequested,
     /// An unknown job, or one already resolved: nothing changed.
     Ignored,
+}
+
+/// What became of a timer the timer queue delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerFired {
+    /// Due: its event is on the turn queue.
+    Forwarded,
+    /// Early: sent to the timer queue again for the rest of its wait.
+    Rescheduled,
 }
 
 /// What the turn learns from [`NodesService::dispatch`].
@@ -727,6 +743,37 @@ impl NodesService {
             self.deps.timers.ack(&timer.receipt).await?;
         }
         Ok(fired)
+    }
+
+    /// One timer delivered by the timer queue's consumer (AWS): a due timer goes onto the turn
+    /// queue; an early one (SQS delays stop at 15 minutes) is scheduled again for the rest of
+    /// its wait. `Err` leaves the message for redelivery.
+    pub async fn fire_timer(&self, timer: &Timer) -> Result<TimerFired, NodesError> {
+        let now = self.deps.clock.now_ms();
+        if timer_redelivery(timer.due_at_ms, now).is_some() {
+            self.deps.timers.schedule(timer).await?;
+            return Ok(TimerFired::Rescheduled);
+        }
+        enqueue(self.deps.turns.as_ref(), &timer.event).await?;
+        Ok(TimerFired::Forwarded)
+    }
+
+    /// Short-lived credentials that let `node` read its own queue, and nothing else.
+    pub async fn queue_credentials(
+        &self,
+        node: &NodeRecord,
+        vendor: &dyn QueueCredentialVendor,
+    ) -> Result<QueueCredentials, NodesError> {
+        if node.revoked {
+            return Err(NodesError::Unauthorized(format!(
+                "node {} is revoked",
+                node.node_id
+            )));
+        }
+        vendor
+            .vend(&node.node_id, &node.queue, MAX_CREDENTIAL_LIFETIME)
+            .await
+            .map_err(NodesError::from)
     }
 
     /// True when some paired node is not revoked (`exec` is offered then; whether it is

@@ -9,7 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::http::Request;
 use clawless_core::exec::{AllowlistEntry, SkillBin};
+use clawless_core::nodes::Timer;
+use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
 };
@@ -22,11 +27,14 @@ use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_runtime::clock::Clock;
+use clawless_runtime::node_routes::{QueueAccess, admin_router, queue_credentials_router};
+use clawless_runtime::nodes_service::TimerFired;
 use clawless_runtime::nodes_service::{
     Dispatch, ExecSettings, NODE_OFFLINE_AFTER, NodesDeps, NodesError, NodesService, PairRequest,
     Paired, ReportOutcome,
 };
-use serde_json::json;
+use serde_json::{Value, json};
+use tower::ServiceExt;
 
 #[derive(Debug, Default)]
 struct ManualClock(AtomicU64);
@@ -45,8 +53,9 @@ impl Clock for ManualClock {
 }
 
 struct Fixture {
-    nodes: NodesService,
+    nodes: Arc<NodesService>,
     queues: Arc<InMemoryExecQueue>,
+    timers: Arc<InMemoryTimers>,
     turns: Arc<InMemoryTurnQueue>,
     clock: Arc<ManualClock>,
 }
@@ -55,18 +64,20 @@ fn fixture() -> Fixture {
     let queues = Arc::new(InMemoryExecQueue::new());
     let turns = Arc::new(InMemoryTurnQueue::new());
     let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
-    let nodes = NodesService::new(NodesDeps {
+    let timers = Arc::new(InMemoryTimers::new());
+    let nodes = Arc::new(NodesService::new(NodesDeps {
         registry: Arc::new(InMemoryNodeRegistry::new()),
         jobs: Arc::new(InMemoryExecJobs::new()),
         queues: queues.clone(),
-        timers: Arc::new(InMemoryTimers::new()),
+        timers: timers.clone(),
         turns: turns.clone(),
         clock: clock.clone(),
         settings: ExecSettings::default(),
-    });
+    }));
     Fixture {
         nodes,
         queues,
+        timers,
         turns,
         clock,
     }
@@ -531,4 +542,187 @@ async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
             "{out:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_timer_delivered_early_waits_again_and_a_due_one_resumes_the_turn() {
+    let fx = fixture();
+    let now = fx.clock.now_ms();
+    let timer = |id: &str, due_at_ms: u64| Timer {
+        timer_id: id.to_owned(),
+        due_at_ms,
+        event: sample_session_event(id),
+    };
+    // An SQS delay ends at 15 minutes, so a 30-minute approval timeout arrives early once.
+    let early = timer("ask-1", now + 30 * 60 * 1_000);
+    assert_eq!(
+        fx.nodes.fire_timer(&early).await.unwrap(),
+        TimerFired::Rescheduled
+    );
+    assert_eq!(fx.timers.len(), 1, "the early timer is scheduled again");
+    assert!(turn_events(&fx).await.is_empty(), "nothing resumes early");
+
+    let due = timer("ask-2", now);
+    assert_eq!(
+        fx.nodes.fire_timer(&due).await.unwrap(),
+        TimerFired::Forwarded
+    );
+    assert_eq!(turn_events(&fx).await, vec![due.event.event.clone()]);
+    assert_eq!(fx.timers.len(), 1, "a due timer is not scheduled again");
+}
+
+async fn call(router: &Router, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = router
+        .clone()
+        .oneshot(request.body(Body::from("{}")).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+const ADMIN_TOKEN: &str = "operator-token-0123456789";
+
+#[tokio::test]
+async fn the_operator_routes_refuse_a_missing_or_wrong_token() {
+    let fx = fixture();
+    let router = admin_router(Arc::clone(&fx.nodes), ADMIN_TOKEN);
+    for (method, path) in [
+        ("POST", "/nodes/admin/pairing-codes"),
+        ("GET", "/nodes/admin/nodes"),
+        ("GET", "/nodes/admin/nodes/n1"),
+        ("POST", "/nodes/admin/nodes/n1/revoke"),
+    ] {
+        assert_eq!(call(&router, method, path, None).await.0, 401, "{path}");
+        assert_eq!(
+            call(&router, method, path, Some("operator-token-012345678"))
+                .await
+                .0,
+            401,
+            "{path} with a token one character short"
+        );
+        assert_eq!(
+            call(&router, method, path, Some(&format!("{ADMIN_TOKEN}x")))
+                .await
+                .0,
+            401,
+            "{path} with a longer token"
+        );
+    }
+    assert!(fx.nodes.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_operator_pairs_lists_shows_and_revokes_a_node_over_http() {
+    let fx = fixture();
+    let router = admin_router(Arc::clone(&fx.nodes), ADMIN_TOKEN);
+    // A code from the operator route pairs a node.
+    let (status, body) = call(
+        &router,
+        "POST",
+        "/nodes/admin/pairing-codes",
+        Some(ADMIN_TOKEN),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["expiresAtMs"].as_u64().unwrap() > fx.clock.now_ms());
+    let paired = fx
+        .nodes
+        .pair(&PairRequest {
+            code: body["code"].as_str().unwrap().to_owned(),
+            facts: facts(),
+        })
+        .await
+        .unwrap();
+    // It is listed and shown, without its secret or the hash of it.
+    let (status, list) = call(&router, "GET", "/nodes/admin/nodes", Some(ADMIN_TOKEN)).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["nodes"][0]["nodeId"], json!(paired.node_id));
+    assert!(!list.to_string().contains(&secret_hash(&paired.secret)));
+    let show_path = format!("/nodes/admin/nodes/{}", paired.node_id);
+    let (status, shown) = call(&router, "GET", &show_path, Some(ADMIN_TOKEN)).await;
+    assert_eq!((status, shown["revoked"].clone()), (200, json!(false)));
+    assert_eq!(
+        call(
+            &router,
+            "GET",
+            "/nodes/admin/nodes/nobody",
+            Some(ADMIN_TOKEN)
+        )
+        .await
+        .0,
+        404
+    );
+    // Revoked, it can no longer authenticate.
+    let revoke_path = format!("/nodes/admin/nodes/{}/revoke", paired.node_id);
+    let (status, revoked) = call(&router, "POST", &revoke_path, Some(ADMIN_TOKEN)).await;
+    assert_eq!((status, revoked), (200, json!({"revoked": true})));
+    assert!(matches!(
+        fx.nodes.authenticate(&paired.node_id, &paired.secret).await,
+        Err(NodesError::Unauthorized(_))
+    ));
+    assert_eq!(
+        call(
+            &router,
+            "POST",
+            "/nodes/admin/nodes/nobody/revoke",
+            Some(ADMIN_TOKEN)
+        )
+        .await
+        .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn queue_credentials_go_to_a_paired_node_for_its_own_queue_only() {
+    let fx = fixture();
+    let vendor = InMemoryCredentialVendor::new();
+    let router = queue_credentials_router(
+        Arc::clone(&fx.nodes),
+        QueueAccess {
+            vendor: Arc::new(vendor.clone()),
+            region: "eu-west-1".to_owned(),
+            endpoint_url: None,
+        },
+    );
+    let (paired, record) = paired(&fx).await;
+    let token = format!("{}:{}", paired.node_id, paired.secret);
+    let (status, body) = call(&router, "POST", "/nodes/credentials", Some(&token)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["queueUrl"], json!(record.queue));
+    assert_eq!(body["region"], json!("eu-west-1"));
+    assert_eq!(body["credentials"]["accessKeyId"], json!("MEM1"));
+    assert_eq!(vendor.calls()[0].queue, record.queue);
+    assert_eq!(vendor.calls()[0].node_id, paired.node_id);
+
+    // A wrong secret, another node's id, and a revoked node get nothing.
+    let wrong = format!("{}:not-the-secret", paired.node_id);
+    assert_eq!(
+        call(&router, "POST", "/nodes/credentials", Some(&wrong))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        call(&router, "POST", "/nodes/credentials", None).await.0,
+        401
+    );
+    fx.nodes.revoke(&paired.node_id).await.unwrap();
+    assert_eq!(
+        call(&router, "POST", "/nodes/credentials", Some(&token))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        vendor.calls().len(),
+        1,
+        "nothing vended after the first call"
+    );
 }
