@@ -68,16 +68,16 @@ impl LambdaWatch {
         Self { child, port, log }
     }
 
+    /// The port `cargo lambda watch` listens on (function URLs are
+    /// `http://127.0.0.1:<port>/lambda-url/<name>/…`).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// GETs `path` of function `name` through its function URL, waiting up to `patience`
     /// for the first build; returns status and body.
     pub fn get(&mut self, name: &str, path: &str, patience: Duration) -> (u16, String) {
-        let request = HttpRequest {
-            method: "GET",
-            path: format!("/lambda-url/{name}{path}"),
-            headers: Vec::new(),
-            body: Vec::new(),
-        };
-        self.send(&request, patience)
+        self.call("GET", name, path, &[], &[], patience)
     }
 
     /// POSTs `body` with `headers` to `path` of function `name` through its function URL,
@@ -93,8 +93,22 @@ impl LambdaWatch {
         body: &[u8],
         patience: Duration,
     ) -> (u16, String) {
+        self.call("POST", name, path, headers, body, patience)
+    }
+
+    /// Sends `method` with `headers` and `body` to `path` of function `name` through its
+    /// function URL, waiting up to `patience` for the first build; returns status and body.
+    pub fn call(
+        &mut self,
+        method: &'static str,
+        name: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        patience: Duration,
+    ) -> (u16, String) {
         let request = HttpRequest {
-            method: "POST",
+            method,
             path: format!("/lambda-url/{name}{path}"),
             headers: headers
                 .iter()

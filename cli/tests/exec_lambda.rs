@@ -1,0 +1,498 @@
+//! Exec on a node host through the deployed code: the real `webhook`, `turn`, `nodes` and
+//! `timers` Lambda binaries under `cargo lambda watch`, with S3, DynamoDB, SQS and STS on
+//! moto, and a real `clawless node run` process reading its own SQS queue with credentials
+//! the `nodes` function vends (STS AssumeRole), running real commands.
+//!
+//! The event source mappings are played by the test: it receives from the turn FIFO queue
+//! and the timer queue and hands each message to `turn` / `timers` as an SQS batch.
+//!
+//! Covered: the operator's pairing code; pairing and heartbeats; an allowlisted command runs
+//! and the answer carries its output; approval asked in the chat, then `allow-once` runs it;
+//! approval timeout through the timer queue applies askFallback (deny); forged results and
+//! revoked nodes get 401, a result for an unknown job changes nothing; the revoked node's
+//! worker stops.
+
+// Test helpers unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::routing::post;
+use clawless_aws::S3ObjectStore;
+use clawless_aws::testing::{
+    dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_standard_queue, fresh_table,
+    moto_endpoint, moto_sdk_config, s3_client, sqs_client, unique_queue_prefix,
+};
+use clawless_channels::{SIGNATURE_HEADER, sign};
+use clawless_core::object_store::{ObjectStore, PutCondition};
+use clawless_system_tests::LambdaWatch;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_clawless");
+const SECRET: &str = "test-secret-0123456789";
+const ADMIN_TOKEN: &str = "operator-token-0123456789";
+const OWNER: &str = "owner-1";
+/// The first call to each function waits for `cargo lambda` to build it.
+const FIRST_BUILD: Duration = Duration::from_secs(900);
+/// Later calls answer from a running function.
+const WARM: Duration = Duration::from_secs(120);
+
+/// `(skill name, command)`: the offline model reads the skill the message names and runs
+/// its ` ```sh exec ` block.
+const SKILLS: &[(&str, &str)] = &[
+    ("alpha-greeting", "echo hello-from-lambda-node"),
+    ("bravo-listing", "ls /"),
+];
+
+fn skill_md(name: &str, command: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: Test skill {name} for exec on a node host.\n---\n\n# {name}\n\nRun with exec:\n\n```sh exec\n{command}\n```\n"
+    )
+}
+
+/// Runs `f` on this (multi-threaded) runtime's worker thread: the watch's HTTP calls block.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Every chat reply POSTed to `url`, as text.
+#[derive(Clone)]
+struct ReplyReceiver {
+    url: String,
+    texts: Arc<Mutex<Vec<String>>>,
+}
+
+impl ReplyReceiver {
+    async fn start() -> Self {
+        let texts: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = Arc::clone(&texts);
+        let app = Router::new().route(
+            "/replies",
+            post(move |body: Bytes| {
+                let sink = Arc::clone(&sink);
+                async move {
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let text = body["text"].as_str().unwrap_or_default().to_owned();
+                    sink.lock().unwrap().push(text);
+                    StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/replies", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, texts }
+    }
+
+    fn texts(&self) -> Vec<String> {
+        self.texts.lock().unwrap().clone()
+    }
+}
+
+/// A node process, killed on drop.
+struct NodeProcess(Child);
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _killed = self.0.kill();
+            let _reaped = self.0.wait();
+        }
+    }
+}
+
+/// The deployment on moto, the functions under one watch, and the test's side of the event
+/// source mappings.
+struct Deployment {
+    watch: LambdaWatch,
+    sqs: aws_sdk_sqs::Client,
+    turn_queue: String,
+    timer_queue: String,
+    receiver: ReplyReceiver,
+    seen: usize,
+    sent: usize,
+}
+
+/// The SQS event an event source mapping would deliver for `message`.
+fn sqs_event(message: &aws_sdk_sqs::types::Message, queue_url: &str) -> Value {
+    let mut attributes = serde_json::Map::new();
+    for (name, value) in message.attributes().into_iter().flatten() {
+        attributes.insert(name.as_str().to_owned(), json!(value));
+    }
+    let queue_name = queue_url.rsplit('/').next().unwrap();
+    json!({
+        "Records": [{
+            "messageId": message.message_id(),
+            "receiptHandle": message.receipt_handle(),
+            "body": message.body(),
+            "attributes": attributes,
+            "messageAttributes": {},
+            "md5OfBody": message.md5_of_body(),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": format!("arn:aws:sqs:us-east-1:123456789012:{queue_name}"),
+            "awsRegion": "us-east-1"
+        }]
+    })
+}
+
+impl Deployment {
+    /// Hands what is on `queue_url` to `function`, one message a batch, deleting each one
+    /// the function did not report failed. Returns how many it handed over.
+    async fn pump(&mut self, function: &str, queue_url: &str) -> usize {
+        let received = self
+            .sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .visibility_timeout(30)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .unwrap();
+        let mut handed = 0;
+        for message in received.messages() {
+            let event = sqs_event(message, queue_url);
+            let (status, answer) = blocking(|| self.watch.invoke(function, &event, WARM));
+            assert_eq!(status, 200, "{function}: {answer}");
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(
+                answer["batchItemFailures"],
+                json!([]),
+                "{function}: {answer}"
+            );
+            self.sqs
+                .delete_message()
+                .queue_url(queue_url)
+                .receipt_handle(message.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+            handed += 1;
+        }
+        handed
+    }
+
+    /// Signs and posts a chat message to the webhook function.
+    fn say(&mut self, text: &str) {
+        self.sent += 1;
+        let body = serde_json::to_vec(&json!({
+            "message_id": format!("m-{}", self.sent),
+            "chat_id": "exec-chat",
+            "sender_id": OWNER,
+            "text": text,
+            "chat_type": "direct",
+        }))
+        .unwrap();
+        let signature = sign(SECRET.as_bytes(), &body);
+        let headers = [
+            ("content-type", "application/json"),
+            (SIGNATURE_HEADER, signature.as_str()),
+        ];
+        let (status, answer) = blocking(|| {
+            self.watch
+                .post("webhook", "/webhook/generic", &headers, &body, WARM)
+        });
+        assert_eq!(status, 202, "{answer}");
+    }
+
+    /// Plays the event source mappings until the next chat reply arrives.
+    async fn reply(&mut self, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(text) = self.receiver.texts().get(self.seen) {
+                self.seen += 1;
+                return text.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no reply within {within:?}; replies so far: {:?}",
+                self.receiver.texts()
+            );
+            let (turns, timers) = (self.turn_queue.clone(), self.timer_queue.clone());
+            self.pump("turn", &turns).await;
+            self.pump("timers", &timers).await;
+        }
+    }
+
+    /// Says `text` and returns the `/approve` code of the approval request that follows.
+    async fn ask(&mut self, text: &str) -> String {
+        self.say(text);
+        let request = self.reply(Duration::from_secs(60)).await;
+        assert!(request.contains("Approval required (id "), "{request}");
+        request
+            .split("Reply with: /approve ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned()
+    }
+
+    fn admin(&mut self, method: &'static str, path: &str) -> (u16, Value) {
+        let auth = format!("Bearer {ADMIN_TOKEN}");
+        let headers = [("authorization", auth.as_str())];
+        let (status, body) =
+            blocking(|| self.watch.call(method, "nodes", path, &headers, b"", WARM));
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+}
+
+fn clawless(args: &[&str]) -> (bool, String) {
+    let output = Command::new(BIN)
+        .args(args)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+fn write_policy(node_home: &Path) {
+    let approvals = json!({
+        "version": 1,
+        "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny"},
+        "agents": {"*": {"allowlist": [
+            {"pattern": "/usr/bin/echo", "argPattern": "^hello-from-lambda-node$"},
+            {"pattern": "/bin/echo", "argPattern": "^hello-from-lambda-node$"}
+        ]}}
+    });
+    std::fs::write(
+        node_home.join("exec-approvals.json"),
+        serde_json::to_string_pretty(&approvals).unwrap(),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_sqs() {
+    // GIVEN a deployment on moto: skills and config in a bucket, the table, the turn FIFO
+    // queue, the timer queue, and a prefix for the node queues the nodes function creates
+    let started = Instant::now();
+    let endpoint = moto_endpoint();
+    let sdk = moto_sdk_config().await;
+    let s3 = s3_client(&sdk);
+    let sqs = sqs_client(&sdk);
+    let bucket = fresh_bucket(&s3, "lambda-exec").await;
+    let blob_bucket = fresh_bucket(&s3, "lambda-exec-blobs").await;
+    let table = fresh_table(&dynamodb_client(&sdk)).await;
+    let turn_queue = fresh_fifo_queue(&sqs).await;
+    let timer_queue = fresh_standard_queue(&sqs, Duration::from_secs(30)).await;
+    let store = S3ObjectStore::new(s3.clone(), bucket.clone());
+    for (name, command) in SKILLS {
+        store
+            .put(
+                &format!("skills/bundled/{name}/SKILL.md"),
+                skill_md(name, command).into_bytes(),
+                PutCondition::Always,
+            )
+            .await
+            .unwrap();
+    }
+    let receiver = ReplyReceiver::start().await;
+    let config = format!(
+        "skills:\n  bundled: s3://{bucket}/skills/bundled\nagents:\n  defaults:\n    workspace: s3://{bucket}/agents/main/workspace\nchannels:\n  generic:\n    secret: {SECRET}\n    replyUrl: {url}\n    owners: [{OWNER}]\nexec:\n  timeoutSec: 20\n  approvalTimeoutSec: 4\n",
+        url = receiver.url
+    );
+    store
+        .put("clawless.yaml", config.into_bytes(), PutCondition::Always)
+        .await
+        .unwrap();
+    let env = [
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ("ANTHROPIC_API_KEY", String::new()),
+        ("OPENAI_API_KEY", String::new()),
+        ("CLAWLESS_S3_FORCE_PATH_STYLE", "true".to_owned()),
+        ("CLAWLESS_TABLE", table),
+        ("CLAWLESS_TURN_QUEUE_URL", turn_queue.clone()),
+        ("CLAWLESS_TIMER_QUEUE_URL", timer_queue.clone()),
+        ("CLAWLESS_NODE_QUEUE_PREFIX", unique_queue_prefix()),
+        (
+            "CLAWLESS_NODE_QUEUE_ROLE_ARN",
+            "arn:aws:iam::123456789012:role/clawless-node-queue".to_owned(),
+        ),
+        ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN.to_owned()),
+        ("CLAWLESS_BLOB_BUCKET", blob_bucket),
+        ("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml")),
+    ];
+    let mut deployment = Deployment {
+        watch: LambdaWatch::start(&env),
+        sqs,
+        turn_queue,
+        timer_queue,
+        receiver,
+        seen: 0,
+        sent: 0,
+    };
+
+    // Warm every function up with calls that change nothing.
+    let (status, _) = blocking(|| {
+        deployment
+            .watch
+            .call("GET", "nodes", "/nodes/admin/nodes", &[], b"", FIRST_BUILD)
+    });
+    assert_eq!(status, 401, "the operator routes need the token");
+    for function in ["turn", "timers"] {
+        let (status, answer) = blocking(|| {
+            deployment
+                .watch
+                .invoke(function, &json!({"Records": []}), FIRST_BUILD)
+        });
+        assert_eq!(status, 200, "{function}: {answer}");
+    }
+    let (status, _) = blocking(|| {
+        deployment.watch.post(
+            "webhook",
+            "/webhook/nope",
+            &[("content-type", "application/json")],
+            b"{}",
+            FIRST_BUILD,
+        )
+    });
+    assert_eq!(status, 404);
+    let built = started.elapsed();
+
+    // WHEN the operator makes a pairing code and a real node pairs with it
+    let (status, code) = deployment.admin("POST", "/nodes/admin/pairing-codes");
+    assert_eq!(status, 200, "{code}");
+    let code = code["code"].as_str().unwrap().to_owned();
+    let node_home = tempfile::tempdir().unwrap();
+    let home = node_home.path().to_str().unwrap().to_owned();
+    let nodes_url = format!(
+        "http://127.0.0.1:{}/lambda-url/nodes",
+        deployment.watch.port()
+    );
+    let (ok, out) = clawless(&[
+        "node",
+        "pair",
+        "--node-home",
+        &home,
+        "--url",
+        &nodes_url,
+        "--code",
+        &code,
+    ]);
+    assert!(ok, "{out}");
+    let (ok, again) = clawless(&[
+        "node",
+        "pair",
+        "--node-home",
+        &home,
+        "--url",
+        &nodes_url,
+        "--code",
+        &code,
+    ]);
+    assert!(!ok, "a pairing code works once: {again}");
+    write_policy(node_home.path());
+    let node_config: Value =
+        serde_json::from_str(&std::fs::read_to_string(node_home.path().join("node.json")).unwrap())
+            .unwrap();
+    let node_id = node_config["nodeId"].as_str().unwrap().to_owned();
+    let node_secret = node_config["secret"].as_str().unwrap().to_owned();
+    assert!(
+        node_config["queue"]
+            .as_str()
+            .is_some_and(|queue| queue.starts_with("http")),
+        "the node was given its SQS queue URL: {node_config}"
+    );
+    let mut node = NodeProcess(
+        Command::new(BIN)
+            .args(["node", "run", "--heartbeat-secs", "1", "--node-home", &home])
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+
+    // THEN its heartbeats reach the registry
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, shown) = deployment.admin("GET", &format!("/nodes/admin/nodes/{node_id}"));
+        assert_eq!(status, 200, "{shown}");
+        if shown["lastSeenMs"].as_u64() > shown["pairedAtMs"].as_u64() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no heartbeat: {shown}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    // WHEN a message needs an allowlisted command
+    deployment.say("alpha greeting");
+    // THEN the node runs it from its queue and the answer carries the output
+    let answer = deployment.reply(Duration::from_secs(90)).await;
+    assert!(answer.contains("hello-from-lambda-node"), "{answer}");
+
+    // WHEN a command is not in the node's allowlist, the chat is asked; allow-once runs it
+    let slug = deployment.ask("bravo listing").await;
+    deployment.say(&format!("/approve {slug} allow-once"));
+    let finished = deployment.reply(Duration::from_secs(90)).await;
+    assert!(finished.starts_with("Exec finished (node="), "{finished}");
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(answer.contains("I ran `ls /`"), "{answer}");
+
+    // WHEN nobody answers, the approval timeout comes back through the timer queue and the
+    // timers function, and askFallback (deny) applies
+    deployment.ask("bravo listing").await;
+    let timed_out = deployment.reply(Duration::from_secs(60)).await;
+    assert!(timed_out.contains("approval-timeout): ls /"), "{timed_out}");
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(!answer.is_empty());
+
+    // THEN a forged result is refused, and a result for an unknown job changes nothing
+    let node_auth = format!("Bearer {node_id}:{node_secret}");
+    let headers = [
+        ("authorization", node_auth.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let forged = json!({"payload": "{\"jobId\":\"x\"}", "signature": "00"}).to_string();
+    let (status, _) = blocking(|| {
+        deployment
+            .watch
+            .post("nodes", "/nodes/results", &headers, forged.as_bytes(), WARM)
+    });
+    assert_eq!(status, 401, "a result with a bad signature");
+
+    // WHEN the operator revokes the node
+    let (status, revoked) =
+        deployment.admin("POST", &format!("/nodes/admin/nodes/{node_id}/revoke"));
+    assert_eq!((status, revoked), (200, json!({"revoked": true})));
+    // THEN it gets no more credentials, and its worker stops on the 401
+    let (status, _) = blocking(|| {
+        deployment
+            .watch
+            .post("nodes", "/nodes/credentials", &headers, b"{}", WARM)
+    });
+    assert_eq!(status, 401);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(status) = node.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the revoked node kept running");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!exit.success(), "a revoked node exits with an error");
+    eprintln!(
+        "exec_lambda: functions ready after {built:?}, whole test {:?}",
+        started.elapsed()
+    );
+}
