@@ -172,6 +172,7 @@ pub(crate) async fn pair_node(
         secret: paired.secret,
         url: url.trim_end_matches('/').to_owned(),
         display_name: name,
+        queue: Some(paired.queue),
     };
     state.save_config(&config)?;
     Ok(config)
@@ -192,10 +193,19 @@ pub(crate) async fn run_node(args: NodeArgs) -> anyhow::Result<ExitCode> {
         NodeCommand::Run { heartbeat_secs } => {
             let worker = NodeWorker::open(&state)?
                 .with_heartbeat_interval(std::time::Duration::from_secs(heartbeat_secs));
+            let config = state.load_config()?;
+            let source = if worker.reads_sqs() {
+                format!(
+                    "reading its SQS queue {} (credentials from {})",
+                    config.queue.as_deref().unwrap_or("-"),
+                    config.url
+                )
+            } else {
+                format!("polling {}", config.url)
+            };
             eprintln!(
-                "clawless node: {} polling {} (policy: {})",
+                "clawless node: {} {source} (policy: {})",
                 worker.node_id(),
-                state.load_config()?.url,
                 state.approvals_path().display()
             );
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
