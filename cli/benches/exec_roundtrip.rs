@@ -71,6 +71,7 @@ async fn main() {
             secret: paired.secret,
             url: url.clone(),
             display_name: None,
+            queue: Some(paired.queue),
         })
         .expect("node.json");
     std::fs::write(

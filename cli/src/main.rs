@@ -2,6 +2,7 @@
 //! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
 //! (pairing codes and the node registry) and `clawless node …` (this machine as a node host).
 
+mod admin_client;
 mod exec_cmd;
 mod local_cmd;
 mod node_cmd;

@@ -1,5 +1,9 @@
 //! `clawless nodes …` (the operator's side: pairing codes, the registry) and `clawless node …`
 //! (the node host's side: pairing this machine, running the worker).
+//!
+//! `clawless nodes` reads the local registry of `clawless local` (`--state-dir`), or, with
+//! `--url` (or `$CLAWLESS_URL`), a deployed backend's operator routes with the admin token from
+//! `$CLAWLESS_ADMIN_TOKEN` ([`crate::admin_client`]). Both print the same output.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +19,9 @@ use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::local_nodes_service;
 use clawless_runtime::node_routes::node_view;
 use clawless_runtime::nodes_service::NodesService;
+use serde_json::Value;
+
+use crate::admin_client::AdminClient;
 
 /// `clawless nodes` options.
 #[derive(Debug, Args)]
@@ -22,6 +29,10 @@ pub(crate) struct NodesArgs {
     /// State directory of `clawless local` (holds the node registry).
     #[arg(long, default_value = ".clawless", global = true)]
     state_dir: PathBuf,
+    /// A deployed backend's base URL: use its operator routes (token from
+    /// $CLAWLESS_ADMIN_TOKEN) instead of the local registry.
+    #[arg(long, global = true, env = "CLAWLESS_URL")]
+    url: Option<String>,
     #[command(subcommand)]
     command: NodesCommand,
 }
@@ -97,49 +108,110 @@ fn local_nodes(state_dir: &std::path::Path) -> anyhow::Result<NodesService> {
     ))
 }
 
+/// Where `clawless nodes` reads and changes the registry.
+enum Registry {
+    /// The SQLite registry of `clawless local`.
+    Local(NodesService),
+    /// A deployed backend's operator routes.
+    Remote(AdminClient),
+}
+
+impl Registry {
+    fn open(args: &NodesArgs) -> anyhow::Result<Self> {
+        Ok(
+            match args.url.as_deref().filter(|url| !url.trim().is_empty()) {
+                Some(url) => Self::Remote(AdminClient::from_env(url.trim())?),
+                None => Self::Local(local_nodes(&args.state_dir)?),
+            },
+        )
+    }
+
+    async fn create_pairing_code(&self) -> anyhow::Result<String> {
+        Ok(match self {
+            Self::Local(nodes) => nodes.create_pairing_code().await?.0,
+            Self::Remote(client) => client.create_pairing_code().await?,
+        })
+    }
+
+    /// Every node as `node_view` shows it.
+    async fn list(&self) -> anyhow::Result<Vec<Value>> {
+        Ok(match self {
+            Self::Local(nodes) => nodes.list().await?.iter().map(node_view).collect(),
+            Self::Remote(client) => client.list().await?,
+        })
+    }
+
+    async fn show(&self, node_id: &str) -> anyhow::Result<Option<Value>> {
+        Ok(match self {
+            Self::Local(nodes) => nodes
+                .list()
+                .await?
+                .iter()
+                .find(|node| node.node_id == node_id)
+                .map(node_view),
+            Self::Remote(client) => client.show(node_id).await?,
+        })
+    }
+
+    async fn revoke(&self, node_id: &str) -> anyhow::Result<bool> {
+        Ok(match self {
+            Self::Local(nodes) => nodes.revoke(node_id).await?,
+            Self::Remote(client) => client.revoke(node_id).await?,
+        })
+    }
+}
+
+/// One `clawless nodes list` row: id, name, platform, state.
+fn list_row(view: &Value) -> String {
+    let text = |key: &str| view.get(key).and_then(Value::as_str);
+    format!(
+        "{}\t{}\t{}\t{}",
+        text("nodeId").unwrap_or("-"),
+        text("displayName").unwrap_or("-"),
+        text("platform").unwrap_or("-"),
+        if view.get("revoked").and_then(Value::as_bool) == Some(true) {
+            "revoked"
+        } else {
+            "active"
+        }
+    )
+}
+
 /// Runs `clawless nodes …`.
 pub(crate) async fn run_nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
-    let nodes = local_nodes(&args.state_dir)?;
+    let registry = Registry::open(&args)?;
     match args.command {
         NodesCommand::Pair => {
-            let (code, _) = nodes.create_pairing_code().await?;
+            let code = registry.create_pairing_code().await?;
+            let url = match &registry {
+                Registry::Remote(_) => args.url.as_deref().unwrap_or_default().trim().to_owned(),
+                Registry::Local(_) => "<this backend's URL>".to_owned(),
+            };
             println!("{code}");
             eprintln!(
-                "On the node machine, within 10 minutes: clawless node pair --url <this backend's URL> --code {code}"
+                "On the node machine, within 10 minutes: clawless node pair --url {url} --code {code}"
             );
         }
         NodesCommand::List { json } => {
-            let list = nodes.list().await?;
+            let list = registry.list().await?;
             if json {
-                let rows: Vec<serde_json::Value> = list.iter().map(node_view).collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                println!("{}", serde_json::to_string_pretty(&list)?);
             } else if list.is_empty() {
                 println!("no nodes paired (clawless nodes pair)");
             } else {
-                for node in &list {
-                    println!(
-                        "{}\t{}\t{}\t{}",
-                        node.node_id,
-                        node.display_name.as_deref().unwrap_or("-"),
-                        node.platform,
-                        if node.revoked { "revoked" } else { "active" }
-                    );
+                for view in &list {
+                    println!("{}", list_row(view));
                 }
             }
         }
         NodesCommand::Show { node_id } => {
-            let Some(node) = nodes
-                .list()
-                .await?
-                .into_iter()
-                .find(|node| node.node_id == node_id)
-            else {
+            let Some(view) = registry.show(&node_id).await? else {
                 bail!("no node {node_id}");
             };
-            println!("{}", serde_json::to_string_pretty(&node_view(&node))?);
+            println!("{}", serde_json::to_string_pretty(&view)?);
         }
         NodesCommand::Revoke { node_id } => {
-            if !nodes.revoke(&node_id).await? {
+            if !registry.revoke(&node_id).await? {
                 bail!("no node {node_id}");
             }
             println!("revoked {node_id}");
@@ -172,6 +244,7 @@ pub(crate) async fn pair_node(
         secret: paired.secret,
         url: url.trim_end_matches('/').to_owned(),
         display_name: name,
+        queue: Some(paired.queue),
     };
     state.save_config(&config)?;
     Ok(config)
@@ -192,10 +265,19 @@ pub(crate) async fn run_node(args: NodeArgs) -> anyhow::Result<ExitCode> {
         NodeCommand::Run { heartbeat_secs } => {
             let worker = NodeWorker::open(&state)?
                 .with_heartbeat_interval(std::time::Duration::from_secs(heartbeat_secs));
+            let config = state.load_config()?;
+            let source = if worker.reads_sqs() {
+                format!(
+                    "reading its SQS queue {} (credentials from {})",
+                    config.queue.as_deref().unwrap_or("-"),
+                    config.url
+                )
+            } else {
+                format!("polling {}", config.url)
+            };
             eprintln!(
-                "clawless node: {} polling {} (policy: {})",
+                "clawless node: {} {source} (policy: {})",
                 worker.node_id(),
-                state.load_config()?.url,
                 state.approvals_path().display()
             );
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -1,12 +1,13 @@
-//! The node's HTTP client for the backend: pairing, heartbeats, `skills.bins`, reports, and
-//! (in local mode, where there is no SQS) receiving and acknowledging jobs.
+//! The node's HTTP client for the backend: pairing, heartbeats, `skills.bins`, reports,
+//! credentials for reading its own SQS queue (on AWS), and (in local mode, where there is no
+//! SQS) receiving and acknowledging jobs.
 //!
 //! Every call but pairing carries `Authorization: Bearer <node id>:<secret>`.
 
 use std::time::Duration;
 
-use clawless_core::nodes::NodeFacts;
 use clawless_core::nodes::wire::Envelope;
+use clawless_core::nodes::{NodeFacts, QueueCredentials};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -29,6 +30,17 @@ pub enum ClientError {
         /// Body, for the log.
         body: String,
     },
+    /// The node's SQS queue refused or failed a call (see [`crate::sqs_jobs`]).
+    #[error("the job queue failed {operation}: {message}")]
+    Queue {
+        /// The SQS operation (`ReceiveMessage`, `DeleteMessage`).
+        operation: &'static str,
+        /// What SQS said.
+        message: String,
+        /// The SDK error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// What pairing returns.
@@ -43,7 +55,7 @@ pub struct PairedNode {
     pub queue: String,
 }
 
-/// One job delivery from the local-mode queue.
+/// One job delivery, from the local-mode queue over HTTP or from the node's SQS queue.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobDelivery {
@@ -51,6 +63,29 @@ pub struct JobDelivery {
     pub body: String,
     /// Handle to acknowledge it.
     pub receipt: String,
+    /// How many times it was handed out, this time included (1 when the source does not say).
+    #[serde(default = "first_receive")]
+    pub receive_count: u32,
+}
+
+fn first_receive() -> u32 {
+    1
+}
+
+/// What `POST /nodes/credentials` returns: where the node's queue is and credentials that let
+/// it receive and delete messages there, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueAccess {
+    /// The node's SQS queue URL.
+    pub queue_url: String,
+    /// The queue's region.
+    pub region: String,
+    /// An endpoint to use instead of the region's (an emulator), when set.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Short-lived credentials (`Debug` redacts the secret parts).
+    pub credentials: QueueCredentials,
 }
 
 #[derive(Deserialize)]
@@ -174,6 +209,19 @@ impl BackendClient {
         let path = format!("/nodes/jobs?wait={}", wait.as_secs());
         let text = self.call(reqwest::Method::GET, &path, None).await?;
         Ok(Self::parse::<JobsReply>(&text)?.jobs)
+    }
+
+    /// Short-lived credentials for reading this node's own SQS queue (AWS mode).
+    /// [`ClientError::Unauthorized`] when the node is revoked or unknown.
+    pub async fn queue_credentials(&self) -> Result<QueueAccess, ClientError> {
+        let text = self
+            .call(
+                reqwest::Method::POST,
+                "/nodes/credentials",
+                Some("{}".to_owned()),
+            )
+            .await?;
+        Self::parse(&text)
     }
 
     /// Acknowledges a job delivery (local mode).

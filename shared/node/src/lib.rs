@@ -15,11 +15,13 @@
 //! - [`local_fs`] answers the exec engine's [`clawless_core::exec::fs::NodeFs`] questions from
 //!   this machine's disk.
 //!
-//! - [`client`] speaks HTTP to the backend (pairing, heartbeats, reports, local-mode jobs);
+//! - [`client`] speaks HTTP to the backend (pairing, heartbeats, reports, queue credentials,
+//!   local-mode jobs);
+//! - [`sqs_jobs`] reads the node's own SQS queue with credentials the backend vends (AWS mode);
 //! - [`policy`] decides, with the core's exec engine, whether this machine runs a job;
 //! - [`worker`] is `clawless node run`: poll, check, decide, run, report.
 //!
-//! Nothing here knows AWS.
+//! Only [`sqs_jobs`] knows AWS, and only SQS with credentials the backend hands out.
 
 pub mod approvals_file;
 mod atomic;
@@ -30,5 +32,6 @@ pub mod local_fs;
 pub mod policy;
 pub mod runner;
 pub mod skill_bins;
+pub mod sqs_jobs;
 pub mod state;
 pub mod worker;

@@ -1,8 +1,10 @@
 //! The node's state dir and its pairing file, `node.json` (spec §8.1, clawless shape).
 //!
 //! The state dir is `$CLAWLESS_NODE_HOME`, else `~/.clawless/node`. It holds:
-//! - `node.json`: `{version: 1, nodeId, secret, url, displayName?}`, written atomically with
-//!   mode 0600 because `secret` signs everything the node and the backend exchange;
+//! - `node.json`: `{version: 1, nodeId, secret, url, displayName?, queue?}`, written atomically
+//!   with mode 0600 because `secret` signs everything the node and the backend exchange
+//!   (`queue`, the node's exec queue as pairing named it, is absent from files written before
+//!   it existed);
 //! - `exec-approvals.json` ([`crate::approvals_file`]);
 //! - `journal.sqlite` ([`crate::journal`]).
 //!
@@ -48,6 +50,10 @@ pub struct NodeConfig {
     pub url: String,
     /// A human name for the node.
     pub display_name: Option<String>,
+    /// The node's exec queue as pairing returned it: an SQS queue URL on AWS (the worker then
+    /// reads it directly with vended credentials), a local queue name in local mode (the
+    /// worker polls the backend over HTTP). `None` in files written before it was stored.
+    pub queue: Option<String>,
 }
 
 impl fmt::Debug for NodeConfig {
@@ -57,6 +63,7 @@ impl fmt::Debug for NodeConfig {
             .field("secret", &"<redacted>")
             .field("url", &self.url)
             .field("display_name", &self.display_name)
+            .field("queue", &self.queue)
             .finish()
     }
 }
@@ -71,6 +78,8 @@ struct NodeFile {
     url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    queue: Option<String>,
 }
 
 /// The state dir or `node.json` could not be used.
@@ -224,6 +233,7 @@ impl StateDir {
             secret: file.secret,
             url: file.url,
             display_name: file.display_name,
+            queue: file.queue,
         };
         config
             .validate()
@@ -247,6 +257,7 @@ impl StateDir {
             secret: config.secret.clone(),
             url: config.url.clone(),
             display_name: config.display_name.clone(),
+            queue: config.queue.clone(),
         };
         let mut text = serde_json::to_string_pretty(&file).map_err(|err| StateError::Write {
             path: path.clone(),
@@ -288,6 +299,7 @@ mod tests {
             secret: SECRET.to_owned(),
             url: "https://api.example.com".to_owned(),
             display_name: Some("laptop".to_owned()),
+            queue: Some("https://sqs.us-east-1.amazonaws.com/123456789012/node-7".to_owned()),
         }
     }
 
@@ -333,9 +345,29 @@ mod tests {
             written,
             serde_json::json!({
                 "version": 1, "nodeId": "node-7", "secret": SECRET,
-                "url": "https://api.example.com", "displayName": "laptop"
+                "url": "https://api.example.com", "displayName": "laptop",
+                "queue": "https://sqs.us-east-1.amazonaws.com/123456789012/node-7"
             })
         );
+    }
+
+    #[test]
+    fn a_config_written_before_queues_were_stored_still_loads_and_keeps_no_queue_key() {
+        let temp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(temp.path());
+        fs::write(
+            state.node_config_path(),
+            r#"{"version":1,"nodeId":"n","secret":"s","url":"http://127.0.0.1:8787"}"#,
+        )
+        .unwrap();
+        let config = state.load_config().unwrap();
+        assert_eq!(config.queue, None);
+
+        state.save_config(&config).unwrap();
+        let written: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(state.node_config_path()).unwrap()).unwrap();
+        assert!(written.get("queue").is_none(), "{written}");
+        assert_eq!(state.load_config().unwrap(), config);
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! them (signature, addressee, deadline, journal), applies this machine's own exec policy,
 //! runs what the policy (or a person's grant) allows, and reports a signed result.
 //!
+//! Jobs come from the node's own SQS queue, read directly with credentials the backend vends
+//! ([`crate::sqs_jobs`]), when pairing named an `http(s)://` queue URL (AWS); otherwise (local
+//! mode) from the backend over HTTP. Everything else (heartbeats, reports) is HTTP either way.
+//!
 //! Delivery is at least once; the journal makes each job attempt run at most once. A message
 //! is acknowledged only after its report was accepted, so a lost report is re-sent from the
 //! journal on redelivery, and a job that was running when the node died is reported as
@@ -20,12 +24,13 @@ use clawless_core::nodes::wire::{
 use tokio::sync::{Mutex, watch};
 
 use crate::approvals_file::ApprovalsFile;
-use crate::client::{BackendClient, ClientError};
+use crate::client::{BackendClient, ClientError, JobDelivery};
 use crate::clock::{Clock, SystemClock};
 use crate::journal::{Journal, JournalError, JournalState};
 use crate::policy::{Decision, JobContext, decide};
 use crate::runner::{RunSpec, child_environment, run_command};
 use crate::skill_bins::{SKILL_BINS_TTL, SkillBinsCache};
+use crate::sqs_jobs::SqsJobs;
 use crate::state::{NodeConfig, StateDir};
 
 /// How long one poll waits for a job (SQS's longest long poll).
@@ -57,10 +62,33 @@ type BinsFetch = Box<
         + Sync,
 >;
 
+/// Where jobs come from.
+#[derive(Debug)]
+enum JobSource {
+    /// The backend's `GET /nodes/jobs` and `POST /nodes/jobs/ack` (local mode).
+    Backend,
+    /// The node's own SQS queue (AWS).
+    Sqs(SqsJobs),
+}
+
+impl JobSource {
+    /// SQS when pairing named a queue URL, the backend otherwise (a local queue name, or a
+    /// `node.json` written before queues were stored).
+    fn for_config(config: &NodeConfig, client: &BackendClient) -> Self {
+        match config.queue.as_deref() {
+            Some(queue) if queue.starts_with("https://") || queue.starts_with("http://") => {
+                Self::Sqs(SqsJobs::new(client.clone()))
+            }
+            _ => Self::Backend,
+        }
+    }
+}
+
 /// The node host worker.
 pub struct NodeWorker {
     config: NodeConfig,
     client: BackendClient,
+    source: JobSource,
     journal: Journal,
     approvals_path: PathBuf,
     key: Vec<u8>,
@@ -112,6 +140,7 @@ impl NodeWorker {
         Ok(Self {
             key: signing_key(&secret_hash(&config.secret)),
             bins: SkillBinsCache::new(fetch, path_env.clone()),
+            source: JobSource::for_config(&config, &client),
             config,
             client,
             journal,
@@ -135,6 +164,27 @@ impl NodeWorker {
     /// The node's id.
     pub fn node_id(&self) -> &str {
         &self.config.node_id
+    }
+
+    /// Whether jobs come straight from the node's SQS queue (else from the backend over HTTP).
+    pub fn reads_sqs(&self) -> bool {
+        matches!(self.source, JobSource::Sqs(_))
+    }
+
+    /// Waits up to `wait` for jobs from this node's job source.
+    async fn receive(&self, wait: Duration) -> Result<Vec<JobDelivery>, ClientError> {
+        match &self.source {
+            JobSource::Backend => self.client.poll_jobs(wait).await,
+            JobSource::Sqs(jobs) => jobs.receive(wait).await,
+        }
+    }
+
+    /// Removes a handled job from this node's job source.
+    async fn ack(&self, receipt: &str) -> Result<(), ClientError> {
+        match &self.source {
+            JobSource::Backend => self.client.ack_job(receipt).await,
+            JobSource::Sqs(jobs) => jobs.ack(receipt).await,
+        }
     }
 
     /// What this node reports at pairing and heartbeats.
@@ -185,7 +235,7 @@ impl NodeWorker {
             }
             let polled = tokio::select! {
                 _ = shutdown.changed() => return Ok(()),
-                polled = self.client.poll_jobs(POLL_WAIT.min(self.heartbeat_interval)) => polled,
+                polled = self.receive(POLL_WAIT.min(self.heartbeat_interval)) => polled,
             };
             let deliveries = match polled {
                 Ok(deliveries) => deliveries,
@@ -202,7 +252,7 @@ impl NodeWorker {
                         if let Handled::Refused(reason) = &handled {
                             tracing::warn!(%reason, "job refused and deleted without running");
                         }
-                        if let Err(err) = self.client.ack_job(&delivery.receipt).await {
+                        if let Err(err) = self.ack(&delivery.receipt).await {
                             tracing::warn!(error = %err, "ack failed; the job will come back and be answered from the journal");
                         }
                     }
