@@ -137,7 +137,7 @@ pub(crate) async fn run(args: SkillsArgs) -> anyhow::Result<ExitCode> {
         }
         SkillsCommand::Prompt => {
             let snapshot = service
-                .snapshot(&args.agent, &context, &home_dirs())
+                .snapshot(&args.agent, &context, &home_dirs(), None)
                 .await?;
             writeln!(out, "{}", snapshot.prompt)?;
         }

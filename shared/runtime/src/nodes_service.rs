@@ -776,16 +776,13 @@ impl NodesService {
             .map_err(NodesError::from)
     }
 
-    /// True when some paired node is not revoked (`exec` is offered then; whether it is
-    /// online is checked per call, so an offline node gives the model a clear result).
-    pub async fn has_active_node(&self) -> Result<bool, NodesError> {
-        Ok(self
-            .deps
-            .registry
-            .list()
-            .await?
-            .iter()
-            .any(|node| !node.revoked))
+    /// The paired nodes that are not revoked. `exec` is offered when there is one (whether it
+    /// is online is checked per call, so an offline node gives the model a clear result), and
+    /// their platforms and skill bins count for skill eligibility.
+    pub async fn active_nodes(&self) -> Result<Vec<NodeRecord>, NodesError> {
+        let mut nodes = self.deps.registry.list().await?;
+        nodes.retain(|node| !node.revoked);
+        Ok(nodes)
     }
 
     /// Every node (for `clawless nodes list|show`).

@@ -130,13 +130,14 @@ impl SkillsService {
         agent_id: &str,
         context: &EligibilityContext,
         home_dirs: &[String],
+        node_note: Option<&str>,
     ) -> Result<SkillSnapshot, SkillsError> {
         let agent = self.agent(agent_id)?;
         let loaded = self.load(agent_id).await?;
         let options = SnapshotOptions {
             filter: agent.skill_filter.as_deref(),
             home_dirs,
-            node_note: None,
+            node_note,
             limits: self.config.skills.engine.limits,
         };
         Ok(build_snapshot(&loaded, self.inputs(context), &options))

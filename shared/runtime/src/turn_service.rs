@@ -15,6 +15,7 @@ use clawless_core::object_store::ObjectStore;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{SessionKey, SessionStore, SessionStoreError};
 use clawless_core::skills::eligibility::EligibilityContext;
+use clawless_core::skills::remote;
 use clawless_core::skills::snapshot::SkillSnapshot;
 use clawless_core::system_prompt::bootstrap::{
     BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
@@ -156,6 +157,15 @@ impl std::fmt::Debug for TurnService {
     }
 }
 
+/// What the paired node hosts add to an event's handling, read once per event: whether `exec`
+/// is offered, the machines skills are checked against (the backend's own plus every active
+/// node's platform and skill bins, spec §3.3), and the note naming macOS nodes.
+struct NodeScope {
+    exec_ready: bool,
+    eligibility: EligibilityContext,
+    note: Option<String>,
+}
+
 /// What belongs to the turn being run: its tool routing, and (from its first model call or
 /// tool run on) its prompt context.
 struct PerTurn {
@@ -222,7 +232,11 @@ impl TurnService {
                 .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
         };
         let engine = TurnEngine::new(settings);
-        let Some(incoming) = self.prepare(&agent.id, &event.event, &state).await? else {
+        let scope = self.node_scope().await?;
+        let Some(incoming) = self
+            .prepare(&agent.id, &event.event, &state, &scope)
+            .await?
+        else {
             tracing::info!(session = %key, "nothing to do for this event; skipped");
             return Ok(TurnReport::default());
         };
@@ -237,13 +251,9 @@ impl TurnService {
         // Tool routing depends on the sender (owner-only tools), so it and the prompt context
         // are per turn: rebuilt when a follow-up turn starts in this invocation.
         let mut current: Option<PerTurn> = None;
-        let exec_ready = match &self.deps.nodes {
-            Some(nodes) => nodes.has_active_node().await?,
-            None => false,
-        };
         loop {
             let routing = &self
-                .per_turn(&agent.id, &state, &mut current, exec_ready)
+                .per_turn(&agent.id, &state, &mut current, scope.exec_ready)
                 .routing;
             let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
             match effect {
@@ -255,7 +265,7 @@ impl TurnService {
                 }
                 Effect::CallModel => {
                     let ctx = self
-                        .context(&agent.id, &mut state, &mut current, exec_ready)
+                        .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     report.model_calls += 1;
                     match self.call_model(ctx, &state).await {
@@ -279,7 +289,7 @@ impl TurnService {
                 }
                 Effect::RunTool(call) => {
                     let ctx = self
-                        .context(&agent.id, &mut state, &mut current, exec_ready)
+                        .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
                         Some(tool) => {
@@ -363,17 +373,30 @@ impl TurnService {
         agent_id: &str,
         state: &mut SessionState,
         current: &'a mut Option<PerTurn>,
-        exec_ready: bool,
+        scope: &NodeScope,
     ) -> Result<&'a TurnContext, TurnError> {
-        let per_turn = self.per_turn(agent_id, state, current, exec_ready);
+        let per_turn = self.per_turn(agent_id, state, current, scope.exec_ready);
         let context = match per_turn.context.take() {
             Some(context) => context,
             None => {
-                self.turn_context(agent_id, state, &per_turn.routing)
+                self.turn_context(agent_id, state, &per_turn.routing, scope)
                     .await?
             }
         };
         Ok(per_turn.context.insert(context))
+    }
+
+    /// The node hosts' part of this event's handling (one registry read).
+    async fn node_scope(&self) -> Result<NodeScope, TurnError> {
+        let nodes = match &self.deps.nodes {
+            Some(nodes) => nodes.active_nodes().await?,
+            None => Vec::new(),
+        };
+        Ok(NodeScope {
+            exec_ready: !nodes.is_empty(),
+            eligibility: remote::with_nodes(&self.deps.eligibility, &nodes),
+            note: remote::remote_node_note(&nodes),
+        })
     }
 
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).
@@ -384,6 +407,7 @@ impl TurnService {
         agent_id: &str,
         event: &TurnEvent,
         state: &SessionState,
+        scope: &NodeScope,
     ) -> Result<Option<Incoming>, TurnError> {
         Ok(Some(match event {
             TurnEvent::Inbound(message) => {
@@ -391,7 +415,7 @@ impl TurnService {
                     Some(
                         self.deps
                             .skills
-                            .commands(agent_id, &self.deps.eligibility)
+                            .commands(agent_id, &scope.eligibility)
                             .await?,
                     )
                 } else {
@@ -537,11 +561,17 @@ impl TurnService {
         agent_id: &str,
         state: &mut SessionState,
         routing: &ToolRouting,
+        scope: &NodeScope,
     ) -> Result<TurnContext, TurnError> {
         let snapshot = self
             .deps
             .skills
-            .snapshot(agent_id, &self.deps.eligibility, &self.deps.home_dirs)
+            .snapshot(
+                agent_id,
+                &scope.eligibility,
+                &self.deps.home_dirs,
+                scope.note.as_deref(),
+            )
             .await?;
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
         let workspace = self.workspace(agent_id)?;

@@ -18,6 +18,7 @@ pub mod loader;
 pub mod location;
 pub mod metadata;
 pub mod prompt;
+pub mod remote;
 pub mod snapshot;
 pub mod source;
 
