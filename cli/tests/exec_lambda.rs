@@ -6,11 +6,13 @@
 //! The event source mappings are played by the test: it receives from the turn FIFO queue
 //! and the timer queue and hands each message to `turn` / `timers` as an SQS batch.
 //!
-//! Covered: the operator's pairing code; pairing and heartbeats; an allowlisted command runs
-//! and the answer carries its output; approval asked in the chat, then `allow-once` runs it;
-//! approval timeout through the timer queue applies askFallback (deny); forged results and
-//! revoked nodes get 401, a result for an unknown job changes nothing; the revoked node's
-//! worker stops.
+//! Covered: the operator's pairing code and `clawless nodes --url`; pairing and heartbeats; an
+//! allowlisted command runs and the answer carries its output; approval asked in the chat,
+//! then `allow-once` runs it; `allow-always` (the same command then runs without asking);
+//! denied in the chat; the approval timeout through the timer queue applies askFallback
+//! (deny); a command timeout; a node killed mid-job and restarted (not run twice, the turn
+//! hears it was interrupted); a node offline; a forged job put on the node's queue (deleted
+//! unrun); a forged result (401); a revoked node (no credentials, its worker stops).
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -49,6 +51,8 @@ const WARM: Duration = Duration::from_secs(120);
 const SKILLS: &[(&str, &str)] = &[
     ("alpha-greeting", "echo hello-from-lambda-node"),
     ("bravo-listing", "ls /"),
+    ("charlie-sleeper", "sleep 30"),
+    ("echo-year", "date -u +%Y"),
 ];
 
 fn skill_md(name: &str, command: &str) -> String {
@@ -260,13 +264,27 @@ fn clawless(args: &[&str]) -> (bool, String) {
     )
 }
 
+fn start_node(home: &str) -> NodeProcess {
+    NodeProcess(
+        Command::new(BIN)
+            .args(["node", "run", "--heartbeat-secs", "1", "--node-home", home])
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 fn write_policy(node_home: &Path) {
     let approvals = json!({
         "version": 1,
         "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny"},
         "agents": {"*": {"allowlist": [
             {"pattern": "/usr/bin/echo", "argPattern": "^hello-from-lambda-node$"},
-            {"pattern": "/bin/echo", "argPattern": "^hello-from-lambda-node$"}
+            {"pattern": "/bin/echo", "argPattern": "^hello-from-lambda-node$"},
+            {"pattern": "/usr/bin/sleep", "argPattern": "^30$"},
+            {"pattern": "/bin/sleep", "argPattern": "^30$"}
         ]}}
     });
     std::fs::write(
@@ -291,7 +309,18 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let turn_queue = fresh_fifo_queue(&sqs).await;
     let timer_queue = fresh_standard_queue(&sqs, Duration::from_secs(30)).await;
     let store = S3ObjectStore::new(s3.clone(), bucket.clone());
-    for (name, command) in SKILLS {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("marker.log");
+    let forged_marker = scratch.path().join("forged.log");
+    let marker_command = format!(
+        "echo start >> {m}; sleep 4; echo end >> {m}",
+        m = marker.display()
+    );
+    let skills = SKILLS
+        .iter()
+        .copied()
+        .chain([("delta-marker", marker_command.as_str())]);
+    for (name, command) in skills {
         store
             .put(
                 &format!("skills/bundled/{name}/SKILL.md"),
@@ -303,7 +332,7 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     }
     let receiver = ReplyReceiver::start().await;
     let config = format!(
-        "skills:\n  bundled: s3://{bucket}/skills/bundled\nagents:\n  defaults:\n    workspace: s3://{bucket}/agents/main/workspace\nchannels:\n  generic:\n    secret: {SECRET}\n    replyUrl: {url}\n    owners: [{OWNER}]\nexec:\n  timeoutSec: 20\n  approvalTimeoutSec: 4\n",
+        "skills:\n  bundled: s3://{bucket}/skills/bundled\nagents:\n  defaults:\n    workspace: s3://{bucket}/agents/main/workspace\nchannels:\n  generic:\n    secret: {SECRET}\n    replyUrl: {url}\n    owners: [{OWNER}]\nexec:\n  timeoutSec: 6\n  approvalTimeoutSec: 8\n  nodeOfflineAfterSec: 4\n",
         url = receiver.url
     );
     store
@@ -412,16 +441,7 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
             .is_some_and(|queue| queue.starts_with("http")),
         "the node was given its SQS queue URL: {node_config}"
     );
-    let mut node = NodeProcess(
-        Command::new(BIN)
-            .args(["node", "run", "--heartbeat-secs", "1", "--node-home", &home])
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
+    let mut node = start_node(&home);
 
     // THEN its heartbeats reach the registry
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -449,15 +469,135 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let answer = deployment.reply(Duration::from_secs(60)).await;
     assert!(answer.contains("I ran `ls /`"), "{answer}");
 
+    // WHEN the chat denies, nothing runs and the model hears why
+    let slug = deployment.ask("bravo listing").await;
+    deployment.say(&format!("/approve {slug} deny"));
+    let denied = deployment.reply(Duration::from_secs(60)).await;
+    assert!(
+        denied.starts_with("Exec denied (node=") && denied.ends_with("user-denied): ls /"),
+        "{denied}"
+    );
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(answer.contains("did not approve"), "{answer}");
+
+    // WHEN the chat allows always, the entry is recorded (seen through the operator CLI
+    // against the deployed API) and the same command then runs without asking
+    let slug = deployment.ask("echo year").await;
+    deployment.say(&format!("/approve {slug} allow-always"));
+    let finished = deployment.reply(Duration::from_secs(90)).await;
+    assert!(finished.starts_with("Exec finished"), "{finished}");
+    let year = deployment.reply(Duration::from_secs(60)).await;
+    assert!(year.contains("I ran `date -u +%Y`"), "{year}");
+    let listed = Command::new(BIN)
+        .args(["nodes", "--url", &nodes_url, "list", "--json"])
+        .env("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN)
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let granted = listed[0]["granted"].as_array().unwrap();
+    assert_eq!(granted.len(), 1, "{listed}");
+    assert!(granted[0]["argPattern"].as_str().is_some(), "{listed}");
+    // The node takes the signed policy update from its queue or its next heartbeat.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    deployment.say("echo year");
+    let again = deployment.reply(Duration::from_secs(90)).await;
+    assert!(again.contains("I ran `date -u +%Y`"), "asked again: {again}");
+
     // WHEN nobody answers, the approval timeout comes back through the timer queue and the
     // timers function, and askFallback (deny) applies
     deployment.ask("bravo listing").await;
     let timed_out = deployment.reply(Duration::from_secs(60)).await;
     assert!(timed_out.contains("approval-timeout): ls /"), "{timed_out}");
-    let answer = deployment.reply(Duration::from_secs(60)).await;
-    assert!(!answer.is_empty());
+    deployment.reply(Duration::from_secs(60)).await;
 
-    // THEN a forged result is refused, and a result for an unknown job changes nothing
+    // WHEN a command outlives its timeout, the node kills it and says so
+    deployment.say("charlie sleeper");
+    let answer = deployment.reply(Duration::from_secs(90)).await;
+    assert!(answer.contains("timed out"), "{answer}");
+
+    // WHEN the node is killed mid-command and restarted, the command is not run again and
+    // the turn hears it was interrupted
+    let slug = deployment.ask("delta marker").await;
+    deployment.say(&format!("/approve {slug} allow-once"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&marker).is_ok_and(|text| text.contains("start")) {
+        assert!(Instant::now() < deadline, "the command never started");
+        let turns = deployment.turn_queue.clone();
+        deployment.pump("turn", &turns).await;
+    }
+    drop(node);
+    node = start_node(&home);
+    let notice = deployment.reply(Duration::from_secs(90)).await;
+    assert!(notice.starts_with("Exec finished"), "{notice}");
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(
+        answer.contains("stopped while the command was running"),
+        "{answer}"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(log.matches("start").count(), 1, "ran twice: {log}");
+
+    // WHEN a forged job lands on the node's queue, it is deleted without running
+    let node_queue = node_config["queue"].as_str().unwrap().to_owned();
+    let forged_job = json!({
+        "payload": json!({
+            "kind": "job", "nodeId": node_id, "jobId": "forged",
+            "argv": ["/bin/sh", "-lc", format!("touch {}", forged_marker.display())],
+        }).to_string(),
+        "signature": "00".repeat(32),
+    });
+    deployment
+        .sqs
+        .send_message()
+        .queue_url(&node_queue)
+        .message_body(forged_job.to_string())
+        .send()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let attributes = deployment
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&node_queue)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .unwrap();
+        let count = |name: aws_sdk_sqs::types::QueueAttributeName| {
+            attributes
+                .attributes()
+                .and_then(|all| all.get(&name))
+                .and_then(|value| value.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        // The killed node's job stays in flight (hidden) until its visibility ends; the
+        // forged one must be neither visible nor in flight beyond that one.
+        let visible = count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages);
+        let hidden =
+            count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible);
+        if visible == 0 && hidden <= 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the forged job stayed on the queue: {visible} visible, {hidden} in flight"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(!forged_marker.exists(), "a forged job ran");
+
+    // WHEN the node stops, it is offline once not seen for nodeOfflineAfterSec
+    drop(node);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    deployment.say("alpha greeting");
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(answer.contains("offline"), "{answer}");
+    node = start_node(&home);
+
+    // THEN a result with a forged signature is refused
     let node_auth = format!("Bearer {node_id}:{node_secret}");
     let headers = [
         ("authorization", node_auth.as_str()),

@@ -440,3 +440,30 @@ async fn a_node_killed_mid_job_does_not_run_it_again_and_offline_or_revoked_node
     let answer = backend.reply(30).await;
     assert!(!answer.contains("hello-from-node"), "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_a_person_is_asked_the_approval_timeout_governs_and_a_silent_node_meets_its_deadline()
+{
+    // Deadlines at 3 s + 1 s, approval timeout at 6 s: the deadline passes first.
+    let mut backend = Backend::start("  deadlineGraceSec: 1\n");
+    backend.pair_node(&policy("allowlist", standard_allowlist()));
+    backend.start_node();
+
+    // The job's deadline passes while the chat is asked: nothing happens until the approval
+    // timeout, which applies askFallback (deny).
+    backend.ask("bravo listing").await;
+    let timed_out = backend.reply(30).await;
+    assert!(timed_out.contains("approval-timeout): ls /"), "{timed_out}");
+    let answer = backend.reply(30).await;
+    assert!(!answer.contains("sent no result"), "{answer}");
+
+    // A node that dies after the job was sent (still counted online) never answers: the
+    // job's deadline resolves the call.
+    backend.kill_node();
+    backend.say("alpha greeting").await;
+    let answer = backend.reply(30).await;
+    assert!(
+        answer.contains("sent no result before the deadline"),
+        "{answer}"
+    );
+}

@@ -48,6 +48,8 @@ pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
 pub const NODE_QUEUE_ROLE_ENV: &str = "CLAWLESS_NODE_QUEUE_ROLE_ARN";
 /// Bearer token of the operator routes (`/nodes/admin/*`); unset disables them.
 pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
+/// Shortest operator token accepted (the template's `AdminToken` has the same minimum).
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
 /// Where generic-channel replies go when the config does not say.
 pub const GENERIC_REPLY_URL_ENV: &str = "CLAWLESS_GENERIC_REPLY_URL";
 
@@ -125,11 +127,6 @@ impl AwsApp {
         })
     }
 
-    /// The store factory (skills and workspaces in S3).
-    pub fn stores(&self) -> &Arc<StoreFactory> {
-        &self.stores
-    }
-
     /// The node registry, exec jobs, per-node exec queues and timers.
     pub fn nodes_service(&self) -> Result<NodesService, AwsAppError> {
         let table = required(TABLE_ENV)?;
@@ -170,7 +167,12 @@ impl AwsApp {
         let mut router = nodes_router(Arc::clone(&nodes), false)
             .merge(queue_credentials_router(Arc::clone(&nodes), access));
         match env(ADMIN_TOKEN_ENV) {
-            Some(token) => router = router.merge(admin_router(nodes, &token)),
+            Some(token) if token.trim().chars().count() < MIN_ADMIN_TOKEN_CHARS => {
+                return Err(AwsAppError::Setup(format!(
+                    "{ADMIN_TOKEN_ENV} is shorter than {MIN_ADMIN_TOKEN_CHARS} characters"
+                )));
+            }
+            Some(token) => router = router.merge(admin_router(nodes, token.trim())),
             None => tracing::warn!(
                 "{ADMIN_TOKEN_ENV} is not set: the operator routes /nodes/admin/* answer 404"
             ),

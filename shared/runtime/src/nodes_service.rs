@@ -47,7 +47,7 @@ pub const NODE_OFFLINE_AFTER: Duration = Duration::from_secs(2 * 60);
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest command timeout a model may ask for.
 pub const MAX_EXEC_TIMEOUT: Duration = Duration::from_secs(3_600);
-/// Time a job may wait in the queue and report back on top of its command timeout.
+/// Default time a job may wait in the queue and report back on top of its command timeout.
 pub const JOB_DEADLINE_GRACE: Duration = Duration::from_secs(120);
 /// How long a received job stays invisible: longer than any job may run, so a running job is
 /// never handed out twice. A node that dies mid-job reports it as interrupted when it
@@ -72,6 +72,9 @@ pub struct ExecSettings {
     pub ask_fallback: Security,
     /// A node not seen for this long is offline, seconds (two heartbeat intervals).
     pub node_offline_after_sec: u64,
+    /// Time a job may wait in the queue and report back on top of its command timeout,
+    /// seconds; its deadline timer fires after both.
+    pub deadline_grace_sec: u64,
 }
 
 impl Default for ExecSettings {
@@ -82,6 +85,7 @@ impl Default for ExecSettings {
             approval_timeout_sec: DEFAULT_APPROVAL_TIMEOUT.as_secs(),
             ask_fallback: Security::Deny,
             node_offline_after_sec: NODE_OFFLINE_AFTER.as_secs(),
+            deadline_grace_sec: JOB_DEADLINE_GRACE.as_secs(),
         }
     }
 }
@@ -396,7 +400,9 @@ impl NodesService {
             )
             .min(MAX_EXEC_TIMEOUT);
         let attempt = u32::from(approved.is_some());
-        let deadline_ms = now + millis(timeout) + millis(JOB_DEADLINE_GRACE);
+        let deadline_ms = now
+            + millis(timeout)
+            + millis(Duration::from_secs(self.deps.settings.deadline_grace_sec));
         let mut job = ExecJob {
             job_id: job_id.to_owned(),
             attempt,
