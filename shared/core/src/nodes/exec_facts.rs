@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::NodeRecord;
 use super::wire::ExecJob;
+use super::{GrantedEntry, NodeRecord};
 use crate::exec::check::NodeExecFacts;
 use crate::exec::evaluate::{
     ExecEvaluation, ExecPolicy, ExecVerdict, NodeDecision, PreparedPolicy, TRANSPORT_SHELLS,
@@ -80,35 +80,66 @@ impl NodeExecReport {
 }
 
 impl NodeRecord {
-    /// What the node reported, as `clawless exec check` takes it for `agent_id`: its platform,
-    /// PATH, home and filesystem, and the agent's policy with the entries granted from the
-    /// chat (the agent's and `"*"`'s, after the file's, as the node adds them) and, under
-    /// autoAllowSkills, the node's skill bins. `None` when the node never reported exec facts.
+    /// What the node reported, as `clawless exec check` takes it for `agent_id` (see
+    /// [`node_exec_facts`]). `None` when the node never reported exec facts.
     pub fn exec_facts(&self, agent_id: &str) -> Option<NodeExecFacts> {
         let report = self.exec.as_ref()?;
-        let mut policy = report.policy_for(agent_id).clone();
-        let granted = self
-            .granted
-            .iter()
-            .filter(|granted| granted.agent_id == agent_id || granted.agent_id == ANY_AGENT)
-            .map(|granted| &granted.entry);
-        for entry in granted {
-            if !policy.allowlist.contains(entry) {
-                policy.allowlist.push(entry.clone());
-            }
+        Some(node_exec_facts(
+            report,
+            &NodeFactsRef {
+                platform: &self.platform,
+                path: &self.path,
+                skill_bins: &self.skill_bins,
+                granted: &self.granted,
+            },
+            agent_id,
+        ))
+    }
+}
+
+/// The rest of what the registry holds about a node, besides its exec report.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeFactsRef<'a> {
+    /// The node's reported platform name.
+    pub platform: &'a str,
+    /// Its PATH.
+    pub path: &'a [String],
+    /// Its skill bins.
+    pub skill_bins: &'a [SkillBin],
+    /// Entries granted from the chat.
+    pub granted: &'a [GrantedEntry],
+}
+
+/// A node's exec facts for `agent_id`: its platform, PATH, home and described filesystem, and
+/// the agent's policy with the entries granted from the chat (the agent's and `"*"`'s, after
+/// the file's, as the node adds them) and, under autoAllowSkills, the node's skill bins.
+pub fn node_exec_facts(
+    report: &NodeExecReport,
+    node: &NodeFactsRef<'_>,
+    agent_id: &str,
+) -> NodeExecFacts {
+    let mut policy = report.policy_for(agent_id).clone();
+    let granted = node
+        .granted
+        .iter()
+        .filter(|granted| granted.agent_id == agent_id || granted.agent_id == ANY_AGENT)
+        .map(|granted| &granted.entry);
+    for entry in granted {
+        if !policy.allowlist.contains(entry) {
+            policy.allowlist.push(entry.clone());
         }
-        policy.skill_bins = if policy.auto_allow_skills {
-            self.skill_bins.clone()
-        } else {
-            Vec::new()
-        };
-        Some(NodeExecFacts {
-            platform: Platform::parse(&self.platform),
-            path: self.path.clone(),
-            home: report.home.clone(),
-            policy,
-            fs: report.fs.clone(),
-        })
+    }
+    policy.skill_bins = if policy.auto_allow_skills {
+        node.skill_bins.to_vec()
+    } else {
+        Vec::new()
+    };
+    NodeExecFacts {
+        platform: Platform::parse(node.platform),
+        path: node.path.to_vec(),
+        home: report.home.clone(),
+        policy,
+        fs: report.fs.clone(),
     }
 }
 
@@ -303,7 +334,6 @@ fn heads_known(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodes::GrantedEntry;
 
     fn report() -> NodeExecReport {
         NodeExecReport {

@@ -36,7 +36,7 @@ pub use credentials::{
     CredentialError, QueueCredentialVendor, QueueCredentials, credential_lifetime,
 };
 pub use error::NodeStoreError;
-pub use exec_facts::{NodeExecReport, Precheck, precheck};
+pub use exec_facts::{NodeExecReport, NodeFactsRef, Precheck, node_exec_facts, precheck};
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
 pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
 pub use registry::{
