@@ -60,7 +60,8 @@ pub(crate) async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             let mut request: CheckRequest =
                 serde_json::from_str(&input).context("parsing the check request")?;
             if let Some(node) = node {
-                let facts = paired_node_exec_facts(&state_dir, url.as_deref(), &node, &agent).await?;
+                let facts =
+                    paired_node_exec_facts(&state_dir, url.as_deref(), &node, &agent).await?;
                 request = request.with_node_facts(facts);
             }
             let response = run_check(&request, &LocalFs)?;

@@ -11,6 +11,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use clawless_core::exec::check::NodeExecFacts;
+use clawless_core::exec::{AllowlistEntry, SkillBin};
+use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeFactsRef, node_exec_facts};
 use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
@@ -19,9 +22,6 @@ use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::local_nodes_service;
 use clawless_runtime::node_routes::node_view;
 use clawless_runtime::nodes_service::NodesService;
-use clawless_core::exec::check::NodeExecFacts;
-use clawless_core::exec::{AllowlistEntry, SkillBin};
-use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeFactsRef, node_exec_facts};
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -820,7 +820,10 @@ fn node_flag_without_a_local_registry_fails_clearly() {
     );
     assert!(!ok);
     assert!(stdout.is_empty());
-    assert!(stderr.starts_with("error: no local registry at"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: no local registry at"),
+        "{stderr}"
+    );
 }
 
 #[test]

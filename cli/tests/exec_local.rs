@@ -422,7 +422,8 @@ async fn exec_check_with_node_answers_from_what_the_running_node_reported() {
     let node_id = backend.node_id();
 
     // Paired but never run: no exec report yet, and the check says so.
-    let (ok, _, err) = backend.exec_check(&node_id, &[], &json!({"command": "echo hello-from-node"}));
+    let (ok, _, err) =
+        backend.exec_check(&node_id, &[], &json!({"command": "echo hello-from-node"}));
     assert!(!ok);
     assert!(err.contains("has not reported its exec policy"), "{err}");
     let (ok, _, err) = backend.exec_check("node-nobody", &[], &json!({"command": "ls"}));
@@ -442,7 +443,10 @@ async fn exec_check_with_node_answers_from_what_the_running_node_reported() {
     let (ok, asked, err) = backend.exec_check(&node_id, &[], &json!({"command": "echo other"}));
     assert!(ok, "{err}");
     assert_eq!(asked["requiresApproval"], true, "{asked}");
-    assert_eq!(asked["nodeDecision"], "SYSTEM_RUN_DENIED: approval required");
+    assert_eq!(
+        asked["nodeDecision"],
+        "SYSTEM_RUN_DENIED: approval required"
+    );
     // The agent's own rules apply.
     let (ok, denied, err) = backend.exec_check(
         &node_id,

@@ -251,7 +251,12 @@ async fn pair_list_show_and_revoke_speak_to_the_backends_operator_routes() {
 }
 
 /// `clawless exec check --node ID --url URL [extra…]` with `request` on stdin.
-async fn exec_check(url: &str, node: &str, extra: &[&str], request: Value) -> (bool, Value, String) {
+async fn exec_check(
+    url: &str,
+    node: &str,
+    extra: &[&str],
+    request: Value,
+) -> (bool, Value, String) {
     let mut args: Vec<String> = ["exec", "check", "--node", node, "--url", url]
         .map(str::to_owned)
         .into();
@@ -287,7 +292,8 @@ async fn exec_check(url: &str, node: &str, extra: &[&str], request: Value) -> (b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_check_against_a_deployed_backend_uses_the_nodes_report_and_grants() {
     let (url, _registry) = start().await;
-    let (ok, granted, err) = exec_check(&url, "laptop-1", &[], json!({"command": "uname -a"})).await;
+    let (ok, granted, err) =
+        exec_check(&url, "laptop-1", &[], json!({"command": "uname -a"})).await;
     assert!(ok, "{err}");
     assert_eq!(granted["nodeDecision"], "allowed", "{granted}");
     assert_eq!(granted["satisfiedBy"], json!(["allowlist"]));
@@ -305,7 +311,10 @@ async fn exec_check_against_a_deployed_backend_uses_the_nodes_report_and_grants(
     );
     let (ok, _, err) = exec_check(&url, "server-2", &[], json!({"command": "ls"})).await;
     assert!(!ok);
-    assert!(err.contains("node server-2 has not reported its exec policy"), "{err}");
+    assert!(
+        err.contains("node server-2 has not reported its exec policy"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

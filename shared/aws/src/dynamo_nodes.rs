@@ -71,7 +71,10 @@ const _: () = assert!(2 * MAX_JOB_DOCUMENT_BYTES + 4_096 < ITEM_BUDGET);
 
 /// The exec report as stored: its JSON, or `None` when there is none or it is larger than
 /// [`MAX_EXEC_REPORT_BYTES`].
-fn exec_json(exec: Option<&NodeExecReport>, node_id: &str) -> Result<Option<String>, NodeStoreError> {
+fn exec_json(
+    exec: Option<&NodeExecReport>,
+    node_id: &str,
+) -> Result<Option<String>, NodeStoreError> {
     let Some(exec) = exec else {
         return Ok(None);
     };

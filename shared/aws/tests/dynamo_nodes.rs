@@ -216,7 +216,10 @@ async fn an_exec_report_over_its_budget_is_not_stored_and_the_heartbeat_still_co
     );
     let stored = registry.get("n3").await.unwrap().unwrap();
     assert_eq!(stored.last_seen_ms, 6);
-    assert_eq!(stored.exec, None, "and the oversized report replaced by none");
+    assert_eq!(
+        stored.exec, None,
+        "and the oversized report replaced by none"
+    );
 }
 
 #[tokio::test]

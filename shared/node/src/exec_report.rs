@@ -161,7 +161,10 @@ mod tests {
         assert_eq!(report.policy_for("main"), &report.default_policy);
         assert_eq!(report.default_policy.security, Security::Allowlist);
         assert!(
-            report.fs.executables.contains(&format!("{tools}/real-deploy")),
+            report
+                .fs
+                .executables
+                .contains(&format!("{tools}/real-deploy")),
             "{:?}",
             report.fs
         );
@@ -174,7 +177,9 @@ mod tests {
             "only what a policy can name is described"
         );
         assert!(
-            !serde_json::to_string(&report).unwrap().contains("secret-token"),
+            !serde_json::to_string(&report)
+                .unwrap()
+                .contains("secret-token"),
             "socket settings never leave the node"
         );
 
@@ -190,9 +195,11 @@ mod tests {
                 command: Some(command.into()),
                 ..CheckRequest::default()
             };
-            let from_report =
-                run_check(&request.clone().with_node_facts(facts.clone()), &DescribedFs::default())
-                    .unwrap();
+            let from_report = run_check(
+                &request.clone().with_node_facts(facts.clone()),
+                &DescribedFs::default(),
+            )
+            .unwrap();
             let mut local = request;
             local.platform = Some(facts.platform);
             local.path = facts.path;

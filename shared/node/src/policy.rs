@@ -83,12 +83,7 @@ pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decis
     let policy = match exec_policy(approvals, context.skill_bins) {
         Ok(policy) => PreparedPolicy::new(policy),
         Err(message) => {
-            return Decision::Deny(denial(
-                "approvals-file-invalid",
-                message,
-                false,
-                Vec::new(),
-            ));
+            return Decision::Deny(denial("approvals-file-invalid", message, false, Vec::new()));
         }
     };
     // The grant was verified with the job's signature: bound to this job and this command.

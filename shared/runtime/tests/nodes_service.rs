@@ -15,7 +15,6 @@ use axum::http::Request;
 use clawless_core::exec::evaluate::ExecPolicy;
 use clawless_core::exec::fs::DescribedFs;
 use clawless_core::exec::{AllowlistEntry, SkillBin};
-use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
@@ -24,6 +23,7 @@ use clawless_core::nodes::wire::{
     Envelope, ExecDenial, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
 };
 use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
+use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::session::TurnQueue;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::transcript::ToolCall;
@@ -555,7 +555,10 @@ async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy
     };
     assert_eq!((job.attempt, job.raw_command.as_str()), (1, "rm -rf build"));
     assert!(job.grant.is_some(), "checked by open_for_node");
-    assert!(turn_events(&fx).await.is_empty(), "and nobody is asked again");
+    assert!(
+        turn_events(&fx).await.is_empty(),
+        "and nobody is asked again"
+    );
 }
 
 #[tokio::test]
@@ -563,11 +566,19 @@ async fn a_command_the_reported_policy_allows_is_sent_straight_away() {
     let fx = fixture();
     let record = paired_with(&fx, facts_with_exec()).await;
     fx.nodes
-        .dispatch("agent:main:main", "main", "job-ls", &exec_call("ls -la /tmp"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-ls",
+            &exec_call("ls -la /tmp"),
+            None,
+        )
         .await
         .unwrap();
     let (message, _) = next_job(&fx, &record).await;
-    assert!(matches!(message, NodeMessage::Job(ref job) if job.attempt == 0 && job.grant.is_none()));
+    assert!(
+        matches!(message, NodeMessage::Job(ref job) if job.attempt == 0 && job.grant.is_none())
+    );
     assert!(turn_events(&fx).await.is_empty(), "nobody is asked");
 }
 
@@ -576,7 +587,13 @@ async fn a_command_naming_an_executable_the_node_did_not_describe_is_left_to_the
     let fx = fixture();
     let record = paired_with(&fx, facts_with_exec()).await;
     fx.nodes
-        .dispatch("agent:main:main", "main", "job-rg", &exec_call("ls | rg foo"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rg",
+            &exec_call("ls | rg foo"),
+            None,
+        )
         .await
         .unwrap();
     let (message, _) = next_job(&fx, &record).await;
@@ -590,7 +607,13 @@ async fn a_node_without_exec_facts_gets_the_job_as_before() {
     let record = paired_with(&fx, facts()).await;
     assert_eq!(record.exec, None);
     fx.nodes
-        .dispatch("agent:main:main", "main", "job-rm", &exec_call("rm -rf build"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rm",
+            &exec_call("rm -rf build"),
+            None,
+        )
         .await
         .unwrap();
     let (message, _) = next_job(&fx, &record).await;
@@ -604,7 +627,13 @@ async fn a_heartbeat_without_exec_facts_ends_the_pre_check() {
     let record = paired_with(&fx, facts_with_exec()).await;
     fx.nodes.heartbeat(&record, &facts()).await.unwrap();
     fx.nodes
-        .dispatch("agent:main:main", "main", "job-rm", &exec_call("rm -rf build"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rm",
+            &exec_call("rm -rf build"),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(queued(&fx, &record).await, 1, "sent to the node to decide");

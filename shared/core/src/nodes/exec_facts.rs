@@ -218,11 +218,12 @@ pub fn describe_fs(
         let Some(path) = resolution.resolved_path else {
             continue;
         };
-        let real = resolution.resolved_real_path.unwrap_or_else(|| path.clone());
+        let real = resolution
+            .resolved_real_path
+            .unwrap_or_else(|| path.clone());
         let new_paths = usize::from(!described.executables.contains(&real))
             + usize::from(path != real && !described.symlinks.contains_key(&path));
-        if described.executables.len() + described.symlinks.len() + new_paths > MAX_REPORTED_PATHS
-        {
+        if described.executables.len() + described.symlinks.len() + new_paths > MAX_REPORTED_PATHS {
             return (described, true);
         }
         if path != real {
@@ -291,8 +292,7 @@ pub fn precheck(node: &NodeRecord, job: &ExecJob) -> Precheck {
         home,
         path_ext: None,
     };
-    if facts.policy.ask != Ask::Always && !heads_known(&verdict, &job.argv, &context, &facts.fs)
-    {
+    if facts.policy.ask != Ask::Always && !heads_known(&verdict, &job.argv, &context, &facts.fs) {
         return Precheck::Send;
     }
     Precheck::NeedsApproval {
@@ -312,7 +312,11 @@ fn heads_known(
     context: &ResolveContext<'_>,
     fs: &DescribedFs,
 ) -> bool {
-    let known = |token: &str| resolve_executable(token, context, fs).resolved_path.is_some();
+    let known = |token: &str| {
+        resolve_executable(token, context, fs)
+            .resolved_path
+            .is_some()
+    };
     if extract_shell_payload(argv).is_some() {
         let plan = unwrap_dispatch(argv, context.platform);
         let transport_known = plan
