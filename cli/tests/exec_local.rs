@@ -29,6 +29,7 @@ const SKILLS: &[(&str, &str)] = &[
     ("bravo-listing", "ls /"),
     ("charlie-sleeper", "sleep 30"),
     ("echo-year", "date -u +%Y"),
+    ("foxtrot-echo", "echo not-in-the-allowlist"),
 ];
 
 fn free_port() -> u16 {
@@ -464,6 +465,24 @@ async fn exec_check_with_node_answers_from_what_the_running_node_reported() {
     assert!(ok);
     assert_eq!(listing["requiresApproval"], true, "{listing}");
     backend.ask("bravo listing").await;
+    backend.reply(30).await; // the approval timeout's denial
+    backend.reply(30).await; // and the model's answer
+
+    // A command the node's reported policy misses on executables it described: the backend's
+    // pre-check asks the chat itself; allow-once sends it with a grant and it runs.
+    let (ok, missed, _) = backend.exec_check(
+        &node_id,
+        &[],
+        &json!({"command": "echo not-in-the-allowlist"}),
+    );
+    assert!(ok);
+    assert_eq!(missed["requiresApproval"], true, "{missed}");
+    let slug = backend.ask("foxtrot echo").await;
+    backend.say(&format!("/approve {slug} allow-once")).await;
+    let finished = backend.reply(30).await;
+    assert!(finished.starts_with("Exec finished (node="), "{finished}");
+    let answer = backend.reply(30).await;
+    assert!(answer.contains("not-in-the-allowlist"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
