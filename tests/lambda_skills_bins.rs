@@ -86,6 +86,7 @@ async fn skills_bins_lambda_serves_the_bins_of_every_skill_in_the_bucket() {
                 path: vec!["/usr/bin".to_owned()],
                 skill_bins: Vec::new(),
                 display_name: None,
+                exec: None,
             },
         })
         .await

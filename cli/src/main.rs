@@ -46,7 +46,7 @@ async fn main() -> ExitCode {
         Command::Chat(args) => local_cmd::run_chat(args).await,
         Command::Nodes(args) => node_cmd::run_nodes(args).await,
         Command::Node(args) => node_cmd::run_node(args).await,
-        Command::Exec(args) => exec_cmd::run(args),
+        Command::Exec(args) => exec_cmd::run(args).await,
     };
     match outcome {
         Ok(code) => code,

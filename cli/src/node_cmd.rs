@@ -11,6 +11,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use clawless_core::exec::check::NodeExecFacts;
+use clawless_core::exec::{AllowlistEntry, SkillBin};
+use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeFactsRef, node_exec_facts};
 use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
@@ -19,6 +22,7 @@ use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::local_nodes_service;
 use clawless_runtime::node_routes::node_view;
 use clawless_runtime::nodes_service::NodesService;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::admin_client::AdminClient;
@@ -118,12 +122,15 @@ enum Registry {
 
 impl Registry {
     fn open(args: &NodesArgs) -> anyhow::Result<Self> {
-        Ok(
-            match args.url.as_deref().filter(|url| !url.trim().is_empty()) {
-                Some(url) => Self::Remote(AdminClient::from_env(url.trim())?),
-                None => Self::Local(local_nodes(&args.state_dir)?),
-            },
-        )
+        Self::at(&args.state_dir, args.url.as_deref())
+    }
+
+    /// The deployed backend at `url` when one is given, else the local registry in `state_dir`.
+    fn at(state_dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<Self> {
+        Ok(match url.map(str::trim).filter(|url| !url.is_empty()) {
+            Some(url) => Self::Remote(AdminClient::from_env(url)?),
+            None => Self::Local(local_nodes(state_dir)?),
+        })
     }
 
     async fn create_pairing_code(&self) -> anyhow::Result<String> {
@@ -159,6 +166,81 @@ impl Registry {
             Self::Remote(client) => client.revoke(node_id).await?,
         })
     }
+}
+
+/// What `clawless exec check --node` needs of a node's view (`node_view`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecView {
+    platform: String,
+    #[serde(default)]
+    path: Vec<String>,
+    #[serde(default)]
+    skill_bins: Vec<SkillBin>,
+    #[serde(default)]
+    granted: Vec<GrantView>,
+    #[serde(default)]
+    exec: Option<NodeExecReport>,
+}
+
+/// One granted entry as `node_view` shows it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrantView {
+    agent_id: String,
+    pattern: String,
+    #[serde(default)]
+    arg_pattern: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    granted_at_ms: u64,
+}
+
+/// A paired node's exec facts for `agent_id` (its reported policy with the entries granted
+/// from the chat), read from the local registry in `state_dir`, or from the deployed backend
+/// at `url`. Both go through the node's operator view, so they answer alike.
+pub(crate) async fn paired_node_exec_facts(
+    state_dir: &std::path::Path,
+    url: Option<&str>,
+    node_id: &str,
+    agent_id: &str,
+) -> anyhow::Result<NodeExecFacts> {
+    let registry = Registry::at(state_dir, url)?;
+    let Some(view) = registry.show(node_id).await? else {
+        bail!("no node {node_id}");
+    };
+    let view: ExecView =
+        serde_json::from_value(view).with_context(|| format!("reading node {node_id}"))?;
+    let Some(report) = &view.exec else {
+        bail!(
+            "node {node_id} has not reported its exec policy: it reports it with each heartbeat \
+             of `clawless node run` (nodes older than this clawless never do)"
+        );
+    };
+    let granted: Vec<GrantedEntry> = view
+        .granted
+        .into_iter()
+        .map(|grant| GrantedEntry {
+            agent_id: grant.agent_id,
+            entry: AllowlistEntry {
+                pattern: grant.pattern,
+                arg_pattern: grant.arg_pattern,
+                source: grant.source,
+            },
+            granted_at_ms: grant.granted_at_ms,
+        })
+        .collect();
+    Ok(node_exec_facts(
+        report,
+        &NodeFactsRef {
+            platform: &view.platform,
+            path: &view.path,
+            skill_bins: &view.skill_bins,
+            granted: &granted,
+        },
+        agent_id,
+    ))
 }
 
 /// One `clawless nodes list` row: id, name, platform, state.

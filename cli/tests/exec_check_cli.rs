@@ -811,14 +811,27 @@ fn attacks_on_the_stricter_rules_stay_unsatisfied() {
 }
 
 #[test]
-fn node_flag_fails_clearly_until_the_registry_exists() {
-    let (ok, stdout, stderr) = run_check(&request("ls", json!({})), &["--node", "laptop"]);
+fn node_flag_without_a_local_registry_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let (ok, stdout, stderr) = run_check(
+        &request("ls", json!({})),
+        &["--node", "laptop", "--state-dir", state.to_str().unwrap()],
+    );
     assert!(!ok);
     assert!(stdout.is_empty());
     assert!(
-        stderr.starts_with("error: the nodes registry is unavailable"),
+        stderr.starts_with("error: no local registry at"),
         "{stderr}"
     );
+}
+
+#[test]
+fn agent_without_node_is_a_usage_error() {
+    let (ok, stdout, stderr) = run_check(&request("ls", json!({})), &["--agent", "ops"]);
+    assert!(!ok);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("--node"), "{stderr}");
 }
 
 #[test]

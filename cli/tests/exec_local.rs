@@ -6,7 +6,8 @@
 //! Covered: allowed; approval asked then allow-once; allow-always (the same command then runs
 //! without asking); denied in the chat; approval timeout (askFallback deny); command timeout;
 //! security=deny; a forged job (refused, never run); the node killed mid-job and restarted
-//! (not run twice, the turn hears it was interrupted); node offline; node revoked (401).
+//! (not run twice, the turn hears it was interrupted); node offline; node revoked (401);
+//! `clawless exec check --node` answering from what the running node reported, as the node does.
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -28,6 +29,7 @@ const SKILLS: &[(&str, &str)] = &[
     ("bravo-listing", "ls /"),
     ("charlie-sleeper", "sleep 30"),
     ("echo-year", "date -u +%Y"),
+    ("foxtrot-echo", "echo not-in-the-allowlist"),
 ];
 
 fn free_port() -> u16 {
@@ -153,6 +155,40 @@ impl Backend {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// `clawless exec check --node ID …` with `request` on stdin.
+    fn exec_check(&self, node_id: &str, extra: &[&str], request: &Value) -> (bool, Value, String) {
+        use std::io::Write;
+        let mut child = Command::new(BIN)
+            .args(["exec", "check", "--node", node_id, "--state-dir"])
+            .arg(self.state())
+            .args(extra)
+            .env_remove("CLAWLESS_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.to_string().as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        (
+            output.status.success(),
+            serde_json::from_str(&stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn node_id(&self) -> String {
+        let config = std::fs::read_to_string(self.node_home().join("node.json")).unwrap();
+        let config: Value = serde_json::from_str(&config).unwrap();
+        config["nodeId"].as_str().unwrap().to_owned()
     }
 
     fn clawless(&self, args: &[&str]) -> (bool, String, String) {
@@ -376,6 +412,77 @@ async fn exec_runs_asks_and_refuses_through_a_real_node_host() {
         "{answer}"
     );
     backend.set_policy(&policy("allowlist", standard_allowlist()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_check_with_node_answers_from_what_the_running_node_reported() {
+    let mut backend = Backend::start("");
+    let mut approvals = policy("allowlist", standard_allowlist());
+    approvals["agents"]["ops"] = json!({"security": "deny"});
+    backend.pair_node(&approvals);
+    let node_id = backend.node_id();
+
+    // Paired but never run: no exec report yet, and the check says so.
+    let (ok, _, err) =
+        backend.exec_check(&node_id, &[], &json!({"command": "echo hello-from-node"}));
+    assert!(!ok);
+    assert!(err.contains("has not reported its exec policy"), "{err}");
+    let (ok, _, err) = backend.exec_check("node-nobody", &[], &json!({"command": "ls"}));
+    assert!(!ok && err.contains("no node node-nobody"), "{err}");
+
+    backend.start_node();
+    // Allowed by the node's argv-bound entry (the request's own policy and PATH are replaced).
+    let (ok, allowed, err) = backend.exec_check(
+        &node_id,
+        &[],
+        &json!({"command": "echo hello-from-node", "path": ["/nowhere"], "policy": {"security": "full"}}),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(allowed["nodeDecision"], "allowed", "{allowed}");
+    assert_eq!(allowed["allowlistSatisfied"], true);
+    // Another argument: the entry does not cover it, a person must approve.
+    let (ok, asked, err) = backend.exec_check(&node_id, &[], &json!({"command": "echo other"}));
+    assert!(ok, "{err}");
+    assert_eq!(asked["requiresApproval"], true, "{asked}");
+    assert_eq!(
+        asked["nodeDecision"],
+        "SYSTEM_RUN_DENIED: approval required"
+    );
+    // The agent's own rules apply.
+    let (ok, denied, err) = backend.exec_check(
+        &node_id,
+        &["--agent", "ops"],
+        &json!({"command": "echo hello-from-node"}),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(denied["nodeDecision"], "SYSTEM_RUN_DISABLED: security=deny");
+
+    // And the node agrees: the allowed command runs, a command its policy misses is asked.
+    backend.say("alpha greeting").await;
+    let answer = backend.reply(30).await;
+    assert!(answer.contains("hello-from-node"), "{answer}");
+    let (ok, listing, _) = backend.exec_check(&node_id, &[], &json!({"command": "ls /"}));
+    assert!(ok);
+    assert_eq!(listing["requiresApproval"], true, "{listing}");
+    backend.ask("bravo listing").await;
+    backend.reply(30).await; // the approval timeout's denial
+    backend.reply(30).await; // and the model's answer
+
+    // A command the node's reported policy misses on executables it described: the backend's
+    // pre-check asks the chat itself; allow-once sends it with a grant and it runs.
+    let (ok, missed, _) = backend.exec_check(
+        &node_id,
+        &[],
+        &json!({"command": "echo not-in-the-allowlist"}),
+    );
+    assert!(ok);
+    assert_eq!(missed["requiresApproval"], true, "{missed}");
+    let slug = backend.ask("foxtrot echo").await;
+    backend.say(&format!("/approve {slug} allow-once")).await;
+    let finished = backend.reply(30).await;
+    assert!(finished.starts_with("Exec finished (node="), "{finished}");
+    let answer = backend.reply(30).await;
+    assert!(answer.contains("not-in-the-allowlist"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

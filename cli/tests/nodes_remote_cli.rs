@@ -5,7 +5,8 @@
 //! Covered: a pairing code is printed; list (table and `--json`), show and revoke print what
 //! the local variant prints and reach the backend (a revoked node then lists as revoked);
 //! unknown nodes fail with "no node"; a wrong or missing admin token fails clearly with a
-//! non-zero exit; `CLAWLESS_URL` works like `--url`.
+//! non-zero exit; `CLAWLESS_URL` works like `--url`; `exec check --node --url` evaluates against
+//! the node's reported exec facts and the entries granted to it.
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -20,7 +21,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clawless_core::exec::AllowlistEntry;
-use clawless_core::nodes::{GrantedEntry, NodeRecord};
+use clawless_core::exec::evaluate::ExecPolicy;
+use clawless_core::exec::fs::DescribedFs;
+use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeRecord};
 use clawless_runtime::node_routes::node_view;
 use serde_json::{Value, json};
 
@@ -110,6 +113,7 @@ fn record(node_id: &str, display_name: Option<&str>, platform: &str) -> NodeReco
         revoked_at_ms: None,
         granted: Vec::new(),
         policy_version: 0,
+        exec: None,
     }
 }
 
@@ -122,6 +126,17 @@ async fn start() -> (String, Arc<Registry>) {
         granted_at_ms: 1_700_000_030_000,
     });
     laptop.policy_version = 1;
+    laptop.exec = Some(NodeExecReport {
+        home: Some("/Users/lena".to_owned()),
+        default_policy: ExecPolicy::default(),
+        agents: BTreeMap::new(),
+        fs: DescribedFs {
+            executables: ["/usr/bin/uname", "/bin/zsh"].map(str::to_owned).into(),
+            symlinks: [("/bin/sh".to_owned(), "/bin/zsh".to_owned())].into(),
+            ..DescribedFs::default()
+        },
+        truncated: false,
+    });
     let server = record("server-2", None, "linux");
     let registry = Arc::new(Registry {
         nodes: Mutex::new(
@@ -233,6 +248,73 @@ async fn pair_list_show_and_revoke_speak_to_the_backends_operator_routes() {
         assert!(!ok, "{command}: {out}");
         assert!(err.contains("no node nobody-9"), "{command}: {err}");
     }
+}
+
+/// `clawless exec check --node ID --url URL [extra…]` with `request` on stdin.
+async fn exec_check(
+    url: &str,
+    node: &str,
+    extra: &[&str],
+    request: Value,
+) -> (bool, Value, String) {
+    let mut args: Vec<String> = ["exec", "check", "--node", node, "--url", url]
+        .map(str::to_owned)
+        .into();
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .env_remove("CLAWLESS_URL")
+            .env("CLAWLESS_ADMIN_TOKEN", TOKEN)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.to_string().as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.success(),
+            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_check_against_a_deployed_backend_uses_the_nodes_report_and_grants() {
+    let (url, _registry) = start().await;
+    let (ok, granted, err) =
+        exec_check(&url, "laptop-1", &[], json!({"command": "uname -a"})).await;
+    assert!(ok, "{err}");
+    assert_eq!(granted["nodeDecision"], "allowed", "{granted}");
+    assert_eq!(granted["satisfiedBy"], json!(["allowlist"]));
+    let (ok, other, err) = exec_check(
+        &url,
+        "laptop-1",
+        &["--agent", "ops"],
+        json!({"command": "uname -a"}),
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(
+        other["nodeDecision"], "SYSTEM_RUN_DENIED: approval required",
+        "the grant was for main only: {other}"
+    );
+    let (ok, _, err) = exec_check(&url, "server-2", &[], json!({"command": "ls"})).await;
+    assert!(!ok);
+    assert!(
+        err.contains("node server-2 has not reported its exec policy"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | node | `nodes` | `node#<node id>` | `node_id`, `secret_hash`, `platform`, `queue` (S); `display_name` (S, optional); `path`, `skill_bins`, `granted` (S, JSON); `paired_at_ms`, `last_seen_ms`, `policy_version` (N); `revoked` (BOOL); `revoked_at_ms` (N, optional) |
+//! | node | `nodes` | `node#<node id>` | `node_id`, `secret_hash`, `platform`, `queue` (S); `display_name` (S, optional); `path`, `skill_bins`, `granted` (S, JSON); `exec` (S, JSON, optional: the node's exec report, kept only up to [`MAX_EXEC_REPORT_BYTES`]); `paired_at_ms`, `last_seen_ms`, `policy_version` (N); `revoked` (BOOL); `revoked_at_ms` (N, optional) |
 //! | pairing code | `pairing#<code hash>` | `code` | `expires_at_ms` (N); `redeemed_at_ms` (N, once redeemed); `expires_at` (N, TTL: a day after expiry) |
 //! | exec job | `job#<job id>` | `job` | `node_id`, `session_key`, `agent_id`, `call_id`, `envelope` (S); `attempt`, `created_at_ms`, `deadline_ms` (N); `result` (S) and `resolved_at_ms` (N) once resolved; `expires_at` (N, TTL: 30 days after the deadline) |
 //!
@@ -26,8 +26,8 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use clawless_core::nodes::{
-    ExecJobRecord, ExecJobs, GrantedEntry, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
-    ResolveOutcome,
+    ExecJobRecord, ExecJobs, GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
+    NodeStoreError, ResolveOutcome,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -59,10 +59,37 @@ const GRANT_ATTEMPTS: usize = 32;
 /// Largest envelope or result one job holds inline: two of them, the keys and the other
 /// attributes stay under the item budget.
 pub const MAX_JOB_DOCUMENT_BYTES: usize = 170_000;
+/// Largest exec report (JSON) a node item keeps. A larger one is not stored (the node item
+/// keeps none, so the backend sends every job to the node to decide): a heartbeat must never
+/// fail, nor push the item past DynamoDB's 400 KB limit, because a node described a big disk.
+/// A node caps its report at 512 paths, which is far below this.
+pub const MAX_EXEC_REPORT_BYTES: usize = 200_000;
 /// Room for everything in a node item besides its JSON lists.
 const NODE_OVERHEAD: usize = 4_096;
 
 const _: () = assert!(2 * MAX_JOB_DOCUMENT_BYTES + 4_096 < ITEM_BUDGET);
+
+/// The exec report as stored: its JSON, or `None` when there is none or it is larger than
+/// [`MAX_EXEC_REPORT_BYTES`].
+fn exec_json(
+    exec: Option<&NodeExecReport>,
+    node_id: &str,
+) -> Result<Option<String>, NodeStoreError> {
+    let Some(exec) = exec else {
+        return Ok(None);
+    };
+    let text = json(exec, "an exec report")?;
+    if text.len() > MAX_EXEC_REPORT_BYTES {
+        tracing::warn!(
+            node = %node_id,
+            bytes = text.len(),
+            limit = MAX_EXEC_REPORT_BYTES,
+            "exec report too large to store; jobs go to the node unchecked"
+        );
+        return Ok(None);
+    }
+    Ok(Some(text))
+}
 
 fn node_sk(node_id: &str) -> String {
     format!("{NODE_SK_PREFIX}{node_id}")
@@ -164,6 +191,10 @@ fn node_from_item(item: &Item, table: &str) -> Result<NodeRecord, NodeStoreError
         revoked_at_ms: read.optional_number("revoked_at_ms")?,
         granted: read.json("granted")?,
         policy_version: read.number("policy_version")?,
+        exec: match read.optional_string("exec") {
+            Some(_) => Some(read.json("exec")?),
+            None => None,
+        },
     })
 }
 
@@ -343,7 +374,11 @@ impl NodeRegistry for DynamoNodeRegistry {
         let path = json(&record.path, "a PATH")?;
         let skill_bins = json(&record.skill_bins, "skill bins")?;
         let granted = json(&record.granted, "granted entries")?;
-        Self::check_size(record, path.len() + skill_bins.len() + granted.len())?;
+        let exec = exec_json(record.exec.as_ref(), &record.node_id)?;
+        Self::check_size(
+            record,
+            path.len() + skill_bins.len() + granted.len() + exec.as_ref().map_or(0, String::len),
+        )?;
         let mut request = self
             .client
             .put_item()
@@ -368,6 +403,9 @@ impl NodeRegistry for DynamoNodeRegistry {
         }
         if let Some(at) = record.revoked_at_ms {
             request = request.item("revoked_at_ms", n(at));
+        }
+        if let Some(exec) = exec {
+            request = request.item("exec", s(exec));
         }
         match request.send().await {
             Ok(_) => Ok(()),
@@ -448,6 +486,15 @@ impl NodeRegistry for DynamoNodeRegistry {
                 .expression_attribute_names("#name", "display_name")
                 .expression_attribute_values(":name", s(name));
         }
+        // No report (or one too large to keep) clears the stored one: never pre-check stale.
+        request = request.expression_attribute_names("#exec", "exec");
+        match exec_json(facts.exec.as_ref(), node_id)? {
+            Some(exec) => {
+                update.push_str(", #exec = :exec");
+                request = request.expression_attribute_values(":exec", s(exec));
+            }
+            None => update.push_str(" REMOVE #exec"),
+        }
         match request.update_expression(update).send().await {
             Ok(_) => Ok(true),
             Err(err) if update_condition_failed(&err).is_some() => Ok(false),
@@ -499,7 +546,8 @@ impl NodeRegistry for DynamoNodeRegistry {
             let granted = json(&node.granted, "granted entries")?;
             let lists = granted.len()
                 + json(&node.path, "a PATH")?.len()
-                + json(&node.skill_bins, "skill bins")?.len();
+                + json(&node.skill_bins, "skill bins")?.len()
+                + exec_json(node.exec.as_ref(), node_id)?.map_or(0, |exec| exec.len());
             Self::check_size(&node, lists)?;
             let result = self
                 .client

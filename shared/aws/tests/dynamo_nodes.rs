@@ -3,11 +3,14 @@
 //! and the size limits. These tests fail, never skip, when the emulator is not there.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use clawless_aws::dynamo_nodes::MAX_JOB_DOCUMENT_BYTES;
+use clawless_aws::dynamo_nodes::{MAX_EXEC_REPORT_BYTES, MAX_JOB_DOCUMENT_BYTES};
 use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
 use clawless_aws::{DynamoExecJobs, DynamoNodeRegistry, DynamoSessionStore};
+use clawless_core::exec::evaluate::ExecPolicy;
+use clawless_core::exec::fs::DescribedFs;
 use clawless_core::nodes::{
-    ExecJobRecord, ExecJobs, NodeRecord, NodeRegistry, NodeStoreError, ResolveOutcome,
+    ExecJobRecord, ExecJobs, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
+    ResolveOutcome,
 };
 use clawless_core::session::{SessionCommit, SessionKey, SessionStore};
 use clawless_core::testing::{
@@ -45,6 +48,7 @@ fn node(node_id: &str) -> NodeRecord {
         revoked_at_ms: None,
         granted: vec![],
         policy_version: 0,
+        exec: None,
     }
 }
 
@@ -173,6 +177,48 @@ async fn a_node_item_keeps_lists_as_json_and_flags_as_native_types() {
     assert!(
         !item.contains_key("expires_at"),
         "nodes never expire by TTL"
+    );
+}
+
+#[tokio::test]
+async fn an_exec_report_over_its_budget_is_not_stored_and_the_heartbeat_still_counts() {
+    let (client, table) = fresh().await;
+    let registry = DynamoNodeRegistry::new(client, &table);
+    registry.register(&node("n3")).await.unwrap();
+    let report = |paths: usize| NodeExecReport {
+        home: None,
+        default_policy: ExecPolicy::default(),
+        agents: Default::default(),
+        fs: DescribedFs {
+            executables: (0..paths)
+                .map(|n| format!("/opt/a-rather-long-folder-name/bin/tool-{n:06}"))
+                .collect(),
+            ..DescribedFs::default()
+        },
+        truncated: false,
+    };
+    let facts = |exec| NodeFacts {
+        platform: "linux".into(),
+        path: vec!["/usr/bin".into()],
+        skill_bins: vec![],
+        display_name: None,
+        exec: Some(exec),
+    };
+    let small = facts(report(10));
+    assert!(registry.heartbeat("n3", &small, 5).await.unwrap());
+    assert_eq!(registry.get("n3").await.unwrap().unwrap().exec, small.exec);
+
+    let huge = report(MAX_EXEC_REPORT_BYTES / 40);
+    assert!(serde_json::to_string(&huge).unwrap().len() > MAX_EXEC_REPORT_BYTES);
+    assert!(
+        registry.heartbeat("n3", &facts(huge), 6).await.unwrap(),
+        "the heartbeat is recorded"
+    );
+    let stored = registry.get("n3").await.unwrap().unwrap();
+    assert_eq!(stored.last_seen_ms, 6);
+    assert_eq!(
+        stored.exec, None,
+        "and the oversized report replaced by none"
     );
 }
 

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use clawless_core::exec::evaluate::ExecPolicy;
 use clawless_core::nodes::{
-    ExecJobRecord, ExecJobs, ExecQueue, NodeRecord, NodeRegistry, ResolveOutcome, Timer, Timers,
+    ExecJobRecord, ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
+    ResolveOutcome, Timer, Timers,
 };
 use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, NodeStoreDeviations, TimersDeviations, exec_jobs_contract,
@@ -50,6 +52,7 @@ fn node(node_id: &str) -> NodeRecord {
         revoked_at_ms: None,
         granted: vec![],
         policy_version: 0,
+        exec: None,
     }
 }
 
@@ -377,5 +380,41 @@ fn a_file_from_before_the_node_tables_is_upgraded() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+}
+
+#[tokio::test]
+async fn a_version_2_nodes_table_gains_the_exec_column_and_keeps_its_nodes() {
+    // GIVEN a file at schema version 2: the nodes table without `exec`, one node in it
+    let file = DbFile::new();
+    drop(file.open());
+    let raw = rusqlite::Connection::open(&file.path).unwrap();
+    raw.execute_batch(
+        "ALTER TABLE nodes DROP COLUMN exec;
+         INSERT INTO nodes (node_id, display_name, secret_hash, platform, path, skill_bins,
+             queue, paired_at_ms, last_seen_ms, revoked, revoked_at_ms, granted, policy_version)
+         VALUES ('old', NULL, 'ab', 'linux', '[]', '[]', 'node-old', 1, 1, 0, NULL, '[]', 0);
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(raw);
+    // WHEN it is opened THEN the old node reads back without exec facts, and they can be stored
+    let registry = SqliteNodeRegistry::new(file.open());
+    let old = registry.get("old").await.unwrap().expect("the old node");
+    assert_eq!(old.exec, None);
+    let facts = NodeFacts {
+        platform: "linux".into(),
+        path: vec![],
+        skill_bins: vec![],
+        display_name: None,
+        exec: Some(NodeExecReport {
+            home: Some("/home/me".into()),
+            default_policy: ExecPolicy::default(),
+            agents: Default::default(),
+            fs: Default::default(),
+            truncated: false,
+        }),
+    };
+    assert!(registry.heartbeat("old", &facts, 2).await.unwrap());
+    assert_eq!(registry.get("old").await.unwrap().unwrap().exec, facts.exec);
 }

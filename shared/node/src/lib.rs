@@ -19,6 +19,8 @@
 //!   local-mode jobs);
 //! - [`sqs_jobs`] reads the node's own SQS queue with credentials the backend vends (AWS mode);
 //! - [`policy`] decides, with the core's exec engine, whether this machine runs a job;
+//! - [`exec_report`] describes this node's exec policy and the executables it names, for the
+//!   backend's `exec check --node` and pre-check;
 //! - [`worker`] is `clawless node run`: poll, check, decide, run, report.
 //!
 //! Only [`sqs_jobs`] knows AWS, and only SQS with credentials the backend hands out.
@@ -27,6 +29,7 @@ pub mod approvals_file;
 mod atomic;
 pub mod client;
 pub mod clock;
+pub mod exec_report;
 pub mod journal;
 pub mod local_fs;
 pub mod policy;

@@ -52,24 +52,19 @@ pub enum Decision {
     Deny(ExecDenial),
 }
 
-/// Decides one job. Pure apart from `fs`.
-pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decision {
-    let approvals = context.approvals;
+/// The exec engine's policy for an agent's resolved rules, with `skill_bins` (pass none unless
+/// autoAllowSkills is on). `Err` with the denial text when `safeBinProfiles` is invalid: then
+/// the node refuses every job.
+pub fn exec_policy(
+    approvals: &ResolvedApprovals,
+    skill_bins: &[SkillBin],
+) -> Result<ExecPolicy, String> {
     let safe_bin_profiles = match approvals.safe_bin_profiles.clone() {
         None => BTreeMap::new(),
-        Some(value) => match serde_json::from_value(value) {
-            Ok(profiles) => profiles,
-            Err(err) => {
-                return Decision::Deny(denial(
-                    "approvals-file-invalid",
-                    format!("SYSTEM_RUN_DENIED: safeBinProfiles is invalid: {err}"),
-                    false,
-                    Vec::new(),
-                ));
-            }
-        },
+        Some(value) => serde_json::from_value(value)
+            .map_err(|err| format!("SYSTEM_RUN_DENIED: safeBinProfiles is invalid: {err}"))?,
     };
-    let policy = PreparedPolicy::new(ExecPolicy {
+    Ok(ExecPolicy {
         security: approvals.security,
         ask: approvals.ask,
         ask_fallback: approvals.ask_fallback,
@@ -78,8 +73,19 @@ pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decis
         safe_bin_profiles,
         safe_bin_trusted_dirs: approvals.safe_bin_trusted_dirs.clone(),
         auto_allow_skills: approvals.auto_allow_skills,
-        skill_bins: context.skill_bins.to_vec(),
-    });
+        skill_bins: skill_bins.to_vec(),
+    })
+}
+
+/// Decides one job. Pure apart from `fs`.
+pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decision {
+    let approvals = context.approvals;
+    let policy = match exec_policy(approvals, context.skill_bins) {
+        Ok(policy) => PreparedPolicy::new(policy),
+        Err(message) => {
+            return Decision::Deny(denial("approvals-file-invalid", message, false, Vec::new()));
+        }
+    };
     // The grant was verified with the job's signature: bound to this job and this command.
     let grant: Option<Grant> = job
         .grant

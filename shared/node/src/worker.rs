@@ -26,6 +26,7 @@ use tokio::sync::{Mutex, watch};
 use crate::approvals_file::ApprovalsFile;
 use crate::client::{BackendClient, ClientError, JobDelivery};
 use crate::clock::{Clock, SystemClock};
+use crate::exec_report::{ReportContext, exec_report};
 use crate::journal::{Journal, JournalError, JournalState};
 use crate::policy::{Decision, JobContext, decide};
 use crate::runner::{RunSpec, child_environment, run_command};
@@ -187,13 +188,33 @@ impl NodeWorker {
         }
     }
 
-    /// What this node reports at pairing and heartbeats.
+    /// What this node reports at heartbeats: [`facts_of`] plus its exec report (none when
+    /// the approvals file cannot be used; jobs are refused then anyway).
     pub async fn facts(&self) -> NodeFacts {
-        facts_of(
-            &self.path_env,
-            self.bins.current(false).await,
-            self.config.display_name.clone(),
-        )
+        let skill_bins = self.bins.current(false).await;
+        let exec = match ApprovalsFile::load(&self.approvals_path) {
+            Ok(file) => {
+                let granted = self.granted.lock().await.clone();
+                exec_report(
+                    &file,
+                    &ReportContext {
+                        platform: self.platform,
+                        path_env: &self.path_env,
+                        home: &self.home,
+                        granted: &granted,
+                        skill_bins: &skill_bins,
+                    },
+                )
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "no exec report: the approvals file is unusable");
+                None
+            }
+        };
+        NodeFacts {
+            exec,
+            ..facts_of(&self.path_env, skill_bins, self.config.display_name.clone())
+        }
     }
 
     /// Reports facts and takes the granted entries the backend holds for this node.
@@ -462,7 +483,8 @@ impl NodeWorker {
     }
 }
 
-/// The facts a node reports: platform, PATH and resolved skill bins.
+/// The facts a node reports at pairing: platform, PATH and resolved skill bins (the exec
+/// report follows with the first heartbeat).
 pub fn facts_of(
     path_env: &str,
     skill_bins: Vec<SkillBin>,
@@ -477,6 +499,7 @@ pub fn facts_of(
             .collect(),
         skill_bins,
         display_name,
+        exec: None,
     }
 }
 

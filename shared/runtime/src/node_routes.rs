@@ -336,7 +336,9 @@ async fn admin_revoke(
 }
 
 /// A node as operators see it (`clawless nodes list --json|show`, the admin routes): every
-/// fact but the secret hash.
+/// fact but the secret hash. `exec` is the node's exec report ([`NodeExecReport`]
+/// (clawless_core::nodes::NodeExecReport), `null` when it never sent one), which
+/// `clawless exec check --node` evaluates against.
 pub fn node_view(node: &NodeRecord) -> Value {
     json!({
         "nodeId": node.node_id,
@@ -356,5 +358,6 @@ pub fn node_view(node: &NodeRecord) -> Value {
             "source": granted.entry.source,
             "grantedAtMs": granted.granted_at_ms,
         })).collect::<Vec<_>>(),
+        "exec": node.exec,
     })
 }

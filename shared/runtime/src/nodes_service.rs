@@ -3,6 +3,11 @@
 //! turn silence into results. Shared by the `nodes` routes (Lambda and local mode) and the
 //! turn service.
 //!
+//! Before a first attempt is sent, the backend pre-checks it against the node's reported exec
+//! policy ([`precheck`]): a command that policy would make a person approve is held and the
+//! chat is asked at once, exactly as for a node's "approval required" report. Everything else
+//! goes to the node, which decides.
+//!
 //! Every result goes through [`ExecJobs::resolve`] before anything reaches the turn queue, so
 //! of a node's report and a deadline timer exactly one wins, and a repeated report changes
 //! nothing.
@@ -26,7 +31,8 @@ use clawless_core::nodes::wire::{
 };
 use clawless_core::nodes::{
     ExecDelivery, ExecJobRecord, ExecJobs, ExecQueue, GrantedEntry, NodeFacts, NodeRecord,
-    NodeRegistry, NodeStoreError, ResolveOutcome, Timer, Timers, is_valid_node_id,
+    NodeRegistry, NodeStoreError, Precheck, ResolveOutcome, Timer, Timers, is_valid_node_id,
+    precheck,
 };
 use clawless_core::session::{QueueError, TurnQueue};
 use clawless_core::tools::ToolOutput;
@@ -269,6 +275,7 @@ impl NodesService {
             revoked_at_ms: None,
             granted: Vec::new(),
             policy_version: 0,
+            exec: request.facts.exec.clone(),
         };
         self.deps.registry.register(&record).await?;
         tracing::info!(node = %node_id, "node paired");
@@ -420,6 +427,19 @@ impl NodesService {
             nonce: format!("{job_id}-{attempt}"),
             grant: None,
         };
+        // The backend's pre-check (first attempt only): when the node's reported policy needs a
+        // person's approval and the report covers every executable the command names, ask
+        // now; the node would only refuse. The node stays authoritative either way.
+        let held = match &approved {
+            None => match precheck(&node, &job) {
+                Precheck::NeedsApproval {
+                    allow_always,
+                    warnings,
+                } => Some((allow_always, warnings)),
+                Precheck::Send => None,
+            },
+            Some(_) => None,
+        };
         let key = signing_key(&node.secret_hash);
         if let Some((decision, approved_by)) = &approved {
             let decision = match decision {
@@ -478,6 +498,15 @@ impl NodesService {
                 _ => return Ok(Dispatch::Sent),
             }
         };
+        if let Some((allow_always, warnings)) = held {
+            // Recorded but not sent: the approval's answer sends attempt 1 with a grant, and
+            // its timeout (not a job deadline) ends the wait. A redelivered turn event asks
+            // again; the turn takes one request per call.
+            self.request_approval(&job, &node.node_id, allow_always, &warnings)
+                .await?;
+            tracing::info!(node = %node.node_id, job = %job_id, "exec job held: the node's policy needs approval");
+            return Ok(Dispatch::Sent);
+        }
         self.deps
             .timers
             .schedule(&Timer {
@@ -601,36 +630,12 @@ impl NodesService {
             && denial.approval_required
             && job.grant.is_none()
         {
-            let text = approval_request_text(&ApprovalPrompt {
-                job_id: &job.job_id,
-                node_id: &node.node_id,
-                cwd: job.cwd.as_deref(),
-                command: &job.raw_command,
-                allow_always: denial
-                    .allowed_decisions
-                    .iter()
-                    .any(|decision| decision == "allow-always"),
-                warnings: &[],
-            });
-            let approval_timeout = Duration::from_secs(self.deps.settings.approval_timeout_sec);
-            self.deps
-                .timers
-                .schedule(&Timer {
-                    timer_id: format!("approval:{}", job.job_id),
-                    due_at_ms: self.deps.clock.now_ms() + millis(approval_timeout),
-                    event: event_for(TurnEvent::ApprovalTimeout {
-                        call_id: job.call_id.clone(),
-                    }),
-                })
+            let allow_always = denial
+                .allowed_decisions
+                .iter()
+                .any(|decision| decision == "allow-always");
+            self.request_approval(&job, &node.node_id, allow_always, &[])
                 .await?;
-            enqueue(
-                self.deps.turns.as_ref(),
-                &event_for(TurnEvent::ApprovalNeeded {
-                    call_id: job.call_id.clone(),
-                    text,
-                }),
-            )
-            .await?;
             return Ok(ReportOutcome::ApprovalRequested);
         }
         let now = self.deps.clock.now_ms();
@@ -686,6 +691,51 @@ impl NodesService {
         )
         .await?;
         Ok(ReportOutcome::Recorded)
+    }
+
+    /// Asks the chat to approve `job` on `node_id` (spec §7.8): schedules the approval
+    /// timeout, then puts the request on the turn queue. Used for a node's "approval required"
+    /// report and for the backend's pre-check.
+    async fn request_approval(
+        &self,
+        job: &ExecJob,
+        node_id: &str,
+        allow_always: bool,
+        warnings: &[String],
+    ) -> Result<(), NodesError> {
+        let event_for = |event: TurnEvent| SessionEvent {
+            session_key: job.session_key.clone(),
+            agent_id: job.agent_id.clone(),
+            event,
+        };
+        let text = approval_request_text(&ApprovalPrompt {
+            job_id: &job.job_id,
+            node_id,
+            cwd: job.cwd.as_deref(),
+            command: &job.raw_command,
+            allow_always,
+            warnings,
+        });
+        let approval_timeout = Duration::from_secs(self.deps.settings.approval_timeout_sec);
+        self.deps
+            .timers
+            .schedule(&Timer {
+                timer_id: format!("approval:{}", job.job_id),
+                due_at_ms: self.deps.clock.now_ms() + millis(approval_timeout),
+                event: event_for(TurnEvent::ApprovalTimeout {
+                    call_id: job.call_id.clone(),
+                }),
+            })
+            .await?;
+        enqueue(
+            self.deps.turns.as_ref(),
+            &event_for(TurnEvent::ApprovalNeeded {
+                call_id: job.call_id.clone(),
+                text,
+            }),
+        )
+        .await?;
+        Ok(())
     }
 
     async fn send_policy_update(

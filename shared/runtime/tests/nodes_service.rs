@@ -12,8 +12,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
+use clawless_core::exec::evaluate::ExecPolicy;
+use clawless_core::exec::fs::DescribedFs;
 use clawless_core::exec::{AllowlistEntry, SkillBin};
-use clawless_core::nodes::Timer;
 use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
@@ -22,6 +23,7 @@ use clawless_core::nodes::wire::{
     Envelope, ExecDenial, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
 };
 use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
+use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::session::TurnQueue;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::transcript::ToolCall;
@@ -92,7 +94,49 @@ fn facts() -> NodeFacts {
             resolved_path: "/usr/bin/uname".to_owned(),
         }],
         display_name: Some("laptop".to_owned()),
+        exec: None,
     }
+}
+
+/// A node that reported its exec facts: the secure defaults with `/usr/bin/ls` allowlisted,
+/// and `ls`, `rm` and the `/bin/sh` transport described (nothing else).
+fn facts_with_exec() -> NodeFacts {
+    NodeFacts {
+        exec: Some(NodeExecReport {
+            home: Some("/home/me".to_owned()),
+            default_policy: ExecPolicy {
+                allowlist: vec![AllowlistEntry::pattern("/usr/bin/ls")],
+                ..ExecPolicy::default()
+            },
+            agents: Default::default(),
+            fs: DescribedFs {
+                executables: ["/usr/bin/ls", "/usr/bin/rm", "/usr/bin/dash"]
+                    .map(str::to_owned)
+                    .into(),
+                symlinks: [("/bin/sh".to_owned(), "/usr/bin/dash".to_owned())].into(),
+                ..DescribedFs::default()
+            },
+            truncated: false,
+        }),
+        ..facts()
+    }
+}
+
+async fn paired_with(fx: &Fixture, facts: NodeFacts) -> NodeRecord {
+    let (code, _) = fx.nodes.create_pairing_code().await.unwrap();
+    let paired = fx.nodes.pair(&PairRequest { code, facts }).await.unwrap();
+    fx.nodes
+        .authenticate(&paired.node_id, &paired.secret)
+        .await
+        .unwrap()
+}
+
+async fn queued(fx: &Fixture, record: &NodeRecord) -> usize {
+    fx.queues
+        .receive(&record.queue, 10, Duration::ZERO, Duration::ZERO)
+        .await
+        .unwrap()
+        .len()
 }
 
 async fn paired(fx: &Fixture) -> (Paired, NodeRecord) {
@@ -452,6 +496,147 @@ async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_th
     );
     let (update, _) = next_job(&fx, &record).await;
     assert!(matches!(update, NodeMessage::PolicyUpdate(ref u) if u.agent_id == "main"));
+}
+
+#[tokio::test]
+async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy_misses() {
+    let fx = fixture();
+    let record = paired_with(&fx, facts_with_exec()).await;
+    let call = exec_call("rm -rf build");
+    let dispatched = fx
+        .nodes
+        .dispatch("agent:main:main", "main", "0123456789abcdef", &call, None)
+        .await
+        .unwrap();
+    assert_eq!(dispatched, Dispatch::Sent, "the turn waits for the answer");
+    assert_eq!(queued(&fx, &record).await, 0, "no job reached the node");
+    let events = turn_events(&fx).await;
+    let [TurnEvent::ApprovalNeeded { call_id, text }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(call_id, "call_1");
+    assert!(text.contains("Approval required (id 01234567, full 0123456789abcdef)."));
+    assert!(text.contains(&record.node_id), "{text}");
+    assert!(text.contains("rm -rf build"));
+    assert!(text.contains("/approve 01234567 allow-once|allow-always|deny"));
+    let (_, job) = fx.nodes.job("0123456789abcdef").await.unwrap().unwrap();
+    assert_eq!(job.attempt, 0, "the job is recorded");
+
+    // Only the approval timeout is pending (no job deadline: nothing was sent).
+    assert_eq!(fx.timers.len(), 1);
+    let in_half_an_hour = fx.clock.now_ms() + 30 * 60 * 1_000;
+    let due = fx
+        .timers
+        .take_due(in_half_an_hour, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            due.as_slice(),
+            [timer] if matches!(timer.timer.event.event, TurnEvent::ApprovalTimeout { .. })
+        ),
+        "{due:?}"
+    );
+
+    // allow-once: attempt 1 goes to the node with a grant for exactly this command.
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "0123456789abcdef",
+            &call,
+            Some((ApprovalDecision::AllowOnce, "owner".to_owned())),
+        )
+        .await
+        .unwrap();
+    let (message, _) = next_job(&fx, &record).await;
+    let NodeMessage::Job(job) = message else {
+        panic!("not a job")
+    };
+    assert_eq!((job.attempt, job.raw_command.as_str()), (1, "rm -rf build"));
+    assert!(job.grant.is_some(), "checked by open_for_node");
+    assert!(
+        turn_events(&fx).await.is_empty(),
+        "and nobody is asked again"
+    );
+}
+
+#[tokio::test]
+async fn a_command_the_reported_policy_allows_is_sent_straight_away() {
+    let fx = fixture();
+    let record = paired_with(&fx, facts_with_exec()).await;
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-ls",
+            &exec_call("ls -la /tmp"),
+            None,
+        )
+        .await
+        .unwrap();
+    let (message, _) = next_job(&fx, &record).await;
+    assert!(
+        matches!(message, NodeMessage::Job(ref job) if job.attempt == 0 && job.grant.is_none())
+    );
+    assert!(turn_events(&fx).await.is_empty(), "nobody is asked");
+}
+
+#[tokio::test]
+async fn a_command_naming_an_executable_the_node_did_not_describe_is_left_to_the_node() {
+    let fx = fixture();
+    let record = paired_with(&fx, facts_with_exec()).await;
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rg",
+            &exec_call("ls | rg foo"),
+            None,
+        )
+        .await
+        .unwrap();
+    let (message, _) = next_job(&fx, &record).await;
+    assert!(matches!(message, NodeMessage::Job(_)));
+    assert!(turn_events(&fx).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_node_without_exec_facts_gets_the_job_as_before() {
+    let fx = fixture();
+    let record = paired_with(&fx, facts()).await;
+    assert_eq!(record.exec, None);
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rm",
+            &exec_call("rm -rf build"),
+            None,
+        )
+        .await
+        .unwrap();
+    let (message, _) = next_job(&fx, &record).await;
+    assert!(matches!(message, NodeMessage::Job(ref job) if job.raw_command == "rm -rf build"));
+    assert!(turn_events(&fx).await.is_empty(), "the node decides");
+}
+
+#[tokio::test]
+async fn a_heartbeat_without_exec_facts_ends_the_pre_check() {
+    let fx = fixture();
+    let record = paired_with(&fx, facts_with_exec()).await;
+    fx.nodes.heartbeat(&record, &facts()).await.unwrap();
+    fx.nodes
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job-rm",
+            &exec_call("rm -rf build"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(queued(&fx, &record).await, 1, "sent to the node to decide");
 }
 
 #[tokio::test]

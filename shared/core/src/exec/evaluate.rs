@@ -78,7 +78,7 @@ mod proptests;
 mod tests;
 
 /// Shells accepted as the `sh -lc` transport of a `system.run`.
-const TRANSPORT_SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
+pub const TRANSPORT_SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
 /// Windows shells accepted as the transport (`cmd.exe /d /s /c …`).
 const WINDOWS_TRANSPORT_SHELLS: &[&str] = &["cmd", "powershell", "pwsh"];

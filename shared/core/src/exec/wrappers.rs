@@ -22,8 +22,23 @@ use super::resolve::base_name;
 pub const MAX_WRAPPER_DEPTH: usize = 4;
 
 /// Wrappers that change who or how a command runs in ways the policy cannot follow.
-const BLOCKED_WRAPPERS: &[&str] = &[
+pub const BLOCKED_WRAPPERS: &[&str] = &[
     "sudo", "doas", "chrt", "ionice", "setsid", "taskset", "su", "pkexec", "runuser",
+];
+
+/// Every dispatch wrapper this module looks through (on some platform). A node reports where
+/// these resolve, so a pre-check can judge wrapped commands as the node would.
+pub const DISPATCH_WRAPPERS: &[&str] = &[
+    "env",
+    "nohup",
+    "nice",
+    "stdbuf",
+    "timeout",
+    "time",
+    "caffeinate",
+    "sandbox-exec",
+    "arch",
+    "script",
 ];
 
 /// The command inside a segment's dispatch wrappers.
@@ -357,6 +372,22 @@ mod tests {
         let argv = argv(words);
         let plan = unwrap_dispatch(&argv, Platform::Linux);
         (argv[plan.command_index..].to_vec(), plan.policy_blocked)
+    }
+
+    #[test]
+    fn every_listed_dispatch_wrapper_is_looked_through() {
+        for name in DISPATCH_WRAPPERS {
+            let words = argv(&[name, "5", "file", "rg"]);
+            assert!(
+                !matches!(step(name, &words, 0, Platform::Darwin), Step::NotWrapper),
+                "{name}"
+            );
+        }
+        let words = argv(&["rg", "x"]);
+        assert!(matches!(
+            step("rg", &words, 0, Platform::Darwin),
+            Step::NotWrapper
+        ));
     }
 
     #[test]

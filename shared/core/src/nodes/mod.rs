@@ -14,10 +14,13 @@
 //! - [`credentials`]: credentials scoped to one node queue ([`QueueCredentialVendor`]);
 //! - [`wire`]: the signed messages between the backend and a node (jobs, grants, reports);
 //! - [`notices`]: what the chat and the model are told about exec;
-//! - [`exec_tool`]: the `exec` tool's spec.
+//! - [`exec_tool`]: the `exec` tool's spec;
+//! - [`exec_facts`]: a node's reported exec policy and filesystem, and the backend's
+//!   pre-check against them.
 
 pub mod credentials;
 mod error;
+pub mod exec_facts;
 pub mod exec_tool;
 pub mod jobs;
 pub mod notices;
@@ -33,6 +36,7 @@ pub use credentials::{
     CredentialError, QueueCredentialVendor, QueueCredentials, credential_lifetime,
 };
 pub use error::NodeStoreError;
+pub use exec_facts::{NodeExecReport, NodeFactsRef, Precheck, node_exec_facts, precheck};
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
 pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
 pub use registry::{

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::NodeStoreError;
+use super::exec_facts::NodeExecReport;
 use crate::exec::{AllowlistEntry, SkillBin};
 
 /// Longest node id, in bytes. Node ids name SQS queues (`<prefix>node-<id>-dlq`, at most 80
@@ -54,6 +55,10 @@ pub struct NodeRecord {
     pub granted: Vec<GrantedEntry>,
     /// Incremented by each grant that changes `granted`, so a node can tell its policy moved.
     pub policy_version: u64,
+    /// The node's exec policy and described filesystem, as last reported; `None` for a node
+    /// that never reported them (an older node, or one whose approvals file is unusable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<NodeExecReport>,
 }
 
 /// An allowlist entry a person granted to one agent on one node.
@@ -87,15 +92,22 @@ pub struct NodeFacts {
     pub skill_bins: Vec<SkillBin>,
     /// Its name for people; `None` keeps the name the registry has.
     pub display_name: Option<String>,
+    /// Its exec policy and the executables that policy can name; `None` (an older node, or
+    /// an approvals file the node cannot use) clears what the registry had, so no stale
+    /// policy is pre-checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<NodeExecReport>,
 }
 
 impl NodeRecord {
     /// Applies a heartbeat: the facts replace the stored ones (a `None` display name keeps
-    /// the stored one) and `last_seen_ms` becomes `now_ms`. Every adapter applies the same.
+    /// the stored one; `None` exec facts clear them) and `last_seen_ms` becomes `now_ms`.
+    /// Every adapter applies the same.
     pub fn apply_heartbeat(&mut self, facts: &NodeFacts, now_ms: u64) {
         self.platform.clone_from(&facts.platform);
         self.path.clone_from(&facts.path);
         self.skill_bins.clone_from(&facts.skill_bins);
+        self.exec.clone_from(&facts.exec);
         if let Some(name) = &facts.display_name {
             self.display_name = Some(name.clone());
         }
@@ -189,6 +201,7 @@ mod tests {
             revoked_at_ms: None,
             granted: vec![],
             policy_version: 0,
+            exec: None,
         }
     }
 
@@ -203,6 +216,7 @@ mod tests {
                 resolved_path: "/opt/homebrew/bin/jq".into(),
             }],
             display_name: None,
+            exec: None,
         };
         node.apply_heartbeat(&facts, 99);
         assert_eq!(node.display_name.as_deref(), Some("laptop"));

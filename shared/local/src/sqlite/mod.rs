@@ -29,7 +29,7 @@ pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
 /// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     revoked INTEGER NOT NULL,
     revoked_at_ms INTEGER,
     granted TEXT NOT NULL,
-    policy_version INTEGER NOT NULL
+    policy_version INTEGER NOT NULL,
+    exec TEXT
 );
 CREATE TABLE IF NOT EXISTS exec_jobs (
     job_id TEXT PRIMARY KEY NOT NULL,
@@ -124,6 +125,20 @@ CREATE TABLE IF NOT EXISTS timers (
 CREATE INDEX IF NOT EXISTS timers_by_due ON timers (queue, due_at_ms);
 CREATE INDEX IF NOT EXISTS timers_by_receipt ON timers (queue, receipt);
 ";
+
+/// Brings tables created by an older schema up to date (`CREATE TABLE IF NOT EXISTS` leaves
+/// them as they were). Version 3 added `nodes.exec`, the node's reported exec facts.
+fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
+    let has_exec: bool = connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('nodes') WHERE name = 'exec'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_exec {
+        connection.execute_batch("ALTER TABLE nodes ADD COLUMN exec TEXT")?;
+    }
+    Ok(())
+}
 
 /// Failures of the SQLite database itself: opening it, a statement, or the blocking task.
 #[derive(Debug, thiserror::Error)]
@@ -218,6 +233,7 @@ impl SqliteDb {
             return Err(SqliteError::NewerSchema { location, found });
         }
         connection.execute_batch(SCHEMA).map_err(open_error)?;
+        migrate(&connection).map_err(open_error)?;
         connection
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(open_error)?;

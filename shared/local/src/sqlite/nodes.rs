@@ -2,7 +2,7 @@
 //! the local SQLite database.
 //!
 //! Owns the SQL for pairing codes (`node_pairings`), nodes (`nodes`: scalar columns, with the
-//! PATH, skill bins and grants as JSON text) and exec jobs (`exec_jobs`). Every
+//! PATH, skill bins, grants and the optional exec report as JSON text) and exec jobs (`exec_jobs`). Every
 //! read-modify-write runs in one `BEGIN IMMEDIATE` transaction or is a single conditional
 //! statement, so first-wins rules hold across processes sharing the file.
 
@@ -39,7 +39,24 @@ fn json_column<T: DeserializeOwned>(row: &Row<'_>, index: usize) -> Result<T, ru
 }
 
 const NODE_COLUMNS: &str = "node_id, display_name, secret_hash, platform, path, skill_bins, \
-     queue, paired_at_ms, last_seen_ms, revoked, revoked_at_ms, granted, policy_version";
+     queue, paired_at_ms, last_seen_ms, revoked, revoked_at_ms, granted, policy_version, exec";
+
+/// An optional JSON column: NULL is `None`.
+fn optional_json_column<T: DeserializeOwned>(
+    row: &Row<'_>,
+    index: usize,
+) -> Result<Option<T>, rusqlite::Error> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|text| {
+        serde_json::from_str(&text)
+            .map_err(|err| rusqlite::Error::FromSqlConversionFailure(index, Type::Text, err.into()))
+    })
+    .transpose()
+}
+
+fn optional_json(value: Option<&impl Serialize>) -> Result<Option<String>, rusqlite::Error> {
+    value.map(to_json).transpose()
+}
 
 fn node_from_row(row: &Row<'_>) -> Result<NodeRecord, rusqlite::Error> {
     Ok(NodeRecord {
@@ -56,6 +73,7 @@ fn node_from_row(row: &Row<'_>) -> Result<NodeRecord, rusqlite::Error> {
         revoked_at_ms: row.get::<_, Option<i64>>(10)?.map(from_sql),
         granted: json_column(row, 11)?,
         policy_version: from_sql(row.get(12)?),
+        exec: optional_json_column(row, 13)?,
     })
 }
 
@@ -147,7 +165,7 @@ impl NodeRegistry for SqliteNodeRegistry {
                 connection.execute(
                     &format!(
                         "INSERT INTO nodes ({NODE_COLUMNS})
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                          ON CONFLICT (node_id) DO NOTHING"
                     ),
                     params![
@@ -164,6 +182,7 @@ impl NodeRegistry for SqliteNodeRegistry {
                         node.revoked_at_ms.map(to_sql),
                         to_json(&node.granted)?,
                         to_sql(node.policy_version),
+                        optional_json(node.exec.as_ref())?,
                     ],
                 )
             })
@@ -224,7 +243,7 @@ impl NodeRegistry for SqliteNodeRegistry {
                 // Same rule as `NodeRecord::apply_heartbeat`: a missing name keeps the stored one.
                 connection.execute(
                     "UPDATE nodes SET platform = ?2, path = ?3, skill_bins = ?4,
-                         display_name = COALESCE(?5, display_name), last_seen_ms = ?6
+                         display_name = COALESCE(?5, display_name), last_seen_ms = ?6, exec = ?7
                      WHERE node_id = ?1 AND revoked = 0",
                     params![
                         id,
@@ -233,6 +252,7 @@ impl NodeRegistry for SqliteNodeRegistry {
                         to_json(&facts.skill_bins)?,
                         facts.display_name,
                         to_sql(now_ms),
+                        optional_json(facts.exec.as_ref())?,
                     ],
                 )
             })

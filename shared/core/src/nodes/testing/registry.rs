@@ -8,8 +8,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{NodeStoreDeviations, short_label};
-use crate::exec::{AllowlistEntry, SkillBin};
-use crate::nodes::{GrantedEntry, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError};
+use crate::exec::evaluate::ExecPolicy;
+use crate::exec::fs::DescribedFs;
+use crate::exec::{AllowlistEntry, Ask, Security, SkillBin};
+use crate::nodes::exec_facts::MAX_REPORTED_PATHS;
+use crate::nodes::{
+    GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
+};
 use crate::testing::{join_all, lock_state};
 
 #[derive(Debug, Default)]
@@ -147,6 +152,9 @@ pub async fn node_registry_contract(registry: &dyn NodeRegistry, deviations: Nod
     }
     suite.a_registered_node_reads_back_whole().await;
     suite
+        .exec_facts_of_a_full_report_round_trip_and_a_bare_heartbeat_clears_them()
+        .await;
+    suite
         .registering_an_existing_id_conflicts_and_changes_nothing()
         .await;
     suite.the_list_is_sorted_by_node_id().await;
@@ -175,6 +183,51 @@ fn skill_bin(name: &str, path: &str) -> SkillBin {
     SkillBin {
         name: name.into(),
         resolved_path: path.into(),
+    }
+}
+
+/// An exec report with every kind of field set, `paths` executables long (plus a symlink each
+/// for the first few).
+fn exec_report(paths: usize) -> NodeExecReport {
+    let executables: std::collections::BTreeSet<String> = (0..paths)
+        .map(|n| format!("/Users/lena/My Tools/ünï 🦀/bin/tool-{n:04}"))
+        .collect();
+    let symlinks = executables
+        .iter()
+        .take(3)
+        .enumerate()
+        .map(|(n, real)| (format!("/usr/local/bin/link-{n}"), real.clone()))
+        .collect();
+    NodeExecReport {
+        home: Some("/Users/lena".into()),
+        default_policy: ExecPolicy {
+            ask: Ask::Always,
+            ..ExecPolicy::default()
+        },
+        agents: [(
+            "ops".to_owned(),
+            ExecPolicy {
+                security: Security::Full,
+                ask: Ask::Off,
+                ask_fallback: Security::Allowlist,
+                allowlist: vec![AllowlistEntry {
+                    pattern: "~/bin/deploy".into(),
+                    arg_pattern: Some("^--env \"(dev|stage)\"$".into()),
+                    source: None,
+                }],
+                safe_bins: Some(vec!["sort".into()]),
+                safe_bin_trusted_dirs: vec!["/opt/homebrew/bin".into()],
+                auto_allow_skills: true,
+                ..ExecPolicy::default()
+            },
+        )]
+        .into(),
+        fs: DescribedFs {
+            executables,
+            files: ["/etc/passwd".to_owned()].into(),
+            symlinks,
+        },
+        truncated: paths >= MAX_REPORTED_PATHS,
     }
 }
 
@@ -207,6 +260,7 @@ impl RegistryContract<'_> {
             revoked_at_ms: None,
             granted: vec![],
             policy_version: 0,
+            exec: None,
         }
     }
 
@@ -348,12 +402,50 @@ impl RegistryContract<'_> {
             granted_at_ms: T0 + 1,
         }];
         record.policy_version = 3;
+        record.exec = Some(exec_report(5));
         self.register(&record).await;
         assert_eq!(
             self.get_some(&record.node_id).await,
             record,
             "every field reads back as registered"
         );
+    }
+
+    async fn exec_facts_of_a_full_report_round_trip_and_a_bare_heartbeat_clears_them(&self) {
+        let record = self.record("exec");
+        self.register(&record).await;
+        assert_eq!(self.get_some(&record.node_id).await.exec, None);
+        let facts = NodeFacts {
+            platform: "darwin".into(),
+            path: vec!["/opt/homebrew/bin".into()],
+            skill_bins: vec![skill_bin("gh", "/opt/homebrew/bin/gh")],
+            display_name: None,
+            exec: Some(exec_report(MAX_REPORTED_PATHS)),
+        };
+        assert!(
+            self.registry
+                .heartbeat(&record.node_id, &facts, T0 + 1)
+                .await
+                .unwrap_or_else(|err| panic!("heartbeat: {err}"))
+        );
+        assert_eq!(
+            self.get_some(&record.node_id).await.exec,
+            facts.exec,
+            "a report of {MAX_REPORTED_PATHS} paths reads back whole"
+        );
+        let bare = NodeFacts {
+            exec: None,
+            ..facts.clone()
+        };
+        assert!(
+            self.registry
+                .heartbeat(&record.node_id, &bare, T0 + 2)
+                .await
+                .unwrap_or_else(|err| panic!("heartbeat: {err}"))
+        );
+        let node = self.get_some(&record.node_id).await;
+        assert_eq!(node.exec, None, "no exec facts clear the stored ones");
+        assert_eq!(node.last_seen_ms, T0 + 2);
     }
 
     async fn registering_an_existing_id_conflicts_and_changes_nothing(&self) {
@@ -411,6 +503,7 @@ impl RegistryContract<'_> {
             path: vec!["/opt/homebrew/bin".into()],
             skill_bins: vec![skill_bin("gh", "/opt/homebrew/bin/gh")],
             display_name: None,
+            exec: Some(exec_report(2)),
         };
         let beat = self
             .registry
@@ -422,6 +515,7 @@ impl RegistryContract<'_> {
         expected.platform = "darwin".into();
         expected.path = facts.path.clone();
         expected.skill_bins = facts.skill_bins.clone();
+        expected.exec = facts.exec.clone();
         expected.last_seen_ms = T0 + 1_000;
         assert_eq!(
             self.get_some(&record.node_id).await,
