@@ -502,7 +502,10 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     tokio::time::sleep(Duration::from_secs(2)).await;
     deployment.say("echo year");
     let again = deployment.reply(Duration::from_secs(90)).await;
-    assert!(again.contains("I ran `date -u +%Y`"), "asked again: {again}");
+    assert!(
+        again.contains("I ran `date -u +%Y`"),
+        "asked again: {again}"
+    );
 
     // WHEN nobody answers, the approval timeout comes back through the timer queue and the
     // timers function, and askFallback (deny) applies

@@ -145,6 +145,7 @@ async fn a_macos_node_makes_its_skills_eligible_and_is_named_in_the_prompt() {
                     resolved_path: "/opt/homebrew/bin/memo".to_owned(),
                 }],
                 display_name: Some("Studio".to_owned()),
+                exec: None,
             },
         })
         .await

@@ -89,6 +89,7 @@ mod tests {
             revoked_at_ms: None,
             granted: Vec::new(),
             policy_version: 0,
+            exec: None,
         }
     }
 
