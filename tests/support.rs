@@ -272,3 +272,110 @@ fn dechunk(body: &str) -> String {
     }
     out
 }
+
+/// Hostile jobs for a paired node, each of which must be deleted without running: each would
+/// create its marker file in `dir` if it ran (`touch`, so give the node a policy that allows
+/// `touch`, and send [`control_job`] alongside to show such a job does run). Returned as
+/// `(what, queue message body, marker)`:
+/// - a forged job (a signature not made with the node's key);
+/// - an expired job (signed with the node's key, deadline passed);
+/// - a job for another node (signed with this node's key);
+/// - a job whose grant approves another command (both signed with the node's key: a grant
+///   can only ever approve the command it was made for).
+pub fn hostile_jobs(node_id: &str, node_secret: &str, dir: &Path) -> Vec<CraftedJob> {
+    crafted_jobs(node_id, node_secret, dir).1
+}
+
+/// A well-formed job signed with the node's key that creates `dir/control.marker`: the
+/// hostile jobs' twin, which does run. Returned as `(queue message body, marker)`.
+pub fn control_job(node_id: &str, node_secret: &str, dir: &Path) -> (String, PathBuf) {
+    crafted_jobs(node_id, node_secret, dir).0
+}
+
+/// `(what, queue message body, marker)`.
+pub type CraftedJob = (String, String, PathBuf);
+
+fn crafted_jobs(
+    node_id: &str,
+    node_secret: &str,
+    dir: &Path,
+) -> ((String, PathBuf), Vec<CraftedJob>) {
+    use clawless_core::nodes::wire::{
+        Envelope, ExecJob, Grant, GrantDecision, NodeMessage, SignedGrant, command_binding,
+        secret_hash, signing_key,
+    };
+    let key = signing_key(&secret_hash(node_secret));
+    let now = u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_millis(),
+    )
+    .expect("milliseconds fit u64");
+    let job = |name: &str, marker: &Path| ExecJob {
+        job_id: format!("hostile-{name}"),
+        attempt: 0,
+        node_id: node_id.to_owned(),
+        agent_id: "main".to_owned(),
+        session_key: "agent:main:main".to_owned(),
+        call_id: format!("call-{name}"),
+        argv: vec![
+            "/bin/sh".to_owned(),
+            "-lc".to_owned(),
+            format!("touch {}", marker.display()),
+        ],
+        raw_command: format!("touch {}", marker.display()),
+        cwd: None,
+        env: Default::default(),
+        timeout_ms: 5_000,
+        deadline_ms: now + 600_000,
+        issued_at_ms: now,
+        nonce: format!("nonce-{name}-{now}"),
+        grant: None,
+    };
+    let seal = |job: ExecJob, key: &[u8]| {
+        Envelope::seal(&NodeMessage::Job(job), key)
+            .expect("a job serializes")
+            .to_json()
+    };
+    let mut hostile = Vec::new();
+    let marker = dir.join("control.marker");
+    let control = (seal(job("control", &marker), &key), marker);
+
+    let marker = dir.join("forged.marker");
+    hostile.push((
+        "forged".to_owned(),
+        seal(job("forged", &marker), b"not the node's key"),
+        marker,
+    ));
+
+    let marker = dir.join("expired.marker");
+    let mut expired = job("expired", &marker);
+    expired.issued_at_ms = now - 120_000;
+    expired.deadline_ms = now - 60_000;
+    hostile.push(("expired".to_owned(), seal(expired, &key), marker));
+
+    let marker = dir.join("other-node.marker");
+    let mut elsewhere = job("other-node", &marker);
+    elsewhere.node_id = format!("{node_id}x");
+    hostile.push(("for another node".to_owned(), seal(elsewhere, &key), marker));
+
+    let marker = dir.join("regranted.marker");
+    let mut regranted = job("regranted", &marker);
+    regranted.attempt = 1;
+    let approved_argv = ["/bin/sh".to_owned(), "-lc".to_owned(), "ls /".to_owned()];
+    let grant = Grant {
+        job_id: regranted.job_id.clone(),
+        binding: command_binding(&approved_argv, None, &Default::default()),
+        decision: GrantDecision::AllowOnce,
+        approved_by: "owner".to_owned(),
+        expires_at_ms: now + 600_000,
+    };
+    regranted.grant = Some(SignedGrant::seal(&grant, &key).expect("a grant serializes"));
+    hostile.push((
+        "a grant for another command".to_owned(),
+        seal(regranted, &key),
+        marker,
+    ));
+    (control, hostile)
+}

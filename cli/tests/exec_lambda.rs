@@ -11,8 +11,9 @@
 //! then `allow-once` runs it; `allow-always` (the same command then runs without asking);
 //! denied in the chat; the approval timeout through the timer queue applies askFallback
 //! (deny); a command timeout; a node killed mid-job and restarted (not run twice, the turn
-//! hears it was interrupted); a node offline; a forged job put on the node's queue (deleted
-//! unrun); a forged result (401); a revoked node (no credentials, its worker stops).
+//! hears it was interrupted); a node offline; hostile jobs put on the node's queue (forged,
+//! expired, for another node, a grant for another command: each deleted unrun); a forged
+//! result (401); a revoked node (no credentials, its worker stops).
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -34,7 +35,7 @@ use clawless_aws::testing::{
 };
 use clawless_channels::{SIGNATURE_HEADER, sign};
 use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_system_tests::LambdaWatch;
+use clawless_system_tests::{LambdaWatch, control_job, hostile_jobs};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_clawless");
@@ -284,7 +285,9 @@ fn write_policy(node_home: &Path) {
             {"pattern": "/usr/bin/echo", "argPattern": "^hello-from-lambda-node$"},
             {"pattern": "/bin/echo", "argPattern": "^hello-from-lambda-node$"},
             {"pattern": "/usr/bin/sleep", "argPattern": "^30$"},
-            {"pattern": "/bin/sleep", "argPattern": "^30$"}
+            {"pattern": "/bin/sleep", "argPattern": "^30$"},
+            {"pattern": "/usr/bin/touch"},
+            {"pattern": "/bin/touch"}
         ]}}
     });
     std::fs::write(
@@ -311,7 +314,6 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let store = S3ObjectStore::new(s3.clone(), bucket.clone());
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("marker.log");
-    let forged_marker = scratch.path().join("forged.log");
     let marker_command = format!(
         "echo start >> {m}; sleep 4; echo end >> {m}",
         m = marker.display()
@@ -542,23 +544,23 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let log = std::fs::read_to_string(&marker).unwrap();
     assert_eq!(log.matches("start").count(), 1, "ran twice: {log}");
 
-    // WHEN a forged job lands on the node's queue, it is deleted without running
+    // WHEN hostile jobs land on the node's queue (forged, expired, for another node, with a
+    // grant for another command), each is deleted without running
     let node_queue = node_config["queue"].as_str().unwrap().to_owned();
-    let forged_job = json!({
-        "payload": json!({
-            "kind": "job", "nodeId": node_id, "jobId": "forged",
-            "argv": ["/bin/sh", "-lc", format!("touch {}", forged_marker.display())],
-        }).to_string(),
-        "signature": "00".repeat(32),
-    });
-    deployment
-        .sqs
-        .send_message()
-        .queue_url(&node_queue)
-        .message_body(forged_job.to_string())
-        .send()
-        .await
-        .unwrap();
+    let hostile = hostile_jobs(&node_id, &node_secret, scratch.path());
+    // And their well-formed twin, which runs: the hostile ones fail for what they are.
+    let (control, control_marker) = control_job(&node_id, &node_secret, scratch.path());
+    let bodies = hostile.iter().map(|(_, body, _)| body).chain([&control]);
+    for body in bodies {
+        deployment
+            .sqs
+            .send_message()
+            .queue_url(&node_queue)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let attributes = deployment
@@ -577,7 +579,7 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
                 .unwrap_or(0)
         };
         // The killed node's job stays in flight (hidden) until its visibility ends; the
-        // forged one must be neither visible nor in flight beyond that one.
+        // hostile ones must be neither visible nor in flight beyond that one.
         let visible = count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages);
         let hidden =
             count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible);
@@ -586,11 +588,14 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
         }
         assert!(
             Instant::now() < deadline,
-            "the forged job stayed on the queue: {visible} visible, {hidden} in flight"
+            "hostile jobs stayed on the queue: {visible} visible, {hidden} in flight"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(!forged_marker.exists(), "a forged job ran");
+    for (what, _, marker) in &hostile {
+        assert!(!marker.exists(), "a job {what} ran");
+    }
+    assert!(control_marker.exists(), "the well-formed twin did not run");
 
     // WHEN the node stops, it is offline once not seen for nodeOfflineAfterSec
     drop(node);

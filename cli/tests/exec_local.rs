@@ -5,7 +5,8 @@
 //!
 //! Covered: allowed; approval asked then allow-once; allow-always (the same command then runs
 //! without asking); denied in the chat; approval timeout (askFallback deny); command timeout;
-//! security=deny; a forged job (refused, never run); the node killed mid-job and restarted
+//! security=deny; hostile jobs (forged, expired, for another node, a grant for another
+//! command: deleted, never run); the node killed mid-job and restarted
 //! (not run twice, the turn hears it was interrupted); node offline; node revoked (401);
 //! `clawless exec check --node` answering from what the running node reported, as the node does.
 
@@ -19,6 +20,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clawless_channels::sign;
+use clawless_core::nodes::ExecQueue;
+use clawless_local::sqlite::{SqliteDb, SqliteExecQueue};
+use clawless_system_tests::{control_job, hostile_jobs};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_clawless");
@@ -573,4 +577,53 @@ async fn while_a_person_is_asked_the_approval_timeout_governs_and_a_silent_node_
         answer.contains("sent no result before the deadline"),
         "{answer}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_jobs_on_the_node_queue_are_deleted_without_running() {
+    let mut backend = Backend::start("");
+    let mut allowlist = standard_allowlist();
+    for touch in ["/usr/bin/touch", "/bin/touch"] {
+        allowlist
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"pattern": touch}));
+    }
+    backend.pair_node(&policy("allowlist", allowlist));
+    backend.start_node();
+    let node: Value = serde_json::from_str(
+        &std::fs::read_to_string(backend.node_home().join("node.json")).unwrap(),
+    )
+    .unwrap();
+    let (node_id, secret, queue) = (
+        node["nodeId"].as_str().unwrap(),
+        node["secret"].as_str().unwrap(),
+        node["queue"].as_str().unwrap(),
+    );
+    // Forged, expired, for another node, and carrying a grant for another command.
+    let hostile = hostile_jobs(node_id, secret, backend.root.path());
+    // And their well-formed twin, which runs: the hostile ones fail for what they are.
+    let (control, control_marker) = control_job(node_id, secret, backend.root.path());
+    let db = SqliteDb::open(backend.state().join("clawless.db")).unwrap();
+    let queues = SqliteExecQueue::new(db);
+    for (_, body, _) in &hostile {
+        queues.send(queue, body).await.unwrap();
+    }
+    queues.send(queue, &control).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while queues.live_count(queue).await.unwrap() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "hostile jobs stayed on the queue"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (what, _, marker) in &hostile {
+        assert!(!marker.exists(), "a job {what} ran");
+    }
+    assert!(control_marker.exists(), "the well-formed twin did not run");
+    // The node is still at work: an allowed command runs.
+    backend.say("alpha greeting").await;
+    let answer = backend.reply(30).await;
+    assert!(answer.contains("hello-from-node"), "{answer}");
 }

@@ -96,6 +96,22 @@ impl SqliteExecQueue {
             .map_err(|err| self.failed("dead-letter listing", queue, err))
     }
 
+    /// How many messages `queue` holds, visible or in flight (dead letters excluded).
+    pub async fn live_count(&self, queue: &str) -> Result<usize, QueueError> {
+        let name = queue.to_owned();
+        self.db
+            .run(move |connection| {
+                connection.query_row(
+                    "SELECT COUNT(*) FROM exec_messages WHERE queue = ?1 AND dead = 0",
+                    [name],
+                    |row| row.get::<_, i64>(0),
+                )
+            })
+            .await
+            .map(|count| usize::try_from(count).unwrap_or(0))
+            .map_err(|err| self.failed("message count", queue, err))
+    }
+
     fn failed(&self, action: &str, queue: &str, err: SqliteError) -> QueueError {
         QueueError::new(
             format!(
