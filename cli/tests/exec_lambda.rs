@@ -11,7 +11,7 @@
 //! then `allow-once` runs it; `allow-always` (the same command then runs without asking);
 //! denied in the chat; the approval timeout through the timer queue applies askFallback
 //! (deny); a command timeout; a node killed mid-job and restarted (not run twice, the turn
-//! hears it was interrupted); a node offline; hostile jobs put on the node's queue (forged,
+//! hears it was interrupted); a node offline; security=deny on the node; hostile jobs put on the node's queue (forged,
 //! expired, for another node, a grant for another command: each deleted unrun); a forged
 //! result (401); a revoked node (no credentials, its worker stops).
 
@@ -277,10 +277,10 @@ fn start_node(home: &str) -> NodeProcess {
     )
 }
 
-fn write_policy(node_home: &Path) {
+fn write_policy(node_home: &Path, security: &str) {
     let approvals = json!({
         "version": 1,
-        "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny"},
+        "defaults": {"security": security, "ask": "on-miss", "askFallback": "deny"},
         "agents": {"*": {"allowlist": [
             {"pattern": "/usr/bin/echo", "argPattern": "^hello-from-lambda-node$"},
             {"pattern": "/bin/echo", "argPattern": "^hello-from-lambda-node$"},
@@ -431,7 +431,7 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
         &code,
     ]);
     assert!(!ok, "a pairing code works once: {again}");
-    write_policy(node_home.path());
+    write_policy(node_home.path(), "allowlist");
     let node_config: Value =
         serde_json::from_str(&std::fs::read_to_string(node_home.path().join("node.json")).unwrap())
             .unwrap();
@@ -604,6 +604,15 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let answer = deployment.reply(Duration::from_secs(60)).await;
     assert!(answer.contains("offline"), "{answer}");
     node = start_node(&home);
+
+    // WHEN the node's own policy says security=deny, nothing runs, with the exact reason
+    write_policy(node_home.path(), "deny");
+    deployment.say("alpha greeting");
+    let answer = deployment.reply(Duration::from_secs(60)).await;
+    assert!(
+        answer.contains("SYSTEM_RUN_DISABLED: security=deny"),
+        "{answer}"
+    );
 
     // THEN a result with a forged signature is refused
     let node_auth = format!("Bearer {node_id}:{node_secret}");
