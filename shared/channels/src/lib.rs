@@ -3,10 +3,16 @@
 //!
 //! Knows HTTP and the platforms' formats; knows nothing of storage or models.
 
+pub mod chunk;
 pub mod generic;
 pub mod outbox;
 pub mod signature;
+pub mod webhook;
 
 pub use generic::{GenericMessage, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
+pub use webhook::{
+    ChannelApproval, ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome,
+    WebhookRequest,
+};

@@ -48,6 +48,7 @@ fn reply() -> OutboundReply {
             chat_type: ChatType::Group,
         },
         text: "Hello ✓".to_owned(),
+        approval_code: None,
     }
 }
 

@@ -72,6 +72,9 @@ pub struct OutboundReply {
     pub chat: ChatRef,
     /// The text.
     pub text: String,
+    /// When this reply asks a person to approve an exec call: the code `/approve` takes, so
+    /// a channel can offer buttons for it.
+    pub approval_code: Option<String>,
 }
 
 /// The next thing the caller must do.
@@ -685,6 +688,7 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
                 reply_id: reply_id.clone(),
                 chat: chat.clone(),
                 text: text.clone(),
+                approval_code: approval_code_of(state, steps, reply_id),
             })
         }
         _ => None,
@@ -698,6 +702,21 @@ fn has_reply_after(state: &SessionState, seq: u64) -> bool {
         .current_turn_steps()
         .iter()
         .any(|step: &Step| step.seq > seq && matches!(step.body, StepBody::Reply { .. }))
+}
+
+/// The approval code when `reply_id` is the approval request of a call still awaiting one.
+fn approval_code_of(state: &SessionState, steps: &[Step], reply_id: &str) -> Option<String> {
+    steps.iter().find_map(|step| match &step.body {
+        StepBody::ToolPending {
+            call_id,
+            job_id,
+            awaiting_approval: true,
+            ..
+        } if reply_id == self::reply_id(state, &format!("approval-{call_id}")) => {
+            Some(crate::nodes::notices::approval_slug(job_id).to_owned())
+        }
+        _ => None,
+    })
 }
 
 fn reply_id(state: &SessionState, suffix: &str) -> String {

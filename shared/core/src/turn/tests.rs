@@ -109,6 +109,7 @@ struct World {
     model_calls: usize,
     tool_runs: BTreeMap<String, usize>,
     delivered: Vec<(String, String)>,
+    approval_codes: Vec<Option<String>>,
     node_jobs: Vec<String>,
     persists: usize,
 }
@@ -160,6 +161,7 @@ impl World {
                 Effect::SendReply(reply) => {
                     self.delivered
                         .push((reply.reply_id.clone(), reply.text.clone()));
+                    self.approval_codes.push(reply.approval_code.clone());
                     engine.record_reply_sent(&mut state, &reply.reply_id, 5);
                 }
                 effect @ (Effect::Wait | Effect::Idle) => return Some(effect),
@@ -561,6 +563,21 @@ fn approval_ids_resolve_by_call_id_full_job_id_or_unambiguous_short_code() {
     );
     assert_eq!(state.call_awaiting_approval(&job[..4]), None, "too short");
     assert_eq!(state.call_awaiting_approval("nope"), None);
+    // The approval request, and only it, carries the code for a channel's buttons.
+    let asks: Vec<&Option<String>> = world
+        .delivered
+        .iter()
+        .zip(&world.approval_codes)
+        .filter(|((_, text), _)| text.contains("Approval required"))
+        .map(|(_, code)| code)
+        .collect();
+    assert_eq!(asks, [&Some(job[..8].to_owned())]);
+    let others = world
+        .delivered
+        .iter()
+        .zip(&world.approval_codes)
+        .filter(|((_, text), _)| !text.contains("Approval required"));
+    assert!(others.into_iter().all(|(_, code)| code.is_none()));
 }
 
 #[test]
