@@ -4,6 +4,7 @@
 //! Knows HTTP and the platforms' formats; knows nothing of storage or models.
 
 pub mod chunk;
+pub mod directives;
 pub mod generic;
 pub mod outbox;
 pub mod signature;

@@ -49,6 +49,7 @@ fn reply() -> OutboundReply {
         },
         text: "Hello ✓".to_owned(),
         approval_code: None,
+        in_reply_to: None,
     }
 }
 

@@ -75,6 +75,9 @@ pub struct OutboundReply {
     /// When this reply asks a person to approve an exec call: the code `/approve` takes, so
     /// a channel can offer buttons for it.
     pub approval_code: Option<String>,
+    /// The platform id of the message that started the turn (for `[[reply_to_current]]`, and
+    /// whatever a channel carries in it, such as Discord's interaction token).
+    pub in_reply_to: Option<String>,
 }
 
 /// The next thing the caller must do.
@@ -624,6 +627,7 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
     state.meta.turn += 1;
     state.meta.turn_open = true;
     state.meta.chat = Some(message.message.chat.clone());
+    state.meta.turn_message_id = Some(message.message.message_id.clone());
     state.meta.sender_is_owner = message.message.sender_is_owner;
     state.push(
         StepBody::Inbound {
@@ -689,6 +693,7 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
                 chat: chat.clone(),
                 text: text.clone(),
                 approval_code: approval_code_of(state, steps, reply_id),
+                in_reply_to: state.meta.turn_message_id.clone(),
             })
         }
         _ => None,

@@ -166,6 +166,9 @@ pub struct SessionMeta {
     /// Where replies go (from the latest message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatRef>,
+    /// The platform id of the message that started the current (or last) turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_message_id: Option<String>,
     /// The current (or last) turn number; 0 before the first.
     pub turn: u64,
     /// True while the current turn has not finished.
@@ -242,6 +245,7 @@ impl SessionState {
                 session_id,
                 agent_id,
                 chat: None,
+                turn_message_id: None,
                 turn: 0,
                 turn_open: false,
                 follow_ups: VecDeque::new(),
