@@ -14,6 +14,13 @@ pub enum OutboxError {
     /// No sender is configured for the reply's channel.
     #[error("no outbound channel {0:?} is configured")]
     UnknownChannel(String),
+    /// The platform refused it for good (bot blocked, chat not found, bad request): retrying
+    /// cannot help. The turn records it and goes on, so later messages are not held back.
+    #[error("reply refused for good: {message}")]
+    Rejected {
+        /// Summary (status and the platform's description).
+        message: String,
+    },
     /// The receiver refused it or could not be reached; a redelivery retries.
     #[error("reply delivery failed: {message}")]
     Failed {
