@@ -195,7 +195,19 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         "sessions/",
     ));
     let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
-    let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db.clone()));
+    let turn_queue = SqliteTurnQueue::new(db.clone());
+    // A turn the previous process was running when it died resumes now, not after the
+    // queue's visibility timeout.
+    match turn_queue.release_in_flight().await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(released, "resuming turns left in flight by the last run"),
+        Err(err) => {
+            return Err(LocalError::Setup(format!(
+                "cannot read the turn queue: {err}"
+            )));
+        }
+    }
+    let queue: Arc<dyn TurnQueue> = Arc::new(turn_queue);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let nodes = Arc::new(local_nodes_service(
         &db,

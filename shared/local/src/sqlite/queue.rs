@@ -107,6 +107,24 @@ impl SqliteTurnQueue {
         )
     }
 
+    /// Makes every message received but not yet deleted visible again at once, and returns
+    /// how many. For start-up: whoever held them died with the previous process (one
+    /// `clawless local` owns a state dir), so its work resumes now instead of after the
+    /// visibility timeout. Their old receipts stop working.
+    pub async fn release_in_flight(&self) -> Result<usize, QueueError> {
+        let queue = self.name.clone();
+        self.db
+            .run(move |connection| {
+                connection.execute(
+                    "UPDATE queue_messages SET visible_at_ms = 0, receipt = NULL
+                     WHERE queue = ?1 AND receipt IS NOT NULL",
+                    params![queue],
+                )
+            })
+            .await
+            .map_err(|err| self.failed("release of in-flight messages", err))
+    }
+
     /// The message id a receipt names, if it is one of ours.
     fn receipt_id(&self, receipt: &str) -> Result<i64, QueueError> {
         receipt

@@ -1,0 +1,152 @@
+//! `clawless local` killed with SIGKILL in the middle of a turn, then started again on the
+//! same state dir: the message is answered exactly once, within seconds of the restart (not
+//! after the local queue's visibility timeout).
+
+// Test helpers unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clawless_channels::sign;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_clawless");
+const MESSAGES: &str = "/v1/messages";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `clawless local` process, killed on drop.
+struct Local(Child);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let _killed = self.0.kill();
+        let _reaped = self.0.wait();
+    }
+}
+
+fn start_local(root: &Path, port: u16) -> Local {
+    let child = Command::new(BIN)
+        .args(["local", "--no-node", "--port", &port.to_string()])
+        .arg("--state-dir")
+        .arg(root.join("state"))
+        .arg("--config")
+        .arg(root.join("clawless.yaml"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "clawless local did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Local(child)
+}
+
+async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
+    let replies: Vec<Value> = http
+        .get(format!(
+            "http://127.0.0.1:{port}/local/replies/restart-chat?after=0&wait=0"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    replies
+        .iter()
+        .map(|reply| reply["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() {
+    // GIVEN a model whose first answer takes a minute and whose second is instant
+    let model = ScriptedServer::start().await;
+    let slow = json!({
+        "id": "msg_slow", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": "The slow answer."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 3}
+    });
+    let fast = json!({
+        "id": "msg_fast", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": "Answered after the restart."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 4}
+    });
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(slow).with_delay(Duration::from_secs(60)),
+    );
+    model.push(MESSAGES, ScriptedReply::json(fast));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("clawless.yaml"),
+        format!(
+            "models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let local = start_local(root.path(), port);
+
+    // WHEN a message arrives and the process is killed while the model is thinking
+    let secret = std::fs::read_to_string(root.path().join("state/generic.secret")).unwrap();
+    let body = serde_json::to_vec(&json!({
+        "message_id": "m-1", "chat_id": "restart-chat", "sender_id": "local-user",
+        "text": "Hello?", "chat_type": "direct",
+    }))
+    .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let accepted = http
+        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
+        .header("content-type", "application/json")
+        .header(
+            "x-clawless-signature",
+            sign(secret.trim().as_bytes(), &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status().as_u16(), 202);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while model.requests_to(MESSAGES).is_empty() {
+        assert!(Instant::now() < deadline, "the model was never called");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(local); // SIGKILL
+    let restarted_at = Instant::now();
+    let _local = start_local(root.path(), port);
+
+    // THEN the restarted system answers within 10 s, once
+    let answer = loop {
+        let texts = replies(&http, port).await;
+        if let Some(first) = texts.first() {
+            break first.clone();
+        }
+        assert!(
+            restarted_at.elapsed() < Duration::from_secs(10),
+            "no answer within 10 s of the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(answer, "Answered after the restart.");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(replies(&http, port).await.len(), 1, "answered once");
+    assert_eq!(model.requests_to(MESSAGES).len(), 2);
+}
