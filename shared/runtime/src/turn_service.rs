@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
 use clawless_core::object_store::ObjectStore;
@@ -33,7 +34,9 @@ use clawless_core::turn::prepare::{
     prepare_chat_message, tool_routing,
 };
 use clawless_core::turn::state::{SessionState, StateError};
-use clawless_core::turn::{Acceptance, Effect, Incoming, ToolRouting, TurnEngine, TurnSettings};
+use clawless_core::turn::{
+    Acceptance, Effect, Incoming, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
+};
 
 use clawless_core::exec::Security;
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
@@ -102,6 +105,9 @@ pub struct TurnReport {
     /// True when the turn now waits for a node result or an approval.
     pub waiting: bool,
 }
+
+/// Waits between attempts at a reply whose delivery failed in a way worth retrying.
+const REPLY_RETRY_DELAYS: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
 
 /// The ports a turn needs.
 #[derive(Clone)]
@@ -332,16 +338,51 @@ impl TurnService {
                         ),
                     }
                 }
-                Effect::SendReply(reply) => {
-                    self.deps.outbox.send(&reply).await?;
-                    report.replies_sent += 1;
-                    engine.record_reply_sent(&mut state, &reply.reply_id, self.deps.clock.now_ms());
-                }
+                Effect::SendReply(reply) => match self.deliver(&reply).await? {
+                    None => {
+                        report.replies_sent += 1;
+                        engine.record_reply_sent(
+                            &mut state,
+                            &reply.reply_id,
+                            self.deps.clock.now_ms(),
+                        );
+                    }
+                    Some(reason) => engine.record_reply_rejected(
+                        &mut state,
+                        &reply.reply_id,
+                        &reason,
+                        self.deps.clock.now_ms(),
+                    ),
+                },
                 Effect::Wait => {
                     report.waiting = true;
                     return Ok(report);
                 }
                 Effect::Idle => return Ok(report),
+            }
+        }
+    }
+
+    /// Delivers one reply. A failure worth retrying (429, 5xx, a timeout) is tried again after
+    /// [`REPLY_RETRY_DELAYS`], then fails the event, so the queue redelivers it; a permanent
+    /// refusal (the bot was blocked, the chat is gone) comes back as `Some(reason)`, to be
+    /// recorded so the session's later messages are not held back behind it.
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Option<String>, TurnError> {
+        let mut delays = REPLY_RETRY_DELAYS.iter();
+        loop {
+            match self.deps.outbox.send(reply).await {
+                Ok(()) => return Ok(None),
+                Err(OutboxError::Rejected { message }) => {
+                    tracing::error!(reply_id = %reply.reply_id, chat = %reply.chat.chat_id, reason = %message, "reply refused for good; recorded and skipped");
+                    return Ok(Some(message));
+                }
+                Err(err) => match delays.next() {
+                    Some(delay) => {
+                        tracing::warn!(reply_id = %reply.reply_id, error = %err, ?delay, "reply delivery failed; retrying");
+                        tokio::time::sleep(*delay).await;
+                    }
+                    None => return Err(err.into()),
+                },
             }
         }
     }

@@ -381,17 +381,19 @@ impl TurnEngine {
 
     /// Records that a reply was delivered.
     pub fn record_reply_sent(&self, state: &mut SessionState, reply_id: &str, now_ms: u64) {
-        let already = state.current_turn_steps().iter().any(
-            |step| matches!(&step.body, StepBody::ReplySent { reply_id: id } if id == reply_id),
-        );
-        if !already {
-            state.push(
-                StepBody::ReplySent {
-                    reply_id: reply_id.to_owned(),
-                },
-                now_ms,
-            );
-        }
+        record_reply_outcome(state, reply_id, None, now_ms);
+    }
+
+    /// Records that the platform refused the reply for good (`reason`): it is not sent again,
+    /// and the session goes on.
+    pub fn record_reply_rejected(
+        &self,
+        state: &mut SessionState,
+        reply_id: &str,
+        reason: &str,
+        now_ms: u64,
+    ) {
+        record_reply_outcome(state, reply_id, Some(reason.to_owned()), now_ms);
     }
 
     /// The next effect to perform. Any state change it makes is reflected in the session, and
@@ -677,6 +679,26 @@ fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String
     }
 }
 
+fn record_reply_outcome(
+    state: &mut SessionState,
+    reply_id: &str,
+    rejected: Option<String>,
+    now_ms: u64,
+) {
+    let already = state.current_turn_steps().iter().any(
+        |step| matches!(&step.body, StepBody::ReplySent { reply_id: id, .. } if id == reply_id),
+    );
+    if !already {
+        state.push(
+            StepBody::ReplySent {
+                reply_id: reply_id.to_owned(),
+                rejected,
+            },
+            now_ms,
+        );
+    }
+}
+
 /// The first reply of the current turn that has no delivery record.
 fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
     let steps = state.current_turn_steps();
@@ -685,7 +707,7 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
         match &step.body {
         StepBody::Reply { reply_id, text }
             if !steps.iter().any(|other| {
-                matches!(&other.body, StepBody::ReplySent { reply_id: sent } if sent == reply_id)
+                matches!(&other.body, StepBody::ReplySent { reply_id: sent, .. } if sent == reply_id)
             }) =>
         {
             Some(OutboundReply {

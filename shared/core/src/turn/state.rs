@@ -134,11 +134,15 @@ pub enum StepBody {
         /// The text.
         text: String,
     },
-    /// The reply with this id was delivered.
+    /// The reply with this id was delivered, or refused for good by the platform (then
+    /// `rejected` says why): either way it is done, and later messages go on.
     #[serde(rename_all = "camelCase")]
     ReplySent {
         /// The reply delivered.
         reply_id: String,
+        /// The platform's permanent refusal (bot blocked, chat not found), when it was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rejected: Option<String>,
     },
 }
 
