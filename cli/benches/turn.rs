@@ -44,7 +44,7 @@ use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::config::bucket_layout_config;
-use clawless_runtime::ingress::{GenericChannel, Ingress, IngressOutcome};
+use clawless_runtime::ingress::{ChannelAccess, ChatChannel, GroupPolicy, Ingress, IngressOutcome};
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnReport, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
 
@@ -621,10 +621,20 @@ async fn bench_moto(samples: &Samples) {
             clients.sqs.clone(),
             deployment.queue_url.clone(),
         )),
-        generic: Some(GenericChannel {
-            secret: Arc::from(SECRET),
-            owners: vec!["u-bench".to_owned()],
-        }),
+        channels: std::collections::BTreeMap::from([(
+            "generic".to_owned(),
+            ChatChannel {
+                platform: Arc::new(clawless_channels::GenericWebhook::new(SECRET)),
+                access: ChannelAccess {
+                    owners: vec!["u-bench".to_owned()],
+                    allow_from: vec!["*".to_owned()],
+                    group_policy: GroupPolicy::Open,
+                    require_mention: false,
+                    unauthorized_reply: None,
+                },
+                outbox: None,
+            },
+        )]),
         agent_id: AGENT.to_owned(),
         dm_scope: DmScope::PerPeer,
         clock: Arc::new(SystemClock),
@@ -729,7 +739,7 @@ async fn accept(
     );
     log.take();
     let started = Instant::now();
-    let outcome = ingress.accept("generic", &headers, body).await;
+    let outcome = ingress.accept("generic", "", &headers, body).await;
     let elapsed = started.elapsed();
     (elapsed, Requests::from_log(&log.take()), outcome)
 }

@@ -2,9 +2,16 @@
 //! `{"message_id", "chat_id", "sender_id", "text", "chat_type": "direct"|"group"}`, so the
 //! system can be driven before any chat platform is connected.
 
+use std::sync::Arc;
+
 use clawless_core::session::key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde::Deserialize;
+
+use crate::signature::{SIGNATURE_HEADER, verify};
+use crate::webhook::{
+    ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
+};
 
 /// Channel id of the generic channel.
 pub const CHANNEL_ID: &str = "generic";
@@ -93,6 +100,62 @@ impl GenericMessage {
             text: self.text,
             sender_is_owner,
         }
+    }
+}
+
+/// The generic channel as a [`PlatformChannel`]: `X-Clawless-Signature` (HMAC-SHA256 of the
+/// body under the shared secret), then [`GenericMessage::parse`]. Every message is addressed
+/// to the agent; the message id is the delivery's id.
+#[derive(Clone)]
+pub struct GenericWebhook {
+    secret: Arc<[u8]>,
+}
+
+impl std::fmt::Debug for GenericWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenericWebhook").finish_non_exhaustive()
+    }
+}
+
+impl GenericWebhook {
+    /// The generic channel checking signatures with `secret`.
+    pub fn new(secret: &[u8]) -> Self {
+        Self {
+            secret: Arc::from(secret),
+        }
+    }
+}
+
+impl PlatformChannel for GenericWebhook {
+    fn id(&self) -> &'static str {
+        CHANNEL_ID
+    }
+
+    fn handle(&self, request: &WebhookRequest<'_>) -> Result<WebhookOutcome, WebhookError> {
+        if !request.sub_path.is_empty() {
+            return Err(WebhookError::BadRequest(format!(
+                "the generic channel has no route {:?}",
+                request.sub_path
+            )));
+        }
+        let signature = request
+            .headers
+            .get(SIGNATURE_HEADER)
+            .map(|value| value.to_str().unwrap_or(""));
+        verify(&self.secret, request.body, signature)
+            .map_err(|err| WebhookError::Unauthorized(err.to_string()))?;
+        let message =
+            GenericMessage::parse(request.body).map_err(|err| WebhookError::BadRequest(err.0))?;
+        Ok(WebhookOutcome::Message(ChannelMessage {
+            event_id: message.message_id.clone(),
+            message: message.into_inbound(false),
+            addressed_to_bot: true,
+            // Null body: ingress answers with its own `{"accepted", "session"}`.
+            ack: PlatformReply {
+                status: 202,
+                body: serde_json::Value::Null,
+            },
+        }))
     }
 }
 

@@ -10,7 +10,7 @@ pub mod outbox;
 pub mod signature;
 pub mod webhook;
 
-pub use generic::{GenericMessage, ParseError};
+pub use generic::{GenericMessage, GenericWebhook, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
 pub use webhook::{

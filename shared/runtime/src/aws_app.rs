@@ -16,16 +16,14 @@ use clawless_aws::{
     DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore, S3ObjectStore,
     SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
 };
-use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::SessionStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 
+use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{
-    ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, GENERIC_SECRET_ENV, deployment_config,
-};
-use crate::ingress::{GenericChannel, Ingress, webhook_router};
+use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
+use crate::ingress::{Ingress, webhook_router};
 use crate::node_routes::{
     QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
 };
@@ -193,35 +191,30 @@ impl AwsApp {
         ))
     }
 
-    fn generic_secret(&self) -> Option<String> {
-        match &self.config.channels.generic {
-            Some(generic) => generic.resolve_secret(&env),
-            None => env(GENERIC_SECRET_ENV),
-        }
+    /// The deployment's chat channels (inbound and outbound sides).
+    pub fn channels(&self) -> Result<ChannelSet, AwsAppError> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|err| AwsAppError::Setup(err.to_string()))?;
+        Ok(ChannelSet::build(&ChannelSetup {
+            config: &self.config,
+            env: &env,
+            http,
+            generic_secret: None,
+            generic_reply_url: env(GENERIC_REPLY_URL_ENV),
+            generic_owners: Vec::new(),
+        }))
     }
 
     /// The `webhook` function's routes.
     pub fn webhook_router(&self) -> Result<Router, AwsAppError> {
         let table = required(TABLE_ENV)?;
         let queue_url = required(TURN_QUEUE_ENV)?;
-        let generic = self.generic_secret().map(|secret| GenericChannel {
-            secret: Arc::from(secret.as_bytes()),
-            owners: self
-                .config
-                .channels
-                .generic
-                .as_ref()
-                .map(|generic| generic.owners.clone())
-                .unwrap_or_default(),
-        });
-        if generic.is_none() {
-            tracing::warn!("no generic channel secret configured: /webhook/generic answers 404");
-        }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let ingress = Ingress {
             inbox: Arc::new(DynamoInbox::new(self.dynamodb.clone(), table)),
             queue: Arc::new(SqsTurnQueue::new(self.sqs.clone(), queue_url)),
-            generic,
+            channels: self.channels()?.inbound,
             agent_id: DEFAULT_AGENT_ID.to_owned(),
             dm_scope: self.config.session.dm_scope,
             clock,
@@ -254,23 +247,7 @@ impl AwsApp {
         );
         let model = clawless_llm::build_model(&self.config.models, &env)
             .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
-        let mut outbox = ChannelOutbox::new();
-        let reply_url = self
-            .config
-            .channels
-            .generic
-            .as_ref()
-            .and_then(|generic| generic.reply_url.clone())
-            .or_else(|| env(GENERIC_REPLY_URL_ENV));
-        if let (Some(secret), Some(reply_url)) = (self.generic_secret(), reply_url) {
-            let client = reqwest::Client::builder()
-                .build()
-                .map_err(|err| AwsAppError::Setup(err.to_string()))?;
-            outbox = outbox.with_channel(
-                clawless_channels::generic::CHANNEL_ID,
-                Arc::new(HttpReplySender::new(client, reply_url, secret.as_bytes())),
-            );
-        }
+        let outbox = self.channels()?.outbox;
         Ok(TurnService::new(TurnDeps {
             skills,
             stores: Arc::clone(&self.stores),

@@ -156,6 +156,13 @@ pub struct GenericChannelConfig {
     pub reply_url: Option<String>,
     /// Sender ids treated as the owner.
     pub owners: Vec<String>,
+    /// Other sender ids allowed to talk to the agent (`*`: anyone, the generic channel's
+    /// default, its callers holding the secret already).
+    pub allow_from: Option<Vec<String>>,
+    /// Who may talk in group chats (default `open` on this channel).
+    pub group_policy: Option<crate::ingress::GroupPolicy>,
+    /// Sent to a sender not allowed (nothing when unset).
+    pub unauthorized_reply: Option<String>,
 }
 
 /// Default environment variable of the generic channel's secret.

@@ -1,10 +1,13 @@
-//! Webhook ingress: verify the platform's signature, parse the body into a normalised message,
-//! claim its id once, and enqueue it for the turn function. Ingress never calls a model.
+//! Webhook ingress, the same for every chat platform: the platform channel verifies the call
+//! (signature, replay window) and says what it is; ingress then answers handshakes, checks
+//! that the sender may talk to the agent, claims the platform's event id once, and enqueues
+//! the message for the turn function, grouped by session. Ingress never calls a model.
 //!
 //! Order matters: the signature is checked before the body is even parsed (so unsigned junk
-//! learns nothing), and a claim is given back if the enqueue fails, so the platform's retry
-//! is not mistaken for a duplicate and the message is never lost.
+//! learns nothing and claims nothing), and a claim is given back if the enqueue fails, so the
+//! platform's retry is not mistaken for a duplicate and the message is never lost.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,34 +17,112 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use clawless_channels::generic::{CHANNEL_ID as GENERIC, GenericMessage};
-use clawless_channels::{SIGNATURE_HEADER, verify};
-use clawless_core::session::key::DmScope;
+use clawless_channels::webhook::MAX_WEBHOOK_BODY_BYTES;
+use clawless_channels::{
+    ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
+};
+use clawless_core::outbox::Outbox;
+use clawless_core::session::key::{ChatType, DmScope};
 use clawless_core::session::{Claim, Inbox, QueuedMessage, SessionKey, TurnQueue};
+use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::clock::Clock;
 
-/// How long a message id stays claimed (platforms retry within minutes; keep a day).
-pub const CLAIM_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a platform event id stays claimed: longer than any platform retries (Telegram
+/// keeps undelivered updates for 24 hours).
+pub const CLAIM_TTL: Duration = Duration::from_secs(48 * 60 * 60);
 
-/// Largest webhook body accepted, in bytes.
-pub const MAX_WEBHOOK_BODY: usize = 256 * 1024;
+/// Largest webhook body accepted, in bytes (bigger gets 413).
+pub const MAX_WEBHOOK_BODY: usize = MAX_WEBHOOK_BODY_BYTES;
 
-/// The generic channel's settings as ingress needs them.
-#[derive(Clone)]
-pub struct GenericChannel {
-    /// HMAC secret shared with the sender.
-    pub secret: Arc<[u8]>,
-    /// Sender ids treated as the agent's owner.
-    pub owners: Vec<String>,
+/// Who may talk to the agent in group chats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupPolicy {
+    /// Anyone in a group the bot is in.
+    Open,
+    /// Only owners and `allowFrom` (the default).
+    #[default]
+    Allowlist,
+    /// Group messages start no turn.
+    Disabled,
 }
 
-impl std::fmt::Debug for GenericChannel {
+/// Who may talk to the agent on one channel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelAccess {
+    /// Platform user ids of the agent's owners: always allowed, and the only ones who may
+    /// use owner-only tools and `/approve`.
+    pub owners: Vec<String>,
+    /// Other platform user ids allowed to talk to the agent; `*` allows anyone.
+    pub allow_from: Vec<String>,
+    /// Group chats.
+    pub group_policy: GroupPolicy,
+    /// In groups, only messages that mention the bot or reply to it start a turn.
+    pub require_mention: bool,
+    /// Sent to someone not allowed (nothing when unset).
+    pub unauthorized_reply: Option<String>,
+}
+
+impl ChannelAccess {
+    fn is_owner(&self, sender: &str) -> bool {
+        self.owners.iter().any(|owner| owner == sender)
+    }
+
+    fn is_allowed(&self, sender: &str) -> bool {
+        self.is_owner(sender)
+            || self
+                .allow_from
+                .iter()
+                .any(|allowed| allowed == "*" || allowed == sender)
+    }
+
+    /// Why `message` starts no turn, if it does not.
+    fn refusal(&self, message: &ChannelMessage) -> Option<Refusal> {
+        let sender = message.message.sender_id.as_str();
+        if message.message.chat.chat_type == ChatType::Group {
+            match self.group_policy {
+                GroupPolicy::Disabled => return Some(Refusal::Quiet("group chats are disabled")),
+                GroupPolicy::Open => {}
+                GroupPolicy::Allowlist if self.is_allowed(sender) => {}
+                GroupPolicy::Allowlist => return Some(Refusal::NotAllowed),
+            }
+            if self.require_mention && !message.addressed_to_bot {
+                return Some(Refusal::Quiet("not addressed to the bot"));
+            }
+            return None;
+        }
+        (!self.is_allowed(sender)).then_some(Refusal::NotAllowed)
+    }
+}
+
+enum Refusal {
+    /// Ignored without a word (the reason is logged).
+    Quiet(&'static str),
+    /// The sender is not allowed: the configured reply, if any.
+    NotAllowed,
+}
+
+/// One chat channel: its platform side, who may use it, and (for the unauthorised reply) its
+/// sender.
+#[derive(Clone)]
+pub struct ChatChannel {
+    /// Verifies and classifies webhook calls.
+    pub platform: Arc<dyn PlatformChannel>,
+    /// Who may talk to the agent.
+    pub access: ChannelAccess,
+    /// Sends replies on this channel.
+    pub outbox: Option<Arc<dyn Outbox>>,
+}
+
+impl std::fmt::Debug for ChatChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GenericChannel")
-            .field("owners", &self.owners)
+        f.debug_struct("ChatChannel")
+            .field("platform", &self.platform.id())
+            .field("access", &self.access)
             .finish_non_exhaustive()
     }
 }
@@ -49,31 +130,53 @@ impl std::fmt::Debug for GenericChannel {
 /// What ingress made of a webhook call.
 #[derive(Debug)]
 pub enum IngressOutcome {
-    /// Enqueued for a turn (202).
+    /// Enqueued for a turn: the platform's acknowledgement, or (for a null ack body) 202
+    /// with the session.
     Accepted {
         /// The session it went to.
         session_key: String,
+        /// The platform's answer.
+        ack: PlatformReply,
     },
+    /// Answered without a turn (a handshake).
+    Responded(PlatformReply),
+    /// Valid, but nothing for the agent (200, the reason shown).
+    Ignored(String),
     /// Seen before (200, `"duplicate": true`).
     Duplicate,
     /// Bad or missing signature (401).
     Unauthorized(String),
     /// Malformed body (400, reason shown).
     BadRequest(String),
+    /// Body over the limit (413).
+    TooLarge(usize),
     /// No such channel configured (404).
     UnknownChannel(String),
     /// Storage or queue failure (503): nothing was kept, so the platform's retry will pass.
     Unavailable(String),
 }
 
+fn platform_response(reply: PlatformReply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    if reply.body.is_null() {
+        status.into_response()
+    } else {
+        (status, Json(reply.body)).into_response()
+    }
+}
+
 impl IntoResponse for IngressOutcome {
     fn into_response(self) -> Response {
         match self {
-            Self::Accepted { session_key } => (
-                StatusCode::ACCEPTED,
+            Self::Accepted { session_key, ack } if ack.body.is_null() => (
+                StatusCode::from_u16(ack.status).unwrap_or(StatusCode::ACCEPTED),
                 Json(json!({ "accepted": true, "session": session_key })),
             )
                 .into_response(),
+            Self::Accepted { ack, .. } | Self::Responded(ack) => platform_response(ack),
+            Self::Ignored(reason) => {
+                (StatusCode::OK, Json(json!({ "ignored": reason }))).into_response()
+            }
             Self::Duplicate => (StatusCode::OK, Json(json!({ "duplicate": true }))).into_response(),
             Self::Unauthorized(reason) => {
                 (StatusCode::UNAUTHORIZED, Json(json!({ "error": reason }))).into_response()
@@ -81,6 +184,11 @@ impl IntoResponse for IngressOutcome {
             Self::BadRequest(reason) => {
                 (StatusCode::BAD_REQUEST, Json(json!({ "error": reason }))).into_response()
             }
+            Self::TooLarge(bytes) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Json(json!({ "error": format!("body of {bytes} bytes is over the {MAX_WEBHOOK_BODY}-byte limit") })),
+            )
+                .into_response(),
             Self::UnknownChannel(channel) => (
                 StatusCode::NOT_FOUND,
                 Json(json!({ "error": format!("no channel {channel:?} is configured") })),
@@ -101,47 +209,105 @@ impl IntoResponse for IngressOutcome {
 /// Accepts webhook calls and enqueues turn events.
 #[derive(Clone)]
 pub struct Ingress {
-    /// Claims message ids once.
+    /// Claims event ids once.
     pub inbox: Arc<dyn Inbox>,
     /// Where turn events go.
     pub queue: Arc<dyn TurnQueue>,
-    /// The generic channel, if configured.
-    pub generic: Option<GenericChannel>,
+    /// The configured channels, by id.
+    pub channels: BTreeMap<String, ChatChannel>,
     /// The agent answering chats.
     pub agent_id: String,
     /// How direct messages map to sessions.
     pub dm_scope: DmScope,
-    /// Time source for claim expiry.
+    /// Time source for claims and replay windows.
     pub clock: Arc<dyn Clock>,
 }
 
 impl Ingress {
-    /// Handles one webhook call for `channel`.
-    pub async fn accept(&self, channel: &str, headers: &HeaderMap, body: &[u8]) -> IngressOutcome {
-        let generic = match &self.generic {
-            Some(generic) if channel == GENERIC => generic,
-            _ => return IngressOutcome::UnknownChannel(channel.to_owned()),
+    /// Handles one webhook call for `channel` (`sub_path` is what follows
+    /// `/webhook/<channel>/`, usually empty).
+    pub async fn accept(
+        &self,
+        channel: &str,
+        sub_path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> IngressOutcome {
+        let Some(chat_channel) = self.channels.get(channel) else {
+            return IngressOutcome::UnknownChannel(channel.to_owned());
         };
-        let signature = headers
-            .get(SIGNATURE_HEADER)
-            .map(|value| value.to_str().unwrap_or(""));
-        if let Err(err) = verify(&generic.secret, body, signature) {
-            return IngressOutcome::Unauthorized(err.to_string());
+        if body.len() > MAX_WEBHOOK_BODY {
+            return IngressOutcome::TooLarge(body.len());
         }
-        let message = match GenericMessage::parse(body) {
-            Ok(message) => message,
-            Err(err) => return IngressOutcome::BadRequest(err.0),
+        let request = WebhookRequest {
+            sub_path,
+            headers,
+            body,
+            now_ms: self.clock.now_ms(),
         };
-        let owner = generic.owners.contains(&message.sender_id);
-        let inbound = message.into_inbound(owner);
+        let outcome = match chat_channel.platform.handle(&request) {
+            Ok(outcome) => outcome,
+            Err(WebhookError::Unauthorized(reason)) => {
+                return IngressOutcome::Unauthorized(reason);
+            }
+            Err(WebhookError::BadRequest(reason)) => return IngressOutcome::BadRequest(reason),
+            Err(WebhookError::TooLarge(bytes)) => return IngressOutcome::TooLarge(bytes),
+        };
+        match outcome {
+            WebhookOutcome::Respond(reply) => IngressOutcome::Responded(reply),
+            WebhookOutcome::Ignored(reason) => {
+                tracing::info!(%channel, %reason, "webhook call ignored");
+                IngressOutcome::Ignored(reason)
+            }
+            WebhookOutcome::Message(message) => self.admit(chat_channel, message).await,
+            WebhookOutcome::Approval(approval) => {
+                // A button press is a typed `/approve` by the presser: the turn applies the
+                // owner rule, exactly as for the text command.
+                let mut message = approval.message;
+                message.text =
+                    clawless_channels::webhook::approve_text(&approval.code, approval.decision);
+                let ack = approval.ack;
+                self.admit(
+                    chat_channel,
+                    ChannelMessage {
+                        event_id: approval.event_id,
+                        message,
+                        addressed_to_bot: true,
+                        ack,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    /// Authorises, claims and enqueues one message.
+    async fn admit(&self, channel: &ChatChannel, message: ChannelMessage) -> IngressOutcome {
+        let channel_id = channel.platform.id();
+        match channel.access.refusal(&message) {
+            None => {}
+            Some(Refusal::Quiet(reason)) => return IngressOutcome::Ignored(reason.to_owned()),
+            Some(Refusal::NotAllowed) => {
+                tracing::warn!(channel = %channel_id, sender = %message.message.sender_id, "message from a sender not allowed; no turn");
+                self.tell_not_allowed(channel, &message).await;
+                return IngressOutcome::Ignored("sender not allowed".to_owned());
+            }
+        }
+        let ChannelMessage {
+            event_id,
+            mut message,
+            ack,
+            ..
+        } = message;
+        message.sender_is_owner = channel.access.is_owner(&message.sender_id);
         let session_key = SessionKey::for_chat(
             &self.agent_id,
-            &inbound.chat.channel,
-            inbound.chat.chat_type,
-            &inbound.chat.chat_id,
+            &message.chat.channel,
+            message.chat.chat_type,
+            &message.chat.chat_id,
             self.dm_scope,
         );
-        let claim_id = format!("{}:{}", inbound.chat.channel, inbound.message_id);
+        let claim_id = format!("{channel_id}:{event_id}");
         let now = self.clock.now_ms() / 1000;
         match self.inbox.claim(&claim_id, CLAIM_TTL, now).await {
             Ok(Claim::Claimed) => {}
@@ -151,7 +317,7 @@ impl Ingress {
         let event = SessionEvent {
             session_key: session_key.to_string(),
             agent_id: self.agent_id.clone(),
-            event: TurnEvent::Inbound(inbound),
+            event: TurnEvent::Inbound(message),
         };
         if let Err(err) = enqueue(self.queue.as_ref(), &event).await {
             // Give the claim back so the platform's retry is processed, not dropped.
@@ -163,6 +329,25 @@ impl Ingress {
         tracing::info!(session = %session_key, "message accepted");
         IngressOutcome::Accepted {
             session_key: session_key.to_string(),
+            ack,
+        }
+    }
+
+    /// Sends the channel's reply for senders not allowed, once per event, if one is set.
+    async fn tell_not_allowed(&self, channel: &ChatChannel, message: &ChannelMessage) {
+        let (Some(text), Some(outbox)) = (&channel.access.unauthorized_reply, &channel.outbox)
+        else {
+            return;
+        };
+        let reply = OutboundReply {
+            reply_id: format!("not-allowed-{}", message.event_id),
+            chat: message.message.chat.clone(),
+            text: text.clone(),
+            approval_code: None,
+            in_reply_to: Some(message.message.message_id.clone()),
+        };
+        if let Err(err) = outbox.send(&reply).await {
+            tracing::warn!(error = %err, "the reply to a sender not allowed could not be sent");
         }
     }
 }
@@ -184,11 +369,13 @@ pub async fn enqueue(
         .await
 }
 
-/// `POST /webhook/{channel}`.
+/// `POST /webhook/{channel}` and `POST /webhook/{channel}/{sub}` (Slack's `interactive`).
 pub fn webhook_router(ingress: Arc<Ingress>) -> Router {
     Router::new()
         .route("/webhook/{channel}", post(webhook))
-        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        .route("/webhook/{channel}/{sub}", post(webhook_sub))
+        // One byte over the limit is enough to answer 413 ourselves.
+        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY + 1))
         .with_state(ingress)
 }
 
@@ -198,7 +385,16 @@ async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> IngressOutcome {
-    ingress.accept(&channel, &headers, &body).await
+    ingress.accept(&channel, "", &headers, &body).await
+}
+
+async fn webhook_sub(
+    State(ingress): State<Arc<Ingress>>,
+    Path((channel, sub)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> IngressOutcome {
+    ingress.accept(&channel, &sub, &headers, &body).await
 }
 
 #[cfg(test)]
@@ -207,7 +403,7 @@ mod tests {
 
     use async_trait::async_trait;
     use axum::http::HeaderValue;
-    use clawless_channels::sign;
+    use clawless_channels::{SIGNATURE_HEADER, sign};
     use clawless_core::session::{Delivery, QueueError, QueuedMessage};
     use clawless_core::testing::{InMemoryInbox, InMemoryTurnQueue};
 
@@ -239,18 +435,37 @@ mod tests {
         }
     }
 
-    fn ingress(queue: Arc<dyn TurnQueue>) -> Ingress {
+    fn generic(access: ChannelAccess) -> ChatChannel {
+        ChatChannel {
+            platform: Arc::new(clawless_channels::GenericWebhook::new(SECRET)),
+            access,
+            outbox: None,
+        }
+    }
+
+    fn open_access() -> ChannelAccess {
+        ChannelAccess {
+            owners: vec!["owner-1".to_owned()],
+            allow_from: vec!["*".to_owned()],
+            group_policy: GroupPolicy::Open,
+            require_mention: false,
+            unauthorized_reply: None,
+        }
+    }
+
+    fn ingress_with(queue: Arc<dyn TurnQueue>, access: ChannelAccess) -> Ingress {
         Ingress {
             inbox: Arc::new(InMemoryInbox::new()),
             queue,
-            generic: Some(GenericChannel {
-                secret: Arc::from(SECRET),
-                owners: vec!["owner-1".to_owned()],
-            }),
+            channels: BTreeMap::from([("generic".to_owned(), generic(access))]),
             agent_id: "main".to_owned(),
             dm_scope: DmScope::PerPeer,
             clock: Arc::new(SystemClock),
         }
+    }
+
+    fn ingress(queue: Arc<dyn TurnQueue>) -> Ingress {
+        ingress_with(queue, open_access())
     }
 
     fn signed(body: &[u8]) -> HeaderMap {
@@ -266,11 +481,11 @@ mod tests {
     async fn an_accepted_message_is_queued_once_in_its_session_group() {
         let queue = Arc::new(InMemoryTurnQueue::new());
         let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
-        let outcome = ingress.accept("generic", &signed(BODY), BODY).await;
+        let outcome = ingress.accept("generic", "", &signed(BODY), BODY).await;
         assert!(
-            matches!(&outcome, IngressOutcome::Accepted { session_key } if session_key == "agent:main:direct:c1")
+            matches!(&outcome, IngressOutcome::Accepted { session_key, .. } if session_key == "agent:main:direct:c1")
         );
-        let again = ingress.accept("generic", &signed(BODY), BODY).await;
+        let again = ingress.accept("generic", "", &signed(BODY), BODY).await;
         assert!(matches!(again, IngressOutcome::Duplicate));
         let deliveries = queue.receive(10, Duration::ZERO).await.expect("receive");
         assert_eq!(deliveries.len(), 1);
@@ -288,7 +503,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_enqueue_gives_the_claim_back_so_the_retry_is_not_a_duplicate() {
         let down = ingress(Arc::new(DownQueue));
-        let outcome = down.accept("generic", &signed(BODY), BODY).await;
+        let outcome = down.accept("generic", "", &signed(BODY), BODY).await;
         assert!(matches!(outcome, IngressOutcome::Unavailable(_)));
         // The platform retries once the queue is back: the message must not be dropped.
         let queue = Arc::new(InMemoryTurnQueue::new());
@@ -296,7 +511,7 @@ mod tests {
             queue: Arc::clone(&queue) as Arc<dyn TurnQueue>,
             ..down
         };
-        let retried = back.accept("generic", &signed(BODY), BODY).await;
+        let retried = back.accept("generic", "", &signed(BODY), BODY).await;
         assert!(
             matches!(retried, IngressOutcome::Accepted { .. }),
             "{retried:?}"
@@ -315,17 +530,17 @@ mod tests {
     async fn unsigned_forged_or_unknown_channel_calls_are_refused_before_parsing() {
         let queue = Arc::new(InMemoryTurnQueue::new());
         let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
-        let unsigned = ingress.accept("generic", &HeaderMap::new(), BODY).await;
+        let unsigned = ingress.accept("generic", "", &HeaderMap::new(), BODY).await;
         assert!(matches!(unsigned, IngressOutcome::Unauthorized(_)));
         // A signature made for another body does not cover this one.
         let forged = ingress
-            .accept("generic", &signed(b"other body"), BODY)
+            .accept("generic", "", &signed(b"other body"), BODY)
             .await;
         assert!(matches!(forged, IngressOutcome::Unauthorized(_)));
         let junk = b"not json";
-        let bad = ingress.accept("generic", &signed(junk), junk).await;
+        let bad = ingress.accept("generic", "", &signed(junk), junk).await;
         assert!(matches!(bad, IngressOutcome::BadRequest(_)));
-        let unknown = ingress.accept("telegram", &signed(BODY), BODY).await;
+        let unknown = ingress.accept("telegram", "", &signed(BODY), BODY).await;
         assert!(matches!(unknown, IngressOutcome::UnknownChannel(_)));
         assert!(
             queue
@@ -333,6 +548,112 @@ mod tests {
                 .await
                 .expect("receive")
                 .is_empty()
+        );
+    }
+
+    fn body(id: &str, sender: &str, chat_type: &str) -> Vec<u8> {
+        format!(r#"{{"message_id":"{id}","chat_id":"c1","sender_id":"{sender}","text":"hi","chat_type":"{chat_type}"}}"#).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn only_owners_and_allowed_senders_start_turns_and_groups_follow_their_policy() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let access = ChannelAccess {
+            owners: vec!["owner-1".to_owned()],
+            allow_from: vec!["friend-2".to_owned()],
+            group_policy: GroupPolicy::Allowlist,
+            require_mention: false,
+            unauthorized_reply: None,
+        };
+        let ingress = ingress_with(Arc::clone(&queue) as Arc<dyn TurnQueue>, access.clone());
+        let send = |ingress: &Ingress, body: Vec<u8>| {
+            let ingress = ingress.clone();
+            async move { ingress.accept("generic", "", &signed(&body), &body).await }
+        };
+        for (id, sender, chat_type, admitted) in [
+            ("d1", "owner-1", "direct", true),
+            ("d2", "friend-2", "direct", true),
+            ("d3", "stranger-3", "direct", false),
+            ("g1", "friend-2", "group", true),
+            ("g2", "stranger-3", "group", false),
+        ] {
+            let outcome = send(&ingress, body(id, sender, chat_type)).await;
+            assert_eq!(
+                matches!(outcome, IngressOutcome::Accepted { .. }),
+                admitted,
+                "{id}: {outcome:?}"
+            );
+        }
+        let queued = queue.receive(10, Duration::ZERO).await.expect("receive");
+        assert_eq!(queued.len(), 3, "only admitted messages are queued");
+        let owners: Vec<bool> = queued
+            .iter()
+            .map(|delivery| {
+                let event: SessionEvent = serde_json::from_str(&delivery.body).expect("event");
+                match event.event {
+                    TurnEvent::Inbound(message) => message.sender_is_owner,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert_eq!(owners, [true, false, false], "only the owner is the owner");
+
+        // Groups disabled: even the owner's group message starts nothing.
+        let closed = ingress_with(
+            Arc::new(InMemoryTurnQueue::new()),
+            ChannelAccess {
+                group_policy: GroupPolicy::Disabled,
+                ..access
+            },
+        );
+        let outcome = send(&closed, body("g3", "owner-1", "group")).await;
+        assert!(matches!(outcome, IngressOutcome::Ignored(_)), "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn twenty_concurrent_deliveries_of_one_event_queue_one_turn() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = Arc::new(ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>));
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let ingress = Arc::clone(&ingress);
+                tokio::spawn(
+                    async move { ingress.accept("generic", "", &signed(BODY), BODY).await },
+                )
+            })
+            .collect();
+        let mut accepted = 0;
+        for task in tasks {
+            match task.await.expect("task") {
+                IngressOutcome::Accepted { .. } => accepted += 1,
+                IngressOutcome::Duplicate => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(accepted, 1);
+        assert_eq!(
+            queue
+                .receive(10, Duration::ZERO)
+                .await
+                .expect("receive")
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversized_body_is_refused_with_413_before_anything_else() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        let huge = vec![b' '; MAX_WEBHOOK_BODY + 1];
+        let outcome = ingress.accept("generic", "", &signed(&huge), &huge).await;
+        assert!(
+            matches!(outcome, IngressOutcome::TooLarge(_)),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            outcome.into_response().status(),
+            StatusCode::PAYLOAD_TOO_LARGE
         );
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod aws_app;
 pub mod aws_env;
+pub mod channels;
 pub mod clock;
 pub mod config;
 pub mod ingress;

@@ -10,7 +10,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::model::ModelProvider;
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
@@ -22,9 +21,10 @@ use clawless_local::sqlite::{
 };
 use tokio::net::TcpListener;
 
+use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::ClawlessConfig;
-use crate::ingress::{GenericChannel, Ingress, webhook_router};
+use crate::ingress::{Ingress, webhook_router};
 use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
 use crate::node_routes::{RegistryNodeAuth, nodes_router};
@@ -224,17 +224,23 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let client = reqwest::Client::builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
-    let outbox = ChannelOutbox::new().with_channel(
-        clawless_channels::generic::CHANNEL_ID,
-        Arc::new(HttpReplySender::new(client, reply_url, secret.as_bytes())),
-    );
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let channels = ChannelSet::build(&ChannelSetup {
+        config: &options.config,
+        env: &env,
+        http: client,
+        generic_secret: Some(secret.clone()),
+        generic_reply_url: Some(reply_url),
+        // `clawless chat` speaks as the machine's owner unless the config names owners.
+        generic_owners: vec![LOCAL_CHAT_SENDER.to_owned()],
+    });
     let bins = declared_bins(&skills).await;
     let turns = Arc::new(TurnService::new(TurnDeps {
         skills: Arc::clone(&skills),
         stores,
         sessions,
         model: options.model,
-        outbox: Arc::new(outbox),
+        outbox: Arc::new(channels.outbox),
         web: web_fetcher(),
         clock: Arc::clone(&clock),
         eligibility: local_context(bins.iter().map(String::as_str)),
@@ -251,15 +257,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let ingress = Arc::new(Ingress {
         inbox,
         queue: Arc::clone(&queue),
-        generic: Some(GenericChannel {
-            secret: Arc::from(secret.as_bytes()),
-            // `clawless chat` speaks as the machine's owner unless the config names owners.
-            owners: if generic_config.owners.is_empty() {
-                vec![LOCAL_CHAT_SENDER.to_owned()]
-            } else {
-                generic_config.owners.clone()
-            },
-        }),
+        channels: channels.inbound,
         agent_id: crate::config::DEFAULT_AGENT_ID.to_owned(),
         dm_scope: options.config.session.dm_scope,
         clock,

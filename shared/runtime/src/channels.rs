@@ -1,0 +1,103 @@
+//! The chat channels of a deployment, built once from `clawless.yaml` and shared by the
+//! webhook function, the turn function and `clawless local`: each channel's inbound side
+//! (verification, who may talk) for ingress, and its outbound side for replies.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use clawless_channels::{ChannelOutbox, GenericWebhook, HttpReplySender};
+use clawless_core::outbox::Outbox;
+
+use crate::config::ClawlessConfig;
+use crate::ingress::{ChannelAccess, ChatChannel, GroupPolicy};
+
+/// Everything about channels that is not in the config file: where secrets come from and the
+/// defaults of the running mode.
+pub struct ChannelSetup<'a> {
+    /// The deployment's configuration.
+    pub config: &'a ClawlessConfig,
+    /// Environment lookup (secrets named by `*Env` keys).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// HTTP client for replies.
+    pub http: reqwest::Client,
+    /// The generic channel's secret when the config names none (local mode makes one).
+    pub generic_secret: Option<String>,
+    /// The generic channel's reply URL when the config names none.
+    pub generic_reply_url: Option<String>,
+    /// The generic channel's owners when the config names none (`clawless chat`'s sender).
+    pub generic_owners: Vec<String>,
+}
+
+/// The configured channels.
+#[derive(Default)]
+pub struct ChannelSet {
+    /// Inbound sides, by channel id.
+    pub inbound: BTreeMap<String, ChatChannel>,
+    /// Outbound sides, routed by a reply's channel.
+    pub outbox: ChannelOutbox,
+}
+
+impl std::fmt::Debug for ChannelSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelSet")
+            .field("inbound", &self.inbound.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChannelSet {
+    /// Builds every channel the config (and `setup`'s defaults) enable. A channel without its
+    /// secret is left out with a warning: its webhook answers 404.
+    pub fn build(setup: &ChannelSetup<'_>) -> Self {
+        let mut set = Self::default();
+        set.add_generic(setup);
+        set
+    }
+
+    fn add(&mut self, channel: ChatChannel) {
+        let id = channel.platform.id();
+        if let Some(outbox) = &channel.outbox {
+            self.outbox = std::mem::take(&mut self.outbox).with_channel(id, Arc::clone(outbox));
+        }
+        self.inbound.insert(id.to_owned(), channel);
+    }
+
+    fn add_generic(&mut self, setup: &ChannelSetup<'_>) {
+        let generic = setup.config.channels.generic.clone().unwrap_or_default();
+        // `resolve_secret` falls back to `CLAWLESS_GENERIC_SECRET`.
+        let secret = generic
+            .resolve_secret(setup.env)
+            .or_else(|| setup.generic_secret.clone());
+        let Some(secret) = secret else {
+            tracing::warn!("no generic channel secret configured: /webhook/generic answers 404");
+            return;
+        };
+        let outbox: Option<Arc<dyn Outbox>> = generic
+            .reply_url
+            .clone()
+            .or_else(|| setup.generic_reply_url.clone())
+            .map(|url| {
+                Arc::new(HttpReplySender::new(
+                    setup.http.clone(),
+                    url,
+                    secret.as_bytes(),
+                )) as Arc<dyn Outbox>
+            });
+        let owners = if generic.owners.is_empty() {
+            setup.generic_owners.clone()
+        } else {
+            generic.owners.clone()
+        };
+        self.add(ChatChannel {
+            platform: Arc::new(GenericWebhook::new(secret.as_bytes())),
+            access: ChannelAccess {
+                owners,
+                allow_from: generic.allow_from.unwrap_or_else(|| vec!["*".to_owned()]),
+                group_policy: generic.group_policy.unwrap_or(GroupPolicy::Open),
+                require_mention: false,
+                unauthorized_reply: generic.unauthorized_reply,
+            },
+            outbox,
+        });
+    }
+}
