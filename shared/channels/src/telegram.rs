@@ -349,8 +349,7 @@ fn normalise_username(name: &str) -> Option<String> {
 /// system's randomness (`/dev/urandom`, as the runtime's secrets).
 pub fn generate_secret_token() -> std::io::Result<String> {
     use std::io::Read;
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
     let mut bytes = [0u8; GENERATED_SECRET_CHARS];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     // 256 is a multiple of 64, so the low six bits are uniform.
@@ -962,9 +961,7 @@ fn telegram_message_id(id: &str) -> Option<i64> {
 }
 
 fn approval_keyboard(code: &str) -> Value {
-    let button = |label: &str, decision| {
-        json!({"text": label, "callback_data": approval_button_value(code, decision)})
-    };
+    let button = |label: &str, decision| json!({"text": label, "callback_data": approval_button_value(code, decision)});
     json!({
         "inline_keyboard": [[
             button("Allow once", ApprovalDecision::AllowOnce),
@@ -1082,9 +1079,10 @@ impl Outbox for TelegramSender {
             if index == 0
                 && let Some(message_id) = reply_to
             {
-                body["reply_to_message_id"] = message_id.into();
+                // `reply_parameters` replaced the older `reply_to_message_id` in Bot API 7.0.
                 // The message may be gone by now; the answer still goes out.
-                body["allow_sending_without_reply"] = true.into();
+                body["reply_parameters"] =
+                    json!({"message_id": message_id, "allow_sending_without_reply": true});
             }
             if index == last
                 && let Some(code) = &reply.approval_code

@@ -9,8 +9,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, Uri};
 use clawless_channels::telegram::{
-    self, BotIdentity, ConfigError, SECRET_HEADER, TelegramChannel, TelegramConfig,
-    TelegramSender,
+    self, BotIdentity, ConfigError, SECRET_HEADER, TelegramChannel, TelegramConfig, TelegramSender,
 };
 use clawless_channels::webhook::{
     MAX_WEBHOOK_BODY_BYTES, PlatformChannel, WebhookError, WebhookOutcome, WebhookRequest,
@@ -47,7 +46,10 @@ fn channel() -> TelegramChannel {
 fn headers(secret: Option<&str>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if let Some(secret) = secret {
-        headers.insert(SECRET_HEADER, HeaderValue::from_str(secret).unwrap());
+        headers.insert(
+            SECRET_HEADER,
+            HeaderValue::from_str(secret).expect("test fixture"),
+        );
     }
     headers
 }
@@ -323,7 +325,7 @@ fn edited_messages_other_update_types_and_textless_or_bot_messages_are_ignored()
     let edited = json!({"update_id": 1, "edited_message": {"message_id": 7, "from": user(42),
         "chat": {"id": 42, "type": "private"}, "text": "hello (edited)", "edit_date": 2}});
     let channel_post = json!({"update_id": 2, "channel_post": {"message_id": 1,
-        "chat": {"id": -100_9, "type": "channel"}, "text": "news"}});
+        "chat": {"id": -1009, "type": "channel"}, "text": "news"}});
     let member = json!({"update_id": 3, "my_chat_member": {"chat": {"id": 1, "type": "private"}}});
     let sticker = json!({"update_id": 4, "message": {"message_id": 8, "from": user(42),
         "chat": {"id": 42, "type": "private"}, "sticker": {"file_id": "x"}}});
@@ -440,7 +442,7 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 
 fn config(yaml_json: Value) -> TelegramConfig {
-    serde_json::from_value(yaml_json).unwrap()
+    serde_json::from_value(yaml_json).expect("test fixture")
 }
 
 fn env(name: &str) -> Option<String> {
@@ -502,7 +504,11 @@ fn missing_doubled_unset_or_malformed_secrets_are_config_errors() {
         ),
     ];
     for (input, expected) in cases {
-        assert_eq!(config(input.clone()).resolve(&env), Err(expected), "{input}");
+        assert_eq!(
+            config(input.clone()).resolve(&env),
+            Err(expected),
+            "{input}"
+        );
     }
     for (input, field) in [
         (
@@ -598,11 +604,14 @@ struct FakeApi {
 
 impl FakeApi {
     fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap().clone()
+        self.calls.lock().expect("test fixture").clone()
     }
 
     fn answer_next(&self, status: u16, body: Value) {
-        self.script.lock().unwrap().push_back((status, body));
+        self.script
+            .lock()
+            .expect("test fixture")
+            .push_back((status, body));
     }
 }
 
@@ -613,25 +622,27 @@ async fn fake_api() -> (String, FakeApi) {
         let state = state.clone();
         async move {
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            state.calls.lock().unwrap().push(Call {
+            state.calls.lock().expect("test fixture").push(Call {
                 path: uri.path().to_owned(),
                 body,
             });
             let (status, answer) = state
                 .script
                 .lock()
-                .unwrap()
+                .expect("test fixture")
                 .pop_front()
                 .unwrap_or((200, json!({"ok": true, "result": true})));
             (
-                StatusCode::from_u16(status).unwrap(),
+                StatusCode::from_u16(status).expect("test fixture"),
                 axum::Json(answer),
             )
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("test fixture");
+    let base = format!("http://{}", listener.local_addr().expect("test fixture"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("test fixture") });
     (base, api)
 }
 
@@ -695,13 +706,17 @@ async fn a_long_reply_in_a_topic_goes_out_in_three_ordered_chunks_in_that_topic(
         assert_eq!(call.body["chat_id"], json!(-100_555));
         assert_eq!(call.body["message_thread_id"], json!(42));
         assert!(call.body["text"].as_str().unwrap().chars().count() <= 4_096);
-        assert!(call.body.get("reply_to_message_id").is_none());
+        assert!(call.body.get("reply_parameters").is_none());
     }
-    assert_eq!(sent_texts(&api).join("\n\n"), text, "in order, nothing lost");
+    assert_eq!(
+        sent_texts(&api).join("\n\n"),
+        text,
+        "in order, nothing lost"
+    );
 }
 
 #[tokio::test]
-async fn reply_directives_set_reply_to_message_id_on_the_first_chunk_only() {
+async fn reply_directives_reply_to_that_message_on_the_first_chunk_only() {
     let (base, api) = fake_api().await;
     let telegram = sender(&base);
     telegram
@@ -709,21 +724,36 @@ async fn reply_directives_set_reply_to_message_id_on_the_first_chunk_only() {
         .await
         .unwrap();
     let calls = api.calls();
-    assert_eq!(calls[0].body["reply_to_message_id"], json!(7));
-    assert!(calls[1..].iter().all(|c| c.body.get("reply_to_message_id").is_none()));
+    assert_eq!(calls[0].body["reply_parameters"]["message_id"], json!(7));
+    assert_eq!(
+        calls[0].body["reply_parameters"]["allow_sending_without_reply"],
+        json!(true)
+    );
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| c.body.get("reply_parameters").is_none())
+    );
     assert!(!calls[0].body["text"].as_str().unwrap().contains("[["));
 
     let mut explicit = reply("Yes [[reply_to:4711]]");
     explicit.reply_id = "other".to_owned();
     telegram.send(&explicit).await.unwrap();
     let last = api.calls().pop().unwrap();
-    assert_eq!(last.body["reply_to_message_id"], json!(4711));
+    assert_eq!(last.body["reply_parameters"]["message_id"], json!(4711));
     assert_eq!(last.body["text"], "Yes");
 
     let mut plain = reply("no directive");
     plain.reply_id = "third".to_owned();
     telegram.send(&plain).await.unwrap();
-    assert!(api.calls().pop().unwrap().body.get("reply_to_message_id").is_none());
+    assert!(
+        api.calls()
+            .pop()
+            .unwrap()
+            .body
+            .get("reply_parameters")
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -779,7 +809,10 @@ async fn a_retry_after_the_second_chunk_failed_sends_only_the_missing_chunks() {
         json!({"ok": false, "error_code": 502, "description": "Bad Gateway"}),
     );
     let first = telegram.send(&long).await;
-    assert!(matches!(first, Err(OutboxError::Failed { .. })), "{first:?}");
+    assert!(
+        matches!(first, Err(OutboxError::Failed { .. })),
+        "{first:?}"
+    );
     assert_eq!(api.calls().len(), 2, "stopped at the failed chunk");
 
     telegram.send(&long).await.unwrap();
@@ -903,16 +936,13 @@ async fn set_webhook_sends_the_url_secret_and_allowed_updates() {
         400,
         json!({"ok": false, "error_code": 400, "description": "Bad Request: bad webhook: HTTPS url must be provided"}),
     );
-    let err = telegram::set_webhook(
-        &reqwest::Client::new(),
-        &base,
-        TOKEN,
-        "http://x",
-        SECRET,
-    )
-    .await
-    .unwrap_err();
-    assert!(err.to_string().contains("HTTPS url must be provided"), "{err}");
+    let err = telegram::set_webhook(&reqwest::Client::new(), &base, TOKEN, "http://x", SECRET)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("HTTPS url must be provided"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
