@@ -98,8 +98,8 @@ pub struct ChannelApproval {
     pub code: String,
     /// The decision on the button.
     pub decision: ApprovalDecision,
-    /// What to answer the platform (Telegram: nothing here, `answerCallbackQuery` is a call
-    /// the sender makes; Slack/Discord: an acknowledgement).
+    /// What to answer the platform (Telegram: an `answerCallbackQuery` call as the webhook's
+    /// answer, which Telegram carries out; Slack/Discord: an acknowledgement).
     pub ack: PlatformReply,
 }
 
