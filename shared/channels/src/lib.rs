@@ -8,11 +8,13 @@ pub mod directives;
 pub mod generic;
 pub mod outbox;
 pub mod signature;
+pub mod slack;
 pub mod webhook;
 
 pub use generic::{GenericMessage, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
+pub use slack::{ResolvedSlack, SlackChannel, SlackConfig, SlackSender};
 pub use webhook::{
     ChannelApproval, ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome,
     WebhookRequest,
