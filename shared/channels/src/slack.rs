@@ -695,8 +695,13 @@ fn classify_event(
             )));
         }
     };
-    let event = MessageEvent::deserialize(event)
-        .map_err(|err| WebhookError::BadRequest(format!("invalid {kind} event: {err}")))?;
+    let event: MessageEvent = serde_path_to_error::deserialize(event).map_err(|err| {
+        let path = err.path().to_string();
+        WebhookError::BadRequest(format!(
+            "invalid body at event.{path}: {}",
+            err.into_inner()
+        ))
+    })?;
     if event.bot_id.is_some() {
         return Ok(WebhookOutcome::Ignored("message from a bot".to_owned()));
     }
