@@ -424,15 +424,18 @@ impl SlackChannel {
                 payload.kind
             )));
         }
-        let Some((code, decision)) = payload
-            .actions
-            .iter()
-            .find_map(|action| action.value.as_deref().and_then(parse_approval_button))
-        else {
+        // The first button carrying an approval value; other buttons are not ours.
+        let Some((code, decision, action_ts)) = payload.actions.iter().find_map(|action| {
+            let (code, decision) = action.value.as_deref().and_then(parse_approval_button)?;
+            Some((code, decision, action.action_ts.clone()))
+        }) else {
             return Ok(WebhookOutcome::Ignored(
                 "no approval button in the interaction".to_owned(),
             ));
         };
+        let action_ts = action_ts.filter(|ts| valid_token(ts)).ok_or_else(|| {
+            WebhookError::BadRequest("interaction without an action_ts".to_owned())
+        })?;
         let user = payload
             .user
             .and_then(|user| user.id)
@@ -446,21 +449,6 @@ impl SlackChannel {
             .filter(|id| is_slack_id(id))
             .ok_or_else(|| {
                 WebhookError::BadRequest("interaction without a channel id".to_owned())
-            })?;
-        let action_ts = payload
-            .actions
-            .iter()
-            .find(|action| {
-                action
-                    .value
-                    .as_deref()
-                    .and_then(parse_approval_button)
-                    .is_some()
-            })
-            .and_then(|action| action.action_ts.clone())
-            .filter(|ts| valid_token(ts))
-            .ok_or_else(|| {
-                WebhookError::BadRequest("interaction without an action_ts".to_owned())
             })?;
         let message_ts = container
             .message_ts
@@ -948,8 +936,16 @@ impl Outbox for SlackSender {
                 message: format!("{:?} is not a Slack chat id", reply.chat.chat_id),
             });
         }
+        // A code the buttons could not carry back (the core makes 8 alphanumerics) gets no
+        // buttons; the text still says how to answer with `/approve`.
         let approval = reply.approval_code.as_deref().filter(|code| {
-            parse_approval_button(&approval_button_value(code, ApprovalDecision::Deny)).is_some()
+            let usable =
+                parse_approval_button(&approval_button_value(code, ApprovalDecision::Deny))
+                    .is_some_and(|(parsed, _)| parsed == *code);
+            if !usable {
+                tracing::warn!(reply_id = %reply.reply_id, "approval code unusable in a button");
+            }
+            usable
         });
         let limit = if approval.is_some() {
             MAX_SECTION_CHARS

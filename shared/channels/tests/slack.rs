@@ -45,11 +45,11 @@ fn signed_headers(body: &[u8], timestamp_secs: u64) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(
         "x-slack-request-timestamp",
-        HeaderValue::from_str(&timestamp).unwrap(),
+        HeaderValue::from_str(&timestamp).expect("test fixture"),
     );
     headers.insert(
         "x-slack-signature",
-        HeaderValue::from_str(&slack_signature(SECRET, &timestamp, body)).unwrap(),
+        HeaderValue::from_str(&slack_signature(SECRET, &timestamp, body)).expect("test fixture"),
     );
     headers
 }
@@ -73,7 +73,7 @@ fn call(
 }
 
 fn deliver(body: &Value) -> Result<WebhookOutcome, WebhookError> {
-    let body = serde_json::to_vec(body).unwrap();
+    let body = serde_json::to_vec(body).expect("test fixture");
     call(&channel(), "", &signed_headers(&body, NOW_MS / 1000), &body)
 }
 
@@ -742,10 +742,10 @@ impl FakeSlack {
                         .unwrap_or_default()
                         .to_owned();
                     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    sink.lock().unwrap().push((auth, json));
+                    sink.lock().expect("test fixture").push((auth, json));
                     let answer = answers
                         .lock()
-                        .unwrap()
+                        .expect("test fixture")
                         .pop_front()
                         .unwrap_or_else(Answer::ok);
                     let mut response = (answer.status, axum::Json(answer.body)).into_response();
@@ -758,9 +758,14 @@ impl FakeSlack {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}/api", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test fixture");
+        let base_url = format!(
+            "http://{}/api",
+            listener.local_addr().expect("test fixture")
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("test fixture") });
         Self {
             base_url,
             calls,
@@ -778,11 +783,11 @@ impl FakeSlack {
     }
 
     fn answer_next(&self, answers: impl IntoIterator<Item = Answer>) {
-        self.script.lock().unwrap().extend(answers);
+        self.script.lock().expect("test fixture").extend(answers);
     }
 
     fn calls(&self) -> Vec<(String, Value)> {
-        self.calls.lock().unwrap().clone()
+        self.calls.lock().expect("test fixture").clone()
     }
 }
 
@@ -1102,4 +1107,36 @@ proptest! {
         let outcome = channel().handle(&WebhookRequest { sub_path: "", headers: &headers, body, now_ms });
         prop_assert!(matches!(outcome, Err(WebhookError::Unauthorized(_))));
     }
+}
+
+#[tokio::test]
+async fn a_long_approval_reply_puts_the_buttons_on_its_last_message_only() {
+    let slack = FakeSlack::start().await;
+    let mut approval = reply("r10", "D0001", &long_text()[..5_000]);
+    approval.approval_code = Some("ab12cd34".to_owned());
+    slack
+        .sender(&InMemoryInbox::new())
+        .send(&approval)
+        .await
+        .expect("sent");
+    let calls = slack.calls();
+    assert_eq!(calls.len(), 2);
+    assert!(calls[0].1.get("blocks").is_none());
+    let blocks = calls[1].1["blocks"].as_array().expect("blocks");
+    // Slack caps a section's text at 3,000 characters.
+    for (_, body) in &calls {
+        assert!(body["text"].as_str().expect("text").chars().count() <= 3_000);
+    }
+    assert_eq!(blocks[0]["text"]["text"], calls[1].1["text"]);
+
+    // A code that a button could not carry back gets no buttons.
+    approval.reply_id = "r11".to_owned();
+    approval.text = "approve?".to_owned();
+    approval.approval_code = Some("a b".to_owned());
+    slack
+        .sender(&InMemoryInbox::new())
+        .send(&approval)
+        .await
+        .expect("sent");
+    assert!(slack.calls()[2].1.get("blocks").is_none());
 }
