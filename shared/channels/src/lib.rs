@@ -8,12 +8,14 @@ pub mod directives;
 pub mod generic;
 pub mod outbox;
 pub mod signature;
+pub mod slack;
 pub mod telegram;
 pub mod webhook;
 
 pub use generic::{GenericMessage, GenericWebhook, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
+pub use slack::{ResolvedSlack, SlackChannel, SlackConfig, SlackSender};
 pub use telegram::{TelegramChannel, TelegramConfig, TelegramSender};
 pub use webhook::{
     ChannelApproval, ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome,
