@@ -5,11 +5,13 @@
 
 pub mod chunk;
 pub mod directives;
+pub mod discord;
 pub mod generic;
 pub mod outbox;
 pub mod signature;
 pub mod webhook;
 
+pub use discord::{DiscordChannel, DiscordConfig, DiscordSender, ResolvedDiscord};
 pub use generic::{GenericMessage, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
