@@ -336,8 +336,8 @@ impl DiscordChannel {
                 .map(str::trim)
                 .filter(|value| !value.is_empty())
         };
-        let signature = header(SIGNATURE_HEADER)
-            .ok_or_else(|| unauthorized("missing X-Signature-Ed25519"))?;
+        let signature =
+            header(SIGNATURE_HEADER).ok_or_else(|| unauthorized("missing X-Signature-Ed25519"))?;
         let timestamp = header(TIMESTAMP_HEADER)
             .ok_or_else(|| unauthorized("missing X-Signature-Timestamp"))?;
         let signature: [u8; 64] = hex::decode(signature)
@@ -549,7 +549,9 @@ struct Context {
 impl Context {
     fn of(interaction: &Interaction) -> Result<Self, WebhookError> {
         if !is_snowflake(&interaction.id) {
-            return Err(bad_request("the interaction id is not a snowflake".to_owned()));
+            return Err(bad_request(
+                "the interaction id is not a snowflake".to_owned(),
+            ));
         }
         let token = interaction
             .token
@@ -559,7 +561,10 @@ impl Context {
         let channel_id = interaction
             .channel_id
             .as_deref()
-            .or(interaction.channel.as_ref().map(|channel| channel.id.as_str()))
+            .or(interaction
+                .channel
+                .as_ref()
+                .map(|channel| channel.id.as_str()))
             .filter(|id| is_snowflake(id))
             .ok_or_else(|| bad_request("interaction without a channel".to_owned()))?;
         let sender_id = interaction
@@ -613,11 +618,7 @@ fn discord_command_name(raw: &str) -> String {
             out.push('_');
         }
     }
-    let name: String = out
-        .trim_matches('_')
-        .chars()
-        .take(MAX_NAME_CHARS)
-        .collect();
+    let name: String = out.trim_matches('_').chars().take(MAX_NAME_CHARS).collect();
     if name.is_empty() {
         "skill".to_owned()
     } else {
@@ -762,7 +763,11 @@ pub async fn register_commands(
 fn error_excerpt(body: &str) -> String {
     let message = serde_json::from_str::<Value>(body)
         .ok()
-        .and_then(|json| json.get("message").and_then(Value::as_str).map(str::to_owned))
+        .and_then(|json| {
+            json.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| body.to_owned());
     message.chars().take(MAX_ERROR_EXCERPT).collect()
 }
