@@ -5,6 +5,7 @@
 
 pub mod chunk;
 pub mod directives;
+pub mod discord;
 pub mod generic;
 pub mod outbox;
 pub mod signature;
@@ -12,6 +13,7 @@ pub mod slack;
 pub mod telegram;
 pub mod webhook;
 
+pub use discord::{DiscordChannel, DiscordConfig, DiscordSender, ResolvedDiscord};
 pub use generic::{GenericMessage, GenericWebhook, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
