@@ -552,7 +552,8 @@ mod tests {
     }
 
     fn body(id: &str, sender: &str, chat_type: &str) -> Vec<u8> {
-        format!(r#"{{"message_id":"{id}","chat_id":"c1","sender_id":"{sender}","text":"hi","chat_type":"{chat_type}"}}"#).into_bytes()
+        // One chat per message, so each queued event heads its own session group.
+        format!(r#"{{"message_id":"{id}","chat_id":"chat-{id}","sender_id":"{sender}","text":"hi","chat_type":"{chat_type}"}}"#).into_bytes()
     }
 
     #[tokio::test]
