@@ -119,6 +119,12 @@ pub struct DiscordConfig {
     /// User ids allowed to talk to the agent (owners always are).
     #[serde(default)]
     pub allow_from: Vec<String>,
+    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    #[serde(default)]
+    pub group_policy: Option<crate::webhook::GroupPolicy>,
+    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    #[serde(default)]
+    pub unauthorized_reply: Option<String>,
 }
 
 impl std::fmt::Debug for DiscordConfig {

@@ -129,4 +129,11 @@ impl Outbox for ChannelOutbox {
             .ok_or_else(|| OutboxError::UnknownChannel(reply.chat.channel.clone()))?;
         sender.send(reply).await
     }
+
+    async fn typing(&self, chat: &clawless_core::turn::events::ChatRef) -> Result<(), OutboxError> {
+        match self.senders.get(&chat.channel) {
+            Some(sender) => sender.typing(chat).await,
+            None => Ok(()),
+        }
+    }
 }

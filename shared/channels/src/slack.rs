@@ -122,6 +122,12 @@ pub struct SlackConfig {
     /// in each event's `authorizations` is used.
     #[serde(default)]
     pub bot_user_id: Option<String>,
+    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    #[serde(default)]
+    pub group_policy: Option<crate::webhook::GroupPolicy>,
+    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    #[serde(default)]
+    pub unauthorized_reply: Option<String>,
 }
 
 fn redacted(secret: Option<&String>) -> Option<&'static str> {

@@ -95,6 +95,12 @@ pub struct TelegramConfig {
     pub allow_from: Vec<String>,
     /// In groups, answer only messages addressed to the bot (default true).
     pub require_mention: Option<bool>,
+    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    #[serde(default)]
+    pub group_policy: Option<crate::webhook::GroupPolicy>,
+    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    #[serde(default)]
+    pub unauthorized_reply: Option<String>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -998,7 +1004,7 @@ impl TelegramSender {
     }
 
     /// Shows "typing…" in `chat` (`sendChatAction`), in its topic if it has one.
-    pub async fn typing(&self, chat: &ChatRef) -> Result<(), OutboxError> {
+    pub async fn send_typing(&self, chat: &ChatRef) -> Result<(), OutboxError> {
         let target = target(chat);
         let mut body = json!({"chat_id": target.chat_id, "action": "typing"});
         if let Some(thread) = target.thread_id {
@@ -1052,6 +1058,10 @@ impl TelegramSender {
 
 #[async_trait]
 impl Outbox for TelegramSender {
+    async fn typing(&self, chat: &ChatRef) -> Result<(), OutboxError> {
+        self.send_typing(chat).await
+    }
+
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
         let (text, directives) = strip_directives(&reply.text);
         let Some(text) = text else {

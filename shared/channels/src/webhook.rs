@@ -11,6 +11,19 @@ use clawless_core::turn::events::{ApprovalDecision, InboundMessage};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+/// Who may talk to the agent in group chats (`groupPolicy` of a channel's config).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupPolicy {
+    /// Anyone in a group the bot is in.
+    Open,
+    /// Only owners and `allowFrom` (the default).
+    #[default]
+    Allowlist,
+    /// Group messages start no turn.
+    Disabled,
+}
+
 /// Largest webhook body a channel accepts (bigger gets 413).
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 1024 * 1024;
 

@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 
 use crate::turn::OutboundReply;
+use crate::turn::events::ChatRef;
 
 /// Why a reply could not be delivered.
 #[derive(Debug, thiserror::Error)]
@@ -37,4 +38,10 @@ pub enum OutboxError {
 pub trait Outbox: Send + Sync + std::fmt::Debug {
     /// Delivers one reply. Must be safe to call again with the same `reply_id`.
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError>;
+
+    /// Shows that the agent is working on an answer in `chat`, where the platform has such
+    /// an indicator (Telegram's "typing…"). Best effort: the default does nothing.
+    async fn typing(&self, _chat: &ChatRef) -> Result<(), OutboxError> {
+        Ok(())
+    }
 }

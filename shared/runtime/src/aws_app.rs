@@ -203,6 +203,10 @@ impl AwsApp {
             generic_secret: None,
             generic_reply_url: env(GENERIC_REPLY_URL_ENV),
             generic_owners: Vec::new(),
+            sent_chunks: Arc::new(DynamoInbox::new(
+                self.dynamodb.clone(),
+                required(TABLE_ENV)?,
+            )),
         }))
     }
 

@@ -5,8 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use clawless_channels::{ChannelOutbox, GenericWebhook, HttpReplySender};
+use clawless_channels::{
+    ChannelOutbox, DiscordChannel, DiscordSender, GenericWebhook, HttpReplySender, SlackChannel,
+    SlackSender,
+};
 use clawless_core::outbox::Outbox;
+use clawless_core::session::Inbox;
 
 use crate::config::ClawlessConfig;
 use crate::ingress::{ChannelAccess, ChatChannel, GroupPolicy};
@@ -26,6 +30,8 @@ pub struct ChannelSetup<'a> {
     pub generic_reply_url: Option<String>,
     /// The generic channel's owners when the config names none (`clawless chat`'s sender).
     pub generic_owners: Vec<String>,
+    /// Claims of sent reply chunks, so a retried turn never sends a chunk twice.
+    pub sent_chunks: Arc<dyn Inbox>,
 }
 
 /// The configured channels.
@@ -51,7 +57,84 @@ impl ChannelSet {
     pub fn build(setup: &ChannelSetup<'_>) -> Self {
         let mut set = Self::default();
         set.add_generic(setup);
+        set.add_platforms(setup);
         set
+    }
+
+    fn add_platforms(&mut self, setup: &ChannelSetup<'_>) {
+        let channels = &setup.config.channels;
+        let access = |owners: &[String],
+                      allow_from: &[String],
+                      group_policy: Option<GroupPolicy>,
+                      require_mention: bool,
+                      unauthorized_reply: &Option<String>| ChannelAccess {
+            owners: owners.to_vec(),
+            allow_from: allow_from.to_vec(),
+            group_policy: group_policy.unwrap_or_default(),
+            require_mention,
+            unauthorized_reply: unauthorized_reply.clone(),
+        };
+        if let Some(config) = &channels.telegram {
+            match config.resolve(setup.env) {
+                Ok(resolved) => self.add(ChatChannel {
+                    platform: Arc::new(resolved.channel()),
+                    access: access(
+                        &config.owners,
+                        &config.allow_from,
+                        config.group_policy,
+                        config.require_mention(),
+                        &config.unauthorized_reply,
+                    ),
+                    outbox: Some(Arc::new(
+                        resolved.sender(setup.http.clone(), Arc::clone(&setup.sent_chunks)),
+                    )),
+                }),
+                Err(err) => tracing::error!(error = %err, "channels.telegram left out"),
+            }
+        }
+        if let Some(config) = &channels.slack {
+            match config.resolve(setup.env) {
+                Ok(resolved) => self.add(ChatChannel {
+                    platform: Arc::new(SlackChannel::from_config(&resolved)),
+                    // Slack threads are addressed by their mention; every thread message is
+                    // the conversation's.
+                    access: access(
+                        &config.owners,
+                        &config.allow_from,
+                        config.group_policy,
+                        false,
+                        &config.unauthorized_reply,
+                    ),
+                    outbox: Some(Arc::new(SlackSender::from_config(
+                        setup.http.clone(),
+                        &resolved,
+                        Arc::clone(&setup.sent_chunks),
+                    ))),
+                }),
+                Err(err) => tracing::error!(error = %err, "channels.slack left out"),
+            }
+        }
+        if let Some(config) = &channels.discord {
+            match config.resolve(setup.env) {
+                Ok(resolved) => self.add(ChatChannel {
+                    platform: Arc::new(DiscordChannel::new(resolved.public_key)),
+                    // Commands are always addressed to the bot.
+                    access: access(
+                        &config.owners,
+                        &config.allow_from,
+                        config.group_policy,
+                        false,
+                        &config.unauthorized_reply,
+                    ),
+                    outbox: Some(Arc::new(DiscordSender::new(
+                        setup.http.clone(),
+                        &resolved,
+                        Arc::clone(&setup.sent_chunks),
+                    ))),
+                }),
+                Err(err) => tracing::error!(error = %err, "channels.discord left out"),
+            }
+        }
     }
 
     fn add(&mut self, channel: ChatChannel) {

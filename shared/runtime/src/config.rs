@@ -142,6 +142,12 @@ pub struct AgentConfig {
 pub struct ChannelsSection {
     /// The generic JSON webhook channel.
     pub generic: Option<GenericChannelConfig>,
+    /// A Telegram bot (`POST /webhook/telegram`).
+    pub telegram: Option<clawless_channels::TelegramConfig>,
+    /// A Slack app (`POST /webhook/slack`, `POST /webhook/slack/interactive`).
+    pub slack: Option<clawless_channels::SlackConfig>,
+    /// A Discord application (`POST /webhook/discord`).
+    pub discord: Option<clawless_channels::DiscordConfig>,
 }
 
 /// `channels.generic`.

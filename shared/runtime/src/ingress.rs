@@ -26,7 +26,6 @@ use clawless_core::session::key::{ChatType, DmScope};
 use clawless_core::session::{Claim, Inbox, QueuedMessage, SessionKey, TurnQueue};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::clock::Clock;
@@ -38,18 +37,7 @@ pub const CLAIM_TTL: Duration = Duration::from_secs(48 * 60 * 60);
 /// Largest webhook body accepted, in bytes (bigger gets 413).
 pub const MAX_WEBHOOK_BODY: usize = MAX_WEBHOOK_BODY_BYTES;
 
-/// Who may talk to the agent in group chats.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GroupPolicy {
-    /// Anyone in a group the bot is in.
-    Open,
-    /// Only owners and `allowFrom` (the default).
-    #[default]
-    Allowlist,
-    /// Group messages start no turn.
-    Disabled,
-}
+pub use clawless_channels::webhook::GroupPolicy;
 
 /// Who may talk to the agent on one channel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -233,6 +233,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         generic_reply_url: Some(reply_url),
         // `clawless chat` speaks as the machine's owner unless the config names owners.
         generic_owners: vec![LOCAL_CHAT_SENDER.to_owned()],
+        sent_chunks: Arc::clone(&inbox),
     });
     let bins = declared_bins(&skills).await;
     let turns = Arc::new(TurnService::new(TurnDeps {

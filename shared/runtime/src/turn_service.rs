@@ -270,6 +270,11 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
+                    if let Some(chat) = &state.meta.chat
+                        && let Err(err) = self.deps.outbox.typing(chat).await
+                    {
+                        tracing::debug!(error = %err, "typing indicator not shown");
+                    }
                     let ctx = self
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
