@@ -3,6 +3,7 @@
 //! (pairing codes and the node registry) and `clawless node …` (this machine as a node host).
 
 mod admin_client;
+mod channels_cmd;
 mod exec_cmd;
 mod local_cmd;
 mod node_cmd;
@@ -34,6 +35,8 @@ enum Command {
     Node(node_cmd::NodeArgs),
     /// Check commands against exec-approval policies (nothing is run).
     Exec(exec_cmd::ExecArgs),
+    /// Connect chat platforms: Telegram webhooks, Discord commands.
+    Channels(channels_cmd::ChannelsArgs),
 }
 
 #[tokio::main]
@@ -47,6 +50,7 @@ async fn main() -> ExitCode {
         Command::Nodes(args) => node_cmd::run_nodes(args).await,
         Command::Node(args) => node_cmd::run_node(args).await,
         Command::Exec(args) => exec_cmd::run(args).await,
+        Command::Channels(args) => channels_cmd::run(args).await,
     };
     match outcome {
         Ok(code) => code,

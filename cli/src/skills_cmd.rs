@@ -237,7 +237,7 @@ fn find_bundled_dir() -> Option<PathBuf> {
         .find(|dir| looks_like_skills_dir(dir))
 }
 
-fn locations(config: &ClawlessConfig) -> Vec<&str> {
+pub(crate) fn locations(config: &ClawlessConfig) -> Vec<&str> {
     let skills = &config.skills;
     let workspaces = config
         .agents
@@ -257,7 +257,7 @@ fn locations(config: &ClawlessConfig) -> Vec<&str> {
 
 /// A store factory; the AWS SDK is only set up when an `s3://` location is involved, so
 /// purely local use never touches AWS configuration.
-async fn store_factory(locations: &[&str]) -> StoreFactory {
+pub(crate) async fn store_factory(locations: &[&str]) -> StoreFactory {
     if locations.iter().any(|l| l.trim().starts_with("s3://")) {
         StoreFactory::with_s3_client(clawless_runtime::aws_env::s3_client_from_env().await)
     } else {
