@@ -307,6 +307,21 @@ async fn an_exec_approval_is_answered_by_pressing_its_button() {
     // The offline model, and the in-process node with the demo policy (`ls` is not in it).
     let _local = start_local(root.path(), port, true);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    // The in-process node pairs itself once the server listens; exec is offered after that.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = Command::new(BIN)
+            .args(["nodes", "list", "--json", "--state-dir"])
+            .arg(root.path().join("state"))
+            .output()
+            .unwrap();
+        let nodes: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+        if nodes.as_array().is_some_and(|nodes| !nodes.is_empty()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the local node never paired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let (status, _) = deliver(&http, port, &update(1, OWNER, "bravo listing")).await;
     assert_eq!(status, 200);

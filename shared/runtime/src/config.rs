@@ -54,7 +54,7 @@ pub enum ConfigError {
 }
 
 /// The parts of `clawless.yaml` the system reads so far.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClawlessConfig {
     /// `skills:`.
@@ -74,6 +74,22 @@ pub struct ClawlessConfig {
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,
+}
+
+/// Secrets stay out of logs: the raw document is left out, and every section that can hold a
+/// secret redacts it in its own `Debug`.
+impl std::fmt::Debug for ClawlessConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClawlessConfig")
+            .field("skills", &self.skills)
+            .field("agents", &self.agents)
+            .field("models", &self.models)
+            .field("tools", &self.tools)
+            .field("channels", &self.channels)
+            .field("session", &self.session)
+            .field("exec", &self.exec)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `skills:`: where skills come from, plus the engine's settings.
@@ -151,7 +167,7 @@ pub struct ChannelsSection {
 }
 
 /// `channels.generic`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GenericChannelConfig {
     /// HMAC secret, inline (prefer `secretEnv`).
@@ -169,6 +185,20 @@ pub struct GenericChannelConfig {
     pub group_policy: Option<crate::ingress::GroupPolicy>,
     /// Sent to a sender not allowed (nothing when unset).
     pub unauthorized_reply: Option<String>,
+}
+
+impl std::fmt::Debug for GenericChannelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenericChannelConfig")
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("secret_env", &self.secret_env)
+            .field("reply_url", &self.reply_url)
+            .field("owners", &self.owners)
+            .field("allow_from", &self.allow_from)
+            .field("group_policy", &self.group_policy)
+            .field("unauthorized_reply", &self.unauthorized_reply)
+            .finish()
+    }
 }
 
 /// Default environment variable of the generic channel's secret.
@@ -202,24 +232,48 @@ pub struct ResolvedAgent {
     pub skill_filter: Option<Vec<String>>,
 }
 
+/// `origin:line:column: key.path: problem`, with what of it is known.
+fn yaml_error(origin: &str, key_path: Option<&str>, err: &serde_yaml::Error) -> String {
+    let at = match err.location() {
+        Some(location) => format!("{origin}:{}:{}", location.line(), location.column()),
+        None => origin.to_owned(),
+    };
+    // serde_yaml appends " at line L column C" itself; the position is already in front.
+    let message = err.to_string();
+    let message = message
+        .split_once(" at line ")
+        .map_or(message.as_str(), |(head, _)| head);
+    match key_path.filter(|path| !path.is_empty() && *path != ".") {
+        Some(path) => format!("{at}: {path}: {message}"),
+        None => format!("{at}: {message}"),
+    }
+}
+
 impl ClawlessConfig {
-    /// Parses a YAML document; `origin` names it in errors.
+    /// Parses a YAML document (with `serde_yaml`, behind this one function); `origin` names
+    /// it in errors, which also give the line, column and full key path of the problem, e.g.
+    /// `clawless.yaml:7:17: channels.telegram.requireMention: invalid type: …`.
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, ConfigError> {
         let invalid = |reason: String| ConfigError::Invalid {
             path: origin.to_owned(),
             reason,
         };
-        let document = if text.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            clawless_core::yaml::parse_document(text).map_err(|err| invalid(err.to_string()))?
-        };
+        if text.trim().is_empty() {
+            return Ok(Self {
+                document: Value::Object(Default::default()),
+                ..Self::default()
+            });
+        }
+        let document: Value =
+            serde_yaml::from_str(text).map_err(|err| invalid(yaml_error(origin, None, &err)))?;
         if !document.is_object() {
             return Err(invalid("the top level must be a mapping".to_owned()));
         }
-        // The path in the error (`skills.limits.maxSkillsInPrompt: …`) says where to look.
-        let mut config: Self = serde_path_to_error::deserialize(document.clone())
-            .map_err(|err| invalid(err.to_string()))?;
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let mut config: Self = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let path = err.path().to_string();
+            invalid(yaml_error(origin, Some(&path), err.inner()))
+        })?;
         config.document = document;
         Ok(config)
     }
@@ -389,8 +443,10 @@ agents:
     - id: elsewhere
       workspace: s3://bucket/agents/elsewhere/workspace
 channels:
-  discord:
-    token: abc
+  telegram:
+    botTokenEnv: TELEGRAM_TOKEN
+    secretTokenEnv: TELEGRAM_SECRET
+    owners: ["42"]
 "#;
 
     #[test]
@@ -408,7 +464,49 @@ channels:
             config.skills.engine.limits.max_skills_loaded_per_source, 200,
             "unset limits keep defaults"
         );
-        assert_eq!(config.document["channels"]["discord"]["token"], "abc");
+        assert_eq!(
+            config.document["channels"]["telegram"]["botTokenEnv"],
+            "TELEGRAM_TOKEN"
+        );
+        assert_eq!(
+            config.channels.telegram.as_ref().map(|t| t.owners.clone()),
+            Some(vec!["42".to_owned()])
+        );
+    }
+
+    #[test]
+    fn secrets_stay_out_of_the_debug_output() {
+        let text = "skills:\n  entries:\n    weather: { apiKey: skill-secret-1 }\nmodels:\n  providers:\n    anthropic: { apiKey: model-secret-2 }\nchannels:\n  generic: { secret: generic-secret-3 }\n  telegram: { botToken: \"1:telegram-secret-4\", secretToken: hook-secret-5 }\n  slack: { botToken: slack-secret-6, signingSecret: slack-secret-7 }\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        let shown = format!("{config:?}");
+        for secret in [
+            "skill-secret-1",
+            "model-secret-2",
+            "generic-secret-3",
+            "telegram-secret-4",
+            "hook-secret-5",
+            "slack-secret-6",
+            "slack-secret-7",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+
+    #[test]
+    fn a_config_error_names_the_file_line_column_and_key_path() {
+        let text = "skills:\n  bundled: ./skills\nchannels:\n  telegram:\n    owners: [\"1\"]\n    requireMention: sometimes\n";
+        let err = ClawlessConfig::from_yaml(text, "clawless.yaml").unwrap_err();
+        let ConfigError::Invalid { reason, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            reason.starts_with("clawless.yaml:6:21: channels.telegram.requireMention: "),
+            "{reason}"
+        );
+        let err = ClawlessConfig::from_yaml("skills: [\n", "broken.yaml").unwrap_err();
+        assert!(err.to_string().contains("broken.yaml:"), "{err}");
+        let err = ClawlessConfig::from_yaml("- a list\n", "list.yaml").unwrap_err();
+        assert!(err.to_string().contains("mapping"), "{err}");
     }
 
     #[test]

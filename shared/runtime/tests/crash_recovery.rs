@@ -104,7 +104,8 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
     );
     let receiver = ReplyReceiver::start().await;
     if refuse_first_reply {
-        receiver.refuse_next(1);
+        // More refusals than the turn's own retries: the event goes back to the queue.
+        receiver.refuse_next(3);
     }
     let config = ClawlessConfig::from_yaml(
         &fixture.config_yaml(&model_server.base_url(), &receiver.url),

@@ -18,8 +18,8 @@ pub struct SkillsConfig {
     pub limits: SkillLimits,
 }
 
-/// `skills.entries.<skillKey>`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `skills.entries.<skillKey>`. `Debug` shows neither the API key nor environment values.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SkillEntryConfig {
     /// `false` turns the skill off.
@@ -28,6 +28,16 @@ pub struct SkillEntryConfig {
     pub api_key: Option<String>,
     /// Environment the skill's commands get; also satisfies `requires.env`.
     pub env: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SkillEntryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillEntryConfig")
+            .field("enabled", &self.enabled)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl SkillsConfig {
