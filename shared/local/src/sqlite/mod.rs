@@ -123,6 +123,9 @@ CREATE TABLE IF NOT EXISTS timers (
     PRIMARY KEY (queue, timer_id)
 );
 CREATE INDEX IF NOT EXISTS timers_by_due ON timers (queue, due_at_ms);
+-- Each send prunes deduplication ids older than the window: without this index that is a
+-- scan of every id sent in the last five minutes, per send.
+CREATE INDEX IF NOT EXISTS queue_dedup_by_time ON queue_dedup (queue, sent_at_ms);
 CREATE INDEX IF NOT EXISTS timers_by_receipt ON timers (queue, receipt);
 ";
 
