@@ -43,6 +43,9 @@ fn now_ms() -> u64 {
 /// One correctly signed delivery: headers and body.
 type Delivery = (Vec<(&'static str, String)>, Vec<u8>);
 
+/// Makes the `n`-th delivery of a channel.
+type MakeDelivery = Arc<dyn Fn(u64) -> Delivery + Send + Sync>;
+
 fn generic(n: u64) -> Delivery {
     let body = json!({
         "message_id": format!("m-{n}"), "chat_id": "c-1",
@@ -137,7 +140,7 @@ async fn drive(
     url: &str,
     name: &str,
     seconds: u64,
-    make: Arc<dyn Fn(u64) -> Delivery + Send + Sync>,
+    make: MakeDelivery,
     offset: u64,
 ) {
     let total = seconds * 1_000;
@@ -265,7 +268,7 @@ async fn main() {
         "webhook intake at 1,000 req/s for {seconds} s per channel (target: p99 under 10 ms; * = 1 s warm-up)"
     );
     let key = Arc::new(signing);
-    let runs: Vec<(&str, Arc<dyn Fn(u64) -> Delivery + Send + Sync>)> = vec![
+    let runs: Vec<(&str, MakeDelivery)> = vec![
         ("generic", Arc::new(generic)),
         ("telegram", Arc::new(telegram)),
         ("slack", Arc::new(slack)),
