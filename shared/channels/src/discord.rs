@@ -31,6 +31,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::chunk::chunk_text;
+use crate::config_values::{SecretLookup, api_base_url, optional_secret};
 use crate::directives::strip_directives;
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
@@ -232,33 +233,24 @@ impl DiscordConfig {
             ));
         }
         let public_key = DiscordPublicKey::parse(&self.public_key)?;
-        let bot_token = match (&self.bot_token, &self.bot_token_env) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::Invalid(
-                    "set botToken or botTokenEnv, not both".to_owned(),
-                ));
+        let bot_token = optional_secret(
+            self.bot_token.as_deref(),
+            self.bot_token_env.as_deref(),
+            env,
+        )
+        .map_err(|lookup| match lookup {
+            SecretLookup::Both => {
+                ConfigError::Invalid("set botToken or botTokenEnv, not both".to_owned())
             }
-            (Some(token), None) => Some(non_blank_token(token)?),
-            (None, Some(var)) => {
-                let value = env(var)
-                    .filter(|value| !value.trim().is_empty())
-                    .ok_or_else(|| ConfigError::MissingEnv(var.clone()))?;
-                Some(non_blank_token(&value)?)
+            SecretLookup::Missing => {
+                ConfigError::Invalid("the bot token is empty or malformed".to_owned())
             }
-            (None, None) => None,
-        };
-        let api_base_url = match &self.api_base_url {
-            None => DEFAULT_API_BASE_URL.to_owned(),
-            Some(url) => {
-                let url = url.trim().trim_end_matches('/');
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    return Err(ConfigError::Invalid(
-                        "apiBaseUrl must be an http(s) URL".to_owned(),
-                    ));
-                }
-                url.to_owned()
-            }
-        };
+            SecretLookup::EnvUnset(var) => ConfigError::MissingEnv(var),
+        })?
+        .map(|token| non_blank_token(&token))
+        .transpose()?;
+        let api_base_url = api_base_url(self.api_base_url.as_deref(), DEFAULT_API_BASE_URL)
+            .map_err(ConfigError::Invalid)?;
         Ok(ResolvedDiscord {
             application_id: application_id.to_owned(),
             public_key,

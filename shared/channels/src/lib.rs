@@ -4,6 +4,7 @@
 //! Knows HTTP and the platforms' formats; knows nothing of storage or models.
 
 pub mod chunk;
+mod config_values;
 pub mod directives;
 pub mod discord;
 pub mod generic;

@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::chunk::chunk_text;
+use crate::config_values::{SecretLookup, api_base_url, required_secret};
 use crate::directives::strip_directives;
 use crate::signature;
 use crate::webhook::{
@@ -225,18 +226,8 @@ impl SlackConfig {
             self.signing_secret_env.as_deref(),
             env,
         )?;
-        let api_base_url = self
-            .api_base_url
-            .as_deref()
-            .unwrap_or(DEFAULT_API_BASE_URL)
-            .trim()
-            .trim_end_matches('/')
-            .to_owned();
-        if !(api_base_url.starts_with("https://") || api_base_url.starts_with("http://")) {
-            return Err(ConfigError::Invalid(format!(
-                "apiBaseUrl {api_base_url:?} is not an http(s) URL"
-            )));
-        }
+        let api_base_url = api_base_url(self.api_base_url.as_deref(), DEFAULT_API_BASE_URL)
+            .map_err(ConfigError::Invalid)?;
         let bot_user_id = match self.bot_user_id.as_deref().map(str::trim) {
             None => None,
             Some(id) if is_slack_id(id) => Some(id.to_owned()),
@@ -263,26 +254,11 @@ fn pick_secret(
     env_name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, ConfigError> {
-    let value = match (literal, env_name) {
-        (Some(_), Some(_)) => return Err(ConfigError::Both { field }),
-        (None, None) => return Err(ConfigError::Missing { field }),
-        (Some(value), None) => value.to_owned(),
-        (None, Some(var)) => env(var).ok_or_else(|| ConfigError::EnvUnset {
-            field,
-            var: var.to_owned(),
-        })?,
-    };
-    let value = value.trim().to_owned();
-    if value.is_empty() {
-        return match env_name {
-            Some(var) => Err(ConfigError::EnvUnset {
-                field,
-                var: var.to_owned(),
-            }),
-            None => Err(ConfigError::Missing { field }),
-        };
-    }
-    Ok(value)
+    required_secret(literal, env_name, env).map_err(|lookup| match lookup {
+        SecretLookup::Missing => ConfigError::Missing { field },
+        SecretLookup::Both => ConfigError::Both { field },
+        SecretLookup::EnvUnset(var) => ConfigError::EnvUnset { field, var },
+    })
 }
 
 /// Slack ids (users, channels, teams) are short upper-case alphanumerics.

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::chunk::chunk_text;
+use crate::config_values::{SecretLookup, api_base_url, required_secret};
 use crate::directives::strip_directives;
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
@@ -227,21 +228,11 @@ impl TelegramConfig {
                 ),
             });
         }
-        let api_base_url = self
-            .api_base_url
-            .as_deref()
-            .unwrap_or(DEFAULT_API_BASE_URL)
-            .trim()
-            .trim_end_matches('/')
-            .to_owned();
-        if !(api_base_url.starts_with("https://") || api_base_url.starts_with("http://"))
-            || api_base_url.contains(char::is_whitespace)
-        {
-            return Err(ConfigError::Invalid {
+        let api_base_url = api_base_url(self.api_base_url.as_deref(), DEFAULT_API_BASE_URL)
+            .map_err(|reason| ConfigError::Invalid {
                 field: "apiBaseUrl",
-                reason: format!("{api_base_url:?} is not an http(s) URL"),
-            });
-        }
+                reason,
+            })?;
         let bot_username = match self.bot_username.as_deref().map(normalise_username) {
             Some(Some(name)) => Some(name),
             Some(None) => {
@@ -294,25 +285,11 @@ fn pick(
     env_name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, ConfigError> {
-    match (literal, env_name) {
-        (Some(_), Some(_)) => Err(ConfigError::Both { field }),
-        (None, None) => Err(ConfigError::Missing { field }),
-        (Some(value), None) => {
-            let value = value.trim();
-            if value.is_empty() {
-                Err(ConfigError::Missing { field })
-            } else {
-                Ok(value.to_owned())
-            }
-        }
-        (None, Some(var)) => env(var)
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-            .ok_or_else(|| ConfigError::EnvUnset {
-                field,
-                var: var.to_owned(),
-            }),
-    }
+    required_secret(literal, env_name, env).map_err(|lookup| match lookup {
+        SecretLookup::Missing => ConfigError::Missing { field },
+        SecretLookup::Both => ConfigError::Both { field },
+        SecretLookup::EnvUnset(var) => ConfigError::EnvUnset { field, var },
+    })
 }
 
 fn is_bot_token(token: &str) -> bool {
