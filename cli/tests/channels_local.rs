@@ -1,11 +1,13 @@
-//! A Telegram bot end to end in local mode: the real `clawless local` binary with
-//! `channels.telegram` pointed at a fake Bot API on 127.0.0.1 that records every call.
+//! Chat platforms end to end in local mode: the real `clawless local` binary with a channel
+//! pointed at a fake of its platform's API on 127.0.0.1 that records every call.
 //!
 //! Covered: 20 concurrent deliveries of one update → one turn, one reply; 10 messages sent
 //! quickly to one chat → answered in order, each turn seeing its own message; a stranger gets
 //! no turn; an exec approval asked in the chat with inline buttons and answered by pressing
 //! one (the press is acknowledged in the webhook's answer, the command runs on the node, and
-//! the chat hears how it ended).
+//! the chat hears how it ended). Slack: `url_verification`, an `app_mention` answered once in
+//! its thread, Slack's retry a duplicate. Discord: PING, a foreign signature refused, `/ask`
+//! deferred and completed through the follow-up webhook.
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -372,4 +374,219 @@ async fn an_exec_approval_is_answered_by_pressing_its_button() {
     assert!(finished.starts_with("Exec finished (node="), "{finished}");
     let answer = sent[2]["text"].as_str().unwrap();
     assert!(answer.contains("I ran `ls /`"), "{answer}");
+}
+
+/// A fake of a platform's HTTP API: records `(path, body)` of every POST, answers `answer`.
+#[derive(Clone, Default)]
+struct FakeApi {
+    calls: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+impl FakeApi {
+    async fn start(&self, answer: Value) -> String {
+        let calls = Arc::clone(&self.calls);
+        let app = Router::new().fallback(move |uri: axum::http::Uri, Json(body): Json<Value>| {
+            let calls = Arc::clone(&calls);
+            let answer = answer.clone();
+            async move {
+                calls.lock().unwrap().push((uri.path().to_owned(), body));
+                Json(answer)
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    async fn wait_for(&self, count: usize) -> Vec<(String, Value)> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let calls = self.calls.lock().unwrap().clone();
+            if calls.len() >= count {
+                return calls;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {count} calls: {calls:?}",
+                calls.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn scripted_model_yaml(model: &ScriptedServer) -> String {
+    format!(
+        "models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n",
+        model.base_url()
+    )
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slack_message_is_answered_once_in_its_thread() {
+    const SIGNING: &str = "slack-signing-secret";
+    let fake = FakeApi::default();
+    let api = fake.start(json!({"ok": true, "ts": "1.1"})).await;
+    let model = ScriptedServer::start().await;
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Slack answer.")),
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("clawless.yaml"),
+        format!(
+            "channels:\n  slack:\n    botToken: xoxb-test\n    signingSecret: {SIGNING}\n    apiBaseUrl: {api}\n    botUserId: UBOT\n    owners: [UOWNER]\n{}",
+            scripted_model_yaml(&model)
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _local = start_local(root.path(), port, false);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let post = |body: Value, retry: bool| {
+        let http = http.clone();
+        async move {
+            let body = body.to_string();
+            let timestamp = unix_seconds().to_string();
+            let base = format!("v0:{timestamp}:{body}");
+            let hmac = clawless_channels::sign(SIGNING.as_bytes(), base.as_bytes());
+            let mut request = http
+                .post(format!("http://127.0.0.1:{port}/webhook/slack"))
+                .header("content-type", "application/json")
+                .header("x-slack-request-timestamp", timestamp)
+                .header(
+                    "x-slack-signature",
+                    format!("v0={}", hmac.trim_start_matches("sha256=")),
+                );
+            if retry {
+                request = request.header("x-slack-retry-num", "1");
+            }
+            let response = request.body(body).send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+
+    let (status, answer) = post(
+        json!({"type": "url_verification", "challenge": "c-123"}),
+        false,
+    )
+    .await;
+    assert_eq!((status, &answer["challenge"]), (200, &json!("c-123")));
+
+    let mention = json!({
+        "type": "event_callback", "event_id": "Ev1", "team_id": "T1",
+        "event": {"type": "app_mention", "channel": "C1", "user": "UOWNER",
+                  "text": "<@UBOT> hello", "ts": "1700.0001"}
+    });
+    assert_eq!(post(mention.clone(), false).await.0, 200);
+    // Slack's retry of the same event starts no second turn.
+    let (status, answer) = post(mention, true).await;
+    assert_eq!((status, &answer["duplicate"]), (200, &json!(true)));
+    let calls = fake.wait_for(1).await;
+    assert_eq!(calls[0].0, "/chat.postMessage");
+    assert_eq!(calls[0].1["text"], "Slack answer.");
+    assert_eq!(calls[0].1["channel"], "C1");
+    assert_eq!(calls[0].1["thread_ts"], "1700.0001");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fake.calls.lock().unwrap().len(), 1, "answered once");
+    assert_eq!(model.requests_to(MESSAGES).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_discord_command_is_deferred_then_completed_through_the_follow_up_webhook() {
+    use ed25519_dalek::{Signer, SigningKey};
+    let key = SigningKey::from_bytes(&[9u8; 32]);
+    let fake = FakeApi::default();
+    let api = fake.start(json!({"id": "555"})).await;
+    let model = ScriptedServer::start().await;
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Discord answer.")),
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("clawless.yaml"),
+        format!(
+            "channels:\n  discord:\n    applicationId: \"1234567890\"\n    publicKey: \"{}\"\n    apiBaseUrl: {api}\n    owners: [\"777\"]\n{}",
+            hex::encode(key.verifying_key().to_bytes()),
+            scripted_model_yaml(&model)
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _local = start_local(root.path(), port, false);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let post = |body: Value, signer: &SigningKey| {
+        let http = http.clone();
+        let timestamp = unix_seconds().to_string();
+        let body = body.to_string();
+        let signature = hex::encode(
+            signer
+                .sign(format!("{timestamp}{body}").as_bytes())
+                .to_bytes(),
+        );
+        async move {
+            let response = http
+                .post(format!("http://127.0.0.1:{port}/webhook/discord"))
+                .header("content-type", "application/json")
+                .header("x-signature-timestamp", timestamp)
+                .header("x-signature-ed25519", signature)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+
+    let (status, pong) = post(
+        json!({"id": "1", "type": 1, "application_id": "1234567890", "token": "t", "version": 1}),
+        &key,
+    )
+    .await;
+    assert_eq!((status, pong), (200, json!({"type": 1})));
+    // Signed by someone else: refused.
+    let stranger = SigningKey::from_bytes(&[8u8; 32]);
+    let (status, _) = post(
+        json!({"id": "1", "type": 1, "application_id": "1234567890", "token": "t", "version": 1}),
+        &stranger,
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    // An interaction id made now (a snowflake carries its time), so its token is fresh.
+    let now_ms = unix_seconds() * 1000;
+    let interaction_id = ((now_ms - 1_420_070_400_000) << 22).to_string();
+    let ask = json!({
+        "id": interaction_id, "application_id": "1234567890", "type": 2,
+        "token": "interaction-token-abc", "version": 1,
+        "channel_id": "2222", "guild_id": "3333",
+        "member": {"user": {"id": "777", "username": "owner"}},
+        "data": {"id": "9", "name": "ask", "type": 1,
+                 "options": [{"name": "text", "type": 3, "value": "hello there"}]}
+    });
+    let (status, deferred) = post(ask, &key).await;
+    assert_eq!((status, deferred), (200, json!({"type": 5})));
+    let calls = fake.wait_for(1).await;
+    assert_eq!(calls[0].0, "/webhooks/1234567890/interaction-token-abc");
+    assert_eq!(calls[0].1["content"], "Discord answer.");
+    assert!(
+        last_user_text(&model.requests_to(MESSAGES)[0].body).contains("hello there"),
+        "the turn saw the command's text"
+    );
 }
