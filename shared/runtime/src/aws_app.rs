@@ -28,6 +28,7 @@ use crate::node_routes::{
     QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
 };
 use crate::nodes_service::{NodesDeps, NodesService};
+use crate::secrets::{SecretClients, SecretValues, fetch_secrets};
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
 use crate::turn_service::{HostFacts, TurnDeps, TurnService};
@@ -83,6 +84,7 @@ pub struct AwsApp {
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     sts: aws_sdk_sts::Client,
+    secrets: SecretValues,
 }
 
 impl std::fmt::Debug for AwsApp {
@@ -97,13 +99,33 @@ impl AwsApp {
         let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
-        Self::with_clients(
+        let mut app = Self::with_clients(
             crate::aws_env::s3_client_from(&shared),
             aws_sdk_dynamodb::Client::new(&shared),
             aws_sdk_sqs::Client::new(&shared),
             aws_sdk_sts::Client::new(&shared),
         )
-        .await
+        .await?;
+        if !app.config.secrets.is_empty() {
+            let clients = SecretClients {
+                ssm: aws_sdk_ssm::Client::new(&shared),
+                secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
+            };
+            app.secrets = fetch_secrets(&app.config.secrets, &clients)
+                .await
+                .map_err(|err| AwsAppError::Setup(err.to_string()))?;
+            tracing::info!(secrets = ?app.secrets, "secrets fetched");
+        }
+        Ok(app)
+    }
+
+    /// A value an `…Env` key names: a fetched secret (`secrets:`), else the environment.
+    fn lookup(&self, name: &str) -> Option<String> {
+        self.secrets
+            .get(name)
+            .map(str::to_owned)
+            .filter(|value| !value.trim().is_empty())
+            .or_else(|| env(name))
     }
 
     /// Builds the app over given clients (tests count their requests).
@@ -122,6 +144,7 @@ impl AwsApp {
             dynamodb,
             sqs,
             sts,
+            secrets: SecretValues::default(),
         })
     }
 
@@ -196,9 +219,10 @@ impl AwsApp {
         let http = reqwest::Client::builder()
             .build()
             .map_err(|err| AwsAppError::Setup(err.to_string()))?;
+        let lookup = |name: &str| self.lookup(name);
         Ok(ChannelSet::build(&ChannelSetup {
             config: &self.config,
-            env: &env,
+            env: &lookup,
             http,
             generic_secret: None,
             generic_reply_url: env(GENERIC_REPLY_URL_ENV),
@@ -249,7 +273,7 @@ impl AwsApp {
             SkillsService::new(self.config.clone(), &self.stores)
                 .map_err(|err| AwsAppError::Setup(err.to_string()))?,
         );
-        let model = clawless_llm::build_model(&self.config.models, &env)
+        let model = clawless_llm::build_model(&self.config.models, &|name| self.lookup(name))
             .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
         let outbox = self.channels()?.outbox;
         Ok(TurnService::new(TurnDeps {

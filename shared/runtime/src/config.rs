@@ -71,6 +71,9 @@ pub struct ClawlessConfig {
     pub session: SessionSection,
     /// `exec:`: the default node, timeouts and what happens when nobody answers an approval.
     pub exec: crate::nodes_service::ExecSettings,
+    /// `secrets:`: names that `…Env` keys may use, fetched from SSM Parameter Store or
+    /// Secrets Manager at start-up instead of read from the environment.
+    pub secrets: std::collections::BTreeMap<String, crate::secrets::SecretSource>,
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,
@@ -88,6 +91,7 @@ impl std::fmt::Debug for ClawlessConfig {
             .field("channels", &self.channels)
             .field("session", &self.session)
             .field("exec", &self.exec)
+            .field("secrets", &self.secrets)
             .finish_non_exhaustive()
     }
 }
@@ -472,6 +476,22 @@ channels:
             config.channels.telegram.as_ref().map(|t| t.owners.clone()),
             Some(vec!["42".to_owned()])
         );
+    }
+
+    #[test]
+    fn the_secrets_section_names_one_source_per_name() {
+        let text = "secrets:\n  TELEGRAM_BOT_TOKEN: {ssm: /clawless/telegram}\n  SLACK_SIGNING_SECRET: {secretsManager: clawless/slack, key: signingSecret}\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        assert_eq!(
+            config.secrets["TELEGRAM_BOT_TOKEN"].ssm.as_deref(),
+            Some("/clawless/telegram")
+        );
+        assert_eq!(
+            config.secrets["SLACK_SIGNING_SECRET"].key.as_deref(),
+            Some("signingSecret")
+        );
+        let typo = ClawlessConfig::from_yaml("secrets:\n  X: {sssm: /a}\n", "t").unwrap_err();
+        assert!(typo.to_string().contains("secrets.X"), "{typo}");
     }
 
     #[test]

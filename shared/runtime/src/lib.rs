@@ -18,6 +18,7 @@ pub mod node_routes;
 pub mod nodes_service;
 pub mod random;
 pub mod routes;
+pub mod secrets;
 pub mod skills_service;
 pub mod sources;
 pub mod telemetry;

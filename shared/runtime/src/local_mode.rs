@@ -224,6 +224,11 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let client = reqwest::Client::builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
+    if !options.config.secrets.is_empty() {
+        tracing::warn!(
+            "the secrets: entries are fetched from AWS by the functions only; clawless local reads those names from the environment"
+        );
+    }
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     let channels = ChannelSet::build(&ChannelSetup {
         config: &options.config,

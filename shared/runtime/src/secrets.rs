@@ -1,0 +1,165 @@
+//! Secrets kept in AWS instead of the environment. `secrets:` in `clawless.yaml` gives names
+//! (the ones `…Env` keys use, e.g. `botTokenEnv: TELEGRAM_BOT_TOKEN`) a source: an SSM
+//! Parameter Store parameter (a `SecureString`, decrypted) or a Secrets Manager secret,
+//! optionally one key of its JSON. They are fetched once, at start-up, and then looked up
+//! before the process environment, so every `…Env` key can name one:
+//!
+//! ```yaml
+//! secrets:
+//!   TELEGRAM_BOT_TOKEN: {ssm: /clawless/telegram/bot-token}
+//!   SLACK_SIGNING_SECRET: {secretsManager: clawless/slack, key: signingSecret}
+//! ```
+//!
+//! Values never reach a log: [`SecretValues`] shows only names.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Where one secret is kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretSource {
+    /// An SSM parameter name (`/clawless/…`), read with decryption.
+    pub ssm: Option<String>,
+    /// A Secrets Manager secret id or ARN.
+    pub secrets_manager: Option<String>,
+    /// With `secretsManager`: the key to take from the secret's JSON object.
+    pub key: Option<String>,
+}
+
+/// Why the secrets could not be fetched (start-up fails: a function without its secrets
+/// cannot verify or answer anything).
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    /// A `secrets:` entry is not exactly one source.
+    #[error("secrets.{name}: {reason}")]
+    Invalid {
+        /// The name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The store refused or could not be reached.
+    #[error("secrets.{name}: {message}")]
+    Fetch {
+        /// The name.
+        name: String,
+        /// What failed (the store's error, never the value).
+        message: String,
+    },
+}
+
+/// Fetched secret values by name. `Debug` shows the names only.
+#[derive(Clone, Default)]
+pub struct SecretValues(BTreeMap<String, String>);
+
+impl std::fmt::Debug for SecretValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl SecretValues {
+    /// The value fetched for `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The clients secrets are fetched with.
+#[derive(Debug, Clone)]
+pub struct SecretClients {
+    /// SSM Parameter Store.
+    pub ssm: aws_sdk_ssm::Client,
+    /// Secrets Manager.
+    pub secrets_manager: aws_sdk_secretsmanager::Client,
+}
+
+/// Fetches every secret `sources` names.
+pub async fn fetch_secrets(
+    sources: &BTreeMap<String, SecretSource>,
+    clients: &SecretClients,
+) -> Result<SecretValues, SecretsError> {
+    let mut values = BTreeMap::new();
+    for (name, source) in sources {
+        let failed = |message: String| SecretsError::Fetch {
+            name: name.clone(),
+            message,
+        };
+        let value = match (&source.ssm, &source.secrets_manager) {
+            (Some(parameter), None) => {
+                if source.key.is_some() {
+                    return Err(SecretsError::Invalid {
+                        name: name.clone(),
+                        reason: "`key` goes with `secretsManager`, not `ssm`".to_owned(),
+                    });
+                }
+                let output = clients
+                    .ssm
+                    .get_parameter()
+                    .name(parameter)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|err| {
+                        failed(format!(
+                            "SSM parameter {parameter}: {}",
+                            aws_sdk_ssm::error::DisplayErrorContext(err)
+                        ))
+                    })?;
+                output
+                    .parameter()
+                    .and_then(|parameter| parameter.value())
+                    .map(str::to_owned)
+                    .ok_or_else(|| failed(format!("SSM parameter {parameter} has no value")))?
+            }
+            (None, Some(secret_id)) => {
+                let output = clients
+                    .secrets_manager
+                    .get_secret_value()
+                    .secret_id(secret_id)
+                    .send()
+                    .await
+                    .map_err(|err| {
+                        failed(format!(
+                            "secret {secret_id}: {}",
+                            aws_sdk_secretsmanager::error::DisplayErrorContext(err)
+                        ))
+                    })?;
+                let text = output
+                    .secret_string()
+                    .ok_or_else(|| failed(format!("secret {secret_id} is not a string")))?;
+                match &source.key {
+                    None => text.to_owned(),
+                    Some(key) => serde_json::from_str::<serde_json::Value>(text)
+                        .ok()
+                        .and_then(|json| json.get(key)?.as_str().map(str::to_owned))
+                        .ok_or_else(|| {
+                            failed(format!(
+                                "secret {secret_id} is not a JSON object with a string {key:?}"
+                            ))
+                        })?,
+                }
+            }
+            _ => {
+                return Err(SecretsError::Invalid {
+                    name: name.clone(),
+                    reason: "give exactly one of `ssm` and `secretsManager`".to_owned(),
+                });
+            }
+        };
+        values.insert(name.clone(), value);
+    }
+    Ok(SecretValues(values))
+}
