@@ -515,12 +515,25 @@ async fn a_discord_command_is_deferred_then_completed_through_the_follow_up_webh
         MESSAGES,
         ScriptedReply::json(anthropic_text("Discord answer.")),
     );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Skill answer.")),
+    );
     let root = tempfile::tempdir().unwrap();
+    // A skill whose command clashes with the generic `/ask`: Discord knows it by another name.
+    let skill = root.path().join("skills/ask");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: ask\ndescription: Answers questions about asking.\n---\n\n# ask\n",
+    )
+    .unwrap();
     std::fs::write(
         root.path().join("clawless.yaml"),
         format!(
-            "channels:\n  discord:\n    applicationId: \"1234567890\"\n    publicKey: \"{}\"\n    apiBaseUrl: {api}\n    owners: [\"777\"]\n{}",
+            "channels:\n  discord:\n    applicationId: \"1234567890\"\n    publicKey: \"{}\"\n    apiBaseUrl: {api}\n    owners: [\"777\"]\nskills:\n  bundled: {}\n{}",
             hex::encode(key.verifying_key().to_bytes()),
+            root.path().join("skills").display(),
             scripted_model_yaml(&model)
         ),
     )
@@ -588,5 +601,35 @@ async fn a_discord_command_is_deferred_then_completed_through_the_follow_up_webh
     assert!(
         last_user_text(&model.requests_to(MESSAGES)[0].body).contains("hello there"),
         "the turn saw the command's text"
+    );
+
+    // The skill registered under another name on Discord still reaches its skill.
+    let definitions = clawless_channels::discord::command_definitions(&[
+        clawless_core::skills::commands::SkillCommandSpec {
+            name: "ask".to_owned(),
+            skill_name: "ask".to_owned(),
+            description: "Answers questions about asking.".to_owned(),
+            dispatch: None,
+        },
+    ]);
+    let renamed = definitions[1]["name"].as_str().unwrap().to_owned();
+    assert_ne!(renamed, "ask");
+    let interaction_id = (((unix_seconds() * 1000) - 1_420_070_400_000) << 22) + 1;
+    let skill_command = json!({
+        "id": interaction_id.to_string(), "application_id": "1234567890", "type": 2,
+        "token": "interaction-token-def", "version": 1,
+        "channel_id": "2222", "guild_id": "3333",
+        "member": {"user": {"id": "777", "username": "owner"}},
+        "data": {"id": "10", "name": renamed, "type": 1,
+                 "options": [{"name": "args", "type": 3, "value": "politely"}]}
+    });
+    let (status, deferred) = post(skill_command, &key).await;
+    assert_eq!((status, deferred), (200, json!({"type": 5})));
+    let calls = fake.wait_for(2).await;
+    assert_eq!(calls[1].1["content"], "Skill answer.");
+    let user = last_user_text(&model.requests_to(MESSAGES)[1].body);
+    assert!(
+        user.contains("Use the \"ask\" skill for this request.") && user.contains("politely"),
+        "{user}"
     );
 }

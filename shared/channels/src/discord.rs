@@ -15,7 +15,7 @@
 //! [`OutboundReply::in_reply_to`]. The token lives 15 minutes; a reply after that is refused for
 //! good.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -298,31 +298,19 @@ fn is_token(token: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 /// Discord's inbound side: verifies and classifies interactions.
+///
+/// A skill command arrives as `/{discord name} {args}`; the webhook does not load skills, so
+/// a name that had to change on Discord is mapped back by the turn, which loads them anyway
+/// ([`skill_command_text`]).
 #[derive(Debug, Clone)]
 pub struct DiscordChannel {
     public_key: DiscordPublicKey,
-    /// Discord command name → the skill command name the turn knows, for skills whose name
-    /// had to change on Discord.
-    skill_names: BTreeMap<String, String>,
 }
 
 impl DiscordChannel {
     /// A channel checking signatures against `public_key`.
     pub fn new(public_key: DiscordPublicKey) -> Self {
-        Self {
-            public_key,
-            skill_names: BTreeMap::new(),
-        }
-    }
-
-    /// Knows the skill commands registered with [`command_definitions`], so a command whose
-    /// name had to change on Discord (e.g. a skill called `ask`) still reaches its skill.
-    pub fn with_skill_commands(mut self, specs: &[SkillCommandSpec]) -> Self {
-        self.skill_names = discord_command_names(specs)
-            .into_iter()
-            .map(|(discord, spec)| (discord, spec.name.clone()))
-            .collect();
-        self
+        Self { public_key }
     }
 
     fn verify(&self, request: &WebhookRequest<'_>) -> Result<(), WebhookError> {
@@ -400,10 +388,7 @@ impl DiscordChannel {
                 }
             }
         } else {
-            let name = self
-                .skill_names
-                .get(&data.name)
-                .map_or(data.name.as_str(), String::as_str);
+            let name = data.name.as_str();
             match option(ARGS_OPTION) {
                 Some(args) => format!("/{name} {args}"),
                 None => format!("/{name}"),
@@ -654,6 +639,26 @@ fn discord_command_names(specs: &[SkillCommandSpec]) -> Vec<(String, &SkillComma
         names.push((name, spec));
     }
     names
+}
+
+/// `text` with its leading Discord command name replaced by the skill command it was
+/// registered for (see [`command_definitions`]), when Discord's name differs (e.g. a skill
+/// called `ask` is `/ask_2` on Discord). `None` when the text needs no change.
+pub fn skill_command_text(text: &str, specs: &[SkillCommandSpec]) -> Option<String> {
+    let rest = text.strip_prefix('/')?;
+    let (name, args) = rest
+        .split_once(' ')
+        .map_or((rest, None), |(name, args)| (name, Some(args)));
+    let (_, spec) = discord_command_names(specs)
+        .into_iter()
+        .find(|(discord, _)| discord == name)?;
+    if spec.name == name {
+        return None;
+    }
+    Some(match args {
+        Some(args) => format!("/{} {args}", spec.name),
+        None => format!("/{}", spec.name),
+    })
 }
 
 /// The slash commands to register: `/ask text:<…>` and one per user-invocable skill command

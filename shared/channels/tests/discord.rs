@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use clawless_channels::discord::{
     ConfigError, DiscordChannel, DiscordConfig, DiscordPublicKey, DiscordSender, MESSAGE_LIMIT,
-    ResolvedDiscord, command_definitions, register_commands,
+    ResolvedDiscord, command_definitions, register_commands, skill_command_text,
 };
 use clawless_channels::webhook::{
     MAX_WEBHOOK_BODY_BYTES, PlatformChannel, WebhookError, WebhookOutcome, WebhookRequest,
@@ -52,10 +52,7 @@ fn skill(name: &str, description: &str) -> SkillCommandSpec {
 
 fn channel() -> DiscordChannel {
     let key = DiscordPublicKey::parse(&public_key_hex()).expect("test fixture");
-    DiscordChannel::new(key).with_skill_commands(&[
-        skill("weather", "Forecasts"),
-        skill("ask", "A skill that clashes with /ask"),
-    ])
+    DiscordChannel::new(key)
 }
 
 fn signed_headers(key: &SigningKey, timestamp: &str, body: &[u8]) -> HeaderMap {
@@ -300,7 +297,15 @@ fn a_skill_renamed_on_discord_still_reaches_its_skill() {
     let Ok(WebhookOutcome::Message(message)) = handle_signed(&bytes(&command)) else {
         panic!("expected Message");
     };
-    assert_eq!(message.message.text, "/ask x");
+    let specs = [skill("weather", "Forecasts"), skill("ask", "clashes")];
+    assert_eq!(
+        skill_command_text(&message.message.text, &specs).as_deref(),
+        Some("/ask x"),
+        "the turn maps Discord's name back to the skill's"
+    );
+    assert_eq!(skill_command_text("/weather Paris", &specs), None);
+    assert_eq!(skill_command_text("/unknown", &specs), None);
+    assert_eq!(skill_command_text("hello", &specs), None);
 }
 
 #[test]

@@ -28,7 +28,9 @@ use clawless_core::system_prompt::{
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
 use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent, dedup_token};
+use clawless_core::turn::events::{
+    ApprovalDecision, InboundMessage, SessionEvent, TurnEvent, dedup_token,
+};
 use clawless_core::turn::prepare::{
     ChatInput, approval_timeout_outcome, heartbeat_message, needs_skill_commands,
     prepare_chat_message, tool_routing,
@@ -467,6 +469,21 @@ impl TurnService {
                 } else {
                     None
                 };
+                // Discord had to rename some skill commands; map its name back.
+                let discord_renamed = match &specs {
+                    Some(specs)
+                        if message.chat.channel == clawless_channels::discord::CHANNEL_ID =>
+                    {
+                        clawless_channels::discord::skill_command_text(&message.text, specs).map(
+                            |text| InboundMessage {
+                                text,
+                                ..message.clone()
+                            },
+                        )
+                    }
+                    _ => None,
+                };
+                let message = discord_renamed.as_ref().unwrap_or(message);
                 match prepare_chat_message(message, specs.as_deref()) {
                     ChatInput::IgnoredApproval => {
                         tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
