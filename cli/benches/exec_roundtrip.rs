@@ -174,6 +174,7 @@ async fn local_half(runs: usize) {
         state_dir: root.path().join("state"),
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         model: Arc::new(clawless_llm::offline::OfflineModel::new()),
+        secrets: Default::default(),
     })
     .await
     .expect("local system");

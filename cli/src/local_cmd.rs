@@ -164,7 +164,11 @@ fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
 
 async fn start(args: &LocalArgs) -> anyhow::Result<LocalSystem> {
     let config = load_config(args)?;
-    let model = clawless_llm::build_model(&config.models, &clawless_llm::config::process_env)
+    // `secrets:` entries come from SSM / Secrets Manager with this machine's AWS credentials.
+    let secrets = clawless_runtime::secrets::fetch_with_ambient_aws(&config.secrets)
+        .await
+        .context("fetching the secrets: entries of clawless.yaml from AWS")?;
+    let model = clawless_llm::build_model(&config.models, &|name: &str| secrets.lookup(name))
         .context("model configuration")?;
     let label = model.model_ref();
     let running = start_local(LocalOptions {
@@ -172,6 +176,7 @@ async fn start(args: &LocalArgs) -> anyhow::Result<LocalSystem> {
         state_dir: args.state_dir.clone(),
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)),
         model,
+        secrets,
     })
     .await?;
     if label.starts_with("offline/") {

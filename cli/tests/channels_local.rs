@@ -113,7 +113,12 @@ impl Drop for Local {
 }
 
 fn start_local(root: &Path, port: u16, with_node: bool) -> Local {
+    start_local_with_env(root, port, with_node, &[])
+}
+
+fn start_local_with_env(root: &Path, port: u16, with_node: bool, env: &[(&str, &str)]) -> Local {
     let mut command = Command::new(BIN);
+    command.envs(env.iter().copied());
     command.args(["local", "--port", &port.to_string()]);
     if !with_node {
         command.arg("--no-node");
@@ -632,4 +637,74 @@ async fn a_discord_command_is_deferred_then_completed_through_the_follow_up_webh
         user.contains("Use the \"ask\" skill for this request.") && user.contains("politely"),
         "{user}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn telegram_tokens_named_in_secrets_are_fetched_from_ssm() {
+    use aws_sdk_ssm::types::ParameterType;
+    let sdk = clawless_aws::testing::moto_sdk_config().await;
+    let ssm = aws_sdk_ssm::Client::new(&sdk);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let bot_parameter = format!("/clawless/local-{nanos}/bot-token");
+    let secret_parameter = format!("/clawless/local-{nanos}/secret-token");
+    for (name, value) in [
+        (&bot_parameter, BOT_TOKEN),
+        (&secret_parameter, SECRET_TOKEN),
+    ] {
+        ssm.put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(ParameterType::SecureString)
+            .send()
+            .await
+            .unwrap();
+    }
+    let fake = FakeTelegram::default();
+    let api = fake.start().await;
+    let model = ScriptedServer::start().await;
+    model.push(MESSAGES, ScriptedReply::json(anthropic_text("From SSM.")));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("clawless.yaml"),
+        format!(
+            "channels:\n  telegram:\n    botTokenEnv: TG_BOT_TOKEN_FROM_SSM\n    secretTokenEnv: TG_SECRET_FROM_SSM\n    apiBaseUrl: {api}\n    owners: [\"{OWNER}\"]\nsecrets:\n  TG_BOT_TOKEN_FROM_SSM: {{ssm: {bot_parameter}}}\n  TG_SECRET_FROM_SSM: {{ssm: {secret_parameter}}}\n{}",
+            scripted_model_yaml(&model)
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let endpoint = clawless_aws::testing::moto_endpoint();
+    // The machine's own AWS configuration, here pointing at the emulator.
+    let _local = start_local_with_env(
+        root.path(),
+        port,
+        false,
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    // The secret token from SSM is the one checked…
+    let forged = http
+        .post(format!("http://127.0.0.1:{port}/webhook/telegram"))
+        .header("content-type", "application/json")
+        .header("x-telegram-bot-api-secret-token", "not-the-ssm-value")
+        .body(update(700, OWNER, "forged").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 401);
+    let (status, _) = deliver(&http, port, &update(701, OWNER, "hello")).await;
+    assert_eq!(status, 200);
+    // …and the reply goes out with the bot token from SSM (the fake checks the URL's token).
+    let sent = fake.wait_for_messages(1, Duration::from_secs(30)).await;
+    assert_eq!(sent[0]["text"], "From SSM.");
 }

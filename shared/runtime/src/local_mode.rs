@@ -31,6 +31,7 @@ use crate::node_routes::{RegistryNodeAuth, nodes_router};
 use crate::nodes_service::{NodesDeps, NodesService};
 use crate::random::random_hex;
 use crate::routes::skills_bins_router;
+use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
 use crate::turn_service::{HostFacts, TurnDeps, TurnService};
@@ -107,6 +108,10 @@ pub struct LocalOptions {
     pub listen: SocketAddr,
     /// The model to use.
     pub model: Arc<dyn ModelProvider>,
+    /// Values fetched for the config's `secrets:` entries
+    /// ([`crate::secrets::fetch_with_ambient_aws`]); other `…Env` names come from the
+    /// environment.
+    pub secrets: SecretValues,
 }
 
 /// A started local system.
@@ -171,7 +176,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         .channels
         .generic
         .as_ref()
-        .and_then(|generic| generic.resolve_secret(&|name| std::env::var(name).ok()))
+        .and_then(|generic| generic.resolve_secret(&|name| options.secrets.lookup(name)))
     {
         Some(secret) => secret,
         None => local_secret(&state_dir)?,
@@ -224,12 +229,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let client = reqwest::Client::builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
-    if !options.config.secrets.is_empty() {
-        tracing::warn!(
-            "the secrets: entries are fetched from AWS by the functions only; clawless local reads those names from the environment"
-        );
-    }
-    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let env = |name: &str| options.secrets.lookup(name);
     let channels = ChannelSet::build(&ChannelSetup {
         config: &options.config,
         env: &env,

@@ -75,6 +75,34 @@ impl SecretValues {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// A value an `…Env` key names: the fetched secret when there is one (and it is not
+    /// blank), else the process environment.
+    pub fn lookup(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(str::to_owned)
+            .or_else(|| std::env::var(name).ok())
+            .filter(|value| !value.trim().is_empty())
+    }
+}
+
+/// Fetches `sources` with the machine's own AWS configuration (credentials, region and
+/// endpoint from the environment or `~/.aws`), for `clawless local` and operator commands.
+/// Loads nothing from AWS when there are no sources.
+pub async fn fetch_with_ambient_aws(
+    sources: &BTreeMap<String, SecretSource>,
+) -> Result<SecretValues, SecretsError> {
+    if sources.is_empty() {
+        return Ok(SecretValues::default());
+    }
+    let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let clients = SecretClients {
+        ssm: aws_sdk_ssm::Client::new(&shared),
+        secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
+    };
+    fetch_secrets(sources, &clients).await
 }
 
 /// The clients secrets are fetched with.

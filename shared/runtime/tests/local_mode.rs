@@ -73,6 +73,7 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
         state_dir: fixture.state_dir(),
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         model,
+        secrets: Default::default(),
     })
     .await
     .expect("test fixture");
@@ -173,6 +174,7 @@ async fn start(
         state_dir: fixture.state_dir(),
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         model,
+        secrets: Default::default(),
     })
     .await
     .expect("test fixture")
