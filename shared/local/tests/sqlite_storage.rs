@@ -344,3 +344,43 @@ async fn a_seq_beyond_sqlite_integers_is_rejected_and_nothing_is_written() {
     );
     assert_eq!(store.load(&session).await.unwrap(), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_in_the_background_not_by_a_request() {
+    // GIVEN a database file taking a burst of writes (fewer than SQLite's automatic
+    // checkpoint threshold of 1,000 pages, so only a background checkpoint moves them)
+    let file = DbFile::new();
+    let db = file.open();
+    let inbox = SqliteInbox::new(db.clone());
+    let before = std::fs::metadata(&file.path).unwrap().len();
+    for n in 0..300 {
+        let id = format!("telegram:{n}:{}", "x".repeat(200));
+        assert_eq!(
+            inbox
+                .claim(&id, Duration::from_secs(600), 1_000)
+                .await
+                .unwrap(),
+            Claim::Claimed
+        );
+    }
+    let wal = file.path.with_extension("sqlite-wal");
+    assert!(
+        std::fs::metadata(&wal).unwrap().len() > 0,
+        "the writes went to the WAL"
+    );
+
+    // THEN within a few checkpoint intervals they reach the database file, with no request
+    // doing it
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let size = std::fs::metadata(&file.path).unwrap().len();
+        if size > before + 50_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the database file stayed at {size} bytes (was {before})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -7,9 +7,14 @@
 //! inside tokio's blocking pool, so no async task ever blocks on SQLite. Writers use
 //! `BEGIN IMMEDIATE`, so two processes sharing the file serialise their read-modify-write
 //! transactions instead of failing half-way; the busy timeout makes the second one wait.
+//!
+//! WAL checkpoints (copying the log back into the database file, with its fsyncs) run on a
+//! background thread with its own connection, never inside a request's commit: SQLite's
+//! automatic checkpoint would make whichever write crosses the threshold wait for the disk,
+//! a stall every other request then queues behind.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -27,6 +32,9 @@ pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often the background thread checkpoints the WAL.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
 const SCHEMA_VERSION: i64 = 3;
@@ -201,7 +209,59 @@ impl SqliteDb {
             location: location.clone(),
             source,
         })?;
-        Self::prepare(connection, location, true)
+        let db = Self::prepare(connection, location, true)?;
+        db.start_checkpointer(&path);
+        Ok(db)
+    }
+
+    /// Moves WAL checkpoints off the request path: turns off SQLite's automatic checkpoint on
+    /// the shared connection and checkpoints from a thread with its own connection every
+    /// [`CHECKPOINT_INTERVAL`], until the last handle is dropped. `PASSIVE` never blocks the
+    /// writer; a log left whole by a checkpoint that could not finish is taken up next time.
+    /// If the thread cannot start, SQLite's automatic checkpoint stays on.
+    fn start_checkpointer(&self, path: &Path) {
+        let checkpointer = match Connection::open(path) {
+            Ok(connection) => connection,
+            Err(err) => {
+                tracing::warn!(location = %self.shared.location, error = %err, "no background WAL checkpoints");
+                return;
+            }
+        };
+        let shared: Weak<Shared> = Arc::downgrade(&self.shared);
+        let location = self.shared.location.clone();
+        let started = std::thread::Builder::new()
+            .name("sqlite-checkpoint".to_owned())
+            .spawn(move || {
+                if let Err(err) = checkpointer.busy_timeout(BUSY_TIMEOUT) {
+                    tracing::warn!(%location, error = %err, "checkpoint connection");
+                }
+                loop {
+                    std::thread::sleep(CHECKPOINT_INTERVAL);
+                    if shared.upgrade().is_none() {
+                        return;
+                    }
+                    if let Err(err) =
+                        checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::debug!(%location, error = %err, "WAL checkpoint deferred");
+                    }
+                }
+            });
+        match started {
+            Ok(_) => {
+                let connection = self
+                    .shared
+                    .connection
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Err(err) = connection.pragma_update(None, "wal_autocheckpoint", 0) {
+                    tracing::warn!(location = %self.shared.location, error = %err, "automatic WAL checkpoints stay on");
+                }
+            }
+            Err(err) => {
+                tracing::warn!(location = %self.shared.location, error = %err, "no background WAL checkpoints");
+            }
+        }
     }
 
     /// A private in-memory database, gone when the last clone is dropped.
