@@ -27,6 +27,7 @@ use clawless_core::model::ModelProvider;
 use serde::Deserialize;
 
 use crate::anthropic::{AnthropicModel, DEFAULT_ANTHROPIC_BASE_URL};
+#[cfg(feature = "bedrock")]
 use crate::bedrock::{BedrockModel, BedrockSettings};
 use crate::fallback::FallbackChain;
 use crate::http::{ApiKey, ClientBuildError, HttpClient};
@@ -149,6 +150,14 @@ pub enum ConfigError {
         model_ref: String,
         /// Where a key can be given.
         hint: String,
+    },
+    /// A Bedrock model in a build without the `bedrock` feature.
+    #[error(
+        "model {model_ref}: this build has no Amazon Bedrock support; build it with `--features bedrock`"
+    )]
+    BedrockNotBuilt {
+        /// The whole ref.
+        model_ref: String,
     },
     /// An OpenAI-compatible provider without a base URL.
     #[error("model {model_ref}: models.providers.{provider}.baseUrl is required")]
@@ -358,6 +367,13 @@ fn build_one(
                     .with_timeout(timeout),
             )
         }
+        #[cfg(not(feature = "bedrock"))]
+        ProviderApi::Bedrock => {
+            return Err(ConfigError::BedrockNotBuilt {
+                model_ref: model_ref.to_owned(),
+            });
+        }
+        #[cfg(feature = "bedrock")]
         ProviderApi::Bedrock => {
             let region = configured(&settings.region)
                 .or_else(|| env("AWS_REGION"))
@@ -438,6 +454,7 @@ mod tests {
         ));
     }
 
+    #[cfg(feature = "bedrock")]
     #[test]
     fn bedrock_needs_no_key_and_takes_its_region_from_config_or_env() {
         let config = ModelsConfig {

@@ -7,6 +7,7 @@
 //! This crate knows nothing of channels or storage.
 
 pub mod anthropic;
+#[cfg(feature = "bedrock")]
 pub mod bedrock;
 pub mod config;
 pub mod fallback;
@@ -19,6 +20,7 @@ pub mod testing;
 mod turns;
 
 pub use anthropic::AnthropicModel;
+#[cfg(feature = "bedrock")]
 pub use bedrock::{BedrockModel, BedrockSettings};
 pub use config::{
     ConfigError, ModelsConfig, ProviderApi, ProviderConfig, build_model, build_model_with,

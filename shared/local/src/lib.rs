@@ -12,9 +12,11 @@
 
 mod dir_store;
 mod dir_walk;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 pub use dir_store::DirObjectStore;
+#[cfg(feature = "sqlite")]
 pub use sqlite::{
     SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
     SqliteSessionStore, SqliteTimers, SqliteTurnQueue,

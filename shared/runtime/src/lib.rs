@@ -3,6 +3,9 @@
 //! service, HTTP routes and their error mapping, and tracing.
 //!
 //! Business rules live in `clawless-core`; this crate only assembles adapters around them.
+//!
+//! Features keep each binary lean: `local` (SQLite, `clawless local`) is for the CLI only,
+//! so no Lambda function links SQLite; `bedrock` adds the Bedrock model client.
 
 pub mod aws_app;
 pub mod aws_env;
@@ -11,8 +14,11 @@ pub mod clock;
 pub mod config;
 pub mod ingress;
 pub mod listed_store;
+#[cfg(feature = "local")]
 pub mod local_machine;
+#[cfg(feature = "local")]
 pub mod local_mode;
+#[cfg(feature = "local")]
 pub mod local_replies;
 pub mod node_routes;
 pub mod nodes_service;
