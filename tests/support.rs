@@ -379,3 +379,70 @@ fn crafted_jobs(
     ));
     (control, hostile)
 }
+
+/// The SQS event an event source mapping would deliver for `message` from `queue_url`.
+pub fn sqs_event(message: &aws_sdk_sqs::types::Message, queue_url: &str) -> serde_json::Value {
+    let mut attributes = serde_json::Map::new();
+    for (name, value) in message.attributes().into_iter().flatten() {
+        attributes.insert(name.as_str().to_owned(), serde_json::json!(value));
+    }
+    let queue_name = queue_url.rsplit('/').next().unwrap_or_default();
+    serde_json::json!({
+        "Records": [{
+            "messageId": message.message_id(),
+            "receiptHandle": message.receipt_handle(),
+            "body": message.body(),
+            "attributes": attributes,
+            "messageAttributes": {},
+            "md5OfBody": message.md5_of_body(),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": format!("arn:aws:sqs:us-east-1:123456789012:{queue_name}"),
+            "awsRegion": "us-east-1"
+        }]
+    })
+}
+
+/// Plays an event source mapping once: hands what is on `queue_url` to `function` under
+/// `watch`, one message a batch, and deletes each one the function did not report failed
+/// (it asserts none is). Returns how many it handed over. Call from a multi-threaded tokio
+/// runtime (the watch's HTTP calls block).
+pub async fn pump_queue(
+    watch: &mut LambdaWatch,
+    sqs: &aws_sdk_sqs::Client,
+    function: &str,
+    queue_url: &str,
+    patience: Duration,
+) -> usize {
+    let received = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .visibility_timeout(30)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .expect("receive from the queue");
+    let mut handed = 0;
+    for message in received.messages() {
+        let event = sqs_event(message, queue_url);
+        let (status, answer) =
+            tokio::task::block_in_place(|| watch.invoke(function, &event, patience));
+        assert_eq!(status, 200, "{function}: {answer}");
+        let answer: serde_json::Value =
+            serde_json::from_str(&answer).expect("the function answers JSON");
+        assert_eq!(
+            answer["batchItemFailures"],
+            serde_json::json!([]),
+            "{function}: {answer}"
+        );
+        sqs.delete_message()
+            .queue_url(queue_url)
+            .receipt_handle(message.receipt_handle().unwrap_or_default())
+            .send()
+            .await
+            .expect("delete from the queue");
+        handed += 1;
+    }
+    handed
+}

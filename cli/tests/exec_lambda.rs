@@ -23,7 +23,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::MessageSystemAttributeName;
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -35,7 +34,7 @@ use clawless_aws::testing::{
 };
 use clawless_channels::{SIGNATURE_HEADER, sign};
 use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_system_tests::{LambdaWatch, control_job, hostile_jobs};
+use clawless_system_tests::{LambdaWatch, control_job, hostile_jobs, pump_queue};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_clawless");
@@ -125,64 +124,10 @@ struct Deployment {
     sent: usize,
 }
 
-/// The SQS event an event source mapping would deliver for `message`.
-fn sqs_event(message: &aws_sdk_sqs::types::Message, queue_url: &str) -> Value {
-    let mut attributes = serde_json::Map::new();
-    for (name, value) in message.attributes().into_iter().flatten() {
-        attributes.insert(name.as_str().to_owned(), json!(value));
-    }
-    let queue_name = queue_url.rsplit('/').next().unwrap();
-    json!({
-        "Records": [{
-            "messageId": message.message_id(),
-            "receiptHandle": message.receipt_handle(),
-            "body": message.body(),
-            "attributes": attributes,
-            "messageAttributes": {},
-            "md5OfBody": message.md5_of_body(),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": format!("arn:aws:sqs:us-east-1:123456789012:{queue_name}"),
-            "awsRegion": "us-east-1"
-        }]
-    })
-}
-
 impl Deployment {
-    /// Hands what is on `queue_url` to `function`, one message a batch, deleting each one
-    /// the function did not report failed. Returns how many it handed over.
+    /// Hands what is on `queue_url` to `function`, as the event source mapping would.
     async fn pump(&mut self, function: &str, queue_url: &str) -> usize {
-        let received = self
-            .sqs
-            .receive_message()
-            .queue_url(queue_url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .visibility_timeout(30)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .unwrap();
-        let mut handed = 0;
-        for message in received.messages() {
-            let event = sqs_event(message, queue_url);
-            let (status, answer) = blocking(|| self.watch.invoke(function, &event, WARM));
-            assert_eq!(status, 200, "{function}: {answer}");
-            let answer: Value = serde_json::from_str(&answer).unwrap();
-            assert_eq!(
-                answer["batchItemFailures"],
-                json!([]),
-                "{function}: {answer}"
-            );
-            self.sqs
-                .delete_message()
-                .queue_url(queue_url)
-                .receipt_handle(message.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
-            handed += 1;
-        }
-        handed
+        pump_queue(&mut self.watch, &self.sqs, function, queue_url, WARM).await
     }
 
     /// Signs and posts a chat message to the webhook function.

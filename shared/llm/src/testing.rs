@@ -343,6 +343,7 @@ impl Sleeper for RecordingSleeper {
 
 /// A Bedrock Runtime client for `endpoint` (a [`ScriptedServer::base_url`]) with static test
 /// credentials and region `us-east-1`: no AWS account, no network beyond the endpoint.
+#[cfg(feature = "bedrock")]
 pub fn bedrock_client(endpoint: &str) -> aws_sdk_bedrockruntime::Client {
     use aws_sdk_bedrockruntime::config::{BehaviorVersion, Credentials, Region};
     let conf = aws_sdk_bedrockruntime::Config::builder()
