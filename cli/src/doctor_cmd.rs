@@ -110,12 +110,42 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             .await;
         let s3 = clawless_runtime::aws_env::s3_client_from(&shared);
         let config = aws_config_check(&args, &s3, &mut report).await;
-        check_bucket(&s3, "skills bucket", BUCKET_ENV, given(args.bucket.as_ref()), &mut report).await;
-        check_bucket(&s3, "blob bucket", BLOB_BUCKET_ENV, given(args.blob_bucket.as_ref()), &mut report).await;
+        check_bucket(
+            &s3,
+            "skills bucket",
+            BUCKET_ENV,
+            given(args.bucket.as_ref()),
+            &mut report,
+        )
+        .await;
+        check_bucket(
+            &s3,
+            "blob bucket",
+            BLOB_BUCKET_ENV,
+            given(args.blob_bucket.as_ref()),
+            &mut report,
+        )
+        .await;
         check_table(&shared, given(args.table.as_ref()), &mut report).await;
         let sqs = aws_sdk_sqs::Client::new(&shared);
-        check_queue(&sqs, "turn queue", TURN_QUEUE_ENV, given(args.turn_queue_url.as_ref()), true, &mut report).await;
-        check_queue(&sqs, "timer queue", TIMER_QUEUE_ENV, given(args.timer_queue_url.as_ref()), false, &mut report).await;
+        check_queue(
+            &sqs,
+            "turn queue",
+            TURN_QUEUE_ENV,
+            given(args.turn_queue_url.as_ref()),
+            true,
+            &mut report,
+        )
+        .await;
+        check_queue(
+            &sqs,
+            "timer queue",
+            TIMER_QUEUE_ENV,
+            given(args.timer_queue_url.as_ref()),
+            false,
+            &mut report,
+        )
+        .await;
         match config {
             Some(config) => {
                 let values = check_secrets(&shared, &config, &mut report).await;
@@ -125,7 +155,9 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     match secrets {
-        Some((config, values)) => check_channels(&config, &values, args.api_url.as_deref(), &mut report).await,
+        Some((config, values)) => {
+            check_channels(&config, &values, args.api_url.as_deref(), &mut report).await
+        }
         None => report.skip("channels: the configuration did not load"),
     }
     if report.failures == 0 {
@@ -152,7 +184,10 @@ fn local_config(args: &DoctorArgs, report: &mut Report) -> Option<ClawlessConfig
             Some(config)
         }
         Err(err) => {
-            report.fail(&format!("config: {err}"), "correct the file at the position shown");
+            report.fail(
+                &format!("config: {err}"),
+                "correct the file at the position shown",
+            );
             None
         }
     }
@@ -198,7 +233,9 @@ async fn aws_config_check(
         (Some(location), _) => location.to_owned(),
         (None, _) if Path::new("clawless.yaml").is_file() => "clawless.yaml".to_owned(),
         (None, Some(bucket)) => {
-            report.ok(&format!("config: none given, the functions use the layout of s3://{bucket}"));
+            report.ok(&format!(
+                "config: none given, the functions use the layout of s3://{bucket}"
+            ));
             return Some(bucket_layout_config(bucket));
         }
         (None, None) => {
@@ -273,13 +310,22 @@ async fn check_table(shared: &aws_config::SdkConfig, table: Option<&str>, report
             return;
         }
     }
-    match client.describe_time_to_live().table_name(table).send().await {
+    match client
+        .describe_time_to_live()
+        .table_name(table)
+        .send()
+        .await
+    {
         Ok(output) => {
             let ttl = output.time_to_live_description();
-            let status = ttl.and_then(|d| d.time_to_live_status()).map(|s| s.as_str().to_owned());
+            let status = ttl
+                .and_then(|d| d.time_to_live_status())
+                .map(|s| s.as_str().to_owned());
             let attribute = ttl.and_then(|d| d.attribute_name());
             if status.as_deref() == Some("ENABLED") && attribute == Some(EXPIRES_AT) {
-                report.ok(&format!("table {table} expires items by TTL on {EXPIRES_AT}"));
+                report.ok(&format!(
+                    "table {table} expires items by TTL on {EXPIRES_AT}"
+                ));
             } else {
                 report.fail(
                     &format!(
@@ -400,7 +446,10 @@ async fn check_channels(
     let http = match reqwest::Client::builder().build() {
         Ok(http) => http,
         Err(err) => {
-            report.fail(&format!("channels: no HTTP client: {err}"), "check the TLS setup of this machine");
+            report.fail(
+                &format!("channels: no HTTP client: {err}"),
+                "check the TLS setup of this machine",
+            );
             return;
         }
     };
@@ -410,21 +459,36 @@ async fn check_channels(
     }
     if let Some(telegram) = &channels.telegram {
         match telegram.resolve(&lookup) {
-            Err(err) => report.fail(&err.to_string(), "set the value or export the variable it names"),
+            Err(err) => report.fail(
+                &err.to_string(),
+                "set the value or export the variable it names",
+            ),
             Ok(resolved) => {
-                let expected = api_url.map(|url| format!("{}/webhook/telegram", url.trim().trim_end_matches('/')));
+                let expected = api_url
+                    .map(|url| format!("{}/webhook/telegram", url.trim().trim_end_matches('/')));
                 let set_hint = format!(
                     "clawless channels telegram set-webhook {}",
                     expected.as_deref().unwrap_or("<api-url>/webhook/telegram")
                 );
-                match telegram_webhook_info(&http, &resolved.api_base_url, &resolved.bot_token).await {
-                    Err(err) => report.fail(&err.to_string(), "check channels.telegram.botToken(Env)"),
+                match telegram_webhook_info(&http, &resolved.api_base_url, &resolved.bot_token)
+                    .await
+                {
+                    Err(err) => {
+                        report.fail(&err.to_string(), "check channels.telegram.botToken(Env)")
+                    }
                     Ok(info) if info.url.is_empty() => {
                         report.fail("telegram: no webhook is registered for the bot", &set_hint);
                     }
-                    Ok(info) if expected.as_ref().is_some_and(|expected| *expected != info.url) => {
+                    Ok(info)
+                        if expected
+                            .as_ref()
+                            .is_some_and(|expected| *expected != info.url) =>
+                    {
                         report.fail(
-                            &format!("telegram: the webhook points at {}, not this deployment", info.url),
+                            &format!(
+                                "telegram: the webhook points at {}, not this deployment",
+                                info.url
+                            ),
                             &set_hint,
                         );
                     }
@@ -460,15 +524,28 @@ async fn check_channels(
             Err(err) => report.fail(&err.to_string(), "correct channels.discord"),
             Ok(resolved) => match &resolved.bot_token {
                 None => report.skip("discord commands: no botToken(Env) to list them with"),
-                Some(token) => match discord_command_names(&http, &resolved.api_base_url, &resolved.application_id, token).await {
+                Some(token) => match discord_command_names(
+                    &http,
+                    &resolved.api_base_url,
+                    &resolved.application_id,
+                    token,
+                )
+                .await
+                {
                     Ok(names) if names.iter().any(|name| name == "ask") => {
-                        report.ok(&format!("discord /ask is registered ({} commands)", names.len()));
+                        report.ok(&format!(
+                            "discord /ask is registered ({} commands)",
+                            names.len()
+                        ));
                     }
                     Ok(_) => report.fail(
                         "discord: /ask is not registered for the application",
                         "clawless channels discord register-commands",
                     ),
-                    Err(err) => report.fail(&err.to_string(), "check channels.discord.applicationId and the bot token"),
+                    Err(err) => report.fail(
+                        &err.to_string(),
+                        "check channels.discord.applicationId and the bot token",
+                    ),
                 },
             },
         }

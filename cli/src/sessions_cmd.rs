@@ -283,11 +283,7 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 utc(meta.created_at_ms),
                 utc(meta.updated_at_ms),
                 meta.turn,
-                if meta.turn_open {
-                    "turn open"
-                } else {
-                    "idle"
-                },
+                if meta.turn_open { "turn open" } else { "idle" },
                 meta.tokens_in,
                 meta.tokens_out
             );
@@ -295,7 +291,9 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 push_line!(
                     out,
                     "chat {} {} ({:?})",
-                    chat.channel, chat.chat_id, chat.chat_type
+                    chat.channel,
+                    chat.chat_id,
+                    chat.chat_type
                 );
             }
             if !meta.follow_ups.is_empty() {
@@ -307,7 +305,11 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             }
         }
         Err(err) => {
-            push_line!(out, "meta unreadable ({err}): {}", cut(&stored.meta, full).0);
+            push_line!(
+                out,
+                "meta unreadable ({err}): {}",
+                cut(&stored.meta, full).0
+            );
         }
     }
     let mut calls: BTreeMap<String, String> = BTreeMap::new();
@@ -323,7 +325,12 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 continue;
             }
         };
-        out.push_str(&format!("#{} {} turn {} ", step.seq, utc(step.at_ms), step.turn));
+        out.push_str(&format!(
+            "#{} {} turn {} ",
+            step.seq,
+            utc(step.at_ms),
+            step.turn
+        ));
         match &step.body {
             StepBody::Inbound {
                 message_id,
@@ -353,7 +360,8 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 push_line!(
                     out,
                     "ASSISTANT {model} (stop {stop_reason:?}, {} in / {} out)",
-                    usage.input_tokens, usage.output_tokens
+                    usage.input_tokens,
+                    usage.output_tokens
                 );
                 for block in content {
                     match block {
@@ -361,16 +369,19 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                         AssistantBlock::ToolCall(call) => {
                             calls.insert(call.id.clone(), call.name.clone());
                             let arguments = call.input.to_string();
-                            let arguments = if full || arguments.chars().count() <= ARGS_LIMIT_CHARS {
+                            let arguments = if full || arguments.chars().count() <= ARGS_LIMIT_CHARS
+                            {
                                 arguments
                             } else {
-                                let head: String = arguments.chars().take(ARGS_LIMIT_CHARS).collect();
+                                let head: String =
+                                    arguments.chars().take(ARGS_LIMIT_CHARS).collect();
                                 format!("{head}… (arguments cut; --full shows all)")
                             };
                             push_line!(
                                 out,
                                 "    -> TOOL CALL {} [{}] {arguments}",
-                                call.name, call.id
+                                call.name,
+                                call.id
                             );
                         }
                     }

@@ -105,7 +105,10 @@ async fn start_platforms(webhook: &str, commands: Vec<&'static str>) -> String {
         discord_commands: Mutex::new(commands),
     });
     let app = Router::new()
-        .route("/telegram/{bot}/getWebhookInfo", post(telegram_webhook_info))
+        .route(
+            "/telegram/{bot}/getWebhookInfo",
+            post(telegram_webhook_info),
+        )
         .route("/slack/auth.test", post(slack_auth_test))
         .route(
             "/discord/applications/{application}/commands",
@@ -252,7 +255,11 @@ async fn a_complete_deployment_passes_every_check() {
         .send()
         .await
         .unwrap();
-    let platforms = start_platforms(&format!("{API_URL}/webhook/telegram"), vec!["ask", "weather"]).await;
+    let platforms = start_platforms(
+        &format!("{API_URL}/webhook/telegram"),
+        vec!["ask", "weather"],
+    )
+    .await;
     let yaml = config(
         &platforms,
         &format!("  TELEGRAM_BOT_TOKEN: {{ssm: {parameter}}}"),
@@ -285,11 +292,17 @@ async fn a_complete_deployment_passes_every_check() {
     assert_lines(
         &report,
         &[
-            &format!("ok    config s3://{}/clawless.yaml parses", deployment.bucket),
+            &format!(
+                "ok    config s3://{}/clawless.yaml parses",
+                deployment.bucket
+            ),
             &format!("ok    skills bucket {} is reachable", deployment.bucket),
             &format!("ok    blob bucket {} is reachable", deployment.blob_bucket),
             &format!("ok    table {} exists", deployment.table),
-            &format!("ok    table {} expires items by TTL on expires_at", deployment.table),
+            &format!(
+                "ok    table {} expires items by TTL on expires_at",
+                deployment.table
+            ),
             &format!("ok    turn queue {} is reachable", deployment.turn_queue),
             &format!("ok    timer queue {} is reachable", deployment.timer_queue),
             "ok    secret TELEGRAM_BOT_TOKEN resolves",

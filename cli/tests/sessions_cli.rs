@@ -17,8 +17,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use clawless_aws::testing::{
-    dynamodb_client, fresh_bucket, fresh_table, moto_endpoint, moto_sdk_config,
-    s3_client,
+    dynamodb_client, fresh_bucket, fresh_table, moto_endpoint, moto_sdk_config, s3_client,
 };
 use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore};
 use clawless_core::model::Usage;
@@ -182,7 +181,11 @@ fn commit(big_result: &str) -> SessionCommit {
                 rejected: None,
             },
         ),
-        step(8, T0 + 7_000, assistant_calling("call_rm", "rm -rf /tmp/cache")),
+        step(
+            8,
+            T0 + 7_000,
+            assistant_calling("call_rm", "rm -rf /tmp/cache"),
+        ),
         step(
             9,
             T0 + 8_000,
@@ -253,11 +256,24 @@ async fn show_prints_a_local_session_with_its_tool_calls_results_and_pending_app
     let blobs: Arc<dyn ObjectStore> = Arc::new(DirObjectStore::open(state.join("blobs")).unwrap());
     let store = OffloadingSessionStore::new(sqlite, blobs, "sessions/");
     store.commit(&key(), &commit(&big_result())).await.unwrap();
+    let offloaded = std::fs::read_dir(state.join("blobs/sessions"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert!(
+        offloaded > 0,
+        "the 40 KB result should live in the blob directory"
+    );
 
     // WHEN the operator shows it (default state dir .clawless)
     let shown = tokio::task::spawn_blocking({
         let cwd = cwd.path().to_owned();
-        move || clawless(&cwd, &["sessions", "show", "agent:main:telegram:direct:4242"], &[])
+        move || {
+            clawless(
+                &cwd,
+                &["sessions", "show", "agent:main:telegram:direct:4242"],
+                &[],
+            )
+        }
     })
     .await
     .unwrap();
@@ -268,7 +284,12 @@ async fn show_prints_a_local_session_with_its_tool_calls_results_and_pending_app
     // AND --full shows the whole result
     let full = clawless(
         cwd.path(),
-        &["sessions", "show", "--full", "agent:main:telegram:direct:4242"],
+        &[
+            "sessions",
+            "show",
+            "--full",
+            "agent:main:telegram:direct:4242",
+        ],
         &[],
     );
     let full = stdout(&full);
@@ -295,7 +316,13 @@ fn show_of_an_unknown_key_fails_clearly() {
     SqliteDb::open(state.join("clawless.db")).unwrap();
     let output = clawless(
         cwd.path(),
-        &["sessions", "--state-dir", "state", "show", "agent:main:nobody"],
+        &[
+            "sessions",
+            "--state-dir",
+            "state",
+            "show",
+            "agent:main:nobody",
+        ],
         &[],
     );
     assert!(!output.status.success());
@@ -362,7 +389,12 @@ async fn aws_sessions_are_read_from_dynamodb_and_s3() {
             clawless(&dir, &["sessions", "--aws", "list", "--json"], &env),
             clawless(
                 &dir,
-                &["sessions", "--aws", "show", "agent:main:telegram:direct:4242"],
+                &[
+                    "sessions",
+                    "--aws",
+                    "show",
+                    "agent:main:telegram:direct:4242",
+                ],
                 &env,
             ),
         )

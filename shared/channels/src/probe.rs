@@ -66,14 +66,15 @@ async fn json_answer(
     what: &'static str,
     request: reqwest::RequestBuilder,
 ) -> Result<(u16, Value), ProbeError> {
-    let response = request
-        .timeout(PROBE_TIMEOUT)
-        .send()
-        .await
-        .map_err(|err| ProbeError::Transport {
-            what,
-            source: err.without_url(),
-        })?;
+    let response =
+        request
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .await
+            .map_err(|err| ProbeError::Transport {
+                what,
+                source: err.without_url(),
+            })?;
     let status = response.status().as_u16();
     let text = response.text().await.map_err(|err| ProbeError::Transport {
         what,

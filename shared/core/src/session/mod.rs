@@ -13,5 +13,6 @@ pub mod ports;
 pub use key::{SessionKey, normalize_agent_id};
 pub use ports::{
     Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit, SessionLister,
-    SessionStore, SessionStoreError, SessionSummary, StoredSession, StoredStep, TurnQueue, claim_expires_at,
+    SessionStore, SessionStoreError, SessionSummary, StoredSession, StoredStep, TurnQueue,
+    claim_expires_at,
 };

@@ -235,7 +235,10 @@ impl SessionLister for SqliteSessionStore {
             .await
             .map_err(|err| {
                 SessionStoreError::unavailable(
-                    format!("SQLite listing of sessions in {} failed", self.db.location()),
+                    format!(
+                        "SQLite listing of sessions in {} failed",
+                        self.db.location()
+                    ),
                     err,
                 )
             })?;

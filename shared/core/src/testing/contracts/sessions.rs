@@ -93,8 +93,12 @@ pub async fn session_lister_contract(store: &dyn SessionStore, lister: &dyn Sess
     suite
         .commit_ok(&b, 0, r#"{"m":"b1"}"#, vec![step(1, "{}"), step(2, "{}")])
         .await;
-    suite.commit_ok(&a, 0, r#"{"m":"a1"}"#, vec![step(1, "{}")]).await;
-    suite.commit_ok(&a, 1, r#"{"m":"a2"}"#, vec![step(2, "{}")]).await;
+    suite
+        .commit_ok(&a, 0, r#"{"m":"a1"}"#, vec![step(1, "{}")])
+        .await;
+    suite
+        .commit_ok(&a, 1, r#"{"m":"a2"}"#, vec![step(2, "{}")])
+        .await;
 
     let listed = lister
         .list_sessions()
