@@ -1,12 +1,15 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
 //! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
-//! (pairing codes and the node registry) and `clawless node …` (this machine as a node host).
+//! (pairing codes and the node registry), `clawless node …` (this machine as a node host),
+//! `clawless sessions …` (what sessions did) and `clawless doctor` (check a deployment).
 
 mod admin_client;
 mod channels_cmd;
+mod doctor_cmd;
 mod exec_cmd;
 mod local_cmd;
 mod node_cmd;
+mod sessions_cmd;
 mod skills_cmd;
 
 use std::process::ExitCode;
@@ -37,6 +40,10 @@ enum Command {
     Exec(exec_cmd::ExecArgs),
     /// Connect chat platforms: Telegram webhooks, Discord commands.
     Channels(channels_cmd::ChannelsArgs),
+    /// What sessions did: list them, show one's transcript with its tool calls.
+    Sessions(sessions_cmd::SessionsArgs),
+    /// Check a deployment (or --local state) and say what to fix.
+    Doctor(doctor_cmd::DoctorArgs),
 }
 
 #[tokio::main]
@@ -51,6 +58,8 @@ async fn main() -> ExitCode {
         Command::Node(args) => node_cmd::run_node(args).await,
         Command::Exec(args) => exec_cmd::run(args).await,
         Command::Channels(args) => channels_cmd::run(args).await,
+        Command::Sessions(args) => sessions_cmd::run(args).await,
+        Command::Doctor(args) => doctor_cmd::run(args).await,
     };
     match outcome {
         Ok(code) => code,

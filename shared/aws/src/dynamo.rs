@@ -3,7 +3,7 @@
 //!
 //! Owns the table layout and the translation to DynamoDB's API: one `TransactWriteItems` per
 //! commit, one strongly consistent (paginated) `Query` per load, one conditional `PutItem` per
-//! claim, and the mapping of cancelled transactions and failed conditions to the ports'
+//! claim, a filtered, paginated `Scan` per session listing (operators only), and the mapping of cancelled transactions and failed conditions to the ports'
 //! errors. SDK errors are kept as the source.
 //!
 //! # Table layout
@@ -34,8 +34,8 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use clawless_core::session::{
-    Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionStore, SessionStoreError,
-    StoredSession, StoredStep, claim_expires_at,
+    Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionLister, SessionStore,
+    SessionStoreError, SessionSummary, StoredSession, StoredStep, claim_expires_at,
 };
 
 /// Partition key attribute.
@@ -72,6 +72,7 @@ const _: () = assert!(ITEM_BUDGET - KEY_OVERHEAD + MAX_SESSION_KEY_BYTES + 100 <
 /// Attribute name placeholders shared by expressions.
 pub(crate) const NAME_PK: &str = "#pk";
 const NAME_VERSION: &str = "#version";
+const NAME_SK: &str = "#sk";
 const NAME_EXPIRES: &str = "#expires";
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
@@ -339,6 +340,70 @@ impl SessionStore for DynamoSessionStore {
 
     fn max_record_bytes(&self) -> usize {
         Self::MAX_RECORD_BYTES
+    }
+}
+
+/// Lists sessions with a `Scan` of the whole table, filtered to meta items of session
+/// partitions (`begins_with(pk, "agent:") AND sk = "meta"`) and following `LastEvaluatedKey`.
+/// A scan reads (and bills) every item of the table, steps included; that is acceptable for
+/// an operator command (`clawless sessions list`) and is why no function ever calls this.
+/// A secondary index would make it a query, at the cost of a write per commit.
+#[async_trait]
+impl SessionLister for DynamoSessionStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table))]
+    async fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionStoreError> {
+        let mut sessions = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression(format!(
+                    "begins_with({NAME_PK}, :agent) AND {NAME_SK} = :meta"
+                ))
+                .projection_expression(format!("{NAME_PK}, {NAME_VERSION}, #body"))
+                .expression_attribute_names(NAME_PK, PK)
+                .expression_attribute_names(NAME_SK, SK)
+                .expression_attribute_names(NAME_VERSION, "version")
+                .expression_attribute_names("#body", "body")
+                .expression_attribute_values(":agent", s("agent:"))
+                .expression_attribute_values(":meta", s(META_SK))
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(|err| {
+                    SessionStoreError::unavailable(
+                        format!("DynamoDB Scan of sessions in {} failed", self.table),
+                        err,
+                    )
+                })?;
+            for item in page.items() {
+                let key = attribute_str(item, PK).and_then(SessionKey::parse);
+                let version = item
+                    .get("version")
+                    .and_then(|value| value.as_n().ok())
+                    .and_then(|number| number.parse::<u64>().ok());
+                let meta = attribute_str(item, "body");
+                match (key, version, meta) {
+                    (Some(key), Some(version), Some(meta)) => sessions.push(SessionSummary {
+                        key,
+                        version,
+                        meta: meta.to_owned(),
+                    }),
+                    _ => tracing::warn!(
+                        pk = attribute_str(item, PK).unwrap_or_default(),
+                        "skipping an unreadable session meta item"
+                    ),
+                }
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+                _ => break,
+            }
+        }
+        sessions.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(sessions)
     }
 }
 

@@ -19,7 +19,8 @@ use clawless_core::session::{
     Inbox, SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredStep,
 };
 use clawless_core::testing::{
-    SessionStoreDeviations, inbox_contract, session_store_contract, sized_json_body,
+    SessionStoreDeviations, inbox_contract, session_lister_contract, session_store_contract,
+    sized_json_body,
 };
 
 async fn store_on_fresh_table() -> (DynamoSessionStore, aws_sdk_dynamodb::Client) {
@@ -55,6 +56,29 @@ const MOTO: SessionStoreDeviations = SessionStoreDeviations {
 async fn dynamo_session_store_passes_the_session_store_contract() {
     let (store, _) = store_on_fresh_table().await;
     session_store_contract(&store, MOTO).await;
+}
+
+#[tokio::test]
+async fn dynamo_session_store_lists_sessions_and_nothing_else_of_the_table() {
+    // GIVEN a table that also holds an inbox claim (other item kinds share it)
+    let (store, client) = store_on_fresh_table().await;
+    DynamoInbox::new(client, store.table())
+        .claim("evt-1", std::time::Duration::from_secs(60), 1_000)
+        .await
+        .unwrap();
+    // THEN listing passes the contract, which sees only the sessions it committed
+    session_lister_contract(&store, &store).await;
+    // AND the claim never shows up as a session
+    let listed = clawless_core::session::SessionLister::list_sessions(&store)
+        .await
+        .unwrap();
+    assert!(
+        listed
+            .iter()
+            .all(|summary| summary.key.as_str().starts_with("agent:")),
+        "{listed:?}"
+    );
+    assert_eq!(listed.len(), 2, "{listed:?}");
 }
 
 #[tokio::test]

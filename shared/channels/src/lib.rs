@@ -9,6 +9,7 @@ pub mod directives;
 pub mod discord;
 pub mod generic;
 pub mod outbox;
+pub mod probe;
 pub mod signature;
 pub mod slack;
 pub mod telegram;

@@ -11,8 +11,8 @@ use clawless_core::session::{
     StoredStep, TurnQueue,
 };
 use clawless_core::testing::{
-    QueueDeviations, SessionStoreDeviations, inbox_contract, session_store_contract,
-    turn_queue_contract,
+    QueueDeviations, SessionStoreDeviations, inbox_contract, session_lister_contract,
+    session_store_contract, turn_queue_contract,
 };
 use clawless_local::sqlite::{
     SqliteDb, SqliteError, SqliteInbox, SqliteSessionStore, SqliteTurnQueue,
@@ -70,6 +70,19 @@ async fn sqlite_session_store_passes_the_session_store_contract() {
         SessionStoreDeviations::default(),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_session_store_passes_the_session_lister_contract() {
+    let file = DbFile::new();
+    let db = file.open();
+    let store = SqliteSessionStore::new(db.clone());
+    // An inbox claim in the same file is not a session.
+    SqliteInbox::new(db)
+        .claim("evt-1", Duration::from_secs(60), 1_000)
+        .await
+        .unwrap();
+    session_lister_contract(&store, &store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

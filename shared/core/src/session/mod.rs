@@ -12,6 +12,7 @@ pub mod ports;
 
 pub use key::{SessionKey, normalize_agent_id};
 pub use ports::{
-    Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit, SessionStore,
-    SessionStoreError, StoredSession, StoredStep, TurnQueue, claim_expires_at,
+    Claim, Delivery, Inbox, InboxError, QueueError, QueuedMessage, SessionCommit, SessionLister,
+    SessionStore, SessionStoreError, SessionSummary, StoredSession, StoredStep, TurnQueue,
+    claim_expires_at,
 };

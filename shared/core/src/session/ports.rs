@@ -128,6 +128,30 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn max_record_bytes(&self) -> usize;
 }
 
+/// One session as a listing shows it: its key, its meta's version and the meta document,
+/// without the transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session.
+    pub key: SessionKey,
+    /// Version of `meta` (how many commits the session has had).
+    pub version: u64,
+    /// JSON document (the engine's `SessionMeta`), as stored: possibly a pointer to an
+    /// offloaded blob, which a full [`SessionStore::load`] through the offloading wrapper
+    /// hydrates.
+    pub meta: String,
+}
+
+/// Every session of a store, for operators (`clawless sessions list`). Kept apart from
+/// [`SessionStore`] because no turn ever lists sessions, and a listing may be far more
+/// expensive than a load (on DynamoDB it scans the table).
+#[async_trait]
+pub trait SessionLister: Send + Sync + std::fmt::Debug {
+    /// Every committed session, sorted by key. Items of other kinds the backing store holds
+    /// beside sessions (inbox claims, nodes, jobs) never appear.
+    async fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionStoreError>;
+}
+
 /// Outcome of claiming a platform event id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {

@@ -18,7 +18,8 @@
 //! - `fakes/turn_queue.rs`: [`InMemoryTurnQueue`], [`DEFAULT_VISIBILITY_TIMEOUT`],
 //!   [`DEDUP_WINDOW`].
 //! - `contracts/object_store.rs`: [`object_store_contract`], [`object_store_if_absent_race`].
-//! - `contracts/sessions.rs`: [`session_store_contract`], [`SessionStoreDeviations`].
+//! - `contracts/sessions.rs`: [`session_store_contract`], [`SessionStoreDeviations`],
+//!   [`session_lister_contract`].
 //! - `contracts/inbox.rs`: [`inbox_contract`].
 //! - `contracts/turn_queue.rs`: [`turn_queue_contract`], [`QueueDeviations`],
 //!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
@@ -33,7 +34,7 @@ mod support;
 pub use contracts::{
     CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
     SessionStoreDeviations, inbox_contract, object_store_contract, object_store_if_absent_race,
-    session_store_contract, turn_queue_contract,
+    session_lister_contract, session_store_contract, turn_queue_contract,
 };
 pub use fakes::{
     CountingObjectStore, DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES,

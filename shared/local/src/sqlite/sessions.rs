@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_core::session::{
-    Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionStore, SessionStoreError,
-    StoredSession, StoredStep, claim_expires_at,
+    Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionLister, SessionStore,
+    SessionStoreError, SessionSummary, StoredSession, StoredStep, claim_expires_at,
 };
 use rusqlite::{ErrorCode, OptionalExtension, TransactionBehavior, params};
 
@@ -208,6 +208,50 @@ impl SessionStore for SqliteSessionStore {
 
     fn max_record_bytes(&self) -> usize {
         self.max_record_bytes
+    }
+}
+
+/// Every session's row of `sessions`, in key order (one read).
+#[async_trait]
+impl SessionLister for SqliteSessionStore {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionStoreError> {
+        let rows = self
+            .db
+            .run(|connection| {
+                let mut statement =
+                    connection.prepare("SELECT key, version, meta FROM sessions ORDER BY key")?;
+                statement
+                    .query_map([], |row| {
+                        let version: i64 = row.get(1)?;
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            u64::try_from(version).unwrap_or(0),
+                            row.get::<_, String>(2)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await
+            .map_err(|err| {
+                SessionStoreError::unavailable(
+                    format!(
+                        "SQLite listing of sessions in {} failed",
+                        self.db.location()
+                    ),
+                    err,
+                )
+            })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(key, version, meta)| {
+                Some(SessionSummary {
+                    key: SessionKey::parse(&key)?,
+                    version,
+                    meta,
+                })
+            })
+            .collect())
     }
 }
 

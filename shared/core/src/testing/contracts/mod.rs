@@ -8,7 +8,7 @@ mod turn_queue;
 
 pub use inbox::inbox_contract;
 pub use object_store::{object_store_contract, object_store_if_absent_race};
-pub use sessions::{SessionStoreDeviations, session_store_contract};
+pub use sessions::{SessionStoreDeviations, session_lister_contract, session_store_contract};
 pub use turn_queue::{
     CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
     turn_queue_contract,

@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::session::{
-    SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession, StoredStep,
+    SessionCommit, SessionKey, SessionLister, SessionStore, SessionStoreError, StoredSession,
+    StoredStep,
 };
 use crate::testing::support::{join_all, run_label, sized_json_body};
 
@@ -60,6 +61,61 @@ pub async fn session_store_contract(store: &dyn SessionStore, deviations: Sessio
     suite
         .a_body_over_the_record_limit_is_too_large_and_writes_nothing()
         .await;
+}
+
+/// Runs the [`SessionLister`] contract: sessions committed through `store` are listed by
+/// `lister` (the same backend), sorted by key, each once, with its latest version and meta.
+/// Sessions belong to an agent id unique to this call, so other sessions in the store are
+/// ignored.
+pub async fn session_lister_contract(store: &dyn SessionStore, lister: &dyn SessionLister) {
+    let suite = SessionContract {
+        store,
+        agent: run_label("lister"),
+    };
+    let mine = |listed: Vec<crate::session::SessionSummary>| -> Vec<(String, u64, String)> {
+        let prefix = format!("agent:{}:", suite.agent);
+        listed
+            .into_iter()
+            .filter(|summary| summary.key.as_str().starts_with(&prefix))
+            .map(|summary| (summary.key.to_string(), summary.version, summary.meta))
+            .collect()
+    };
+    let listed = lister
+        .list_sessions()
+        .await
+        .unwrap_or_else(|err| panic!("listing sessions failed: {err}"));
+    assert!(
+        mine(listed).is_empty(),
+        "a fresh agent should have no sessions"
+    );
+
+    let (b, a) = (suite.key("telegram:group:b"), suite.key("main"));
+    suite
+        .commit_ok(&b, 0, r#"{"m":"b1"}"#, vec![step(1, "{}"), step(2, "{}")])
+        .await;
+    suite
+        .commit_ok(&a, 0, r#"{"m":"a1"}"#, vec![step(1, "{}")])
+        .await;
+    suite
+        .commit_ok(&a, 1, r#"{"m":"a2"}"#, vec![step(2, "{}")])
+        .await;
+
+    let listed = lister
+        .list_sessions()
+        .await
+        .unwrap_or_else(|err| panic!("listing sessions failed: {err}"));
+    let all_keys: Vec<String> = listed.iter().map(|s| s.key.to_string()).collect();
+    let mut sorted = all_keys.clone();
+    sorted.sort();
+    assert_eq!(all_keys, sorted, "sessions should be listed sorted by key");
+    assert_eq!(
+        mine(listed),
+        vec![
+            (a.to_string(), 2, r#"{"m":"a2"}"#.to_owned()),
+            (b.to_string(), 1, r#"{"m":"b1"}"#.to_owned()),
+        ],
+        "each session once, with its latest version and meta"
+    );
 }
 
 struct SessionContract<'a> {

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::session::{
-    SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession, StoredStep,
+    SessionCommit, SessionKey, SessionLister, SessionStore, SessionStoreError, SessionSummary,
+    StoredSession, StoredStep,
 };
 use crate::testing::support::lock_state;
 
@@ -161,10 +162,33 @@ impl SessionStore for InMemorySessionStore {
     }
 }
 
+#[async_trait]
+impl SessionLister for InMemorySessionStore {
+    async fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionStoreError> {
+        let sessions = lock_state(&self.sessions);
+        Ok(sessions
+            .iter()
+            .filter_map(|(key, session)| {
+                Some(SessionSummary {
+                    key: SessionKey::parse(key)?,
+                    version: session.version,
+                    meta: session.meta.clone(),
+                })
+            })
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{SessionStoreDeviations, session_store_contract};
+    use crate::testing::{SessionStoreDeviations, session_lister_contract, session_store_contract};
+
+    #[tokio::test]
+    async fn in_memory_session_store_passes_the_session_lister_contract() {
+        let store = InMemorySessionStore::new();
+        session_lister_contract(&store, &store).await;
+    }
 
     #[tokio::test]
     async fn in_memory_session_store_passes_the_session_store_contract() {

@@ -1,0 +1,530 @@
+//! `clawless sessions list|show`: what sessions did, for operators. Reads the session store
+//! directly, never through a running system: the SQLite database of `clawless local`'s state
+//! directory, or (`--aws`) a deployment's DynamoDB table and blob bucket with the operator's
+//! own AWS credentials. Owns the terminal rendering of a transcript; the step and meta
+//! documents are the turn engine's (`clawless_core::turn::state`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use clawless_aws::{DynamoSessionStore, S3ObjectStore};
+use clawless_core::object_store::ObjectStore;
+use clawless_core::session::offload::OffloadingSessionStore;
+use clawless_core::session::{SessionKey, SessionLister, SessionStore, StoredSession};
+use clawless_core::transcript::AssistantBlock;
+use clawless_core::turn::state::{SessionMeta, Step, StepBody};
+use clawless_local::DirObjectStore;
+use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
+use clawless_runtime::aws_app::{BLOB_BUCKET_ENV, TABLE_ENV};
+use serde_json::{Value, json};
+
+/// Prefix of offloaded transcript bodies, as the functions and `clawless local` write them.
+const OFFLOAD_PREFIX: &str = "sessions/";
+/// Characters of a tool result (or other long text) shown before it is cut.
+const TEXT_LIMIT_CHARS: usize = 600;
+/// Lines of a tool result shown before it is cut.
+const TEXT_LIMIT_LINES: usize = 12;
+/// Characters of a tool call's JSON arguments shown before they are cut.
+const ARGS_LIMIT_CHARS: usize = 300;
+
+/// `clawless sessions` options.
+#[derive(Debug, Args)]
+pub(crate) struct SessionsArgs {
+    /// Read a deployed backend (its DynamoDB table, with your AWS credentials) instead of the
+    /// local state directory.
+    #[arg(long, global = true)]
+    aws: bool,
+    /// With --aws: the sessions table.
+    #[arg(long, global = true, env = TABLE_ENV)]
+    table: Option<String>,
+    /// With --aws: the bucket of offloaded transcript content (large bodies show as pointers
+    /// without it).
+    #[arg(long, global = true, env = BLOB_BUCKET_ENV)]
+    blob_bucket: Option<String>,
+    /// The state directory of `clawless local`.
+    #[arg(long, global = true, default_value = ".clawless")]
+    state_dir: PathBuf,
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Every session: key, last activity, turns, state, tokens; most recent first.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session's transcript: messages, tool calls and results, replies, pending calls.
+    Show {
+        /// The session key, e.g. agent:main:main (`clawless sessions list` shows them).
+        key: String,
+        /// Show tool results and arguments in full instead of cutting them.
+        #[arg(long)]
+        full: bool,
+        /// Print the stored meta and steps as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Appends one formatted line to a `String` (writing to a `String` cannot fail).
+macro_rules! push_line {
+    ($out:expr, $($arg:tt)*) => {{
+        $out.push_str(&format!($($arg)*));
+        $out.push('\n');
+    }};
+}
+
+/// The session store of one target, with a listing and the offloading wrapper for loads.
+struct Sessions {
+    store: Arc<dyn SessionStore>,
+    lister: Arc<dyn SessionLister>,
+    place: String,
+}
+
+async fn open(args: &SessionsArgs) -> anyhow::Result<Sessions> {
+    if args.aws {
+        let table = args
+            .table
+            .as_deref()
+            .map(str::trim)
+            .filter(|table| !table.is_empty())
+            .with_context(|| format!("--aws needs the table: pass --table or set {TABLE_ENV}"))?;
+        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .load()
+            .await;
+        let dynamo = Arc::new(DynamoSessionStore::new(
+            aws_sdk_dynamodb::Client::new(&shared),
+            table,
+        ));
+        let store: Arc<dyn SessionStore> = match args.blob_bucket.as_deref().map(str::trim) {
+            Some(bucket) if !bucket.is_empty() => {
+                let blobs: Arc<dyn ObjectStore> = Arc::new(S3ObjectStore::new(
+                    clawless_runtime::aws_env::s3_client_from(&shared),
+                    bucket,
+                ));
+                Arc::new(OffloadingSessionStore::new(
+                    dynamo.clone(),
+                    blobs,
+                    OFFLOAD_PREFIX,
+                ))
+            }
+            _ => dynamo.clone(),
+        };
+        return Ok(Sessions {
+            store,
+            lister: dynamo,
+            place: format!("DynamoDB table {table}"),
+        });
+    }
+    let db_path = args.state_dir.join("clawless.db");
+    if !db_path.is_file() {
+        bail!(
+            "no local sessions at {}: start `clawless local` once, pass --state-dir, or --aws for a deployment",
+            db_path.display()
+        );
+    }
+    let db = SqliteDb::open(&db_path).context("opening the local database")?;
+    let sqlite = Arc::new(SqliteSessionStore::new(db));
+    let blobs: Arc<dyn ObjectStore> = Arc::new(
+        DirObjectStore::open(args.state_dir.join("blobs")).context("opening the blob store")?,
+    );
+    Ok(Sessions {
+        store: Arc::new(OffloadingSessionStore::new(
+            sqlite.clone(),
+            blobs,
+            OFFLOAD_PREFIX,
+        )),
+        lister: sqlite,
+        place: db_path.display().to_string(),
+    })
+}
+
+/// Runs `clawless sessions …`.
+pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
+    let sessions = open(&args).await?;
+    match &args.command {
+        SessionsCommand::List { json } => list(&sessions, *json).await?,
+        SessionsCommand::Show { key, full, json } => show(&sessions, key, *full, *json).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
+    let listed = sessions
+        .lister
+        .list_sessions()
+        .await
+        .with_context(|| format!("listing the sessions in {}", sessions.place))?;
+    let mut rows = Vec::with_capacity(listed.len());
+    for summary in listed {
+        // A meta too large for one record was offloaded: only a full load brings it back.
+        let meta = match serde_json::from_str::<SessionMeta>(&summary.meta) {
+            Ok(meta) => Some(meta),
+            Err(_) => match sessions.store.load(&summary.key).await {
+                Ok(Some(stored)) => serde_json::from_str::<SessionMeta>(&stored.meta).ok(),
+                Ok(None) | Err(_) => None,
+            },
+        };
+        rows.push((summary.key, summary.version, meta));
+    }
+    rows.sort_by_key(|(_, _, meta)| std::cmp::Reverse(meta.as_ref().map(|m| m.updated_at_ms)));
+    if as_json {
+        let items: Vec<Value> = rows
+            .iter()
+            .map(|(key, version, meta)| {
+                json!({
+                    "key": key.as_str(),
+                    "version": version,
+                    "updatedAtMs": meta.as_ref().map(|m| m.updated_at_ms),
+                    "turns": meta.as_ref().map(|m| m.turn),
+                    "turnOpen": meta.as_ref().map(|m| m.turn_open),
+                    "tokensIn": meta.as_ref().map(|m| m.tokens_in),
+                    "tokensOut": meta.as_ref().map(|m| m.tokens_out),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no sessions in {}", sessions.place);
+        return Ok(());
+    }
+    let width = rows
+        .iter()
+        .map(|(key, _, _)| key.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    println!(
+        "{:<width$}  {:<20}  {:>5}  {:<14}  TOKENS IN/OUT",
+        "KEY", "LAST ACTIVITY", "TURNS", "STATE"
+    );
+    for (key, _, meta) in &rows {
+        match meta {
+            Some(meta) => {
+                let mut state = if meta.turn_open { "turn open" } else { "idle" }.to_owned();
+                if !meta.follow_ups.is_empty() {
+                    state.push_str(&format!(" +{} queued", meta.follow_ups.len()));
+                }
+                println!(
+                    "{:<width$}  {:<20}  {:>5}  {:<14}  {}/{}",
+                    key.as_str(),
+                    utc(meta.updated_at_ms),
+                    meta.turn,
+                    state,
+                    meta.tokens_in,
+                    meta.tokens_out
+                );
+            }
+            None => println!(
+                "{:<width$}  {:<20}  {:>5}  {:<14}  -",
+                key.as_str(),
+                "?",
+                "?",
+                "unreadable meta"
+            ),
+        }
+    }
+    Ok(())
+}
+
+async fn show(sessions: &Sessions, raw_key: &str, full: bool, as_json: bool) -> anyhow::Result<()> {
+    let key = SessionKey::parse(raw_key).with_context(|| {
+        format!("{raw_key:?} is not a session key (agent:<agent id>:<rest>, e.g. agent:main:main)")
+    })?;
+    let stored = sessions
+        .store
+        .load(&key)
+        .await
+        .with_context(|| format!("loading session {key} from {}", sessions.place))?;
+    let Some(stored) = stored else {
+        bail!(
+            "no session {key} in {} (`clawless sessions list` shows the keys)",
+            sessions.place
+        );
+    };
+    if as_json {
+        let parse = |body: &str| {
+            serde_json::from_str::<Value>(body).unwrap_or_else(|_| Value::String(body.to_owned()))
+        };
+        let steps: Vec<Value> = stored.steps.iter().map(|step| parse(&step.body)).collect();
+        let document = json!({
+            "key": key.as_str(),
+            "version": stored.version,
+            "meta": parse(&stored.meta),
+            "steps": steps,
+        });
+        println!("{}", serde_json::to_string_pretty(&document)?);
+        return Ok(());
+    }
+    print!("{}", render(&key, &stored, full));
+    Ok(())
+}
+
+/// The transcript as terminal text: a header from the meta, one block per step, then the
+/// tool calls still waiting for a result.
+fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
+    let mut out = String::new();
+    push_line!(out, "session {key} (version {})", stored.version);
+    match serde_json::from_str::<SessionMeta>(&stored.meta) {
+        Ok(meta) => {
+            push_line!(
+                out,
+                "agent {} · created {} · last activity {} · {} turn(s), {} · tokens {} in / {} out",
+                meta.agent_id,
+                utc(meta.created_at_ms),
+                utc(meta.updated_at_ms),
+                meta.turn,
+                if meta.turn_open { "turn open" } else { "idle" },
+                meta.tokens_in,
+                meta.tokens_out
+            );
+            if let Some(chat) = &meta.chat {
+                push_line!(
+                    out,
+                    "chat {} {} ({:?})",
+                    chat.channel,
+                    chat.chat_id,
+                    chat.chat_type
+                );
+            }
+            if !meta.follow_ups.is_empty() {
+                push_line!(
+                    out,
+                    "{} message(s) queued for the next turn",
+                    meta.follow_ups.len()
+                );
+            }
+        }
+        Err(err) => {
+            push_line!(
+                out,
+                "meta unreadable ({err}): {}",
+                cut(&stored.meta, full).0
+            );
+        }
+    }
+    let mut calls: BTreeMap<String, String> = BTreeMap::new();
+    let mut pending: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    for stored_step in &stored.steps {
+        out.push('\n');
+        let step: Step = match serde_json::from_str(&stored_step.body) {
+            Ok(step) => step,
+            Err(_) => {
+                // Unreadable here, e.g. an offloaded body without --blob-bucket: show it raw.
+                push_line!(out, "#{} ?", stored_step.seq);
+                indent(&mut out, &cut(&stored_step.body, full).0);
+                continue;
+            }
+        };
+        out.push_str(&format!(
+            "#{} {} turn {} ",
+            step.seq,
+            utc(step.at_ms),
+            step.turn
+        ));
+        match &step.body {
+            StepBody::Inbound {
+                message_id,
+                sender_id,
+                text,
+                dispatch,
+                heartbeat,
+            } => {
+                let what = if *heartbeat { "HEARTBEAT" } else { "USER" };
+                push_line!(out, "{what} {sender_id} (message {message_id})");
+                indent(&mut out, &cut(text, full).0);
+                if let Some(dispatch) = dispatch {
+                    push_line!(
+                        out,
+                        "    -> command calls {} {}",
+                        dispatch.tool_name,
+                        cut(&dispatch.params.to_string(), full).0
+                    );
+                }
+            }
+            StepBody::Assistant {
+                content,
+                stop_reason,
+                model,
+                usage,
+            } => {
+                push_line!(
+                    out,
+                    "ASSISTANT {model} (stop {stop_reason:?}, {} in / {} out)",
+                    usage.input_tokens,
+                    usage.output_tokens
+                );
+                for block in content {
+                    match block {
+                        AssistantBlock::Text { text } => indent(&mut out, &cut(text, full).0),
+                        AssistantBlock::ToolCall(call) => {
+                            calls.insert(call.id.clone(), call.name.clone());
+                            let arguments = call.input.to_string();
+                            let arguments = if full || arguments.chars().count() <= ARGS_LIMIT_CHARS
+                            {
+                                arguments
+                            } else {
+                                let head: String =
+                                    arguments.chars().take(ARGS_LIMIT_CHARS).collect();
+                                format!("{head}… (arguments cut; --full shows all)")
+                            };
+                            push_line!(
+                                out,
+                                "    -> TOOL CALL {} [{}] {arguments}",
+                                call.name,
+                                call.id
+                            );
+                        }
+                    }
+                }
+            }
+            StepBody::ToolResult {
+                call_id,
+                tool_name,
+                text,
+                is_error,
+            } => {
+                pending.remove(call_id);
+                calls.remove(call_id);
+                let marker = if *is_error { " (error)" } else { "" };
+                push_line!(out, "TOOL RESULT {tool_name} [{call_id}]{marker}");
+                let (shown, note) = cut(text, full);
+                indent(&mut out, &shown);
+                if let Some(note) = note {
+                    push_line!(out, "    {note}");
+                }
+            }
+            StepBody::ToolPending {
+                call_id,
+                job_id,
+                awaiting_approval,
+                approved,
+            } => {
+                let tool = calls.get(call_id).cloned().unwrap_or_default();
+                let state = match (awaiting_approval, approved) {
+                    (true, _) => "awaiting approval".to_owned(),
+                    (false, Some(decision)) => format!("sent to the node after {decision:?}"),
+                    (false, None) => "sent to the node".to_owned(),
+                };
+                push_line!(out, "PENDING {tool} [{call_id}] job {job_id}: {state}");
+                pending.insert(call_id.clone(), (job_id.clone(), *awaiting_approval));
+            }
+            StepBody::Reply { reply_id, text } => {
+                push_line!(out, "REPLY {reply_id}");
+                indent(&mut out, &cut(text, full).0);
+            }
+            StepBody::ReplySent { reply_id, rejected } => match rejected {
+                Some(reason) => {
+                    push_line!(out, "REPLY REJECTED {reply_id}: {reason}");
+                }
+                None => {
+                    push_line!(out, "REPLY SENT {reply_id}");
+                }
+            },
+        }
+    }
+    if !pending.is_empty() || !calls.is_empty() {
+        push_line!(out, "\nwaiting:");
+        for (call_id, (job_id, awaiting)) in &pending {
+            let tool = calls.get(call_id).map_or("", String::as_str);
+            if *awaiting {
+                let short: String = job_id.chars().take(8).collect();
+                push_line!(
+                    out,
+                    "  {tool} [{call_id}] awaits approval: /approve {short} allow-once|allow-always|deny"
+                );
+            } else {
+                push_line!(out, "  {tool} [{call_id}] runs on a node (job {job_id})");
+            }
+        }
+        for (call_id, tool) in calls.iter().filter(|(id, _)| !pending.contains_key(*id)) {
+            push_line!(out, "  {tool} [{call_id}] has no result yet");
+        }
+    }
+    out
+}
+
+fn indent(out: &mut String, text: &str) {
+    for line in text.lines() {
+        push_line!(out, "    {line}");
+    }
+    if text.is_empty() {
+        push_line!(out, "    (empty)");
+    }
+}
+
+/// `text`, or its first [`TEXT_LIMIT_LINES`] lines and [`TEXT_LIMIT_CHARS`] characters with a
+/// note saying how much was left out.
+fn cut(text: &str, full: bool) -> (String, Option<String>) {
+    let total_chars = text.chars().count();
+    let total_lines = text.lines().count();
+    if full || (total_chars <= TEXT_LIMIT_CHARS && total_lines <= TEXT_LIMIT_LINES) {
+        return (text.to_owned(), None);
+    }
+    let mut shown: String = text
+        .lines()
+        .take(TEXT_LIMIT_LINES)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if shown.chars().count() > TEXT_LIMIT_CHARS {
+        shown = shown.chars().take(TEXT_LIMIT_CHARS).collect();
+    }
+    let left = total_chars.saturating_sub(shown.chars().count());
+    let note = format!("[cut: {left} more characters of {total_chars}; --full shows all]");
+    let mut with_note = shown;
+    with_note.push_str("\n…");
+    (with_note, Some(note))
+}
+
+/// `YYYY-MM-DD HH:MM:SSZ` of Unix milliseconds (UTC, proleptic Gregorian).
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Days to civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_known_instants() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_700_000_000_123), "2023-11-14 22:13:20Z");
+    }
+
+    #[test]
+    fn long_text_is_cut_with_a_note_unless_full() {
+        let text = "x".repeat(TEXT_LIMIT_CHARS + 50);
+        let (shown, note) = cut(&text, false);
+        assert!(shown.len() < text.len());
+        assert!(note.unwrap().contains("50 more characters"));
+        assert_eq!(cut(&text, true), (text, None));
+    }
+}
