@@ -98,12 +98,17 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let secrets = if args.local {
         let config = local_config(&args, &mut report);
         check_local_state(&args.state_dir, &mut report).await;
-        if let Some(config) = &config
-            && !config.secrets.is_empty()
-        {
-            report.skip("secrets: clawless local reads these names from the environment");
+        match config {
+            // `clawless local` fetches them with this machine's AWS configuration too.
+            Some(config) if !config.secrets.is_empty() => {
+                let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .load()
+                    .await;
+                let values = check_secrets(&shared, &config, &mut report).await;
+                Some((config, values))
+            }
+            config => config.map(|config| (config, BTreeMap::new())),
         }
-        config.map(|config| (config, BTreeMap::new()))
     } else {
         let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
