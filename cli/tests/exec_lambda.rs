@@ -256,6 +256,18 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     let table = fresh_table(&dynamodb_client(&sdk)).await;
     let turn_queue = fresh_fifo_queue(&sqs).await;
     let timer_queue = fresh_standard_queue(&sqs, Duration::from_secs(30)).await;
+    // The operator token is a Secrets Manager secret resolved at cold start, as the template
+    // deploys it (`CLAWLESS_SECRETS`), never a plain environment value.
+    let admin_secret = aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(format!("clawless/admin-token-{}", unique_queue_prefix()))
+        .secret_string(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
     let store = S3ObjectStore::new(s3.clone(), bucket.clone());
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("marker.log");
@@ -303,7 +315,10 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
             "CLAWLESS_NODE_QUEUE_ROLE_ARN",
             "arn:aws:iam::123456789012:role/clawless-node-queue".to_owned(),
         ),
-        ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN.to_owned()),
+        (
+            "CLAWLESS_SECRETS",
+            json!({"CLAWLESS_ADMIN_TOKEN": {"secretsManager": admin_secret}}).to_string(),
+        ),
         ("CLAWLESS_BLOB_BUCKET", blob_bucket),
         ("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml")),
     ];

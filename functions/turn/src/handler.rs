@@ -8,15 +8,20 @@ use std::collections::HashSet;
 use std::future::Future;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use clawless_runtime::turn_service::TurnService;
-use clawless_runtime::turn_worker::{Processed, process_event};
+use clawless_runtime::turn_service::{Deadline, TurnService};
+use clawless_runtime::turn_worker::{Processed, process_event_until};
 
-/// Handles one batch; the response lists the message ids SQS must deliver again.
-pub(crate) async fn handle(turns: &TurnService, event: SqsEvent) -> SqsBatchResponse {
-    handle_with(
-        event,
-        |body| async move { process_event(turns, &body).await },
-    )
+/// Handles one batch within the invocation's `deadline` (a turn about to run past it queues
+/// its continuation and counts as done); the response lists the message ids SQS must deliver
+/// again.
+pub(crate) async fn handle(
+    turns: &TurnService,
+    event: SqsEvent,
+    deadline: Option<&Deadline>,
+) -> SqsBatchResponse {
+    handle_with(event, |body| async move {
+        process_event_until(turns, &body, deadline).await
+    })
     .await
 }
 

@@ -6,6 +6,7 @@ mod handler;
 use std::sync::Arc;
 
 use clawless_runtime::aws_app::AwsApp;
+use clawless_runtime::turn_service::Deadline;
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main]
@@ -15,7 +16,25 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let turns = Arc::new(app.turn_service().await?);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| {
         let turns = Arc::clone(&turns);
-        async move { Ok::<_, lambda_runtime::Error>(handler::handle(&turns, event.payload).await) }
+        // The function's timeout, as the time by which this invocation must have returned.
+        // A deadline already past is an emulator's placeholder (`cargo lambda watch` sends
+        // one), never a real invocation's: then the turn runs without one.
+        let deadline = Some(event.context.deadline)
+            .filter(|at_ms| *at_ms > now_ms())
+            .map(Deadline::at_ms);
+        async move {
+            Ok::<_, lambda_runtime::Error>(
+                handler::handle(&turns, event.payload, deadline.as_ref()).await,
+            )
+        }
     }))
     .await
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }

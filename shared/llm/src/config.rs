@@ -82,6 +82,22 @@ impl ModelsConfig {
     pub fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy::with_max_retries(self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES))
     }
+
+    /// The longest one model call through [`build_model`]'s chain can take: for the primary
+    /// and each fallback, every attempt running into the timeout, with the longest wait
+    /// [`RetryPolicy::delay`] allows between attempts. With the defaults, 3 x 120 s + 2 x 30 s
+    /// = 420 s. A deployment's function timeout must leave room for it (see `template.yaml`).
+    pub fn worst_case_call(&self) -> Duration {
+        let policy = self.retry_policy();
+        let attempts = policy.max_attempts.max(1);
+        let longest_wait = policy.max_retry_after.max(policy.max_delay);
+        let per_model =
+            self.timeout().saturating_mul(attempts) + longest_wait.saturating_mul(attempts - 1);
+        let models = u32::try_from(self.fallbacks.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        per_model.saturating_mul(models)
+    }
 }
 
 /// Which wire format a provider speaks.
@@ -398,6 +414,23 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn the_worst_call_counts_every_attempt_its_waits_and_every_fallback() {
+        // The defaults: 3 attempts of 120 s, 2 waits of at most 30 s (a capped retry-after).
+        assert_eq!(
+            ModelsConfig::default().worst_case_call(),
+            Duration::from_secs(420)
+        );
+        let config = ModelsConfig {
+            primary: Some("anthropic/claude-sonnet-4-5".to_owned()),
+            fallbacks: vec!["openai/gpt-4o-mini".to_owned()],
+            timeout_seconds: Some(60),
+            max_retries: Some(0),
+            ..ModelsConfig::default()
+        };
+        assert_eq!(config.worst_case_call(), Duration::from_secs(120));
     }
 
     #[test]

@@ -4,10 +4,14 @@
 //!
 //! Names come from the environment the template sets (`CLAWLESS_TABLE`,
 //! `CLAWLESS_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`, `CLAWLESS_TIMER_QUEUE_URL`,
-//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, `CLAWLESS_ADMIN_TOKEN`,
-//! plus `CLAWLESS_BUCKET` or `CLAWLESS_CONFIG` for the configuration); endpoints and
-//! credentials follow the standard AWS environment (`AWS_ENDPOINT_URL`, …), so the same
-//! binary runs against an emulator.
+//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, plus `CLAWLESS_BUCKET` or
+//! `CLAWLESS_CONFIG` for the configuration); endpoints and credentials follow the standard
+//! AWS environment (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
+//!
+//! Secrets (the admin token, channel secrets, model keys) are looked up by name: first among
+//! the values fetched at cold start from SSM or Secrets Manager (`secrets:` in the config and
+//! `CLAWLESS_SECRETS`, see [`crate::secrets`]), then in the environment, which is how local
+//! runs and tests pass them.
 
 use std::sync::Arc;
 
@@ -28,10 +32,12 @@ use crate::node_routes::{
     QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
 };
 use crate::nodes_service::{NodesDeps, NodesService};
-use crate::secrets::{SecretClients, SecretValues, fetch_secrets};
+use crate::secrets::{
+    SECRETS_ENV, SecretClients, SecretValues, fetch_secrets, merge_sources, parse_env_sources,
+};
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
-use crate::turn_service::{HostFacts, TurnDeps, TurnService};
+use crate::turn_service::{HostFacts, TurnDeps, TurnService, YIELD_MARGIN, YieldPolicy};
 
 /// Table of sessions and inbox claims.
 pub const TABLE_ENV: &str = "CLAWLESS_TABLE";
@@ -45,7 +51,8 @@ pub const TIMER_QUEUE_ENV: &str = "CLAWLESS_TIMER_QUEUE_URL";
 pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
 /// The role the `nodes` function assumes to vend node-queue credentials.
 pub const NODE_QUEUE_ROLE_ENV: &str = "CLAWLESS_NODE_QUEUE_ROLE_ARN";
-/// Bearer token of the operator routes (`/nodes/admin/*`); unset disables them.
+/// Name of the bearer token of the operator routes (`/nodes/admin/*`), looked up among the
+/// fetched secrets, then in the environment; unset disables the routes.
 pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
 /// Shortest operator token accepted (the template's `AdminToken` has the same minimum).
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
@@ -106,12 +113,19 @@ impl AwsApp {
             aws_sdk_sts::Client::new(&shared),
         )
         .await?;
-        if !app.config.secrets.is_empty() {
+        let from_env = match env(SECRETS_ENV) {
+            Some(json) => {
+                parse_env_sources(&json).map_err(|err| AwsAppError::Setup(err.to_string()))?
+            }
+            None => Default::default(),
+        };
+        let sources = merge_sources(&app.config.secrets, from_env);
+        if !sources.is_empty() {
             let clients = SecretClients {
                 ssm: aws_sdk_ssm::Client::new(&shared),
                 secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
             };
-            app.secrets = fetch_secrets(&app.config.secrets, &clients)
+            app.secrets = fetch_secrets(&sources, &clients)
                 .await
                 .map_err(|err| AwsAppError::Setup(err.to_string()))?;
             tracing::info!(secrets = ?app.secrets, "secrets fetched");
@@ -169,7 +183,7 @@ impl AwsApp {
     }
 
     /// The `nodes` function's routes: node pairing, heartbeats, results and queue credentials,
-    /// plus the operator routes when [`ADMIN_TOKEN_ENV`] is set.
+    /// plus the operator routes when the [`ADMIN_TOKEN_ENV`] secret is set.
     pub fn nodes_router(&self, nodes: Arc<NodesService>) -> Result<Router, AwsAppError> {
         let region = self
             .sqs
@@ -187,7 +201,7 @@ impl AwsApp {
         };
         let mut router = nodes_router(Arc::clone(&nodes), false)
             .merge(queue_credentials_router(Arc::clone(&nodes), access));
-        match env(ADMIN_TOKEN_ENV) {
+        match self.lookup(ADMIN_TOKEN_ENV) {
             Some(token) if token.trim().chars().count() < MIN_ADMIN_TOKEN_CHARS => {
                 return Err(AwsAppError::Setup(format!(
                     "{ADMIN_TOKEN_ENV} is shorter than {MIN_ADMIN_TOKEN_CHARS} characters"
@@ -276,6 +290,14 @@ impl AwsApp {
         let model = clawless_llm::build_model(&self.config.models, &|name| self.lookup(name))
             .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
         let outbox = self.channels()?.outbox;
+        // Stop before a model call that might outlast the invocation (see `template.yaml`).
+        let yield_policy = YieldPolicy {
+            threshold: self.config.models.worst_case_call() + YIELD_MARGIN,
+            queue: Arc::new(SqsTurnQueue::new(
+                self.sqs.clone(),
+                required(TURN_QUEUE_ENV)?,
+            )),
+        };
         Ok(TurnService::new(TurnDeps {
             skills,
             stores: Arc::clone(&self.stores),
@@ -295,7 +317,8 @@ impl AwsApp {
                 arch: Some(std::env::consts::ARCH.to_owned()),
             },
             nodes,
-        }))
+        })
+        .with_yield(yield_policy))
     }
 }
 

@@ -10,11 +10,19 @@
 //!   SLACK_SIGNING_SECRET: {secretsManager: clawless/slack, key: signingSecret}
 //! ```
 //!
+//! The same entries may also come from the environment variable [`SECRETS_ENV`] as JSON
+//! (`{"CLAWLESS_ADMIN_TOKEN": {"secretsManager": "arn:…"}}`): that is how the SAM template
+//! hands each function the secrets it created, so no secret is ever a plain environment
+//! value. A name in both keeps the file's entry.
+//!
 //! Values never reach a log: [`SecretValues`] shows only names.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+
+/// Environment variable holding more `secrets:` entries, as a JSON object.
+pub const SECRETS_ENV: &str = "CLAWLESS_SECRETS";
 
 /// Where one secret is kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -40,6 +48,9 @@ pub enum SecretsError {
         /// What is wrong.
         reason: String,
     },
+    /// [`SECRETS_ENV`] is not a JSON object of sources.
+    #[error("CLAWLESS_SECRETS: {0}")]
+    Env(String),
     /// The store refused or could not be reached.
     #[error("secrets.{name}: {message}")]
     Fetch {
@@ -112,6 +123,25 @@ pub struct SecretClients {
     pub ssm: aws_sdk_ssm::Client,
     /// Secrets Manager.
     pub secrets_manager: aws_sdk_secretsmanager::Client,
+}
+
+/// Parses the value of [`SECRETS_ENV`]: a JSON object from names to sources, in the shape
+/// of `secrets:`.
+pub fn parse_env_sources(json: &str) -> Result<BTreeMap<String, SecretSource>, SecretsError> {
+    serde_json::from_str(json).map_err(|err| SecretsError::Env(err.to_string()))
+}
+
+/// The entries of `file` (the `secrets:` section) and `env` (from [`SECRETS_ENV`]) together;
+/// a name in both keeps the file's entry, so an operator can point a name elsewhere.
+pub fn merge_sources(
+    file: &BTreeMap<String, SecretSource>,
+    env: BTreeMap<String, SecretSource>,
+) -> BTreeMap<String, SecretSource> {
+    let mut merged = env;
+    for (name, source) in file {
+        merged.insert(name.clone(), source.clone());
+    }
+    merged
 }
 
 /// Fetches every secret `sources` names.
@@ -190,4 +220,55 @@ pub async fn fetch_secrets(
         values.insert(name.clone(), value);
     }
     Ok(SecretValues(values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_names_sources_in_the_shape_of_the_secrets_section() {
+        // GIVEN what the template sets for the nodes and turn functions
+        let json = r#"{"CLAWLESS_ADMIN_TOKEN": {"secretsManager": "arn:aws:secretsmanager:us-east-1:1:secret:admin-AbCdEf"},
+                       "ANTHROPIC_API_KEY": {"secretsManager": "arn:aws:secretsmanager:us-east-1:1:secret:keys", "key": "ANTHROPIC_API_KEY"}}"#;
+        // WHEN it is parsed
+        let sources = parse_env_sources(json).unwrap();
+        // THEN each name has its secret (and key)
+        assert_eq!(
+            sources["CLAWLESS_ADMIN_TOKEN"].secrets_manager.as_deref(),
+            Some("arn:aws:secretsmanager:us-east-1:1:secret:admin-AbCdEf")
+        );
+        assert_eq!(
+            sources["ANTHROPIC_API_KEY"].key.as_deref(),
+            Some("ANTHROPIC_API_KEY")
+        );
+    }
+
+    #[test]
+    fn a_malformed_environment_value_is_refused_naming_the_variable() {
+        for bad in ["not json", r#"{"X": {"sssm": "/a"}}"#, r#"["X"]"#] {
+            let err = parse_env_sources(bad).unwrap_err();
+            assert!(err.to_string().starts_with("CLAWLESS_SECRETS: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_name_in_both_places_keeps_the_config_files_entry() {
+        let from = |ssm: &str| SecretSource {
+            ssm: Some(ssm.to_owned()),
+            ..SecretSource::default()
+        };
+        let file = BTreeMap::from([("SHARED".to_owned(), from("/clawless/file"))]);
+        let env = BTreeMap::from([
+            ("SHARED".to_owned(), from("/clawless/env")),
+            ("ONLY_ENV".to_owned(), from("/clawless/only-env")),
+        ]);
+        let merged = merge_sources(&file, env);
+        assert_eq!(merged["SHARED"].ssm.as_deref(), Some("/clawless/file"));
+        assert_eq!(
+            merged["ONLY_ENV"].ssm.as_deref(),
+            Some("/clawless/only-env")
+        );
+        assert_eq!(merged.len(), 2);
+    }
 }

@@ -5,16 +5,23 @@
 //! The engine decides *what* happens; this module only performs it through ports. Any error
 //! leaves storage consistent (every effect is preceded by the commit it depends on), so the
 //! caller may simply redeliver the event.
+//!
+//! A Lambda invocation has a deadline, and a model call may take minutes (the worst case,
+//! retries included, is [`clawless_llm::ModelsConfig::worst_case_call`]). With a
+//! [`YieldPolicy`] and a [`Deadline`], the service does not start a model call it might not
+//! finish: it persists, puts a [`TurnEvent::Continue`] for the session on the turn queue and
+//! returns, and the continuation picks the turn up in a fresh invocation. The first model call
+//! of an invocation is always made, so every invocation advances some turn.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::{SessionKey, SessionStore, SessionStoreError};
+use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
 use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::skills::remote;
 use clawless_core::skills::snapshot::SkillSnapshot;
@@ -82,6 +89,9 @@ pub enum TurnError {
     /// A node job could not be stored or sent.
     #[error(transparent)]
     Nodes(#[from] NodesError),
+    /// The continuation of a yielding turn could not be queued.
+    #[error("turn continuation not queued: {0}")]
+    Continue(#[from] QueueError),
 }
 
 impl TurnError {
@@ -106,6 +116,58 @@ pub struct TurnReport {
     pub commits: u32,
     /// True when the turn now waits for a node result or an approval.
     pub waiting: bool,
+    /// True when the turn stopped before its deadline and queued its continuation.
+    pub yielded: bool,
+}
+
+/// When a turn stops early to stay inside its invocation's deadline.
+#[derive(Clone)]
+pub struct YieldPolicy {
+    /// No model call is started with less than this left before the deadline: the worst
+    /// model call plus a margin for what follows it (a tool run, the reply).
+    pub threshold: Duration,
+    /// Where the continuation goes: the turn queue.
+    pub queue: Arc<dyn TurnQueue>,
+}
+
+impl std::fmt::Debug for YieldPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("YieldPolicy")
+            .field("threshold", &self.threshold)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Margin added to the worst model call for the yield threshold (see `template.yaml`).
+pub const YIELD_MARGIN: Duration = Duration::from_secs(60);
+
+/// One invocation's deadline, shared by the records of its batch: the time by which the
+/// invocation must have returned, and how many model calls it has made (the first one is
+/// always made, so a turn always advances).
+#[derive(Debug)]
+pub struct Deadline {
+    at_ms: u64,
+    model_calls: AtomicU32,
+}
+
+impl Deadline {
+    /// A deadline at `at_ms` (Unix milliseconds, as the Lambda context gives it).
+    pub fn at_ms(at_ms: u64) -> Self {
+        Self {
+            at_ms,
+            model_calls: AtomicU32::new(0),
+        }
+    }
+
+    /// Model calls made under this deadline so far.
+    pub fn model_calls(&self) -> u32 {
+        self.model_calls.load(Ordering::Relaxed)
+    }
+
+    fn must_yield(&self, now_ms: u64, threshold: Duration) -> bool {
+        let left = Duration::from_millis(self.at_ms.saturating_sub(now_ms));
+        self.model_calls() > 0 && left < threshold
+    }
 }
 
 /// Waits between attempts at a reply whose delivery failed in a way worth retrying.
@@ -155,6 +217,7 @@ pub struct TurnService {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     objects: Arc<ObjectCache>,
     tools_run: AtomicU64,
+    yield_policy: Option<YieldPolicy>,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -202,7 +265,14 @@ impl TurnService {
             tools,
             objects: Arc::new(ObjectCache::default()),
             tools_run: AtomicU64::new(0),
+            yield_policy: None,
         }
+    }
+
+    /// Lets turns handled with a [`Deadline`] stop early under `policy`.
+    pub fn with_yield(mut self, policy: YieldPolicy) -> Self {
+        self.yield_policy = Some(policy);
+        self
     }
 
     /// Tools run in-process since start (an operational counter).
@@ -216,6 +286,16 @@ impl TurnService {
 
     /// Processes one event for its session until the turn waits or is done.
     pub async fn handle(&self, event: &SessionEvent) -> Result<TurnReport, TurnError> {
+        self.handle_until(event, None).await
+    }
+
+    /// [`TurnService::handle`] within `deadline`: with a [`YieldPolicy`], the turn stops
+    /// before a model call that might not finish in time and queues its continuation.
+    pub async fn handle_until(
+        &self,
+        event: &SessionEvent,
+        deadline: Option<&Deadline>,
+    ) -> Result<TurnReport, TurnError> {
         let key = SessionKey::parse(&event.session_key).ok_or_else(|| {
             TurnError::BadEvent(format!("bad session key {:?}", event.session_key))
         })?;
@@ -241,20 +321,23 @@ impl TurnService {
         };
         let engine = TurnEngine::new(settings);
         let scope = self.node_scope().await?;
-        let Some(incoming) = self
-            .prepare(&agent.id, &event.event, &state, &scope)
-            .await?
-        else {
-            tracing::info!(session = %key, "nothing to do for this event; skipped");
-            return Ok(TurnReport::default());
-        };
-        let acceptance = engine.accept(&mut state, incoming, now);
-        let mut report = TurnReport {
-            acceptance: Some(format!("{acceptance:?}")),
-            ..TurnReport::default()
-        };
-        if acceptance == Acceptance::AlreadyHandled {
-            tracing::info!(session = %key, "event already handled; resuming");
+        let mut report = TurnReport::default();
+        if matches!(event.event, TurnEvent::Continue { .. }) {
+            // Nothing new to record: the transcript says what is left.
+            report.acceptance = Some("Continued".to_owned());
+        } else {
+            let Some(incoming) = self
+                .prepare(&agent.id, &event.event, &state, &scope)
+                .await?
+            else {
+                tracing::info!(session = %key, "nothing to do for this event; skipped");
+                return Ok(TurnReport::default());
+            };
+            let acceptance = engine.accept(&mut state, incoming, now);
+            report.acceptance = Some(format!("{acceptance:?}"));
+            if acceptance == Acceptance::AlreadyHandled {
+                tracing::info!(session = %key, "event already handled; resuming");
+            }
         }
         // Tool routing depends on the sender (owner-only tools), so it and the prompt context
         // are per turn: rebuilt when a follow-up turn starts in this invocation.
@@ -272,6 +355,13 @@ impl TurnService {
                     report.commits += 1;
                 }
                 Effect::CallModel => {
+                    if let (Some(deadline), Some(policy)) = (deadline, &self.yield_policy)
+                        && deadline.must_yield(self.deps.clock.now_ms(), policy.threshold)
+                    {
+                        self.yield_turn(&key, &agent.id, &mut state, policy, &mut report)
+                            .await?;
+                        return Ok(report);
+                    }
                     if let Some(chat) = &state.meta.chat
                         && let Err(err) = self.deps.outbox.typing(chat).await
                     {
@@ -281,7 +371,11 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     report.model_calls += 1;
-                    match self.call_model(ctx, &state).await {
+                    let called = self.call_model(ctx, &state).await;
+                    if let Some(deadline) = deadline {
+                        deadline.model_calls.fetch_add(1, Ordering::Relaxed);
+                    }
+                    match called {
                         Ok(response) => {
                             engine.record_model_response(
                                 &mut state,
@@ -368,6 +462,36 @@ impl TurnService {
                 Effect::Idle => return Ok(report),
             }
         }
+    }
+
+    /// Stops the turn before a model call: persists what is not yet (the message that started
+    /// it may be uncommitted, and its queue message is about to be acknowledged), then queues
+    /// the continuation, deduplicated by the session version it stopped at.
+    async fn yield_turn(
+        &self,
+        key: &SessionKey,
+        agent_id: &str,
+        state: &mut SessionState,
+        policy: &YieldPolicy,
+        report: &mut TurnReport,
+    ) -> Result<(), TurnError> {
+        if state.has_uncommitted() {
+            let commit = state.pending_commit()?;
+            let version = self.deps.sessions.commit(key, &commit).await?;
+            state.mark_committed(version);
+            report.commits += 1;
+        }
+        let continuation = SessionEvent {
+            session_key: key.to_string(),
+            agent_id: agent_id.to_owned(),
+            event: TurnEvent::Continue {
+                continuation_id: format!("v{}", state.version),
+            },
+        };
+        crate::ingress::enqueue(policy.queue.as_ref(), &continuation).await?;
+        tracing::info!(session = %key, version = state.version, threshold = ?policy.threshold, "turn yielded before its deadline; continuation queued");
+        report.yielded = true;
+        Ok(())
     }
 
     /// Delivers one reply. A failure worth retrying (429, 5xx, a timeout) is tried again after
@@ -561,6 +685,8 @@ impl TurnService {
                     notice,
                 }
             }
+            // Handled before `prepare`: a continuation records nothing.
+            TurnEvent::Continue { .. } => return Ok(None),
             TurnEvent::Heartbeat {
                 heartbeat_id,
                 prompt,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clawless_core::session::{Delivery, TurnQueue};
 use clawless_core::turn::events::SessionEvent;
 
-use crate::turn_service::{TurnError, TurnService};
+use crate::turn_service::{Deadline, TurnError, TurnService};
 
 /// What became of one queued event.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,11 +26,21 @@ pub enum Processed {
 
 /// Decodes and handles one queued event body.
 pub async fn process_event(turns: &TurnService, body: &str) -> Processed {
+    process_event_until(turns, body, None).await
+}
+
+/// [`process_event`] within an invocation's `deadline` (a turn that yields is `Done`: its
+/// continuation is on the queue).
+pub async fn process_event_until(
+    turns: &TurnService,
+    body: &str,
+    deadline: Option<&Deadline>,
+) -> Processed {
     let event: SessionEvent = match serde_json::from_str(body) {
         Ok(event) => event,
         Err(err) => return Processed::Dropped(format!("undecodable turn event: {err}")),
     };
-    match turns.handle(&event).await {
+    match turns.handle_until(&event, deadline).await {
         Ok(report) => {
             tracing::info!(session = %event.session_key, ?report, "turn event handled");
             Processed::Done

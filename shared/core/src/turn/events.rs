@@ -105,6 +105,15 @@ pub enum TurnEvent {
         /// The heartbeat prompt sent as the user message.
         prompt: String,
     },
+    /// The turn function stopped before its deadline with work left, everything persisted;
+    /// this picks the session up where the transcript says it stopped. Nothing new is
+    /// recorded for it.
+    #[serde(rename_all = "camelCase")]
+    Continue {
+        /// Unique per stop (the session version it stopped at), so a redelivered stop
+        /// enqueues its continuation once.
+        continuation_id: String,
+    },
 }
 
 /// A queued event with the session it belongs to.
@@ -132,6 +141,7 @@ impl SessionEvent {
             TurnEvent::ApprovalTimeout { call_id } => format!("ask-timeout:{call_id}"),
             TurnEvent::Approval { call_id, .. } => format!("approval:{call_id}"),
             TurnEvent::Heartbeat { heartbeat_id, .. } => format!("heartbeat:{heartbeat_id}"),
+            TurnEvent::Continue { continuation_id } => format!("continue:{continuation_id}"),
         };
         dedup_token(&format!("{}|{raw}", self.session_key))
     }
@@ -158,5 +168,37 @@ pub fn dedup_token(raw: &str) -> String {
             .take(60)
             .collect();
         format!("{prefix}-{:016x}{:016x}", first.finish(), second.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn continuation(id: &str) -> SessionEvent {
+        SessionEvent {
+            session_key: "agent:main:main".to_owned(),
+            agent_id: "main".to_owned(),
+            event: TurnEvent::Continue {
+                continuation_id: id.to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_continuation_travels_as_a_kind_with_its_id() {
+        let json = serde_json::to_value(continuation("v7")).unwrap();
+        assert_eq!(
+            json["event"],
+            serde_json::json!({"kind": "continue", "continuationId": "v7"})
+        );
+        let back: SessionEvent = serde_json::from_value(json).unwrap();
+        assert_eq!(back, continuation("v7"));
+    }
+
+    #[test]
+    fn each_stop_gets_its_own_dedup_id_and_a_repeated_stop_the_same() {
+        assert_eq!(continuation("v7").dedup_id(), continuation("v7").dedup_id());
+        assert_ne!(continuation("v7").dedup_id(), continuation("v9").dedup_id());
     }
 }
