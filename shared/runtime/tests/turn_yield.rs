@@ -2,6 +2,9 @@
 //! queues a `continue` event for its session, and a later invocation finishes it: one model
 //! call per step, the tool run once, one reply. With time to spare it never stops.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::sync::Arc;
