@@ -1,0 +1,718 @@
+//! Cold starts and footprint of the Lambda functions (`infra/bench cold_start`).
+//!
+//! Each function binary (built as for Lambda, e.g. `cargo build --release -p webhook …`) runs
+//! as its own process under a local Lambda Runtime API ([`runtime_api`]), configured as the
+//! template configures it, against a deployment on moto (table, buckets, queues, a paired
+//! node, `clawless.yaml`), a scripted Anthropic model and a reply sink. For each function it
+//! measures:
+//! - init: process start until its first `GET …/invocation/next`;
+//! - the first and a second (warm) invocation, from the event handed out on `next` until the
+//!   posted response; for the warm one also the time spent waiting on the emulators (every
+//!   outbound request goes through a timing proxy, [`timed_proxy`]) and what is left, the
+//!   function's own time;
+//! - peak RSS (`VmHWM` after the warm invocation) and the size of its deployment zip (the
+//!   binary as `bootstrap`, deflated, as `cargo lambda build --output-format zip` makes it).
+//!
+//! A bare `lambda_runtime` function (`infra/hello-lambda`, same profile) is measured the same
+//! way, and each function's init is given as a multiple of its init. Then the targets of
+//! issue 9 are checked. Functions' logs, with milliseconds since spawn, go to
+//! `.test-run/cold_start/` for finding where init time goes (`--log-level debug`).
+//!
+//! Usage (after `export CLAWLESS_TEST_AWS_ENDPOINT=http://127.0.0.1:PORT` of a moto_server):
+//!   cargo bench -p clawless-system-tests --bench cold_start -- --bin-dir DIR
+//!     [--events DIR] [--runs N] [--log-level LEVEL] [--profile NAME] [--wrap CMD] [FUNCTION…]
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "bench driver: a failed setup step should stop the run loudly"
+)]
+
+mod runtime_api;
+mod timed_proxy;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clawless_aws::testing::{
+    dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_standard_queue, fresh_table,
+    moto_endpoint, moto_sdk_config, s3_client, sqs_client, unique_queue_prefix,
+};
+use clawless_aws::{DynamoNodeRegistry, S3ObjectStore};
+use clawless_core::nodes::registry::{NodeRecord, NodeRegistry};
+use clawless_core::nodes::wire::secret_hash;
+use clawless_core::object_store::{ObjectStore, PutCondition};
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use serde_json::{Value, json};
+
+use crate::runtime_api::{Invocation, RuntimeApi};
+use crate::timed_proxy::Timeline;
+
+/// The functions of the template, then the baseline.
+const FUNCTIONS: [&str; 5] = ["webhook", "turn", "nodes", "timers", "skills-bins"];
+const BASELINE: &str = "hello-lambda";
+
+/// The generic channel's signing secret in the bench deployment.
+const SECRET: &str = "bench-secret-0123456789";
+const NODE_ID: &str = "bench-node";
+const NODE_SECRET: &str = "bench-node-secret-0123456789";
+const ADMIN_TOKEN: &str = "bench-admin-token-0123456789";
+const MEMORY_MB: &str = "128";
+
+const INIT_PATIENCE: Duration = Duration::from_secs(60);
+const INVOKE_PATIENCE: Duration = Duration::from_secs(60);
+
+// Issue 9's targets.
+const INIT_RATIO_TARGET: f64 = 2.5;
+const PEAK_RSS_TARGET_MIB: f64 = 20.0;
+const ZIP_TARGET_BYTES: u64 = 8_000_000;
+const TURN_OVERHEAD_TARGET_MS: f64 = 5.0;
+
+struct Args {
+    bin_dir: PathBuf,
+    events_dir: PathBuf,
+    runs: usize,
+    log_level: String,
+    profile: String,
+    /// A command the binary runs under (e.g. `strace -f -ttt -o {log}.strace`), for finding
+    /// where init time goes; its timings are then not comparable.
+    wrap: Vec<String>,
+    functions: Vec<String>,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: cold_start --bin-dir DIR [--events DIR] [--runs N] [--log-level LEVEL] \
+         [--profile NAME] [--wrap CMD] [FUNCTION…]\n  FUNCTION: {} (default: all)",
+        FUNCTIONS.join(", ")
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cold_start");
+    let mut args = Args {
+        bin_dir: PathBuf::new(),
+        events_dir: bench_dir.join("events"),
+        runs: 3,
+        log_level: "info".to_owned(),
+        profile: String::new(),
+        wrap: Vec::new(),
+        functions: Vec::new(),
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(arg) = given.next() {
+        let mut value = || given.next().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--bin-dir" => args.bin_dir = PathBuf::from(value()),
+            "--events" => args.events_dir = PathBuf::from(value()),
+            "--runs" => args.runs = value().parse().unwrap_or_else(|_| usage()),
+            "--log-level" => args.log_level = value(),
+            "--profile" => args.profile = value(),
+            "--wrap" => args.wrap = value().split_whitespace().map(str::to_owned).collect(),
+            // `cargo bench` passes this to every bench target.
+            "--bench" => {}
+            name if FUNCTIONS.contains(&name) => args.functions.push(name.to_owned()),
+            _ => usage(),
+        }
+    }
+    if args.bin_dir.as_os_str().is_empty() || args.runs == 0 {
+        usage();
+    }
+    if args.profile.is_empty() {
+        args.profile = args
+            .bin_dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+    }
+    if args.functions.is_empty() {
+        args.functions = FUNCTIONS.iter().map(|name| (*name).to_owned()).collect();
+    }
+    args
+}
+
+/// The deployment every function is configured against, and the emulators' timeline.
+struct Deployment {
+    env: Vec<(String, String)>,
+    timeline: Timeline,
+    model: ScriptedServer,
+    _replies: ScriptedServer,
+}
+
+fn anthropic_text(text: &str) -> Value {
+    json!({
+        "id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 120, "output_tokens": 8}
+    })
+}
+
+async fn deploy() -> Deployment {
+    let sdk = moto_sdk_config().await;
+    let s3 = s3_client(&sdk);
+    let dynamodb = dynamodb_client(&sdk);
+    let sqs = sqs_client(&sdk);
+    let bucket = fresh_bucket(&s3, "cold-start").await;
+    let blob_bucket = fresh_bucket(&s3, "cold-start-blobs").await;
+    let table = fresh_table(&dynamodb).await;
+    let turn_queue = fresh_fifo_queue(&sqs).await;
+    let timer_queue = fresh_standard_queue(&sqs, Duration::from_secs(30)).await;
+
+    let timeline = Timeline::default();
+    let model = ScriptedServer::start().await;
+    model.always(
+        "/v1/messages",
+        ScriptedReply::json(anthropic_text("It is sunny in Paris.")),
+    );
+    let replies = ScriptedServer::start().await;
+    replies.always("/replies", ScriptedReply::json(json!({"ok": true})));
+    let aws = timed_proxy::start(&moto_endpoint(), &timeline)
+        .await
+        .unwrap();
+    let model_url = timed_proxy::start(&model.base_url(), &timeline)
+        .await
+        .unwrap();
+    let replies_url = timed_proxy::start(&replies.base_url(), &timeline)
+        .await
+        .unwrap();
+
+    let store = S3ObjectStore::new(s3.clone(), bucket.clone());
+    let config = format!(
+        r#"
+skills:
+  bundled: s3://{bucket}/skills/bundled
+agents:
+  defaults:
+    workspace: s3://{bucket}/agents/main/workspace
+models:
+  primary: anthropic/claude-test
+  maxRetries: 0
+  providers:
+    anthropic:
+      apiKey: test-key
+      baseUrl: {model_url}
+tools:
+  deny: [web_fetch, write]
+channels:
+  generic:
+    secret: {SECRET}
+    replyUrl: {replies_url}/replies
+"#
+    );
+    let objects: [(&str, &[u8]); 3] = [
+        (
+            "skills/bundled/weather/SKILL.md",
+            b"---\nname: weather\ndescription: Get the current weather for a city.\nmetadata: {\"openclaw\": {\"requires\": {\"bins\": [\"curl\"]}}}\n---\n# Weather\nAsk wttr.in.\n",
+        ),
+        ("agents/main/workspace/AGENTS.md", b"Be brief.\n"),
+        ("clawless.yaml", config.as_bytes()),
+    ];
+    for (key, bytes) in objects {
+        store
+            .put(key, bytes.to_vec(), PutCondition::Always)
+            .await
+            .unwrap_or_else(|err| panic!("uploading {key}: {err}"));
+    }
+
+    let node_queue_prefix = unique_queue_prefix();
+    let now = now_ms();
+    DynamoNodeRegistry::new(dynamodb.clone(), &table)
+        .register(&NodeRecord {
+            node_id: NODE_ID.to_owned(),
+            display_name: Some("bench".to_owned()),
+            secret_hash: secret_hash(NODE_SECRET),
+            platform: "linux".to_owned(),
+            path: vec!["/usr/bin".to_owned()],
+            skill_bins: Vec::new(),
+            queue: format!("{node_queue_prefix}node-{NODE_ID}"),
+            paired_at_ms: now,
+            last_seen_ms: now,
+            revoked: false,
+            revoked_at_ms: None,
+            granted: Vec::new(),
+            policy_version: 0,
+            exec: None,
+        })
+        .await
+        .unwrap();
+
+    let env = [
+        ("AWS_ENDPOINT_URL", aws),
+        ("CLAWLESS_S3_FORCE_PATH_STYLE", "true".to_owned()),
+        ("CLAWLESS_TABLE", table),
+        ("CLAWLESS_TURN_QUEUE_URL", turn_queue),
+        ("CLAWLESS_TIMER_QUEUE_URL", timer_queue),
+        ("CLAWLESS_NODE_QUEUE_PREFIX", node_queue_prefix),
+        (
+            "CLAWLESS_NODE_QUEUE_ROLE_ARN",
+            "arn:aws:iam::123456789012:role/clawless-node-queue".to_owned(),
+        ),
+        ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN.to_owned()),
+        ("CLAWLESS_BLOB_BUCKET", blob_bucket),
+        ("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml")),
+    ];
+    Deployment {
+        env: env
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect(),
+        timeline,
+        model,
+        _replies: replies,
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+/// The environment Lambda gives a `provided.al2023` function, plus the deployment's.
+fn lambda_env(name: &str, runtime_api: &str, log_level: &str) -> Vec<(String, String)> {
+    let fixed = [
+        ("AWS_LAMBDA_FUNCTION_NAME", name.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", MEMORY_MB.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}")),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "bench".to_owned()),
+        ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".to_owned()),
+        ("AWS_LAMBDA_LOG_LEVEL", log_level.to_owned()),
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_DEFAULT_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_SESSION_TOKEN", "test".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ("LAMBDA_TASK_ROOT", "/var/task".to_owned()),
+        ("LAMBDA_RUNTIME_DIR", "/var/runtime".to_owned()),
+        ("_HANDLER", "bootstrap".to_owned()),
+        ("TZ", ":UTC".to_owned()),
+        ("LANG", "en_US.UTF-8".to_owned()),
+        ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin".to_owned()),
+    ];
+    fixed
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+}
+
+/// Fills an event template: `${UNIQUE}`, `${NOW_MS}`, `${NODE_TOKEN}`, then a header whose
+/// value is `${SIGNATURE}` gets the generic channel's signature of the event's `body`.
+fn event(template: &str, unique: &str) -> String {
+    let text = template
+        .replace("${UNIQUE}", unique)
+        .replace("${NOW_MS}", &now_ms().to_string())
+        .replace("${NODE_TOKEN}", &format!("{NODE_ID}:{NODE_SECRET}"));
+    let Ok(mut value) = serde_json::from_str::<Value>(&text) else {
+        return text;
+    };
+    let body = value["body"].as_str().unwrap_or_default().to_owned();
+    if let Some(headers) = value.get_mut("headers").and_then(Value::as_object_mut) {
+        for header in headers.values_mut() {
+            if header == "${SIGNATURE}" {
+                *header =
+                    Value::String(clawless_channels::sign(SECRET.as_bytes(), body.as_bytes()));
+            }
+        }
+    }
+    value.to_string()
+}
+
+/// Whether an answer is a success: a 2xx HTTP response, or an SQS batch with no failures.
+fn outcome(invocation: &Invocation) -> String {
+    if invocation.is_error {
+        return format!("error {}", invocation.body);
+    }
+    let Ok(answer) = serde_json::from_str::<Value>(&invocation.body) else {
+        return format!("not JSON: {}", invocation.body);
+    };
+    if let Some(status) = answer["statusCode"].as_u64() {
+        return if (200..300).contains(&status) {
+            "ok".to_owned()
+        } else {
+            format!("HTTP {status}: {}", answer["body"])
+        };
+    }
+    if let Some(failures) = answer["batchItemFailures"].as_array() {
+        return if failures.is_empty() {
+            "ok".to_owned()
+        } else {
+            format!("{} failed records", failures.len())
+        };
+    }
+    "ok".to_owned()
+}
+
+/// One cold start of one function.
+struct Run {
+    init: Duration,
+    first: Duration,
+    warm: Duration,
+    /// Time the warm invocation spent waiting on moto, the model or the reply sink.
+    warm_external: Duration,
+    warm_requests: usize,
+    peak_rss_kib: u64,
+    outcomes: [String; 2],
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_default()
+}
+
+/// Copies a child's output into `log`, each line stamped with milliseconds since `spawned`.
+fn stamp_lines(
+    output: impl std::io::Read + Send + 'static,
+    log: std::sync::Arc<std::sync::Mutex<std::fs::File>>,
+    spawned: Instant,
+) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines() {
+            let Ok(line) = line else { break };
+            let at = spawned.elapsed().as_secs_f64() * 1e3;
+            let mut log = log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if writeln!(log, "[{at:9.2} ms] {line}").is_err() {
+                break;
+            }
+        }
+    });
+}
+
+async fn cold_start(
+    binary: &Path,
+    name: &str,
+    template: &str,
+    run: usize,
+    args: &Args,
+    deployment: Option<&Deployment>,
+    log_dir: &Path,
+) -> Result<Run, String> {
+    let api = RuntimeApi::start(name)
+        .await
+        .map_err(|err| format!("runtime API: {err}"))?;
+    let log_path = log_dir.join(format!("{name}-{run}.log"));
+    let mut command = match args.wrap.split_first() {
+        Some((program, wrap_args)) => {
+            let mut command = Command::new(program);
+            let log = log_path.display().to_string();
+            command.args(wrap_args.iter().map(|arg| arg.replace("{log}", &log)));
+            command.arg(binary);
+            command
+        }
+        None => Command::new(binary),
+    };
+    command
+        .env_clear()
+        .envs(lambda_env(name, &api.address(), &args.log_level))
+        .envs(deployment.map(|d| d.env.clone()).unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let log = std::sync::Arc::new(std::sync::Mutex::new(
+        std::fs::File::create(&log_path).map_err(|err| format!("{}: {err}", log_path.display()))?,
+    ));
+    let spawned = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|err| format!("cannot start {}: {err}", binary.display()))?;
+    if let Some(stdout) = child.stdout.take() {
+        stamp_lines(stdout, std::sync::Arc::clone(&log), spawned);
+    }
+    if let Some(stderr) = child.stderr.take() {
+        stamp_lines(stderr, std::sync::Arc::clone(&log), spawned);
+    }
+    let result = measure(&api, name, template, run, deployment, spawned, child.id()).await;
+    if let Err(err) = child.kill() {
+        eprintln!("could not kill {name}: {err}");
+    }
+    if let Err(err) = child.wait() {
+        eprintln!("could not reap {name}: {err}");
+    }
+    result.map_err(|err| format!("{err} (log: {})", log_path.display()))
+}
+
+async fn measure(
+    api: &RuntimeApi,
+    name: &str,
+    template: &str,
+    run: usize,
+    deployment: Option<&Deployment>,
+    spawned: Instant,
+    pid: u32,
+) -> Result<Run, String> {
+    let Some(ready) = api.first_next(INIT_PATIENCE).await else {
+        return Err(match api.init_error() {
+            Some(error) => format!("{name} failed its init: {error}"),
+            None => format!("{name} never polled for an event"),
+        });
+    };
+    let mut invocations = Vec::new();
+    for nth in 0..2 {
+        let payload = event(template, &format!("{run}-{nth}-{}", now_ms()));
+        let invocation = api
+            .invoke(payload, INVOKE_PATIENCE)
+            .await
+            .ok_or_else(|| format!("{name} gave no answer to invocation {nth}"))?;
+        invocations.push(invocation);
+    }
+    let peak_rss_kib = peak_rss_kib(pid);
+    let (first, warm) = (&invocations[0], &invocations[1]);
+    let (warm_external, warm_requests) = deployment
+        .map(|d| d.timeline.busy(warm.handed_out, warm.finished))
+        .unwrap_or_default();
+    Ok(Run {
+        init: ready.saturating_duration_since(spawned),
+        first: first.duration(),
+        warm: warm.duration(),
+        warm_external,
+        warm_requests,
+        peak_rss_kib,
+        outcomes: [outcome(first), outcome(warm)],
+    })
+}
+
+/// Deflated zip of the binary as `bootstrap`, as `cargo lambda build --output-format zip`.
+fn zip_size(binary: &Path, work: &Path) -> Result<u64, String> {
+    let dir = work.join("zip");
+    std::fs::create_dir_all(&dir).map_err(|err| err.to_string())?;
+    let bootstrap = dir.join("bootstrap");
+    let archive = dir.join("bootstrap.zip");
+    std::fs::copy(binary, &bootstrap).map_err(|err| err.to_string())?;
+    if archive.exists() {
+        std::fs::remove_file(&archive).map_err(|err| err.to_string())?;
+    }
+    let status = Command::new("zip")
+        .args(["-q", "-X", "-j"])
+        .arg(&archive)
+        .arg(&bootstrap)
+        .status()
+        .map_err(|err| format!("`zip` is needed (apt-get install zip): {err}"))?;
+    if !status.success() {
+        return Err(format!("zip failed: {status}"));
+    }
+    std::fs::metadata(&archive)
+        .map(|meta| meta.len())
+        .map_err(|err| err.to_string())
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values.get(values.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// Medians over the runs of one function.
+struct Summary {
+    name: String,
+    init: Duration,
+    first: Duration,
+    warm: Duration,
+    warm_external: Duration,
+    warm_own: Duration,
+    warm_requests: usize,
+    peak_rss_mib: f64,
+    binary_bytes: u64,
+    zip_bytes: u64,
+    outcomes: Vec<String>,
+}
+
+fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary {
+    let pick = |f: fn(&Run) -> Duration| median(runs.iter().map(f).collect());
+    let mut outcomes: Vec<String> = runs
+        .iter()
+        .flat_map(|run| run.outcomes.iter().cloned())
+        .collect();
+    outcomes.dedup();
+    Summary {
+        name: name.to_owned(),
+        init: pick(|run| run.init),
+        first: pick(|run| run.first),
+        warm: pick(|run| run.warm),
+        warm_external: pick(|run| run.warm_external),
+        warm_own: pick(|run| run.warm.saturating_sub(run.warm_external)),
+        warm_requests: runs.iter().map(|run| run.warm_requests).max().unwrap_or(0),
+        peak_rss_mib: runs.iter().map(|run| run.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
+        binary_bytes: std::fs::metadata(binary).map(|m| m.len()).unwrap_or(0),
+        zip_bytes,
+        outcomes,
+    }
+}
+
+async fn bench_function(
+    name: &str,
+    args: &Args,
+    deployment: Option<&Deployment>,
+    log_dir: &Path,
+) -> Result<Summary, String> {
+    let binary = args.bin_dir.join(name);
+    if !binary.is_file() {
+        return Err(format!(
+            "{} is missing: build it first (infra/bench cold_start does)",
+            binary.display()
+        ));
+    }
+    let template_path = args.events_dir.join(format!("{name}.json"));
+    let template = std::fs::read_to_string(&template_path)
+        .map_err(|err| format!("{}: {err}", template_path.display()))?;
+    let zip_bytes = zip_size(&binary, log_dir)?;
+    let mut runs = Vec::new();
+    for run in 0..args.runs {
+        runs.push(cold_start(&binary, name, &template, run, args, deployment, log_dir).await?);
+    }
+    Ok(summarize(name, &runs, &binary, zip_bytes))
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "PASS" } else { "FAIL" }
+}
+
+fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usize) {
+    println!();
+    println!(
+        "cold_start: profile `{}`, {} cold start(s) per function (medians), {} MB memory setting; \
+         built natively for {} (rustup cannot install aarch64 targets here; Lambda would run arm64)",
+        args.profile,
+        args.runs,
+        MEMORY_MB,
+        std::env::consts::ARCH
+    );
+    println!(
+        "{:<13} {:>8} {:>7} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
+        "function",
+        "init ms",
+        "×hello",
+        "first ms",
+        "warm ms",
+        "emul. ms",
+        "own ms",
+        "reqs",
+        "peak MiB",
+        "bin MB",
+        "zip MB",
+    );
+    let hello_init = ms(hello.init).max(f64::EPSILON);
+    for row in std::iter::once(hello).chain(rows) {
+        println!(
+            "{:<13} {:>8.1} {:>7.2} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
+            row.name,
+            ms(row.init),
+            ms(row.init) / hello_init,
+            ms(row.first),
+            ms(row.warm),
+            ms(row.warm_external),
+            ms(row.warm_own),
+            row.warm_requests,
+            row.peak_rss_mib,
+            row.binary_bytes as f64 / 1e6,
+            row.zip_bytes as f64 / 1e6,
+            row.outcomes.join("; ")
+        );
+    }
+    println!(
+        "(warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
+         through the timing proxy; own = warm − emul.; reqs = proxied requests in the warm one; \
+         the scripted model answered {model_calls} call(s))"
+    );
+    println!();
+    println!("targets:");
+    for row in rows {
+        let ratio = ms(row.init) / hello_init;
+        println!(
+            "  {} {:<12} init {:.2}× hello (≤ {INIT_RATIO_TARGET}×)",
+            verdict(ratio <= INIT_RATIO_TARGET),
+            row.name,
+            ratio
+        );
+    }
+    for row in std::iter::once(hello).chain(rows) {
+        println!(
+            "  {} {:<12} peak RSS {:.1} MiB (< {PEAK_RSS_TARGET_MIB} MiB)",
+            verdict(row.peak_rss_mib < PEAK_RSS_TARGET_MIB),
+            row.name,
+            row.peak_rss_mib
+        );
+    }
+    for row in std::iter::once(hello).chain(rows) {
+        println!(
+            "  {} {:<12} zip {:.2} MB (< {} MB)",
+            verdict(row.zip_bytes < ZIP_TARGET_BYTES),
+            row.name,
+            row.zip_bytes as f64 / 1e6,
+            ZIP_TARGET_BYTES / 1_000_000
+        );
+    }
+    if let Some(turn) = rows.iter().find(|row| row.name == "turn") {
+        let own = ms(turn.warm_own);
+        let answered = turn.outcomes.iter().all(|outcome| outcome == "ok");
+        println!(
+            "  {} turn         warm simple-turn overhead {own:.2} ms (< {TURN_OVERHEAD_TARGET_MS} ms; \
+             {:.2} ms in all, {:.2} ms of it waiting on the emulators){}",
+            verdict(answered && own < TURN_OVERHEAD_TARGET_MS),
+            ms(turn.warm),
+            ms(turn.warm_external),
+            if answered {
+                ""
+            } else {
+                " — the turn did not succeed"
+            }
+        );
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = parse_args();
+    let log_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(".test-run")
+        .join("cold_start");
+    std::fs::create_dir_all(&log_dir).unwrap();
+    let started = Instant::now();
+    let hello = match bench_function(BASELINE, &args, None, &log_dir).await {
+        Ok(summary) => summary,
+        Err(err) => {
+            eprintln!("cold_start: {err}");
+            std::process::exit(1);
+        }
+    };
+    let deployment = deploy().await;
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for name in &args.functions {
+        match bench_function(name, &args, Some(&deployment), &log_dir).await {
+            Ok(summary) => rows.push(summary),
+            Err(err) => {
+                eprintln!("cold_start: {err}");
+                failed = true;
+            }
+        }
+    }
+    print_report(
+        &args,
+        &hello,
+        &rows,
+        deployment.model.requests_to("/v1/messages").len(),
+    );
+    println!(
+        "logs: {} ({:.0} s in all)",
+        log_dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed {
+        std::process::exit(1);
+    }
+}
