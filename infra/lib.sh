@@ -21,7 +21,9 @@ export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_DEFAULT_REGION=us-east-1
 unset AWS_PROFILE AWS_SESSION_TOKEN
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${HOME}/.cache/clawless-target}"
+# The same target directory as a plain `cargo run` (./target), so the README's two commands
+# share one build; CI points it outside the clone (.ci/run) to reuse builds between runs.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${repo_root}/target}"
 
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'infra/test: %s\n' "$*" >&2; exit 1; }
