@@ -351,6 +351,8 @@ fn outcome(invocation: &Invocation) -> String {
 /// One cold start of one function.
 struct Run {
     init: Duration,
+    /// Time init spent waiting on moto (the configuration, secrets).
+    init_external: Duration,
     first: Duration,
     warm: Duration,
     /// Time the warm invocation spent waiting on moto, the model or the reply sink.
@@ -471,8 +473,12 @@ async fn measure(
     let (warm_external, warm_requests) = deployment
         .map(|d| d.timeline.busy(warm.handed_out, warm.finished))
         .unwrap_or_default();
+    let init_external = deployment
+        .map(|d| d.timeline.busy(spawned, ready).0)
+        .unwrap_or_default();
     Ok(Run {
         init: ready.saturating_duration_since(spawned),
+        init_external,
         first: first.duration(),
         warm: warm.duration(),
         warm_external,
@@ -519,6 +525,7 @@ fn ms(duration: Duration) -> f64 {
 struct Summary {
     name: String,
     init: Duration,
+    init_external: Duration,
     first: Duration,
     warm: Duration,
     warm_external: Duration,
@@ -540,6 +547,7 @@ fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary
     Summary {
         name: name.to_owned(),
         init: pick(|run| run.init),
+        init_external: pick(|run| run.init_external),
         first: pick(|run| run.first),
         warm: pick(|run| run.warm),
         warm_external: pick(|run| run.warm_external),
@@ -591,10 +599,11 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         std::env::consts::ARCH
     );
     println!(
-        "{:<13} {:>8} {:>7} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
+        "{:<13} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
         "function",
         "init ms",
         "×hello",
+        "init emul",
         "first ms",
         "warm ms",
         "emul. ms",
@@ -607,10 +616,11 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     let hello_init = ms(hello.init).max(f64::EPSILON);
     for row in std::iter::once(hello).chain(rows) {
         println!(
-            "{:<13} {:>8.1} {:>7.2} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
+            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
             row.name,
             ms(row.init),
             ms(row.init) / hello_init,
+            ms(row.init_external),
             ms(row.first),
             ms(row.warm),
             ms(row.warm_external),
@@ -623,7 +633,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         );
     }
     println!(
-        "(warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
+        "(init emul = time init waited on moto; warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
          through the timing proxy; own = warm − emul.; reqs = proxied requests in the warm one; \
          the scripted model answered {model_calls} call(s))"
     );
