@@ -20,7 +20,7 @@
 //!
 //! Usage (after `export CLAWLESS_TEST_AWS_ENDPOINT=http://127.0.0.1:PORT` of a moto_server):
 //!   cargo bench -p clawless-system-tests --bench cold_start -- --bin-dir DIR
-//!     [--events DIR] [--runs N] [--log-level LEVEL] [--profile NAME] [--wrap CMD] [FUNCTION…]
+//!     [--events DIR] [--runs N] [--log-level LEVEL] [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [FUNCTION…]
 
 #![allow(
     clippy::unwrap_used,
@@ -78,13 +78,15 @@ struct Args {
     /// A command the binary runs under (e.g. `strace -f -ttt -o {log}.strace`), for finding
     /// where init time goes; its timings are then not comparable.
     wrap: Vec<String>,
+    /// Extra `NAME=VALUE`s for every function (experiments, e.g. `SSL_CERT_FILE`).
+    extra_env: Vec<(String, String)>,
     functions: Vec<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: cold_start --bin-dir DIR [--events DIR] [--runs N] [--log-level LEVEL] \
-         [--profile NAME] [--wrap CMD] [FUNCTION…]\n  FUNCTION: {} (default: all)",
+         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [FUNCTION…]\n  FUNCTION: {} (default: all)",
         FUNCTIONS.join(", ")
     );
     std::process::exit(2)
@@ -99,6 +101,7 @@ fn parse_args() -> Args {
         log_level: "info".to_owned(),
         profile: String::new(),
         wrap: Vec::new(),
+        extra_env: Vec::new(),
         functions: Vec::new(),
     };
     let mut given = std::env::args().skip(1);
@@ -110,6 +113,11 @@ fn parse_args() -> Args {
             "--runs" => args.runs = value().parse().unwrap_or_else(|_| usage()),
             "--log-level" => args.log_level = value(),
             "--profile" => args.profile = value(),
+            "--env" => {
+                let pair = value();
+                let (name, val) = pair.split_once('=').unwrap_or_else(|| usage());
+                args.extra_env.push((name.to_owned(), val.to_owned()));
+            }
             "--wrap" => args.wrap = value().split_whitespace().map(str::to_owned).collect(),
             // `cargo bench` passes this to every bench target.
             "--bench" => {}
@@ -418,6 +426,7 @@ async fn cold_start(
         .env_clear()
         .envs(lambda_env(name, &api.address(), &args.log_level))
         .envs(deployment.map(|d| d.env.clone()).unwrap_or_default())
+        .envs(args.extra_env.iter().cloned())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
