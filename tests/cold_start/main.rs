@@ -20,7 +20,7 @@
 //!
 //! Usage (after `export CLAWLESS_TEST_AWS_ENDPOINT=http://127.0.0.1:PORT` of a moto_server):
 //!   cargo bench -p clawless-system-tests --bench cold_start -- --bin-dir DIR
-//!     [--events DIR] [--runs N] [--log-level LEVEL] [--profile NAME] [--wrap CMD] [FUNCTION…]
+//!     [--events DIR] [--runs N] [--log-level LEVEL] [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [FUNCTION…]
 
 #![allow(
     clippy::unwrap_used,
@@ -78,13 +78,15 @@ struct Args {
     /// A command the binary runs under (e.g. `strace -f -ttt -o {log}.strace`), for finding
     /// where init time goes; its timings are then not comparable.
     wrap: Vec<String>,
+    /// Extra `NAME=VALUE`s for every function (experiments, e.g. `SSL_CERT_FILE`).
+    extra_env: Vec<(String, String)>,
     functions: Vec<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: cold_start --bin-dir DIR [--events DIR] [--runs N] [--log-level LEVEL] \
-         [--profile NAME] [--wrap CMD] [FUNCTION…]\n  FUNCTION: {} (default: all)",
+         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [FUNCTION…]\n  FUNCTION: {} (default: all)",
         FUNCTIONS.join(", ")
     );
     std::process::exit(2)
@@ -99,6 +101,7 @@ fn parse_args() -> Args {
         log_level: "info".to_owned(),
         profile: String::new(),
         wrap: Vec::new(),
+        extra_env: Vec::new(),
         functions: Vec::new(),
     };
     let mut given = std::env::args().skip(1);
@@ -110,6 +113,11 @@ fn parse_args() -> Args {
             "--runs" => args.runs = value().parse().unwrap_or_else(|_| usage()),
             "--log-level" => args.log_level = value(),
             "--profile" => args.profile = value(),
+            "--env" => {
+                let pair = value();
+                let (name, val) = pair.split_once('=').unwrap_or_else(|| usage());
+                args.extra_env.push((name.to_owned(), val.to_owned()));
+            }
             "--wrap" => args.wrap = value().split_whitespace().map(str::to_owned).collect(),
             // `cargo bench` passes this to every bench target.
             "--bench" => {}
@@ -351,6 +359,8 @@ fn outcome(invocation: &Invocation) -> String {
 /// One cold start of one function.
 struct Run {
     init: Duration,
+    /// Time init spent waiting on moto (the configuration, secrets).
+    init_external: Duration,
     first: Duration,
     warm: Duration,
     /// Time the warm invocation spent waiting on moto, the model or the reply sink.
@@ -416,6 +426,7 @@ async fn cold_start(
         .env_clear()
         .envs(lambda_env(name, &api.address(), &args.log_level))
         .envs(deployment.map(|d| d.env.clone()).unwrap_or_default())
+        .envs(args.extra_env.iter().cloned())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -471,8 +482,12 @@ async fn measure(
     let (warm_external, warm_requests) = deployment
         .map(|d| d.timeline.busy(warm.handed_out, warm.finished))
         .unwrap_or_default();
+    let init_external = deployment
+        .map(|d| d.timeline.busy(spawned, ready).0)
+        .unwrap_or_default();
     Ok(Run {
         init: ready.saturating_duration_since(spawned),
+        init_external,
         first: first.duration(),
         warm: warm.duration(),
         warm_external,
@@ -519,6 +534,7 @@ fn ms(duration: Duration) -> f64 {
 struct Summary {
     name: String,
     init: Duration,
+    init_external: Duration,
     first: Duration,
     warm: Duration,
     warm_external: Duration,
@@ -540,6 +556,7 @@ fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary
     Summary {
         name: name.to_owned(),
         init: pick(|run| run.init),
+        init_external: pick(|run| run.init_external),
         first: pick(|run| run.first),
         warm: pick(|run| run.warm),
         warm_external: pick(|run| run.warm_external),
@@ -591,10 +608,11 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         std::env::consts::ARCH
     );
     println!(
-        "{:<13} {:>8} {:>7} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
+        "{:<13} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
         "function",
         "init ms",
         "×hello",
+        "init emul",
         "first ms",
         "warm ms",
         "emul. ms",
@@ -607,10 +625,11 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     let hello_init = ms(hello.init).max(f64::EPSILON);
     for row in std::iter::once(hello).chain(rows) {
         println!(
-            "{:<13} {:>8.1} {:>7.2} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
+            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
             row.name,
             ms(row.init),
             ms(row.init) / hello_init,
+            ms(row.init_external),
             ms(row.first),
             ms(row.warm),
             ms(row.warm_external),
@@ -623,7 +642,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         );
     }
     println!(
-        "(warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
+        "(init emul = time init waited on moto; warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
          through the timing proxy; own = warm − emul.; reqs = proxied requests in the warm one; \
          the scripted model answered {model_calls} call(s))"
     );
