@@ -58,10 +58,10 @@ async fn deployment() -> Deployment {
         &fixture.config_yaml(&model_server.base_url(), &receiver.url),
         "test",
     )
-    .unwrap();
+    .expect("test fixture");
     let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
-    let skills = Arc::new(SkillsService::new(config.clone(), &stores).unwrap());
-    let db = SqliteDb::open(fixture.path().join("state.db")).unwrap();
+    let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
+    let db = SqliteDb::open(fixture.path().join("state.db")).expect("test fixture");
     let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
     let queue = Arc::new(SqliteTurnQueue::new(db));
     let outbox = ChannelOutbox::new().with_channel(
@@ -76,7 +76,7 @@ async fn deployment() -> Deployment {
         skills,
         stores,
         sessions,
-        model: clawless_llm::build_model(&config.models, &|_| None).unwrap(),
+        model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
         outbox: Arc::new(outbox),
         web: None,
         clock: Arc::new(SystemClock),
@@ -114,12 +114,14 @@ fn inbound() -> String {
             sender_is_owner: true,
         }),
     })
-    .unwrap()
+    .expect("test fixture")
 }
 
 fn deadline_in(left: Duration) -> Deadline {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    Deadline::at_ms(u64::try_from((now + left).as_millis()).unwrap())
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("test fixture");
+    Deadline::at_ms(u64::try_from((now + left).as_millis()).expect("test fixture"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
