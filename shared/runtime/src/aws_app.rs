@@ -135,11 +135,7 @@ impl AwsApp {
 
     /// A value an `…Env` key names: a fetched secret (`secrets:`), else the environment.
     fn lookup(&self, name: &str) -> Option<String> {
-        self.secrets
-            .get(name)
-            .map(str::to_owned)
-            .filter(|value| !value.trim().is_empty())
-            .or_else(|| env(name))
+        self.secrets.lookup(name)
     }
 
     /// Builds the app over given clients (tests count their requests).

@@ -88,12 +88,13 @@ impl SecretValues {
     }
 
     /// A value an `…Env` key names: the fetched secret when there is one (and it is not
-    /// blank), else the process environment.
+    /// blank), else the process environment (when not blank).
     pub fn lookup(&self, name: &str) -> Option<String> {
+        let not_blank = |value: &String| !value.trim().is_empty();
         self.get(name)
             .map(str::to_owned)
-            .or_else(|| std::env::var(name).ok())
-            .filter(|value| !value.trim().is_empty())
+            .filter(not_blank)
+            .or_else(|| std::env::var(name).ok().filter(not_blank))
     }
 }
 
