@@ -33,8 +33,11 @@ pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How often the background thread checkpoints the WAL.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+/// How often the background thread checkpoints the WAL. Often enough that the log stays
+/// small: a log that must grow while requests append to it stalls them whenever a checkpoint's
+/// fsync holds the file system's journal (at 500 ms, the first 10 s of `webhook_load` on a new
+/// database showed p99s of 12–19 ms; at 100 ms, 1.1–1.4 ms).
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
 const SCHEMA_VERSION: i64 = 3;
