@@ -56,7 +56,7 @@ impl AdminClient {
         if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
             bail!("invalid --url {url:?}: expected http(s)://host[:port][/path]");
         }
-        let http = reqwest::Client::builder()
+        let http = clawless_http::client_builder()
             .timeout(Duration::from_secs(30))
             .build()
             .context("building the HTTP client")?;

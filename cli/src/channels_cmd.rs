@@ -78,7 +78,7 @@ fn env(name: &str) -> Option<String> {
 /// Runs `clawless channels …`.
 pub(crate) async fn run(args: ChannelsArgs) -> anyhow::Result<ExitCode> {
     let config = load_config(args.config.as_ref())?;
-    let http = reqwest::Client::builder().build()?;
+    let http = clawless_http::client_builder().build()?;
     match args.command {
         ChannelsCommand::Telegram {
             command: TelegramCommand::SetWebhook { url },

@@ -448,7 +448,7 @@ async fn check_channels(
             .or_else(|| std::env::var(name).ok())
             .filter(|value| !value.trim().is_empty())
     };
-    let http = match reqwest::Client::builder().build() {
+    let http = match clawless_http::client_builder().build() {
         Ok(http) => http,
         Err(err) => {
             report.fail(

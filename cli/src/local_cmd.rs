@@ -221,7 +221,7 @@ async fn running_forever(_running: &RunningLocal) {
 /// Runs `clawless chat`.
 pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let base = format!("http://127.0.0.1:{}", args.local.port);
-    let client = reqwest::Client::builder()
+    let client = clawless_http::client_builder()
         .no_proxy()
         .build()
         .context("HTTP client")?;

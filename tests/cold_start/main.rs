@@ -3,7 +3,8 @@
 //! Each function binary (built as for Lambda, e.g. `cargo build --release -p webhook …`) runs
 //! as its own process under a local Lambda Runtime API ([`runtime_api`]), configured as the
 //! template configures it, against a deployment on moto (table, buckets, queues, a paired
-//! node, `clawless.yaml`), a scripted Anthropic model and a reply sink. For each function it
+//! node, `clawless.yaml`, and the secrets in Secrets Manager that each function is handed
+//! through `CLAWLESS_SECRETS`), a scripted Anthropic model and a reply sink. For each function it
 //! measures:
 //! - init: process start until its first `GET …/invocation/next`;
 //! - the first and a second (warm) invocation, from the event handed out on `next` until the
@@ -80,13 +81,17 @@ struct Args {
     wrap: Vec<String>,
     /// Extra `NAME=VALUE`s for every function (experiments, e.g. `SSL_CERT_FILE`).
     extra_env: Vec<(String, String)>,
+    /// Deploy with `ConfigObjectKey` (`clawless.yaml` read from S3 at cold start, as Telegram,
+    /// Slack and Discord need) instead of the template's default (settings from the
+    /// environment only).
+    config_object: bool,
     functions: Vec<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: cold_start --bin-dir DIR [--events DIR] [--runs N] [--log-level LEVEL] \
-         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [FUNCTION…]\n  FUNCTION: {} (default: all)",
+         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [--config-object] [FUNCTION…]\n  FUNCTION: {} (default: all)",
         FUNCTIONS.join(", ")
     );
     std::process::exit(2)
@@ -102,6 +107,7 @@ fn parse_args() -> Args {
         profile: String::new(),
         wrap: Vec::new(),
         extra_env: Vec::new(),
+        config_object: false,
         functions: Vec::new(),
     };
     let mut given = std::env::args().skip(1);
@@ -118,6 +124,7 @@ fn parse_args() -> Args {
                 let (name, val) = pair.split_once('=').unwrap_or_else(|| usage());
                 args.extra_env.push((name.to_owned(), val.to_owned()));
             }
+            "--config-object" => args.config_object = true,
             "--wrap" => args.wrap = value().split_whitespace().map(str::to_owned).collect(),
             // `cargo bench` passes this to every bench target.
             "--bench" => {}
@@ -144,6 +151,8 @@ fn parse_args() -> Args {
 /// The deployment every function is configured against, and the emulators' timeline.
 struct Deployment {
     env: Vec<(String, String)>,
+    /// `CLAWLESS_SECRETS` per function, as the template sets it (Secrets Manager on moto).
+    secrets: Vec<(&'static str, String)>,
     timeline: Timeline,
     model: ScriptedServer,
     _replies: ScriptedServer,
@@ -157,7 +166,10 @@ fn anthropic_text(text: &str) -> Value {
     })
 }
 
-async fn deploy() -> Deployment {
+/// Sets up the deployment: with `config_object`, its settings in `clawless.yaml` on S3 (the
+/// template's `ConfigObjectKey`); without, in the environment, as the template's default
+/// deployment has them.
+async fn deploy(config_object: bool) -> Deployment {
     let sdk = moto_sdk_config().await;
     let s3 = s3_client(&sdk);
     let dynamodb = dynamodb_client(&sdk);
@@ -199,24 +211,24 @@ models:
   maxRetries: 0
   providers:
     anthropic:
-      apiKey: test-key
       baseUrl: {model_url}
 tools:
   deny: [web_fetch, write]
 channels:
   generic:
-    secret: {SECRET}
     replyUrl: {replies_url}/replies
 "#
     );
-    let objects: [(&str, &[u8]); 3] = [
+    let mut objects: Vec<(&str, &[u8])> = vec![
         (
             "skills/bundled/weather/SKILL.md",
             b"---\nname: weather\ndescription: Get the current weather for a city.\nmetadata: {\"openclaw\": {\"requires\": {\"bins\": [\"curl\"]}}}\n---\n# Weather\nAsk wttr.in.\n",
         ),
         ("agents/main/workspace/AGENTS.md", b"Be brief.\n"),
-        ("clawless.yaml", config.as_bytes()),
     ];
+    if config_object {
+        objects.push(("clawless.yaml", config.as_bytes()));
+    }
     for (key, bytes) in objects {
         store
             .put(key, bytes.to_vec(), PutCondition::Always)
@@ -246,6 +258,47 @@ channels:
         .await
         .unwrap();
 
+    // The secrets the template generates, in Secrets Manager, named to each function as the
+    // template names them: no secret value is in any function's environment.
+    let secrets_manager = aws_sdk_secretsmanager::Client::new(&sdk);
+    let suffix = unique_queue_prefix();
+    let mut arns = Vec::new();
+    for (name, value) in [
+        ("generic", SECRET.to_owned()),
+        (
+            "model-keys",
+            json!({"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": ""}).to_string(),
+        ),
+        ("admin", ADMIN_TOKEN.to_owned()),
+    ] {
+        let created = secrets_manager
+            .create_secret()
+            .name(format!("clawless/{suffix}{name}"))
+            .secret_string(value)
+            .send()
+            .await
+            .unwrap();
+        arns.push(created.arn().unwrap().to_owned());
+    }
+    let [generic, model_keys, admin] = <[String; 3]>::try_from(arns).unwrap();
+    let generic_secret = json!({"CLAWLESS_GENERIC_SECRET": {"secretsManager": generic}});
+    let secrets = vec![
+        ("webhook", generic_secret.to_string()),
+        (
+            "turn",
+            json!({
+                "CLAWLESS_GENERIC_SECRET": {"secretsManager": generic},
+                "ANTHROPIC_API_KEY": {"secretsManager": model_keys, "key": "ANTHROPIC_API_KEY"},
+                "OPENAI_API_KEY": {"secretsManager": model_keys, "key": "OPENAI_API_KEY"},
+            })
+            .to_string(),
+        ),
+        (
+            "nodes",
+            json!({"CLAWLESS_ADMIN_TOKEN": {"secretsManager": admin}}).to_string(),
+        ),
+    ];
+
     let env = [
         ("AWS_ENDPOINT_URL", aws),
         ("CLAWLESS_S3_FORCE_PATH_STYLE", "true".to_owned()),
@@ -257,15 +310,27 @@ channels:
             "CLAWLESS_NODE_QUEUE_ROLE_ARN",
             "arn:aws:iam::123456789012:role/clawless-node-queue".to_owned(),
         ),
-        ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN.to_owned()),
         ("CLAWLESS_BLOB_BUCKET", blob_bucket),
-        ("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml")),
+        ("CLAWLESS_BUCKET", bucket.clone()),
     ];
+    // What the config object says, the template's default deployment says in the
+    // environment: the conventional layout of `CLAWLESS_BUCKET`, the model's base URL (the
+    // key is a secret) and where generic replies go.
+    let settings = if config_object {
+        vec![("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml"))]
+    } else {
+        vec![
+            ("ANTHROPIC_BASE_URL", model_url.clone()),
+            ("CLAWLESS_GENERIC_REPLY_URL", format!("{replies_url}/replies")),
+        ]
+    };
     Deployment {
         env: env
             .into_iter()
+            .chain(settings)
             .map(|(name, value)| (name.to_owned(), value))
             .collect(),
+        secrets,
         timeline,
         model,
         _replies: replies,
@@ -426,6 +491,13 @@ async fn cold_start(
         .env_clear()
         .envs(lambda_env(name, &api.address(), &args.log_level))
         .envs(deployment.map(|d| d.env.clone()).unwrap_or_default())
+        .envs(
+            deployment
+                .iter()
+                .flat_map(|d| &d.secrets)
+                .filter(|(function, _)| *function == name)
+                .map(|(_, secrets)| ("CLAWLESS_SECRETS", secrets.clone())),
+        )
         .envs(args.extra_env.iter().cloned())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -600,8 +672,13 @@ fn verdict(ok: bool) -> &'static str {
 fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usize) {
     println!();
     println!(
-        "cold_start: profile `{}`, {} cold start(s) per function (medians), {} MB memory setting; \
+        "cold_start: {}; profile `{}`, {} cold start(s) per function (medians), {} MB memory setting; \
          built natively for {} (rustup cannot install aarch64 targets here; Lambda would run arm64)",
+        if args.config_object {
+            "deployed with a config object (clawless.yaml read from S3 at cold start)"
+        } else {
+            "the template's default deployment (settings in the environment, no config object)"
+        },
         args.profile,
         args.runs,
         MEMORY_MB,
@@ -708,7 +785,7 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let deployment = deploy().await;
+    let deployment = deploy(args.config_object).await;
     let mut rows = Vec::new();
     let mut failed = false;
     for name in &args.functions {

@@ -52,9 +52,10 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    /// Builds the client (rustls, connection pooling). Timeouts are set per request.
+    /// Builds the client (rustls with the process's shared TLS configuration, see
+    /// `clawless_http`; connection pooling). Timeouts are set per request.
     pub fn new() -> Result<Self, ClientBuildError> {
-        let client = reqwest::Client::builder()
+        let client = clawless_http::client_builder()
             .user_agent(concat!("clawless-llm/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(ClientBuildError)?;

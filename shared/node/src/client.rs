@@ -114,7 +114,7 @@ pub struct BackendClient {
 impl BackendClient {
     /// A client for `base_url` (no credentials: pairing only).
     pub fn new(base_url: &str) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
+        let http = clawless_http::client_builder()
             .timeout(Duration::from_secs(60))
             .build()
             .map_err(|err| ClientError::Unreachable(err.to_string()))?;

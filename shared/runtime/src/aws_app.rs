@@ -101,35 +101,51 @@ impl std::fmt::Debug for AwsApp {
 }
 
 impl AwsApp {
-    /// Loads AWS configuration and `clawless.yaml` from the environment.
+    /// Loads AWS configuration and `clawless.yaml` from the environment, and fetches the
+    /// secrets both name. The ones [`SECRETS_ENV`] names (all of them, in the template) are
+    /// read while the config is, so a cold start waits for the slower of the two reads, not
+    /// for both in turn.
     pub async fn from_env() -> Result<Self, AwsAppError> {
         let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
-        let mut app = Self::with_clients(
-            crate::aws_env::s3_client_from(&shared),
-            aws_sdk_dynamodb::Client::new(&shared),
-            aws_sdk_sqs::Client::new(&shared),
-            aws_sdk_sts::Client::new(&shared),
-        )
-        .await?;
         let from_env = match env(SECRETS_ENV) {
             Some(json) => {
                 parse_env_sources(&json).map_err(|err| AwsAppError::Setup(err.to_string()))?
             }
             None => Default::default(),
         };
-        let sources = merge_sources(&app.config.secrets, from_env);
-        if !sources.is_empty() {
-            let clients = SecretClients {
-                ssm: aws_sdk_ssm::Client::new(&shared),
-                secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
-            };
-            app.secrets = fetch_secrets(&sources, &clients)
-                .await
-                .map_err(|err| AwsAppError::Setup(err.to_string()))?;
-            tracing::info!(secrets = ?app.secrets, "secrets fetched");
+        let clients = SecretClients {
+            ssm: aws_sdk_ssm::Client::new(&shared),
+            secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
+        };
+        let (app, env_values) = tokio::join!(
+            Self::with_clients(
+                crate::aws_env::s3_client_from(&shared),
+                aws_sdk_dynamodb::Client::new(&shared),
+                aws_sdk_sqs::Client::new(&shared),
+                aws_sdk_sts::Client::new(&shared),
+            ),
+            fetch_secrets(&from_env, &clients),
+        );
+        let mut app = app?;
+        let file = &app.config.secrets;
+        let secrets = if file.keys().any(|name| from_env.contains_key(name)) {
+            // The file points a name elsewhere: its entry wins, so fetch the merged entries.
+            fetch_secrets(&merge_sources(file, from_env), &clients).await
+        } else {
+            match env_values {
+                Ok(values) => fetch_secrets(file, &clients)
+                    .await
+                    .map(|from_file| values.with(from_file)),
+                Err(err) => Err(err),
+            }
         }
+        .map_err(|err| AwsAppError::Setup(err.to_string()))?;
+        if !secrets.is_empty() {
+            tracing::info!(?secrets, "secrets fetched");
+        }
+        app.secrets = secrets;
         Ok(app)
     }
 
@@ -226,7 +242,7 @@ impl AwsApp {
 
     /// The deployment's chat channels (inbound and outbound sides).
     pub fn channels(&self) -> Result<ChannelSet, AwsAppError> {
-        let http = reqwest::Client::builder()
+        let http = clawless_http::client_builder()
             .build()
             .map_err(|err| AwsAppError::Setup(err.to_string()))?;
         let lookup = |name: &str| self.lookup(name);

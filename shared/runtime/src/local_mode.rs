@@ -226,7 +226,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         SkillsService::new(options.config.clone(), &stores)
             .map_err(|err| LocalError::Setup(err.to_string()))?,
     );
-    let client = reqwest::Client::builder()
+    let client = clawless_http::client_builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
     let env = |name: &str| options.secrets.lookup(name);

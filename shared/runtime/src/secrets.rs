@@ -87,6 +87,12 @@ impl SecretValues {
         self.0.is_empty()
     }
 
+    /// These values and `more`'s; a name in both takes `more`'s value.
+    pub fn with(mut self, more: SecretValues) -> SecretValues {
+        self.0.extend(more.0);
+        self
+    }
+
     /// A value an `…Env` key names: the fetched secret when there is one (and it is not
     /// blank), else the process environment (when not blank).
     pub fn lookup(&self, name: &str) -> Option<String> {
@@ -145,25 +151,35 @@ pub fn merge_sources(
     merged
 }
 
-/// Fetches every secret `sources` names.
-pub async fn fetch_secrets(
-    sources: &BTreeMap<String, SecretSource>,
-    clients: &SecretClients,
-) -> Result<SecretValues, SecretsError> {
-    let mut values = BTreeMap::new();
-    for (name, source) in sources {
-        let failed = |message: String| SecretsError::Fetch {
-            name: name.clone(),
-            message,
+/// Where a value is read from: one request each, however many names use it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Stored {
+    Parameter(String),
+    Secret(String),
+}
+
+impl Stored {
+    fn of(name: &str, source: &SecretSource) -> Result<Self, SecretsError> {
+        let invalid = |reason: &str| SecretsError::Invalid {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
         };
-        let value = match (&source.ssm, &source.secrets_manager) {
-            (Some(parameter), None) => {
-                if source.key.is_some() {
-                    return Err(SecretsError::Invalid {
-                        name: name.clone(),
-                        reason: "`key` goes with `secretsManager`, not `ssm`".to_owned(),
-                    });
-                }
+        match (&source.ssm, &source.secrets_manager) {
+            (Some(_), Some(_)) | (None, None) => {
+                Err(invalid("give exactly one of `ssm` and `secretsManager`"))
+            }
+            (Some(_), None) if source.key.is_some() => {
+                Err(invalid("`key` goes with `secretsManager`, not `ssm`"))
+            }
+            (Some(parameter), None) => Ok(Self::Parameter(parameter.clone())),
+            (None, Some(secret_id)) => Ok(Self::Secret(secret_id.clone())),
+        }
+    }
+
+    /// The stored text, or what went wrong (the store's error, never a value).
+    async fn read(&self, clients: &SecretClients) -> Result<String, String> {
+        match self {
+            Self::Parameter(parameter) => {
                 let output = clients
                     .ssm
                     .get_parameter()
@@ -172,18 +188,18 @@ pub async fn fetch_secrets(
                     .send()
                     .await
                     .map_err(|err| {
-                        failed(format!(
+                        format!(
                             "SSM parameter {parameter}: {}",
                             aws_sdk_ssm::error::DisplayErrorContext(err)
-                        ))
+                        )
                     })?;
                 output
                     .parameter()
                     .and_then(|parameter| parameter.value())
                     .map(str::to_owned)
-                    .ok_or_else(|| failed(format!("SSM parameter {parameter} has no value")))?
+                    .ok_or_else(|| format!("SSM parameter {parameter} has no value"))
             }
-            (None, Some(secret_id)) => {
+            Self::Secret(secret_id) => {
                 let output = clients
                     .secrets_manager
                     .get_secret_value()
@@ -191,34 +207,63 @@ pub async fn fetch_secrets(
                     .send()
                     .await
                     .map_err(|err| {
-                        failed(format!(
+                        format!(
                             "secret {secret_id}: {}",
                             aws_sdk_secretsmanager::error::DisplayErrorContext(err)
-                        ))
+                        )
                     })?;
-                let text = output
+                output
                     .secret_string()
-                    .ok_or_else(|| failed(format!("secret {secret_id} is not a string")))?;
-                match &source.key {
-                    None => text.to_owned(),
-                    Some(key) => serde_json::from_str::<serde_json::Value>(text)
-                        .ok()
-                        .and_then(|json| json.get(key)?.as_str().map(str::to_owned))
-                        .ok_or_else(|| {
-                            failed(format!(
-                                "secret {secret_id} is not a JSON object with a string {key:?}"
-                            ))
-                        })?,
-                }
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("secret {secret_id} is not a string"))
             }
-            _ => {
-                return Err(SecretsError::Invalid {
-                    name: name.clone(),
-                    reason: "give exactly one of `ssm` and `secretsManager`".to_owned(),
-                });
-            }
+        }
+    }
+}
+
+/// Fetches every secret `sources` names. Each parameter or secret is read once, however many
+/// names use it (the model keys share one secret), and all are read at once, so a cold start
+/// waits for the slowest read rather than their sum.
+pub async fn fetch_secrets(
+    sources: &BTreeMap<String, SecretSource>,
+    clients: &SecretClients,
+) -> Result<SecretValues, SecretsError> {
+    let mut wanted = BTreeMap::new();
+    for (name, source) in sources {
+        wanted.insert(
+            name.as_str(),
+            (Stored::of(name, source)?, source.key.as_deref()),
+        );
+    }
+    let mut distinct: Vec<&Stored> = wanted.values().map(|(stored, _)| stored).collect();
+    distinct.sort();
+    distinct.dedup();
+    let reads = futures_util::future::join_all(distinct.iter().map(|stored| stored.read(clients)));
+    let read: BTreeMap<&Stored, Result<String, String>> =
+        distinct.iter().copied().zip(reads.await).collect();
+    let mut values = BTreeMap::new();
+    for (name, (stored, key)) in &wanted {
+        let failed = |message: String| SecretsError::Fetch {
+            name: (*name).to_owned(),
+            message,
         };
-        values.insert(name.clone(), value);
+        let text = read[stored]
+            .as_ref()
+            .map_err(|message| failed(message.clone()))?;
+        let value = match (stored, key) {
+            (Stored::Secret(secret_id), Some(key)) => {
+                serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|json| json.get(key)?.as_str().map(str::to_owned))
+                    .ok_or_else(|| {
+                        failed(format!(
+                            "secret {secret_id} is not a JSON object with a string {key:?}"
+                        ))
+                    })?
+            }
+            _ => text.clone(),
+        };
+        values.insert((*name).to_owned(), value);
     }
     Ok(SecretValues(values))
 }

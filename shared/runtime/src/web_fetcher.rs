@@ -66,7 +66,7 @@ impl HttpWebFetcher {
     }
 
     fn build(allowed: Vec<SocketAddr>) -> Result<Self, WebFetcherError> {
-        let client = reqwest::Client::builder()
+        let client = clawless_http::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .dns_resolver(Arc::new(GuardedResolver))

@@ -1,12 +1,12 @@
 //! `secrets:` fetched from SSM Parameter Store and Secrets Manager on moto, through the real
 //! AWS SDK: a SecureString parameter, a whole secret and one key of a JSON secret; a missing
 //! one fails naming it; an entry with no or two sources is refused; values never show in
-//! `Debug`.
+//! `Debug`; a secret two names use is read once.
 
 use std::collections::BTreeMap;
 
 use aws_sdk_ssm::types::ParameterType;
-use clawless_aws::testing::moto_sdk_config;
+use clawless_aws::testing::{RequestCounter, moto_sdk_config};
 use clawless_runtime::secrets::{SecretClients, SecretSource, SecretsError, fetch_secrets};
 
 fn unique(name: &str) -> String {
@@ -17,10 +17,23 @@ fn unique(name: &str) -> String {
 }
 
 async fn clients() -> SecretClients {
+    counted_clients(&RequestCounter::default()).await
+}
+
+/// Clients whose requests (to either store) add to `counter`.
+async fn counted_clients(counter: &RequestCounter) -> SecretClients {
     let sdk = moto_sdk_config().await;
     SecretClients {
-        ssm: aws_sdk_ssm::Client::new(&sdk),
-        secrets_manager: aws_sdk_secretsmanager::Client::new(&sdk),
+        ssm: aws_sdk_ssm::Client::from_conf(
+            aws_sdk_ssm::config::Builder::from(&sdk)
+                .interceptor(counter.clone())
+                .build(),
+        ),
+        secrets_manager: aws_sdk_secretsmanager::Client::from_conf(
+            aws_sdk_secretsmanager::config::Builder::from(&sdk)
+                .interceptor(counter.clone())
+                .build(),
+        ),
     }
 }
 
@@ -34,7 +47,8 @@ fn source(ssm: Option<&str>, secrets_manager: Option<&str>, key: Option<&str>) -
 
 #[tokio::test]
 async fn parameters_and_secrets_are_fetched_by_name() {
-    let clients = clients().await;
+    let counter = RequestCounter::default();
+    let clients = counted_clients(&counter).await;
     let parameter = format!("/clawless/{}", unique("telegram-token"));
     clients
         .ssm
@@ -76,8 +90,13 @@ async fn parameters_and_secrets_are_fetched_by_name() {
             "SLACK_SIGNING_SECRET".to_owned(),
             source(None, Some(&json), Some("signingSecret")),
         ),
+        (
+            "SLACK_BOT_TOKEN".to_owned(),
+            source(None, Some(&json), Some("botToken")),
+        ),
     ]);
 
+    counter.reset();
     let values = fetch_secrets(&sources, &clients).await.expect("fetched");
 
     assert_eq!(
@@ -86,6 +105,12 @@ async fn parameters_and_secrets_are_fetched_by_name() {
     );
     assert_eq!(values.get("GENERIC_SECRET"), Some("generic-secret-value"));
     assert_eq!(values.get("SLACK_SIGNING_SECRET"), Some("slack-signing"));
+    assert_eq!(values.get("SLACK_BOT_TOKEN"), Some("xoxb-1"));
+    assert_eq!(
+        counter.count(),
+        3,
+        "one read per parameter or secret: the two Slack names share one"
+    );
     let shown = format!("{values:?}");
     assert!(shown.contains("SLACK_SIGNING_SECRET"), "{shown}");
     for secret in ["telegram-secret", "generic-secret-value", "slack-signing"] {
