@@ -85,13 +85,15 @@ struct Args {
     /// Slack and Discord need) instead of the template's default (settings from the
     /// environment only).
     config_object: bool,
+    /// More warm invocations after the measured ones, unmeasured (for profiling).
+    extra_warm: usize,
     functions: Vec<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: cold_start --bin-dir DIR [--events DIR] [--runs N] [--log-level LEVEL] \
-         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [--config-object] [FUNCTION…]\n  FUNCTION: {} (default: all)",
+         [--profile NAME] [--wrap CMD] [--env NAME=VALUE] [--config-object] [--extra-warm N] [FUNCTION…]\n  FUNCTION: {} (default: all)",
         FUNCTIONS.join(", ")
     );
     std::process::exit(2)
@@ -108,6 +110,7 @@ fn parse_args() -> Args {
         wrap: Vec::new(),
         extra_env: Vec::new(),
         config_object: false,
+        extra_warm: 0,
         functions: Vec::new(),
     };
     let mut given = std::env::args().skip(1);
@@ -125,6 +128,7 @@ fn parse_args() -> Args {
                 args.extra_env.push((name.to_owned(), val.to_owned()));
             }
             "--config-object" => args.config_object = true,
+            "--extra-warm" => args.extra_warm = value().parse().unwrap_or_else(|_| usage()),
             "--wrap" => args.wrap = value().split_whitespace().map(str::to_owned).collect(),
             // `cargo bench` passes this to every bench target.
             "--bench" => {}
@@ -321,7 +325,10 @@ channels:
     } else {
         vec![
             ("ANTHROPIC_BASE_URL", model_url.clone()),
-            ("CLAWLESS_GENERIC_REPLY_URL", format!("{replies_url}/replies")),
+            (
+                "CLAWLESS_GENERIC_REPLY_URL",
+                format!("{replies_url}/replies"),
+            ),
         ]
     };
     Deployment {
@@ -431,8 +438,25 @@ struct Run {
     /// Time the warm invocation spent waiting on moto, the model or the reply sink.
     warm_external: Duration,
     warm_requests: usize,
+    /// CPU time the function's threads used during the warm invocation.
+    warm_cpu: Duration,
     peak_rss_kib: u64,
     outcomes: [String; 2],
+}
+
+/// CPU time all of a process's threads have used so far (`/proc/PID/task/*/schedstat`,
+/// nanoseconds on a CPU), so that the function's own work can be told apart from what the
+/// bench's proxies and Runtime API add to its wall-clock time.
+fn cpu_time(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    let nanos: u64 = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -515,7 +539,19 @@ async fn cold_start(
     if let Some(stderr) = child.stderr.take() {
         stamp_lines(stderr, std::sync::Arc::clone(&log), spawned);
     }
-    let result = measure(&api, name, template, run, deployment, spawned, child.id()).await;
+    let result = measure(
+        &api,
+        name,
+        template,
+        run,
+        deployment,
+        Process {
+            spawned,
+            pid: child.id(),
+        },
+        args.extra_warm,
+    )
+    .await;
     if let Err(err) = child.kill() {
         eprintln!("could not kill {name}: {err}");
     }
@@ -525,14 +561,20 @@ async fn cold_start(
     result.map_err(|err| format!("{err} (log: {})", log_path.display()))
 }
 
+/// The function's process: when it was started, and its id.
+struct Process {
+    spawned: Instant,
+    pid: u32,
+}
+
 async fn measure(
     api: &RuntimeApi,
     name: &str,
     template: &str,
     run: usize,
     deployment: Option<&Deployment>,
-    spawned: Instant,
-    pid: u32,
+    Process { spawned, pid }: Process,
+    extra_warm: usize,
 ) -> Result<Run, String> {
     let Some(ready) = api.first_next(INIT_PATIENCE).await else {
         return Err(match api.init_error() {
@@ -541,15 +583,27 @@ async fn measure(
         });
     };
     let mut invocations = Vec::new();
+    let mut cpu_before_warm = Duration::ZERO;
     for nth in 0..2 {
         let payload = event(template, &format!("{run}-{nth}-{}", now_ms()));
+        if nth == 1 {
+            cpu_before_warm = cpu_time(pid);
+        }
         let invocation = api
             .invoke(payload, INVOKE_PATIENCE)
             .await
             .ok_or_else(|| format!("{name} gave no answer to invocation {nth}"))?;
         invocations.push(invocation);
     }
+    let warm_cpu = cpu_time(pid).saturating_sub(cpu_before_warm);
     let peak_rss_kib = peak_rss_kib(pid);
+    // Unmeasured, for a profiler given with --wrap to see mostly warm invocations.
+    for nth in 0..extra_warm {
+        let payload = event(template, &format!("{run}-extra-{nth}-{}", now_ms()));
+        api.invoke(payload, INVOKE_PATIENCE)
+            .await
+            .ok_or_else(|| format!("{name} gave no answer to extra invocation {nth}"))?;
+    }
     let (first, warm) = (&invocations[0], &invocations[1]);
     let (warm_external, warm_requests) = deployment
         .map(|d| d.timeline.busy(warm.handed_out, warm.finished))
@@ -564,6 +618,7 @@ async fn measure(
         warm: warm.duration(),
         warm_external,
         warm_requests,
+        warm_cpu,
         peak_rss_kib,
         outcomes: [outcome(first), outcome(warm)],
     })
@@ -612,6 +667,7 @@ struct Summary {
     warm_external: Duration,
     warm_own: Duration,
     warm_requests: usize,
+    warm_cpu: Duration,
     peak_rss_mib: f64,
     binary_bytes: u64,
     zip_bytes: u64,
@@ -634,6 +690,7 @@ fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary
         warm_external: pick(|run| run.warm_external),
         warm_own: pick(|run| run.warm.saturating_sub(run.warm_external)),
         warm_requests: runs.iter().map(|run| run.warm_requests).max().unwrap_or(0),
+        warm_cpu: pick(|run| run.warm_cpu),
         peak_rss_mib: runs.iter().map(|run| run.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
         binary_bytes: std::fs::metadata(binary).map(|m| m.len()).unwrap_or(0),
         zip_bytes,
@@ -685,7 +742,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         std::env::consts::ARCH
     );
     println!(
-        "{:<13} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8}  answers",
+        "{:<13} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>7} {:>5} {:>9} {:>9} {:>8}  answers",
         "function",
         "init ms",
         "×hello",
@@ -694,6 +751,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         "warm ms",
         "emul. ms",
         "own ms",
+        "cpu ms",
         "reqs",
         "peak MiB",
         "bin MB",
@@ -702,7 +760,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     let hello_init = ms(hello.init).max(f64::EPSILON);
     for row in std::iter::once(hello).chain(rows) {
         println!(
-            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
+            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>7.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
             row.name,
             ms(row.init),
             ms(row.init) / hello_init,
@@ -711,6 +769,7 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
             ms(row.warm),
             ms(row.warm_external),
             ms(row.warm_own),
+            ms(row.warm_cpu),
             row.warm_requests,
             row.peak_rss_mib,
             row.binary_bytes as f64 / 1e6,
@@ -720,8 +779,9 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     }
     println!(
         "(init emul = time init waited on moto; warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
-         through the timing proxy; own = warm − emul.; reqs = proxied requests in the warm one; \
-         the scripted model answered {model_calls} call(s))"
+         through the timing proxy; own = warm − emul., which still holds the hops through the bench's own proxy \
+         and Runtime API; cpu = CPU time the function's threads used in the warm one; \
+         reqs = proxied requests in the warm one; the scripted model answered {model_calls} call(s))"
     );
     println!();
     println!("targets:");
@@ -756,10 +816,11 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         let answered = turn.outcomes.iter().all(|outcome| outcome == "ok");
         println!(
             "  {} turn         warm simple-turn overhead {own:.2} ms (< {TURN_OVERHEAD_TARGET_MS} ms; \
-             {:.2} ms in all, {:.2} ms of it waiting on the emulators){}",
+             {:.2} ms in all, {:.2} ms of it waiting on the emulators; {:.2} ms on a CPU){}",
             verdict(answered && own < TURN_OVERHEAD_TARGET_MS),
             ms(turn.warm),
             ms(turn.warm_external),
+            ms(turn.warm_cpu),
             if answered {
                 ""
             } else {
