@@ -404,10 +404,7 @@ async fn check_secrets(
     if config.secrets.is_empty() {
         return values;
     }
-    let clients = SecretClients {
-        ssm: aws_sdk_ssm::Client::new(shared),
-        secrets_manager: aws_sdk_secretsmanager::Client::new(shared),
-    };
+    let clients = SecretClients::new(shared);
     for (name, source) in &config.secrets {
         let one = BTreeMap::from([(name.clone(), source.clone())]);
         match fetch_secrets(&one, &clients).await {

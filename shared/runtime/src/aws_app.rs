@@ -83,14 +83,17 @@ fn required(name: &'static str) -> Result<String, AwsAppError> {
     env(name).ok_or(AwsAppError::MissingEnv(name))
 }
 
-/// The AWS clients and configuration of one function instance.
+/// The AWS configuration and clients of one function instance. DynamoDB and SQS, which every
+/// function uses, are built once per cold start; the clients only some functions use (S3,
+/// STS, the secret stores) are built by the wiring of those functions, so a cold start builds
+/// no client its function never calls.
 pub struct AwsApp {
     config: ClawlessConfig,
+    sdk: aws_config::SdkConfig,
+    /// S3 stores, over one S3 client built when first needed.
     stores: Arc<StoreFactory>,
-    s3: aws_sdk_s3::Client,
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
-    sts: aws_sdk_sts::Client,
     secrets: SecretValues,
 }
 
@@ -106,7 +109,7 @@ impl AwsApp {
     /// read while the config is, so a cold start waits for the slower of the two reads, not
     /// for both in turn.
     pub async fn from_env() -> Result<Self, AwsAppError> {
-        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
         let from_env = match env(SECRETS_ENV) {
@@ -115,63 +118,54 @@ impl AwsApp {
             }
             None => Default::default(),
         };
-        let clients = SecretClients {
-            ssm: aws_sdk_ssm::Client::new(&shared),
-            secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
+        let stores = {
+            let sdk = sdk.clone();
+            Arc::new(StoreFactory::new(move || {
+                crate::aws_env::s3_client_from(&sdk)
+            }))
         };
-        let (app, env_values) = tokio::join!(
-            Self::with_clients(
-                crate::aws_env::s3_client_from(&shared),
-                aws_sdk_dynamodb::Client::new(&shared),
-                aws_sdk_sqs::Client::new(&shared),
-                aws_sdk_sts::Client::new(&shared),
-            ),
-            fetch_secrets(&from_env, &clients),
-        );
-        let mut app = app?;
-        let file = &app.config.secrets;
-        let secrets = if file.keys().any(|name| from_env.contains_key(name)) {
-            // The file points a name elsewhere: its entry wins, so fetch the merged entries.
-            fetch_secrets(&merge_sources(file, from_env), &clients).await
+        let env_clients = (!from_env.is_empty()).then(|| SecretClients::new(&sdk));
+        let (config, env_values) = tokio::join!(deployment_config(&stores), async {
+            match &env_clients {
+                Some(clients) => fetch_secrets(&from_env, clients).await,
+                None => Ok(SecretValues::default()),
+            }
+        });
+        let config = config?;
+        let file = &config.secrets;
+        let secrets = if file.is_empty() {
+            env_values
         } else {
-            match env_values {
-                Ok(values) => fetch_secrets(file, &clients)
-                    .await
-                    .map(|from_file| values.with(from_file)),
-                Err(err) => Err(err),
+            let clients = env_clients.unwrap_or_else(|| SecretClients::new(&sdk));
+            if file.keys().any(|name| from_env.contains_key(name)) {
+                // The file points a name elsewhere: its entry wins, so fetch the merged entries.
+                fetch_secrets(&merge_sources(file, from_env), &clients).await
+            } else {
+                match env_values {
+                    Ok(values) => fetch_secrets(file, &clients)
+                        .await
+                        .map(|from_file| values.with(from_file)),
+                    Err(err) => Err(err),
+                }
             }
         }
         .map_err(|err| AwsAppError::Setup(err.to_string()))?;
         if !secrets.is_empty() {
             tracing::info!(?secrets, "secrets fetched");
         }
-        app.secrets = secrets;
-        Ok(app)
+        Ok(Self {
+            config,
+            dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
+            sqs: aws_sdk_sqs::Client::new(&sdk),
+            sdk,
+            stores,
+            secrets,
+        })
     }
 
     /// A value an `…Env` key names: a fetched secret (`secrets:`), else the environment.
     fn lookup(&self, name: &str) -> Option<String> {
         self.secrets.lookup(name)
-    }
-
-    /// Builds the app over given clients (tests count their requests).
-    pub async fn with_clients(
-        s3: aws_sdk_s3::Client,
-        dynamodb: aws_sdk_dynamodb::Client,
-        sqs: aws_sdk_sqs::Client,
-        sts: aws_sdk_sts::Client,
-    ) -> Result<Self, AwsAppError> {
-        let stores = Arc::new(StoreFactory::with_s3_client(s3.clone()));
-        let config = deployment_config(&stores).await?;
-        Ok(Self {
-            config,
-            stores,
-            s3,
-            dynamodb,
-            sqs,
-            sts,
-            secrets: SecretValues::default(),
-        })
     }
 
     /// The node registry, exec jobs, per-node exec queues and timers.
@@ -205,7 +199,7 @@ impl AwsApp {
             .ok_or(AwsAppError::MissingEnv("AWS_REGION"))?;
         let access = QueueAccess {
             vendor: Arc::new(StsQueueCredentials::new(
-                self.sts.clone(),
+                aws_sdk_sts::Client::new(&self.sdk),
                 required(NODE_QUEUE_ROLE_ENV)?,
             )),
             region,
@@ -290,7 +284,7 @@ impl AwsApp {
         let table = required(TABLE_ENV)?;
         let blob_bucket = required(BLOB_BUCKET_ENV)?;
         let blobs: Arc<dyn ObjectStore> =
-            Arc::new(S3ObjectStore::new(self.s3.clone(), blob_bucket));
+            Arc::new(S3ObjectStore::new(self.stores.s3_client(), blob_bucket));
         let inner: Arc<dyn SessionStore> =
             Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
         let sessions: Arc<dyn SessionStore> =

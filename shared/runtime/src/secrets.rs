@@ -116,11 +116,7 @@ pub async fn fetch_with_ambient_aws(
     let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
-    let clients = SecretClients {
-        ssm: aws_sdk_ssm::Client::new(&shared),
-        secrets_manager: aws_sdk_secretsmanager::Client::new(&shared),
-    };
-    fetch_secrets(sources, &clients).await
+    fetch_secrets(sources, &SecretClients::new(&shared)).await
 }
 
 /// The clients secrets are fetched with.
@@ -130,6 +126,16 @@ pub struct SecretClients {
     pub ssm: aws_sdk_ssm::Client,
     /// Secrets Manager.
     pub secrets_manager: aws_sdk_secretsmanager::Client,
+}
+
+impl SecretClients {
+    /// Both clients, from a loaded AWS configuration.
+    pub fn new(sdk: &aws_config::SdkConfig) -> Self {
+        Self {
+            ssm: aws_sdk_ssm::Client::new(sdk),
+            secrets_manager: aws_sdk_secretsmanager::Client::new(sdk),
+        }
+    }
 }
 
 /// Parses the value of [`SECRETS_ENV`]: a JSON object from names to sources, in the shape

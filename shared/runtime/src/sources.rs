@@ -147,7 +147,8 @@ impl StoreFactory {
         }
     }
 
-    fn s3_client(&self) -> aws_sdk_s3::Client {
+    /// The S3 client, built on first use.
+    pub fn s3_client(&self) -> aws_sdk_s3::Client {
         let mut cached = self
             .s3_client_cache
             .lock()
