@@ -235,28 +235,62 @@ impl NodeWorker {
         Ok(())
     }
 
-    /// Polls and handles jobs until `shutdown` turns true. A job that is running when it does
-    /// is finished and reported first.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
+    /// Polls and handles jobs until `shutdown` turns true, heartbeating all along. A job that
+    /// is running when it does is finished and reported first.
+    ///
+    /// Heartbeats have their own loop, so they go on while a command runs: a node busy with a
+    /// command longer than the backend's offline threshold (two heartbeat intervals) is not
+    /// taken for offline, and new jobs are not refused meanwhile.
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
         self.recover().await?;
-        let mut last_heartbeat: Option<u64> = None;
+        // The job loop stops when the heartbeat loop does: on `shutdown`, or when the backend
+        // refuses the node (revoked; a node reading SQS would otherwise go on with the
+        // credentials it holds).
+        let (stop_jobs, jobs_stopped) = watch::channel(false);
+        let jobs = self.job_loop(jobs_stopped);
+        tokio::pin!(jobs);
+        tokio::select! {
+            finished = &mut jobs => finished,
+            stopped = self.heartbeat_loop(shutdown) => {
+                // A running job is finished and reported first.
+                let _ = stop_jobs.send(true);
+                let finished = jobs.await;
+                stopped.and(finished)
+            }
+        }
+    }
+
+    /// Heartbeats every interval until `shutdown` turns true or the backend refuses the node.
+    async fn heartbeat_loop(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
         loop {
             if *shutdown.borrow() {
                 return Ok(());
             }
-            let now = self.clock.now_ms();
-            let due = last_heartbeat
-                .is_none_or(|at| now.saturating_sub(at) >= millis(self.heartbeat_interval));
-            if due {
-                match self.heartbeat().await {
-                    Ok(()) => last_heartbeat = Some(now),
-                    Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
-                    Err(err) => tracing::warn!(error = %err, "heartbeat failed; retrying"),
-                }
+            let beat = tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                beat = self.heartbeat() => beat,
+            };
+            match beat {
+                Ok(()) => {}
+                Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
+                Err(err) => tracing::warn!(error = %err, "heartbeat failed; retrying"),
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                () = tokio::time::sleep(self.heartbeat_interval) => {}
+            }
+        }
+    }
+
+    /// Polls and handles jobs until `shutdown` turns true.
+    async fn job_loop(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
+        loop {
+            if *shutdown.borrow() {
+                return Ok(());
             }
             let polled = tokio::select! {
                 _ = shutdown.changed() => return Ok(()),
-                polled = self.receive(POLL_WAIT.min(self.heartbeat_interval)) => polled,
+                polled = self.receive(POLL_WAIT) => polled,
             };
             let deliveries = match polled {
                 Ok(deliveries) => deliveries,

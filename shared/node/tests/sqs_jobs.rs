@@ -55,6 +55,8 @@ struct Backend {
     credential_calls: AtomicUsize,
     revoked: AtomicBool,
     reports: Mutex<Vec<Value>>,
+    /// When each heartbeat arrived (ms since the epoch).
+    heartbeats: Mutex<Vec<u64>>,
 }
 
 impl Backend {
@@ -100,6 +102,7 @@ async fn heartbeat(State(backend): State<Arc<Backend>>, headers: HeaderMap) -> R
     if !backend.authorized(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
+    backend.heartbeats.lock().unwrap().push(now_ms());
     Json(json!({"policyVersion": 0, "granted": []})).into_response()
 }
 
@@ -156,6 +159,7 @@ impl Fixture {
             credential_calls: AtomicUsize::new(0),
             revoked: AtomicBool::new(false),
             reports: Mutex::new(Vec::new()),
+            heartbeats: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/nodes/credentials", post(credentials))
@@ -364,4 +368,79 @@ async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_del
     }
     stop.send(true).unwrap();
     running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_node_running_a_long_command_keeps_heartbeating() {
+    // GIVEN a worker heartbeating every second, and a job that runs for five seconds: longer
+    // than the backend's offline threshold (two heartbeat intervals) several times over
+    let fixture = Fixture::start(FRESH).await;
+    let temp = tempfile::tempdir().unwrap();
+    let state = StateDir::at(temp.path().join("node"));
+    state.save_config(&fixture.config(SECRET)).unwrap();
+    std::fs::write(
+        state.approvals_path(),
+        json!({"version": 1, "agents": {"*": {"security": "full"}}}).to_string(),
+    )
+    .unwrap();
+    let now = now_ms();
+    let job = ExecJob {
+        job_id: "job-long-1".to_owned(),
+        attempt: 0,
+        node_id: NODE_ID.to_owned(),
+        agent_id: "main".to_owned(),
+        session_key: "agent:main:main".to_owned(),
+        call_id: "call-long-1".to_owned(),
+        argv: ["/bin/sh", "-lc", "sleep 5; echo slept"]
+            .map(str::to_owned)
+            .to_vec(),
+        raw_command: "sleep 5; echo slept".to_owned(),
+        cwd: None,
+        env: BTreeMap::new(),
+        timeout_ms: 30_000,
+        deadline_ms: now + 60_000,
+        issued_at_ms: now,
+        nonce: "nonce-long-1".to_owned(),
+        grant: None,
+    };
+    let envelope = Envelope::seal(&NodeMessage::Job(job), &key()).unwrap();
+    fixture.send(&envelope.to_json()).await;
+    let worker = NodeWorker::open(&state)
+        .unwrap()
+        .with_heartbeat_interval(Duration::from_secs(1));
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+
+    // WHEN it runs the job
+    let running = tokio::spawn(async move { worker.run(stop_rx).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fixture.backend.reports.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no report");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let reported_at = now_ms();
+    stop.send(true).unwrap();
+    running.await.unwrap().unwrap();
+
+    // THEN the job ran, and heartbeats never paused for long while it did
+    let report = fixture.backend.reports.lock().unwrap()[0].clone();
+    assert_eq!(report["outcome"]["stdout"], "slept\n", "{report}");
+    let beats: Vec<u64> = fixture
+        .backend
+        .heartbeats
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|at| *at <= reported_at)
+        .collect();
+    let longest_pause = beats
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .chain(beats.last().map(|last| reported_at - last))
+        .max()
+        .unwrap_or(u64::MAX);
+    assert!(
+        beats.len() >= 4 && longest_pause < 3_000,
+        "heartbeats at {beats:?}, reported at {reported_at}: a pause of {longest_pause} ms"
+    );
 }
