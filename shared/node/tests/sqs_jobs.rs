@@ -313,9 +313,8 @@ async fn a_node_with_a_wrong_secret_or_revoked_gets_unauthorized_and_no_jobs() {
     assert_eq!(fixture.credential_calls(), 1);
 }
 
-#[tokio::test]
-async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_deletes_it() {
-    let fixture = Fixture::start(FRESH).await;
+/// A node state directory paired with `fixture`'s backend, whose policy runs anything.
+fn node_state(fixture: &Fixture) -> (tempfile::TempDir, StateDir) {
     let temp = tempfile::tempdir().unwrap();
     let state = StateDir::at(temp.path().join("node"));
     state.save_config(&fixture.config(SECRET)).unwrap();
@@ -324,28 +323,41 @@ async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_del
         json!({"version": 1, "agents": {"*": {"security": "full"}}}).to_string(),
     )
     .unwrap();
+    (temp, state)
+}
+
+/// A job running `command` with `sh -lc`, sealed for the node's queue.
+fn sealed_job(id: &str, command: &str, timeout_ms: u64) -> String {
     let now = now_ms();
     let job = ExecJob {
-        job_id: "job-sqs-1".to_owned(),
+        job_id: format!("job-{id}"),
         attempt: 0,
         node_id: NODE_ID.to_owned(),
         agent_id: "main".to_owned(),
         session_key: "agent:main:main".to_owned(),
-        call_id: "call-1".to_owned(),
-        argv: ["/bin/sh", "-lc", "echo ran-from-sqs"]
-            .map(str::to_owned)
-            .to_vec(),
-        raw_command: "echo ran-from-sqs".to_owned(),
+        call_id: format!("call-{id}"),
+        argv: ["/bin/sh", "-lc", command].map(str::to_owned).to_vec(),
+        raw_command: command.to_owned(),
         cwd: None,
         env: BTreeMap::new(),
-        timeout_ms: 10_000,
+        timeout_ms,
         deadline_ms: now + 60_000,
         issued_at_ms: now,
-        nonce: "nonce-sqs-1".to_owned(),
+        nonce: format!("nonce-{id}"),
         grant: None,
     };
-    let envelope = Envelope::seal(&NodeMessage::Job(job), &key()).unwrap();
-    fixture.send(&envelope.to_json()).await;
+    Envelope::seal(&NodeMessage::Job(job), &key())
+        .unwrap()
+        .to_json()
+}
+
+#[tokio::test]
+async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_deletes_it() {
+    let fixture = Fixture::start(FRESH).await;
+    let (_temp, state) = node_state(&fixture);
+    fixture
+        .send(&sealed_job("sqs-1", "echo ran-from-sqs", 10_000))
+        .await;
 
     let worker = NodeWorker::open(&state).unwrap();
     assert!(worker.reads_sqs());
@@ -375,36 +387,10 @@ async fn a_node_running_a_long_command_keeps_heartbeating() {
     // GIVEN a worker heartbeating every second, and a job that runs for five seconds: longer
     // than the backend's offline threshold (two heartbeat intervals) several times over
     let fixture = Fixture::start(FRESH).await;
-    let temp = tempfile::tempdir().unwrap();
-    let state = StateDir::at(temp.path().join("node"));
-    state.save_config(&fixture.config(SECRET)).unwrap();
-    std::fs::write(
-        state.approvals_path(),
-        json!({"version": 1, "agents": {"*": {"security": "full"}}}).to_string(),
-    )
-    .unwrap();
-    let now = now_ms();
-    let job = ExecJob {
-        job_id: "job-long-1".to_owned(),
-        attempt: 0,
-        node_id: NODE_ID.to_owned(),
-        agent_id: "main".to_owned(),
-        session_key: "agent:main:main".to_owned(),
-        call_id: "call-long-1".to_owned(),
-        argv: ["/bin/sh", "-lc", "sleep 5; echo slept"]
-            .map(str::to_owned)
-            .to_vec(),
-        raw_command: "sleep 5; echo slept".to_owned(),
-        cwd: None,
-        env: BTreeMap::new(),
-        timeout_ms: 30_000,
-        deadline_ms: now + 60_000,
-        issued_at_ms: now,
-        nonce: "nonce-long-1".to_owned(),
-        grant: None,
-    };
-    let envelope = Envelope::seal(&NodeMessage::Job(job), &key()).unwrap();
-    fixture.send(&envelope.to_json()).await;
+    let (_temp, state) = node_state(&fixture);
+    fixture
+        .send(&sealed_job("long-1", "sleep 5; echo slept", 30_000))
+        .await;
     let worker = NodeWorker::open(&state)
         .unwrap()
         .with_heartbeat_interval(Duration::from_secs(1));
