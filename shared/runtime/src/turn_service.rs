@@ -933,8 +933,8 @@ impl TurnService {
     }
 }
 
-/// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp.
-fn rfc3339(ms: u64) -> String {
+/// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp (`…T…Z`, whole seconds).
+pub fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
     let days = secs / 86_400;
     let rem = secs % 86_400;
