@@ -139,30 +139,12 @@ impl ReplyReceiver {
     }
 }
 
-/// The SQS event the turn queue's event source mapping would deliver for `message`.
+/// The SQS event the turn queue's event source mapping would deliver for `message`, as its
+/// `receive_count`-th delivery.
 fn sqs_event(message: &aws_sdk_sqs::types::Message, queue_url: &str, receive_count: u32) -> Value {
-    let mut attributes = serde_json::Map::new();
-    for (name, value) in message.attributes().into_iter().flatten() {
-        attributes.insert(name.as_str().to_owned(), json!(value));
-    }
-    attributes.insert(
-        "ApproximateReceiveCount".to_owned(),
-        json!(receive_count.to_string()),
-    );
-    let queue_name = queue_url.rsplit('/').next().unwrap();
-    json!({
-        "Records": [{
-            "messageId": message.message_id(),
-            "receiptHandle": message.receipt_handle(),
-            "body": message.body(),
-            "attributes": attributes,
-            "messageAttributes": {},
-            "md5OfBody": message.md5_of_body(),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": format!("arn:aws:sqs:us-east-1:123456789012:{queue_name}"),
-            "awsRegion": "us-east-1"
-        }]
-    })
+    let mut event = clawless_system_tests::sqs_event(message, queue_url);
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = json!(receive_count.to_string());
+    event
 }
 
 fn system_prompt(request: &Value) -> String {
