@@ -538,7 +538,7 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
                 .and_then(|value| value.parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        // The killed node's job stays in flight (hidden) until its visibility ends; the
+        // The killed node's job may still be in flight (hidden) until its lease ends; the
         // hostile ones must be neither visible nor in flight beyond that one.
         let visible = count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages);
         let hidden =
@@ -563,6 +563,8 @@ async fn exec_through_the_lambdas_runs_asks_and_refuses_on_a_real_node_reading_s
     deployment.say("alpha greeting");
     let answer = deployment.reply(Duration::from_secs(60)).await;
     assert!(answer.contains("offline"), "{answer}");
+    // The stopped node's last long poll may take the next job as it arrives; the job comes
+    // back to the restarted node when that poll's lease ends (30 s).
     node = start_node(&home);
 
     // WHEN the node's own policy says security=deny, nothing runs, with the exact reason

@@ -8,6 +8,13 @@
 //! revoked node gets 401 there, which surfaces as [`ClientError::Unauthorized`], and the
 //! worker stops.
 //!
+//! A received job is hidden from further receives for a short lease ([`JOB_LEASE`]), which
+//! the worker extends ([`SqsJobs::extend`]) for as long as it handles the job. A job whose
+//! node died (or which a long poll took for a connection that was already gone: SQS may hand
+//! a message to a receive whose caller has left) is visible again within one lease; the
+//! node's journal then answers it (interrupted, or the stored report) or runs it if it never
+//! started.
+//!
 //! No AWS configuration is read from the machine (no profile, no environment, no instance
 //! metadata): region, endpoint and credentials all come from the backend's answer.
 
@@ -27,18 +34,18 @@ use crate::clock::{Clock, SystemClock};
 /// acknowledgement after a long job never starts with credentials about to lapse.
 pub const RENEW_BEFORE_EXPIRY: Duration = Duration::from_secs(5 * 60);
 
-/// How long a received job stays invisible to further receives: longer than any job may run
-/// (the backend's longest command timeout, 3600 s, plus 300 s to start, report and
-/// acknowledge), so a job that is still running is never handed out again. It equals the
-/// backend's `JOB_VISIBILITY`; a node that dies mid-job finds the job again after this and
-/// reports it as interrupted from its journal.
-pub const JOB_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(3_600 + 300);
+/// How long a received job stays hidden from further receives unless the worker extends it.
+/// The worker extends it every third of this while it handles the job, so a running job is
+/// never handed out again however long it runs, and a job whose node is gone comes back
+/// within this.
+pub const JOB_LEASE: Duration = Duration::from_secs(30);
 
 /// SQS's longest long poll.
 pub const MAX_WAIT: Duration = Duration::from_secs(20);
 
-/// SQS's most messages per receive.
-const MAX_MESSAGES: i32 = 10;
+/// Jobs per receive: one, because the worker runs them one at a time and only the job it is
+/// running has its lease extended.
+const MESSAGES_PER_RECEIVE: i32 = 1;
 
 /// The name the SDK shows for where the credentials came from.
 const PROVIDER_NAME: &str = "clawless-nodes";
@@ -71,6 +78,7 @@ pub struct SqsJobs {
     backend: BackendClient,
     clock: Arc<dyn Clock>,
     session: Mutex<Option<Session>>,
+    lease: Duration,
 }
 
 impl std::fmt::Debug for SqsJobs {
@@ -86,7 +94,19 @@ impl SqsJobs {
             backend,
             clock: Arc::new(SystemClock),
             session: Mutex::new(None),
+            lease: JOB_LEASE,
         }
+    }
+
+    /// Hides received jobs for `lease` (whole seconds, at least one) instead of [`JOB_LEASE`].
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_secs(1));
+        self
+    }
+
+    /// How long a received (or extended) job stays hidden.
+    pub fn lease(&self) -> Duration {
+        self.lease
     }
 
     /// Judges credential expiry by `clock` instead of the system clock.
@@ -95,19 +115,18 @@ impl SqsJobs {
         self
     }
 
-    /// Long-polls up to `wait` (at most [`MAX_WAIT`], whole seconds) for at most 10 jobs,
-    /// hiding each received one for [`JOB_VISIBILITY_TIMEOUT`].
+    /// Long-polls up to `wait` (at most [`MAX_WAIT`], whole seconds) for a job, hiding it
+    /// for the lease.
     pub async fn receive(&self, wait: Duration) -> Result<Vec<JobDelivery>, ClientError> {
         let session = self.session().await?;
         let wait_seconds = i32::try_from(wait.min(MAX_WAIT).as_secs()).unwrap_or(20);
-        let visibility = i32::try_from(JOB_VISIBILITY_TIMEOUT.as_secs()).unwrap_or(i32::MAX);
         let output = session
             .client
             .receive_message()
             .queue_url(&session.queue_url)
-            .max_number_of_messages(MAX_MESSAGES)
+            .max_number_of_messages(MESSAGES_PER_RECEIVE)
             .wait_time_seconds(wait_seconds)
-            .visibility_timeout(visibility)
+            .visibility_timeout(self.lease_seconds())
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await;
@@ -151,6 +170,27 @@ impl SqsJobs {
             Ok(_) => Ok(()),
             Err(err) => Err(self.failed("DeleteMessage", err).await),
         }
+    }
+
+    /// Hides a received job for another lease, counted from now.
+    pub async fn extend(&self, receipt: &str) -> Result<(), ClientError> {
+        let session = self.session().await?;
+        let extended = session
+            .client
+            .change_message_visibility()
+            .queue_url(&session.queue_url)
+            .receipt_handle(receipt)
+            .visibility_timeout(self.lease_seconds())
+            .send()
+            .await;
+        match extended {
+            Ok(_) => Ok(()),
+            Err(err) => Err(self.failed("ChangeMessageVisibility", err).await),
+        }
+    }
+
+    fn lease_seconds(&self) -> i32 {
+        i32::try_from(self.lease.as_secs()).unwrap_or(i32::MAX)
     }
 
     /// The cached session, renewed through the backend when missing or about to expire.

@@ -9,7 +9,8 @@
 //! Delivery is at least once; the journal makes each job attempt run at most once. A message
 //! is acknowledged only after its report was accepted, so a lost report is re-sent from the
 //! journal on redelivery, and a job that was running when the node died is reported as
-//! interrupted instead of running again.
+//! interrupted instead of running again. On SQS a job is held under a short lease that the
+//! worker extends while it handles the job, so what a dead node held comes back soon.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -154,6 +155,15 @@ impl NodeWorker {
             base_env: std::env::vars().collect(),
             heartbeat_interval: HEARTBEAT_INTERVAL,
         })
+    }
+
+    /// Holds jobs taken from SQS under leases of `lease` instead of
+    /// [`crate::sqs_jobs::JOB_LEASE`] (no effect on jobs polled from the backend).
+    pub fn with_job_lease(mut self, lease: Duration) -> Self {
+        if let JobSource::Sqs(jobs) = self.source {
+            self.source = JobSource::Sqs(jobs.with_lease(lease));
+        }
+        self
     }
 
     /// Heartbeats every `interval` instead of [`HEARTBEAT_INTERVAL`].
@@ -302,7 +312,7 @@ impl NodeWorker {
                 }
             };
             for delivery in deliveries {
-                match self.handle(&delivery.body).await {
+                match self.handle_leased(&delivery).await {
                     Ok(handled) => {
                         if let Handled::Refused(reason) = &handled {
                             tracing::warn!(%reason, "job refused and deleted without running");
@@ -316,6 +326,18 @@ impl NodeWorker {
                     }
                 }
             }
+        }
+    }
+
+    /// [`Self::handle`], extending the job's lease on SQS meanwhile, so a job is never handed
+    /// out again while it runs, however long that is.
+    async fn handle_leased(&self, delivery: &JobDelivery) -> Result<Handled, WorkerError> {
+        let JobSource::Sqs(jobs) = &self.source else {
+            return self.handle(&delivery.body).await;
+        };
+        tokio::select! {
+            handled = self.handle(&delivery.body) => handled,
+            never = keep_leased(jobs, &delivery.receipt) => match never {},
         }
     }
 
@@ -513,6 +535,16 @@ impl NodeWorker {
             allow_always_entries,
             nonce: format!("{}-{now}", job.journal_key()),
             sent_at_ms: now,
+        }
+    }
+}
+
+/// Extends a job's lease every third of it, for as long as it is polled.
+async fn keep_leased(jobs: &SqsJobs, receipt: &str) -> std::convert::Infallible {
+    loop {
+        tokio::time::sleep(jobs.lease() / 3).await;
+        if let Err(err) = jobs.extend(receipt).await {
+            tracing::warn!(error = %err, "could not extend a running job's lease; if it lapses, the job comes back and is answered from the journal");
         }
     }
 }

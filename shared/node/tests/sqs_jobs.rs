@@ -6,7 +6,9 @@
 //! cached while fresh and renewed when less than five minutes are left; credentials SQS
 //! refuses are dropped and renewed; a wrong or revoked node gets `Unauthorized`; and the
 //! worker, paired with an SQS queue URL, runs a signed job from the queue, reports it over
-//! HTTP and deletes it. Nothing here reads AWS settings from the environment besides the
+//! HTTP and deletes it. Jobs are held under leases: one a dead node held, or a long poll took
+//! after its caller was gone, comes back after the lease; one still running is not handed out
+//! again however long it runs. Nothing here reads AWS settings from the environment besides the
 //! emulator's address (no profile, no instance metadata).
 
 // Test helpers unwrap: a failed unwrap is a failed test.
@@ -429,4 +431,112 @@ async fn a_node_running_a_long_command_keeps_heartbeating() {
         beats.len() >= 4 && longest_pause < 3_000,
         "heartbeats at {beats:?}, reported at {reported_at}: a pause of {longest_pause} ms"
     );
+}
+
+#[tokio::test]
+async fn a_job_held_by_a_node_that_died_comes_back_after_its_lease() {
+    // GIVEN a node that took a job under a two-second lease and died before acknowledging it
+    let fixture = Fixture::start(FRESH).await;
+    fixture.send("signed-envelope-lease").await;
+    let dead = fixture.jobs().with_lease(Duration::from_secs(2));
+    let taken = dead.receive(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    drop(dead);
+
+    // WHEN the node restarts and polls
+    let restarted = fixture.jobs();
+    assert!(
+        restarted.receive(Duration::ZERO).await.unwrap().is_empty(),
+        "handed out again within its lease"
+    );
+
+    // THEN it gets the job once the lease has run out
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let back = loop {
+        let received = restarted.receive(Duration::from_secs(1)).await.unwrap();
+        if let Some(delivery) = received.into_iter().next() {
+            break delivery;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never came back"
+        );
+    };
+    assert_eq!(back.body, "signed-envelope-lease");
+    assert_eq!(back.receive_count, 2);
+}
+
+#[tokio::test]
+async fn a_job_a_long_poll_took_after_its_node_left_comes_back_after_its_lease() {
+    // GIVEN a node killed in the middle of a long poll (the request is dropped; SQS may still
+    // hand the next message to it)
+    let fixture = Fixture::start(FRESH).await;
+    let dead = Arc::new(fixture.jobs().with_lease(Duration::from_secs(2)));
+    let polling = tokio::spawn({
+        let dead = dead.clone();
+        async move { dead.receive(Duration::from_secs(20)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    polling.abort();
+    let _ = polling.await;
+
+    // WHEN a job arrives and the restarted node polls
+    fixture.send("signed-envelope-after-death").await;
+    let restarted = fixture.jobs();
+
+    // THEN it gets the job, at the latest once the lease of whatever took it has run out
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let delivery = loop {
+        let received = restarted.receive(Duration::from_secs(1)).await.unwrap();
+        if let Some(delivery) = received.into_iter().next() {
+            break delivery;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the job never came");
+    };
+    assert_eq!(delivery.body, "signed-envelope-after-death");
+}
+
+#[tokio::test]
+async fn a_job_running_longer_than_its_lease_is_not_handed_out_again() {
+    // GIVEN a worker holding jobs under two-second leases, and a job that runs for five
+    let fixture = Fixture::start(FRESH).await;
+    let (_temp, state) = node_state(&fixture);
+    fixture
+        .send(&sealed_job("leased-1", "sleep 5; echo slept", 30_000))
+        .await;
+    let worker = NodeWorker::open(&state)
+        .unwrap()
+        .with_job_lease(Duration::from_secs(2));
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+
+    // WHEN it runs the job
+    let running = tokio::spawn(async move { worker.run(stop_rx).await });
+
+    // THEN the job stays hidden (in flight) the whole time it runs, and is deleted after
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut samples = Vec::new();
+    while fixture.backend.reports.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no report");
+        samples.push(fixture.counts().await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // From the moment the worker took it (before that, it waits on the queue).
+    let taken = samples
+        .iter()
+        .position(|counts| *counts == (0, 1))
+        .expect("never taken");
+    assert!(
+        samples.len() - taken > 10 && samples[taken..].iter().all(|counts| *counts == (0, 1)),
+        "the running job became visible again: {samples:?}"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while fixture.counts().await != (0, 0) {
+        assert!(tokio::time::Instant::now() < deadline, "job never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(true).unwrap();
+    running.await.unwrap().unwrap();
+    let reports = fixture.backend.reports.lock().unwrap().clone();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["outcome"]["stdout"], "slept\n", "{reports:?}");
 }
