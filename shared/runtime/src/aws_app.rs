@@ -125,12 +125,24 @@ impl AwsApp {
             }))
         };
         let env_clients = (!from_env.is_empty()).then(|| SecretClients::new(&sdk));
-        let (config, env_values) = tokio::join!(deployment_config(&stores), async {
-            match &env_clients {
-                Some(clients) => fetch_secrets(&from_env, clients).await,
-                None => Ok(SecretValues::default()),
+        // Biased: the reads are sent first, and the clients every function uses are built
+        // while they are answered.
+        let (config, env_values, (dynamodb, sqs)) = tokio::join!(
+            biased;
+            deployment_config(&stores),
+            async {
+                match &env_clients {
+                    Some(clients) => fetch_secrets(&from_env, clients).await,
+                    None => Ok(SecretValues::default()),
+                }
+            },
+            async {
+                (
+                    aws_sdk_dynamodb::Client::new(&sdk),
+                    aws_sdk_sqs::Client::new(&sdk),
+                )
             }
-        });
+        );
         let config = config?;
         let file = &config.secrets;
         let secrets = if file.is_empty() {
@@ -155,8 +167,8 @@ impl AwsApp {
         }
         Ok(Self {
             config,
-            dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
-            sqs: aws_sdk_sqs::Client::new(&sdk),
+            dynamodb,
+            sqs,
             sdk,
             stores,
             secrets,
@@ -310,7 +322,7 @@ impl AwsApp {
             sessions,
             model,
             outbox: Arc::new(outbox),
-            web: web_fetcher(),
+            web: crate::web_fetcher::default_web_fetcher(),
             clock: Arc::new(SystemClock),
             eligibility: clawless_core::skills::eligibility::EligibilityContext {
                 platforms: ["linux".to_owned()].into_iter().collect(),
@@ -325,16 +337,5 @@ impl AwsApp {
             nodes,
         })
         .with_yield(yield_policy))
-    }
-}
-
-/// The `web_fetch` backend, or none (the tool is then not offered) if it cannot be built.
-fn web_fetcher() -> Option<Arc<dyn clawless_core::tools::WebFetcher>> {
-    match crate::web_fetcher::HttpWebFetcher::new() {
-        Ok(fetcher) => Some(Arc::new(fetcher)),
-        Err(err) => {
-            tracing::warn!(error = %err, "web_fetch disabled");
-            None
-        }
     }
 }

@@ -247,7 +247,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         sessions,
         model: options.model,
         outbox: Arc::new(channels.outbox),
-        web: web_fetcher(),
+        web: crate::web_fetcher::default_web_fetcher(),
         clock: Arc::clone(&clock),
         eligibility: local_context(bins.iter().map(String::as_str)),
         home_dirs: std::env::var("HOME")
@@ -371,16 +371,5 @@ async fn store_factory(config: &ClawlessConfig) -> StoreFactory {
         StoreFactory::with_s3_client(crate::aws_env::s3_client_from_env().await)
     } else {
         StoreFactory::new(|| unreachable!("no s3:// location is configured in local mode"))
-    }
-}
-
-/// The `web_fetch` backend, or none (the tool is then not offered) if it cannot be built.
-fn web_fetcher() -> Option<Arc<dyn clawless_core::tools::WebFetcher>> {
-    match crate::web_fetcher::HttpWebFetcher::new() {
-        Ok(fetcher) => Some(Arc::new(fetcher)),
-        Err(err) => {
-            tracing::warn!(error = %err, "web_fetch disabled");
-            None
-        }
     }
 }

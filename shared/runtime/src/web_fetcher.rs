@@ -49,6 +49,18 @@ pub struct HttpWebFetcher {
     allowed: Arc<[SocketAddr]>,
 }
 
+/// The `web_fetch` tool's fetcher for a deployment or `clawless local`: [`HttpWebFetcher::new`],
+/// or none (the tool is left out, with a warning) when its HTTP client cannot be built.
+pub fn default_web_fetcher() -> Option<std::sync::Arc<dyn clawless_core::tools::WebFetcher>> {
+    match HttpWebFetcher::new() {
+        Ok(fetcher) => Some(std::sync::Arc::new(fetcher)),
+        Err(err) => {
+            tracing::warn!(error = %err, "web_fetch disabled");
+            None
+        }
+    }
+}
+
 impl HttpWebFetcher {
     /// A fetcher that applies the address policy without exception.
     pub fn new() -> Result<Self, WebFetcherError> {
