@@ -12,6 +12,9 @@
 //! (honouring `SSL_CERT_FILE` and `SSL_CERT_DIR`). If the roots cannot be loaded, every
 //! handshake fails with that reason; nothing is ever accepted unverified.
 
+#[cfg(feature = "test-support")]
+pub mod testing;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 

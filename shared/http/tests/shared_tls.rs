@@ -3,68 +3,14 @@
 //! server no system root vouches for is refused, and one that a root does vouch for (the test
 //! root, made the system's only root through `SSL_CERT_FILE` in a child process) is accepted.
 //!
-//! Fixtures: `test-root.pem`, a root whose key was thrown away after it signed
-//! `localhost-cert.pem`, the server's certificate for 127.0.0.1 (key `localhost-key.pem`).
+//! The server and its test root are [`clawless_http::testing`]'s.
 
-use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use clawless_http::testing::{ROOT_PEM, https_server};
 
-const CERT_PEM: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/localhost-cert.pem"
-);
-const KEY_PEM: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/localhost-key.pem"
-);
-const ROOT_PEM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/test-root.pem");
 /// Set in the child process that runs with the test certificate as its only system root.
 const CHILD_ENV: &str = "CLAWLESS_HTTP_TEST_TRUSTS_FIXTURE";
-
-/// An HTTPS server on 127.0.0.1 presenting the fixture certificate, answering every request
-/// with `200 hello`.
-async fn https_server() -> SocketAddr {
-    let certs = CertificateDer::pem_file_iter(CERT_PEM)
-        .expect("fixture certificate")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("fixture certificate parses");
-    let key = PrivateKeyDer::from_pem_file(KEY_PEM).expect("fixture key");
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocol versions")
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(stream).await else {
-                    return;
-                };
-                let mut request = [0_u8; 4096];
-                let _ = tls.read(&mut request).await;
-                let _ = tls
-                    .write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
-                    )
-                    .await;
-                let _ = tls.shutdown().await;
-            });
-        }
-    });
-    addr
-}
 
 #[tokio::test]
 async fn clients_read_the_roots_once_at_the_first_handshake_and_refuse_an_unknown_issuer() {
@@ -80,7 +26,7 @@ async fn clients_read_the_roots_once_at_the_first_handshake_and_refuse_an_unknow
         "building clients must not read the system's roots"
     );
 
-    let addr = https_server().await;
+    let (addr, _) = https_server().await;
     for client in &clients {
         let err = client
             .get(format!("https://{addr}/"))
@@ -125,7 +71,7 @@ async fn a_server_a_system_root_vouches_for_is_accepted() {
         );
         return;
     }
-    let addr = https_server().await;
+    let (addr, _) = https_server().await;
     let body = clawless_http::client()
         .expect("client")
         .get(format!("https://{addr}/"))

@@ -1,4 +1,84 @@
-//! AWS clients configured from the environment, built once at start-up.
+//! AWS clients configured from the environment, built once at start-up, and the TLS trust
+//! the Lambda functions' AWS clients use ([`AwsTrust`]).
+
+use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+
+/// Set to `system` to make the functions' AWS clients trust the system's root certificates
+/// instead of Amazon's own roots only (e.g. behind a proxy that re-signs TLS, or with an
+/// HTTPS endpoint override served under another CA).
+pub const AWS_TRUST_VAR: &str = "CLAWLESS_AWS_TRUST";
+
+/// Amazon Trust Services' roots, which AWS service endpoints' certificates chain to: Amazon
+/// Root CA 1–4 and Starfield Services Root Certificate Authority – G2 (which cross-signs
+/// them), as Mozilla's CA list ships them.
+pub const AMAZON_ROOTS_PEM: &str = include_str!("amazon-trust-services-roots.pem");
+
+/// Which root certificates a Lambda function's AWS clients trust.
+///
+/// Stricter than the SDK's default, and cheaper: a function only ever speaks to AWS, so its
+/// AWS clients trust Amazon Trust Services' five roots instead of every root the system
+/// holds, and a cold start parses five certificates instead of reading and parsing the
+/// system's whole store (about 1.3 ms on an Amazon Linux 2023 layout, 4–5 ms on Debian's).
+/// The CLI, which runs on people's machines, keeps the system's roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AwsTrust {
+    /// Amazon Trust Services' roots only ([`AMAZON_ROOTS_PEM`]).
+    AmazonRoots,
+    /// The system's root certificates (the SDK's default).
+    System,
+}
+
+impl AwsTrust {
+    /// [`AwsTrust::System`] when [`AWS_TRUST_VAR`] is `system`, else Amazon's roots.
+    pub fn from_env() -> Self {
+        Self::from_setting(std::env::var(AWS_TRUST_VAR).ok().as_deref())
+    }
+
+    /// [`AwsTrust::System`] for `system` (any case, trimmed), else Amazon's roots.
+    pub fn from_setting(setting: Option<&str>) -> Self {
+        match setting {
+            Some(value) if value.trim().eq_ignore_ascii_case("system") => Self::System,
+            _ => Self::AmazonRoots,
+        }
+    }
+
+    /// The HTTP client that applies this trust; `None` leaves the SDK's default (the system's
+    /// roots).
+    pub fn http_client(self) -> Option<SharedHttpClient> {
+        match self {
+            Self::System => None,
+            Self::AmazonRoots => {
+                let context = TlsContext::builder()
+                    .with_trust_store(TrustStore::empty().with_pem_certificate(AMAZON_ROOTS_PEM))
+                    .build();
+                match context {
+                    Ok(context) => Some(
+                        aws_smithy_http_client::Builder::new()
+                            .tls_provider(tls::Provider::Rustls(
+                                tls::rustls_provider::CryptoMode::AwsLc,
+                            ))
+                            .tls_context(context)
+                            .build_https(),
+                    ),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "Amazon's roots unusable; AWS clients trust the system's roots");
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// An SDK configuration loader that applies this trust.
+    pub fn sdk_loader(self) -> aws_config::ConfigLoader {
+        let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        match self.http_client() {
+            Some(client) => loader.http_client(client),
+            None => loader,
+        }
+    }
+}
 
 /// Set to `true` to address buckets by path (needed by S3 emulators on 127.0.0.1).
 pub const FORCE_PATH_STYLE_VAR: &str = "CLAWLESS_S3_FORCE_PATH_STYLE";
