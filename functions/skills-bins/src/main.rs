@@ -4,7 +4,7 @@
 
 use clawless_runtime::aws_app::AwsApp;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     lambda_http::tracing::init_default_subscriber();
     // Bad configuration fails the cold start, not a request.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clawless_runtime::aws_app::AwsApp;
 use lambda_runtime::{LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let app = AwsApp::from_env().await?;
