@@ -6,6 +6,7 @@
 //! `localhost-key.pem`).
 
 use std::net::SocketAddr;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -72,4 +73,30 @@ pub async fn https_server() -> (SocketAddr, Arc<AtomicUsize>) {
         }
     });
     (addr, handshakes)
+}
+
+/// Runs the test `name` of the running test binary again, in a child process whose only
+/// system root is [`ROOT_PEM`] (root stores are read from the environment once per process,
+/// so the child gets it from the start) and where the variable `marker` is set, so the test
+/// can tell it is the child. The test itself should return early in the parent after this,
+/// and other tests of the binary should return early in the child.
+///
+/// # Panics
+/// When the child cannot be started, or its run of the test failed or did not happen.
+pub fn rerun_trusting_test_root(name: &str, marker: &str) {
+    let child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", name, "--nocapture"])
+        .env(marker, "1")
+        .env("SSL_CERT_FILE", ROOT_PEM)
+        .env("SSL_CERT_DIR", "")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && stdout.contains("1 passed"),
+        "the child's check failed or did not run: {}\n{stdout}\n{}",
+        child.status,
+        String::from_utf8_lossy(&child.stderr)
+    );
 }

@@ -5,9 +5,7 @@
 //!
 //! The server and its test root are [`clawless_http::testing`]'s.
 
-use std::process::Command;
-
-use clawless_http::testing::{ROOT_PEM, https_server};
+use clawless_http::testing::{https_server, rerun_trusting_test_root};
 
 /// Set in the child process that runs with the test certificate as its only system root.
 const CHILD_ENV: &str = "CLAWLESS_HTTP_TEST_TRUSTS_FIXTURE";
@@ -49,26 +47,7 @@ async fn clients_read_the_roots_once_at_the_first_handshake_and_refuse_an_unknow
 #[tokio::test]
 async fn a_server_a_system_root_vouches_for_is_accepted() {
     if std::env::var_os(CHILD_ENV).is_none() {
-        // rustls-native-certs reads SSL_CERT_FILE once per load; a child process gets it from
-        // the start, so nothing in this process's environment changes.
-        let child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "a_server_a_system_root_vouches_for_is_accepted",
-                "--nocapture",
-            ])
-            .env(CHILD_ENV, "1")
-            .env("SSL_CERT_FILE", ROOT_PEM)
-            .env("SSL_CERT_DIR", "")
-            .output()
-            .expect("run the child");
-        let stdout = String::from_utf8_lossy(&child.stdout);
-        assert!(
-            child.status.success() && stdout.contains("1 passed"),
-            "the child's check failed or did not run: {}\n{stdout}\n{}",
-            child.status,
-            String::from_utf8_lossy(&child.stderr)
-        );
+        rerun_trusting_test_root("a_server_a_system_root_vouches_for_is_accepted", CHILD_ENV);
         return;
     }
     let (addr, _) = https_server().await;

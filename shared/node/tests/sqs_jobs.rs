@@ -385,9 +385,10 @@ async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_del
 }
 
 #[tokio::test]
-async fn a_node_running_a_long_command_keeps_heartbeating() {
-    // GIVEN a worker heartbeating every second, and a job that runs for five seconds: longer
-    // than the backend's offline threshold (two heartbeat intervals) several times over
+async fn a_node_running_a_long_command_keeps_heartbeating_and_keeps_its_job() {
+    // GIVEN a worker heartbeating every second and holding jobs under two-second leases, and
+    // a job that runs for five seconds: longer than the backend's offline threshold (two
+    // heartbeat intervals) and than its lease, several times over
     let fixture = Fixture::start(FRESH).await;
     let (_temp, state) = node_state(&fixture);
     fixture
@@ -395,23 +396,46 @@ async fn a_node_running_a_long_command_keeps_heartbeating() {
         .await;
     let worker = NodeWorker::open(&state)
         .unwrap()
-        .with_heartbeat_interval(Duration::from_secs(1));
+        .with_heartbeat_interval(Duration::from_secs(1))
+        .with_job_lease(Duration::from_secs(2));
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
 
     // WHEN it runs the job
     let running = tokio::spawn(async move { worker.run(stop_rx).await });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut queue_samples = Vec::new();
     while fixture.backend.reports.lock().unwrap().is_empty() {
         assert!(tokio::time::Instant::now() < deadline, "no report");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        queue_samples.push(fixture.counts().await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let reported_at = now_ms();
+
+    // THEN the job stays hidden (in flight) from the moment the worker took it, never handed
+    // out again, and is deleted once reported
+    let taken = queue_samples
+        .iter()
+        .position(|counts| *counts == (0, 1))
+        .expect("never taken");
+    assert!(
+        queue_samples.len() - taken > 10
+            && queue_samples[taken..]
+                .iter()
+                .all(|counts| *counts == (0, 1)),
+        "the running job became visible again: {queue_samples:?}"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while fixture.counts().await != (0, 0) {
+        assert!(tokio::time::Instant::now() < deadline, "job never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     stop.send(true).unwrap();
     running.await.unwrap().unwrap();
 
-    // THEN the job ran, and heartbeats never paused for long while it did
-    let report = fixture.backend.reports.lock().unwrap()[0].clone();
-    assert_eq!(report["outcome"]["stdout"], "slept\n", "{report}");
+    // AND the job ran once, and heartbeats never paused for long while it did
+    let reports = fixture.backend.reports.lock().unwrap().clone();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["outcome"]["stdout"], "slept\n", "{reports:?}");
     let beats: Vec<u64> = fixture
         .backend
         .heartbeats
@@ -494,49 +518,4 @@ async fn a_job_a_long_poll_took_after_its_node_left_comes_back_after_its_lease()
         assert!(tokio::time::Instant::now() < deadline, "the job never came");
     };
     assert_eq!(delivery.body, "signed-envelope-after-death");
-}
-
-#[tokio::test]
-async fn a_job_running_longer_than_its_lease_is_not_handed_out_again() {
-    // GIVEN a worker holding jobs under two-second leases, and a job that runs for five
-    let fixture = Fixture::start(FRESH).await;
-    let (_temp, state) = node_state(&fixture);
-    fixture
-        .send(&sealed_job("leased-1", "sleep 5; echo slept", 30_000))
-        .await;
-    let worker = NodeWorker::open(&state)
-        .unwrap()
-        .with_job_lease(Duration::from_secs(2));
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-
-    // WHEN it runs the job
-    let running = tokio::spawn(async move { worker.run(stop_rx).await });
-
-    // THEN the job stays hidden (in flight) the whole time it runs, and is deleted after
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut samples = Vec::new();
-    while fixture.backend.reports.lock().unwrap().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no report");
-        samples.push(fixture.counts().await);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    // From the moment the worker took it (before that, it waits on the queue).
-    let taken = samples
-        .iter()
-        .position(|counts| *counts == (0, 1))
-        .expect("never taken");
-    assert!(
-        samples.len() - taken > 10 && samples[taken..].iter().all(|counts| *counts == (0, 1)),
-        "the running job became visible again: {samples:?}"
-    );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while fixture.counts().await != (0, 0) {
-        assert!(tokio::time::Instant::now() < deadline, "job never deleted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    stop.send(true).unwrap();
-    running.await.unwrap().unwrap();
-    let reports = fixture.backend.reports.lock().unwrap().clone();
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    assert_eq!(reports[0]["outcome"]["stdout"], "slept\n", "{reports:?}");
 }

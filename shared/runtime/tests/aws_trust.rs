@@ -6,12 +6,11 @@
 //! trusting Amazon's roots refuses the server (no handshake completes), one trusting the
 //! system's roots reaches it.
 
-use std::process::Command;
 use std::sync::atomic::Ordering;
 
 use aws_sdk_sqs::config::{Credentials, Region};
 use aws_sdk_sqs::error::SdkError;
-use clawless_http::testing::{ROOT_PEM, https_server};
+use clawless_http::testing::{https_server, rerun_trusting_test_root};
 use clawless_runtime::aws_env::{AMAZON_ROOTS_PEM, AwsTrust};
 
 /// Set in the child process that runs with the test root as its only system root.
@@ -66,24 +65,9 @@ async fn amazons_five_roots_load_into_an_sdk_client() {
 #[tokio::test]
 async fn amazon_roots_refuse_a_server_only_a_system_root_vouches_for() {
     if std::env::var_os(CHILD_ENV).is_none() {
-        let child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "amazon_roots_refuse_a_server_only_a_system_root_vouches_for",
-                "--nocapture",
-            ])
-            .env(CHILD_ENV, "1")
-            .env("SSL_CERT_FILE", ROOT_PEM)
-            .env("SSL_CERT_DIR", "")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .output()
-            .expect("run the child");
-        let stdout = String::from_utf8_lossy(&child.stdout);
-        assert!(
-            child.status.success() && stdout.contains("1 passed"),
-            "the child's check failed or did not run: {}\n{stdout}\n{}",
-            child.status,
-            String::from_utf8_lossy(&child.stderr)
+        rerun_trusting_test_root(
+            "amazon_roots_refuse_a_server_only_a_system_root_vouches_for",
+            CHILD_ENV,
         );
         return;
     }
