@@ -16,9 +16,9 @@ pub const AMAZON_ROOTS_PEM: &str = include_str!("amazon-trust-services-roots.pem
 
 /// Which root certificates a Lambda function's AWS clients trust.
 ///
-/// Stricter than the SDK's default, and cheaper: a function only ever speaks to AWS, so its
-/// AWS clients trust Amazon Trust Services' five roots instead of every root the system
-/// holds, and a cold start parses five certificates instead of reading and parsing the
+/// Stricter than the SDK's default, and cheaper: a function's AWS clients only ever speak to
+/// AWS (model APIs and chat platforms go through `clawless-http`), so they trust Amazon Trust
+/// Services' five roots instead of every root the system holds, and a cold start parses five certificates instead of reading and parsing the
 /// system's whole store (about 1.3 ms on an Amazon Linux 2023 layout, 4–5 ms on Debian's).
 /// The CLI, which runs on people's machines, keeps the system's roots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
