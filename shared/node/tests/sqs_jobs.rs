@@ -204,6 +204,15 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Waits (up to 10 s) until the queue holds no message, visible or in flight.
+    async fn await_emptied(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.counts().await != (0, 0) {
+            assert!(tokio::time::Instant::now() < deadline, "job never deleted");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// (visible, in flight) messages on the queue.
     async fn counts(&self) -> (u64, u64) {
         let attributes = self
@@ -353,18 +362,33 @@ fn sealed_job(id: &str, command: &str, timeout_ms: u64) -> String {
         .to_json()
 }
 
+/// A fresh fixture with a paired node's state and one sealed job on its queue.
+async fn fixture_with_job(
+    id: &str,
+    command: &str,
+    timeout_ms: u64,
+) -> (Fixture, tempfile::TempDir, StateDir) {
+    let fixture = Fixture::start(FRESH).await;
+    let (temp, state) = node_state(&fixture);
+    fixture.send(&sealed_job(id, command, timeout_ms)).await;
+    (fixture, temp, state)
+}
+
+type RunningWorker = tokio::task::JoinHandle<Result<(), clawless_node::worker::WorkerError>>;
+
+/// Runs `worker` until the returned sender says stop.
+fn spawn_worker(worker: NodeWorker) -> (tokio::sync::watch::Sender<bool>, RunningWorker) {
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    (stop, tokio::spawn(async move { worker.run(stop_rx).await }))
+}
+
 #[tokio::test]
 async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_deletes_it() {
-    let fixture = Fixture::start(FRESH).await;
-    let (_temp, state) = node_state(&fixture);
-    fixture
-        .send(&sealed_job("sqs-1", "echo ran-from-sqs", 10_000))
-        .await;
+    let (fixture, _temp, state) = fixture_with_job("sqs-1", "echo ran-from-sqs", 10_000).await;
 
     let worker = NodeWorker::open(&state).unwrap();
     assert!(worker.reads_sqs());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let running = tokio::spawn(async move { worker.run(stop_rx).await });
+    let (stop, running) = spawn_worker(worker);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while fixture.backend.reports.lock().unwrap().is_empty() {
         assert!(tokio::time::Instant::now() < deadline, "no report");
@@ -375,11 +399,7 @@ async fn a_worker_paired_with_a_queue_url_runs_a_job_from_sqs_reports_it_and_del
     assert_eq!(report["outcome"]["success"], true, "{report}");
     assert_eq!(report["outcome"]["stdout"], "ran-from-sqs\n", "{report}");
     // Acknowledged after the report: the queue empties.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while fixture.counts().await != (0, 0) {
-        assert!(tokio::time::Instant::now() < deadline, "job never deleted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    fixture.await_emptied().await;
     stop.send(true).unwrap();
     running.await.unwrap().unwrap();
 }
@@ -389,19 +409,14 @@ async fn a_node_running_a_long_command_keeps_heartbeating_and_keeps_its_job() {
     // GIVEN a worker heartbeating every second and holding jobs under two-second leases, and
     // a job that runs for five seconds: longer than the backend's offline threshold (two
     // heartbeat intervals) and than its lease, several times over
-    let fixture = Fixture::start(FRESH).await;
-    let (_temp, state) = node_state(&fixture);
-    fixture
-        .send(&sealed_job("long-1", "sleep 5; echo slept", 30_000))
-        .await;
+    let (fixture, _temp, state) = fixture_with_job("long-1", "sleep 5; echo slept", 30_000).await;
     let worker = NodeWorker::open(&state)
         .unwrap()
         .with_heartbeat_interval(Duration::from_secs(1))
         .with_job_lease(Duration::from_secs(2));
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
 
     // WHEN it runs the job
-    let running = tokio::spawn(async move { worker.run(stop_rx).await });
+    let (stop, running) = spawn_worker(worker);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut queue_samples = Vec::new();
     while fixture.backend.reports.lock().unwrap().is_empty() {
@@ -424,11 +439,7 @@ async fn a_node_running_a_long_command_keeps_heartbeating_and_keeps_its_job() {
                 .all(|counts| *counts == (0, 1)),
         "the running job became visible again: {queue_samples:?}"
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while fixture.counts().await != (0, 0) {
-        assert!(tokio::time::Instant::now() < deadline, "job never deleted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    fixture.await_emptied().await;
     stop.send(true).unwrap();
     running.await.unwrap().unwrap();
 
