@@ -227,9 +227,17 @@ impl Stored {
     }
 }
 
+/// The most names one `GetParameters` request takes.
+const PARAMETERS_PER_REQUEST: usize = 10;
+/// The most ids one `BatchGetSecretValue` request takes.
+const SECRETS_PER_REQUEST: usize = 20;
+
 /// Fetches every secret `sources` names. Each parameter or secret is read once, however many
-/// names use it (the model keys share one secret), and all are read at once, so a cold start
-/// waits for the slowest read rather than their sum.
+/// names use it (the model keys share one secret); two or more from one store are read in one
+/// request (`GetParameters`, `BatchGetSecretValue`), and the stores are read at once, so a
+/// cold start waits for one round trip (and one TLS handshake) per store. A value a batch does
+/// not return (a partial ARN, a version selector, a refused batch) is read on its own, which
+/// also gives a missing one its store's own error.
 pub async fn fetch_secrets(
     sources: &BTreeMap<String, SecretSource>,
     clients: &SecretClients,
@@ -244,9 +252,7 @@ pub async fn fetch_secrets(
     let mut distinct: Vec<&Stored> = wanted.values().map(|(stored, _)| stored).collect();
     distinct.sort();
     distinct.dedup();
-    let reads = futures_util::future::join_all(distinct.iter().map(|stored| stored.read(clients)));
-    let read: BTreeMap<&Stored, Result<String, String>> =
-        distinct.iter().copied().zip(reads.await).collect();
+    let read = read_all(&distinct, clients).await;
     let mut values = BTreeMap::new();
     for (name, (stored, key)) in &wanted {
         let failed = |message: String| SecretsError::Fetch {
@@ -272,6 +278,131 @@ pub async fn fetch_secrets(
         values.insert((*name).to_owned(), value);
     }
     Ok(SecretValues(values))
+}
+
+/// Reads each of `stored`: batched per store where two or more share it, then one by one
+/// for whatever a batch did not return.
+async fn read_all<'a>(
+    stored: &[&'a Stored],
+    clients: &SecretClients,
+) -> BTreeMap<&'a Stored, Result<String, String>> {
+    let parameters: Vec<&str> = stored
+        .iter()
+        .filter_map(|stored| match stored {
+            Stored::Parameter(name) => Some(name.as_str()),
+            Stored::Secret(_) => None,
+        })
+        .collect();
+    let secrets: Vec<&str> = stored
+        .iter()
+        .filter_map(|stored| match stored {
+            Stored::Secret(id) => Some(id.as_str()),
+            Stored::Parameter(_) => None,
+        })
+        .collect();
+    let (parameter_values, secret_values) = futures_util::future::join(
+        batch_read_parameters(&parameters, &clients.ssm),
+        batch_read_secrets(&secrets, &clients.secrets_manager),
+    )
+    .await;
+    let mut read = BTreeMap::new();
+    let mut alone = Vec::new();
+    for &each in stored {
+        let batched = match each {
+            Stored::Parameter(name) => parameter_values.get(name.as_str()),
+            Stored::Secret(id) => secret_values.get(id.as_str()),
+        };
+        match batched {
+            Some(value) => {
+                read.insert(each, Ok(value.clone()));
+            }
+            None => alone.push(each),
+        }
+    }
+    let reads = futures_util::future::join_all(alone.iter().map(|each| each.read(clients))).await;
+    read.extend(alone.into_iter().zip(reads));
+    read
+}
+
+/// The values of `names` one `GetParameters` request per ten returns, by the name asked
+/// for; nothing when fewer than two are wanted (one is a plain `GetParameter`). A failed
+/// request returns nothing, and its names are then read one by one.
+async fn batch_read_parameters<'a>(
+    names: &[&'a str],
+    ssm: &aws_sdk_ssm::Client,
+) -> BTreeMap<&'a str, String> {
+    if names.len() < 2 {
+        return BTreeMap::new();
+    }
+    let requests = names.chunks(PARAMETERS_PER_REQUEST).map(|chunk| {
+        ssm.get_parameters()
+            .set_names(Some(chunk.iter().map(|&name| name.to_owned()).collect()))
+            .with_decryption(true)
+            .send()
+    });
+    let mut values = BTreeMap::new();
+    for output in futures_util::future::join_all(requests).await {
+        let output = match output {
+            Ok(output) => output,
+            Err(err) => {
+                tracing::debug!(error = %aws_sdk_ssm::error::DisplayErrorContext(err), "GetParameters failed; reading one by one");
+                continue;
+            }
+        };
+        for parameter in output.parameters() {
+            let Some(value) = parameter.value() else {
+                continue;
+            };
+            let returned = [parameter.name(), parameter.arn()];
+            for &name in names {
+                if returned.contains(&Some(name)) {
+                    values.insert(name, value.to_owned());
+                }
+            }
+        }
+    }
+    values
+}
+
+/// The values of `ids` one `BatchGetSecretValue` request per twenty returns, by the id asked
+/// for (a name or a full ARN); nothing when fewer than two are wanted. A failed request
+/// (e.g. a role without `secretsmanager:BatchGetSecretValue`) returns nothing, and its ids are
+/// then read one by one.
+async fn batch_read_secrets<'a>(
+    ids: &[&'a str],
+    secrets_manager: &aws_sdk_secretsmanager::Client,
+) -> BTreeMap<&'a str, String> {
+    if ids.len() < 2 {
+        return BTreeMap::new();
+    }
+    let requests = ids.chunks(SECRETS_PER_REQUEST).map(|chunk| {
+        secrets_manager
+            .batch_get_secret_value()
+            .set_secret_id_list(Some(chunk.iter().map(|&id| id.to_owned()).collect()))
+            .send()
+    });
+    let mut values = BTreeMap::new();
+    for output in futures_util::future::join_all(requests).await {
+        let output = match output {
+            Ok(output) => output,
+            Err(err) => {
+                tracing::debug!(error = %aws_sdk_secretsmanager::error::DisplayErrorContext(err), "BatchGetSecretValue failed; reading one by one");
+                continue;
+            }
+        };
+        for secret in output.secret_values() {
+            let Some(value) = secret.secret_string() else {
+                continue;
+            };
+            let returned = [secret.name(), secret.arn()];
+            for &id in ids {
+                if returned.contains(&Some(id)) {
+                    values.insert(id, value.to_owned());
+                }
+            }
+        }
+    }
+    values
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `secrets:` fetched from SSM Parameter Store and Secrets Manager on moto, through the real
 //! AWS SDK: a SecureString parameter, a whole secret and one key of a JSON secret; a missing
 //! one fails naming it; an entry with no or two sources is refused; values never show in
-//! `Debug`; a secret two names use is read once.
+//! `Debug`; a secret two names use is read once, and several from one store in one request.
 
 use std::collections::BTreeMap;
 
@@ -108,8 +108,9 @@ async fn parameters_and_secrets_are_fetched_by_name() {
     assert_eq!(values.get("SLACK_BOT_TOKEN"), Some("xoxb-1"));
     assert_eq!(
         counter.count(),
-        3,
-        "one read per parameter or secret: the two Slack names share one"
+        2,
+        "one request per store: GetParameter, and one BatchGetSecretValue for both secrets \
+         (the two Slack names share one)"
     );
     let shown = format!("{values:?}");
     assert!(shown.contains("SLACK_SIGNING_SECRET"), "{shown}");
@@ -152,4 +153,72 @@ async fn missing_or_ill_formed_secrets_fail_naming_the_entry() {
         let err = fetch_secrets(&invalid, &clients).await.unwrap_err();
         assert!(matches!(err, SecretsError::Invalid { .. }), "{err}");
     }
+}
+
+#[tokio::test]
+async fn several_from_one_store_are_read_in_one_request_and_a_missing_one_is_named() {
+    // GIVEN three parameters and three secrets, one of them named by its full ARN
+    let counter = RequestCounter::default();
+    let clients = counted_clients(&counter).await;
+    let mut sources = BTreeMap::new();
+    for index in 0..3 {
+        let parameter = format!("/clawless/{}", unique(&format!("batched-{index}")));
+        clients
+            .ssm
+            .put_parameter()
+            .name(&parameter)
+            .value(format!("parameter-value-{index}"))
+            .r#type(ParameterType::SecureString)
+            .send()
+            .await
+            .expect("put parameter");
+        sources.insert(
+            format!("PARAMETER_{index}"),
+            source(Some(&parameter), None, None),
+        );
+        let created = clients
+            .secrets_manager
+            .create_secret()
+            .name(unique(&format!("clawless/batched-{index}")))
+            .secret_string(format!("secret-value-{index}"))
+            .send()
+            .await
+            .expect("create secret");
+        let id = if index == 0 {
+            created.arn().expect("an ARN").to_owned()
+        } else {
+            created.name().expect("a name").to_owned()
+        };
+        sources.insert(format!("SECRET_{index}"), source(None, Some(&id), None));
+    }
+
+    // WHEN they are fetched
+    counter.reset();
+    let values = fetch_secrets(&sources, &clients).await.expect("fetched");
+
+    // THEN each has its value, read in one request per store
+    for index in 0..3 {
+        assert_eq!(
+            values.get(&format!("PARAMETER_{index}")),
+            Some(format!("parameter-value-{index}").as_str())
+        );
+        assert_eq!(
+            values.get(&format!("SECRET_{index}")),
+            Some(format!("secret-value-{index}").as_str())
+        );
+    }
+    assert_eq!(
+        counter.count(),
+        2,
+        "one GetParameters, one BatchGetSecretValue"
+    );
+
+    // AND a missing secret among them fails naming its entry, with the store's own error
+    let absent = unique("clawless/absent");
+    sources.insert("ABSENT".to_owned(), source(None, Some(&absent), None));
+    let err = fetch_secrets(&sources, &clients).await.unwrap_err();
+    assert!(
+        matches!(&err, SecretsError::Fetch { name, message } if name == "ABSENT" && message.contains(&absent)),
+        "{err}"
+    );
 }
