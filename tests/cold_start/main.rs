@@ -433,6 +433,8 @@ struct Run {
     init: Duration,
     /// Time init spent waiting on moto (the configuration, secrets).
     init_external: Duration,
+    /// CPU time the function's threads used by the time init ended.
+    init_cpu: Duration,
     first: Duration,
     warm: Duration,
     /// Time the warm invocation spent waiting on moto, the model or the reply sink.
@@ -582,6 +584,7 @@ async fn measure(
             None => format!("{name} never polled for an event"),
         });
     };
+    let init_cpu = cpu_time(pid);
     let mut invocations = Vec::new();
     let mut cpu_before_warm = Duration::ZERO;
     for nth in 0..2 {
@@ -614,6 +617,7 @@ async fn measure(
     Ok(Run {
         init: ready.saturating_duration_since(spawned),
         init_external,
+        init_cpu,
         first: first.duration(),
         warm: warm.duration(),
         warm_external,
@@ -662,6 +666,9 @@ struct Summary {
     name: String,
     init: Duration,
     init_external: Duration,
+    /// Init apart from its wait on moto.
+    init_own: Duration,
+    init_cpu: Duration,
     first: Duration,
     warm: Duration,
     warm_external: Duration,
@@ -685,6 +692,8 @@ fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary
         name: name.to_owned(),
         init: pick(|run| run.init),
         init_external: pick(|run| run.init_external),
+        init_own: pick(|run| run.init.saturating_sub(run.init_external)),
+        init_cpu: pick(|run| run.init_cpu),
         first: pick(|run| run.first),
         warm: pick(|run| run.warm),
         warm_external: pick(|run| run.warm_external),
@@ -742,11 +751,14 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         std::env::consts::ARCH
     );
     println!(
-        "{:<13} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>7} {:>5} {:>9} {:>9} {:>8}  answers",
+        "{:<13} {:>8} {:>7} {:>9} {:>8} {:>7} {:>8} {:>9} {:>8} {:>9} {:>8} {:>7} {:>5} {:>9} {:>9} {:>8}  answers",
         "function",
         "init ms",
         "×hello",
         "init emul",
+        "init own",
+        "×hello",
+        "init cpu",
         "first ms",
         "warm ms",
         "emul. ms",
@@ -760,11 +772,14 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     let hello_init = ms(hello.init).max(f64::EPSILON);
     for row in std::iter::once(hello).chain(rows) {
         println!(
-            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>7.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
+            "{:<13} {:>8.1} {:>7.2} {:>9.1} {:>8.1} {:>7.2} {:>8.1} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>7.2} {:>5} {:>9.1} {:>9.2} {:>8.2}  {}",
             row.name,
             ms(row.init),
             ms(row.init) / hello_init,
             ms(row.init_external),
+            ms(row.init_own),
+            ms(row.init_own) / hello_init,
+            ms(row.init_cpu),
             ms(row.first),
             ms(row.warm),
             ms(row.warm_external),
@@ -778,7 +793,9 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
         );
     }
     println!(
-        "(init emul = time init waited on moto; warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
+        "(init emul = time init waited on moto (the secrets, and clawless.yaml with a config object, that the template \
+         has each function read at cold start; the hello-world reads none); init own = init − init emul; \
+         init cpu = CPU time the function used by the end of init; warm = second invocation; emul. = time it waited on moto / the model / the reply sink \
          through the timing proxy; own = warm − emul., which still holds the hops through the bench's own proxy \
          and Runtime API; cpu = CPU time the function's threads used in the warm one; \
          reqs = proxied requests in the warm one; the scripted model answered {model_calls} call(s))"
@@ -787,11 +804,13 @@ fn print_report(args: &Args, hello: &Summary, rows: &[Summary], model_calls: usi
     println!("targets:");
     for row in rows {
         let ratio = ms(row.init) / hello_init;
+        let own_ratio = ms(row.init_own) / hello_init;
         println!(
-            "  {} {:<12} init {:.2}× hello (≤ {INIT_RATIO_TARGET}×)",
+            "  {} {:<12} init {:.2}× hello (≤ {INIT_RATIO_TARGET}×); apart from waiting on moto {:.2}×",
             verdict(ratio <= INIT_RATIO_TARGET),
             row.name,
-            ratio
+            ratio,
+            own_ratio
         );
     }
     for row in std::iter::once(hello).chain(rows) {

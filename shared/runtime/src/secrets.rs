@@ -18,6 +18,7 @@
 //! Values never reach a log: [`SecretValues`] shows only names.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 
@@ -119,22 +120,51 @@ pub async fn fetch_with_ambient_aws(
     fetch_secrets(sources, &SecretClients::new(&shared)).await
 }
 
-/// The clients secrets are fetched with.
+/// The clients secrets are fetched with, each built the first time it is used: building an
+/// SDK client costs a cold start a few hundred microseconds, and the template keeps every
+/// secret in Secrets Manager, so the SSM client is never built there.
 #[derive(Debug, Clone)]
 pub struct SecretClients {
-    /// SSM Parameter Store.
-    pub ssm: aws_sdk_ssm::Client,
-    /// Secrets Manager.
-    pub secrets_manager: aws_sdk_secretsmanager::Client,
+    sdk: aws_config::SdkConfig,
+    ssm: OnceLock<aws_sdk_ssm::Client>,
+    secrets_manager: OnceLock<aws_sdk_secretsmanager::Client>,
 }
 
 impl SecretClients {
-    /// Both clients, from a loaded AWS configuration.
+    /// Clients from a loaded AWS configuration (built when first used).
     pub fn new(sdk: &aws_config::SdkConfig) -> Self {
         Self {
-            ssm: aws_sdk_ssm::Client::new(sdk),
-            secrets_manager: aws_sdk_secretsmanager::Client::new(sdk),
+            sdk: sdk.clone(),
+            ssm: OnceLock::new(),
+            secrets_manager: OnceLock::new(),
         }
+    }
+
+    /// Uses `client` for SSM Parameter Store (e.g. one with an interceptor).
+    pub fn with_ssm(self, client: aws_sdk_ssm::Client) -> Self {
+        Self {
+            ssm: OnceLock::from(client),
+            ..self
+        }
+    }
+
+    /// Uses `client` for Secrets Manager.
+    pub fn with_secrets_manager(self, client: aws_sdk_secretsmanager::Client) -> Self {
+        Self {
+            secrets_manager: OnceLock::from(client),
+            ..self
+        }
+    }
+
+    /// The SSM Parameter Store client.
+    pub fn ssm(&self) -> &aws_sdk_ssm::Client {
+        self.ssm.get_or_init(|| aws_sdk_ssm::Client::new(&self.sdk))
+    }
+
+    /// The Secrets Manager client.
+    pub fn secrets_manager(&self) -> &aws_sdk_secretsmanager::Client {
+        self.secrets_manager
+            .get_or_init(|| aws_sdk_secretsmanager::Client::new(&self.sdk))
     }
 }
 
@@ -187,7 +217,7 @@ impl Stored {
         match self {
             Self::Parameter(parameter) => {
                 let output = clients
-                    .ssm
+                    .ssm()
                     .get_parameter()
                     .name(parameter)
                     .with_decryption(true)
@@ -207,7 +237,7 @@ impl Stored {
             }
             Self::Secret(secret_id) => {
                 let output = clients
-                    .secrets_manager
+                    .secrets_manager()
                     .get_secret_value()
                     .secret_id(secret_id)
                     .send()
@@ -301,8 +331,8 @@ async fn read_all<'a>(
         })
         .collect();
     let (parameter_values, secret_values) = futures_util::future::join(
-        batch_read_parameters(&parameters, &clients.ssm),
-        batch_read_secrets(&secrets, &clients.secrets_manager),
+        batch_read_parameters(&parameters, clients),
+        batch_read_secrets(&secrets, clients),
     )
     .await;
     let mut read = BTreeMap::new();
@@ -329,11 +359,12 @@ async fn read_all<'a>(
 /// request returns nothing, and its names are then read one by one.
 async fn batch_read_parameters<'a>(
     names: &[&'a str],
-    ssm: &aws_sdk_ssm::Client,
+    clients: &SecretClients,
 ) -> BTreeMap<&'a str, String> {
     if names.len() < 2 {
         return BTreeMap::new();
     }
+    let ssm = clients.ssm();
     let requests = names.chunks(PARAMETERS_PER_REQUEST).map(|chunk| {
         ssm.get_parameters()
             .set_names(Some(chunk.iter().map(|&name| name.to_owned()).collect()))
@@ -370,11 +401,12 @@ async fn batch_read_parameters<'a>(
 /// then read one by one.
 async fn batch_read_secrets<'a>(
     ids: &[&'a str],
-    secrets_manager: &aws_sdk_secretsmanager::Client,
+    clients: &SecretClients,
 ) -> BTreeMap<&'a str, String> {
     if ids.len() < 2 {
         return BTreeMap::new();
     }
+    let secrets_manager = clients.secrets_manager();
     let requests = ids.chunks(SECRETS_PER_REQUEST).map(|chunk| {
         secrets_manager
             .batch_get_secret_value()

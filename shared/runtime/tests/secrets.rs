@@ -23,18 +23,17 @@ async fn clients() -> SecretClients {
 /// Clients whose requests (to either store) add to `counter`.
 async fn counted_clients(counter: &RequestCounter) -> SecretClients {
     let sdk = moto_sdk_config().await;
-    SecretClients {
-        ssm: aws_sdk_ssm::Client::from_conf(
+    SecretClients::new(&sdk)
+        .with_ssm(aws_sdk_ssm::Client::from_conf(
             aws_sdk_ssm::config::Builder::from(&sdk)
                 .interceptor(counter.clone())
                 .build(),
-        ),
-        secrets_manager: aws_sdk_secretsmanager::Client::from_conf(
+        ))
+        .with_secrets_manager(aws_sdk_secretsmanager::Client::from_conf(
             aws_sdk_secretsmanager::config::Builder::from(&sdk)
                 .interceptor(counter.clone())
                 .build(),
-        ),
-    }
+        ))
 }
 
 fn source(ssm: Option<&str>, secrets_manager: Option<&str>, key: Option<&str>) -> SecretSource {
@@ -51,7 +50,7 @@ async fn parameters_and_secrets_are_fetched_by_name() {
     let clients = counted_clients(&counter).await;
     let parameter = format!("/clawless/{}", unique("telegram-token"));
     clients
-        .ssm
+        .ssm()
         .put_parameter()
         .name(&parameter)
         .value("123:telegram-secret")
@@ -61,7 +60,7 @@ async fn parameters_and_secrets_are_fetched_by_name() {
         .expect("put parameter");
     let whole = unique("clawless/generic");
     clients
-        .secrets_manager
+        .secrets_manager()
         .create_secret()
         .name(&whole)
         .secret_string("generic-secret-value")
@@ -70,7 +69,7 @@ async fn parameters_and_secrets_are_fetched_by_name() {
         .expect("create secret");
     let json = unique("clawless/slack");
     clients
-        .secrets_manager
+        .secrets_manager()
         .create_secret()
         .name(&json)
         .secret_string(r#"{"signingSecret": "slack-signing", "botToken": "xoxb-1"}"#)
@@ -134,7 +133,7 @@ async fn missing_or_ill_formed_secrets_fail_naming_the_entry() {
 
     let json = unique("clawless/json");
     clients
-        .secrets_manager
+        .secrets_manager()
         .create_secret()
         .name(&json)
         .secret_string(r#"{"other": "x"}"#)
@@ -164,7 +163,7 @@ async fn several_from_one_store_are_read_in_one_request_and_a_missing_one_is_nam
     for index in 0..3 {
         let parameter = format!("/clawless/{}", unique(&format!("batched-{index}")));
         clients
-            .ssm
+            .ssm()
             .put_parameter()
             .name(&parameter)
             .value(format!("parameter-value-{index}"))
@@ -177,7 +176,7 @@ async fn several_from_one_store_are_read_in_one_request_and_a_missing_one_is_nam
             source(Some(&parameter), None, None),
         );
         let created = clients
-            .secrets_manager
+            .secrets_manager()
             .create_secret()
             .name(unique(&format!("clawless/batched-{index}")))
             .secret_string(format!("secret-value-{index}"))
