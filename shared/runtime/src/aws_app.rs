@@ -104,15 +104,12 @@ impl std::fmt::Debug for AwsApp {
 }
 
 impl AwsApp {
-    /// Loads AWS configuration (its TLS trust from [`crate::aws_env::AwsTrust::from_env`]) and
+    /// Loads AWS configuration ([`crate::aws_env::function_sdk_loader`]) and
     /// `clawless.yaml` from the environment, and fetches the secrets both name. The ones
     /// [`SECRETS_ENV`] names (all of them, in the template) are read while the config is, so
     /// a cold start waits for the slower of the two reads, not for both in turn.
     pub async fn from_env() -> Result<Self, AwsAppError> {
-        let sdk = crate::aws_env::AwsTrust::from_env()
-            .sdk_loader()
-            .load()
-            .await;
+        let sdk = crate::aws_env::function_sdk_loader().load().await;
         let from_env = match env(SECRETS_ENV) {
             Some(json) => {
                 parse_env_sources(&json).map_err(|err| AwsAppError::Setup(err.to_string()))?
