@@ -5,13 +5,17 @@
 
 use std::sync::Arc;
 
-use clawless_runtime::aws_app::AwsApp;
+use clawless_runtime::aws_app::{AwsApp, ClientsUsed};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     lambda_http::tracing::init_default_subscriber();
     // Bad configuration fails the cold start, not a request.
-    let app = AwsApp::from_env().await?;
+    let app = AwsApp::from_env_using(ClientsUsed {
+        sts: true,
+        ..ClientsUsed::default()
+    })
+    .await?;
     let nodes = Arc::new(app.nodes_service()?);
     lambda_http::run(app.nodes_router(nodes)?).await
 }

@@ -5,14 +5,18 @@ mod handler;
 
 use std::sync::Arc;
 
-use clawless_runtime::aws_app::AwsApp;
+use clawless_runtime::aws_app::{AwsApp, ClientsUsed};
 use clawless_runtime::turn_service::Deadline;
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let app = AwsApp::from_env().await?;
+    let app = AwsApp::from_env_using(ClientsUsed {
+        s3: true,
+        ..ClientsUsed::default()
+    })
+    .await?;
     let turns = Arc::new(app.turn_service().await?);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| {
         let turns = Arc::clone(&turns);

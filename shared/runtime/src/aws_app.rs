@@ -13,7 +13,7 @@
 //! `CLAWLESS_SECRETS`, see [`crate::secrets`]), then in the environment, which is how local
 //! runs and tests pass them.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use clawless_aws::{
@@ -83,6 +83,17 @@ fn required(name: &'static str) -> Result<String, AwsAppError> {
     env(name).ok_or(AwsAppError::MissingEnv(name))
 }
 
+/// The clients a function calls besides DynamoDB and SQS (which every function calls). When
+/// the cold start reads secrets, it builds these while it waits for the answer, instead of
+/// after; without secrets to read, they are built when first used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientsUsed {
+    /// S3 (skills, transcript blobs).
+    pub s3: bool,
+    /// STS (node-queue credentials).
+    pub sts: bool,
+}
+
 /// The AWS configuration and clients of one function instance. DynamoDB and SQS, which every
 /// function uses, are built once per cold start; the clients only some functions use (S3,
 /// STS, the secret stores) are built by the wiring of those functions, so a cold start builds
@@ -94,6 +105,7 @@ pub struct AwsApp {
     stores: Arc<StoreFactory>,
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
+    sts: OnceLock<aws_sdk_sts::Client>,
     secrets: SecretValues,
 }
 
@@ -109,6 +121,11 @@ impl AwsApp {
     /// [`SECRETS_ENV`] names (all of them, in the template) are read while the config is, so
     /// a cold start waits for the slower of the two reads, not for both in turn.
     pub async fn from_env() -> Result<Self, AwsAppError> {
+        Self::from_env_using(ClientsUsed::default()).await
+    }
+
+    /// [`AwsApp::from_env`] for a function that also calls the services `used` names.
+    pub async fn from_env_using(used: ClientsUsed) -> Result<Self, AwsAppError> {
         let sdk = crate::aws_env::function_sdk_loader().load().await;
         let from_env = match env(SECRETS_ENV) {
             Some(json) => {
@@ -123,8 +140,10 @@ impl AwsApp {
             }))
         };
         let env_clients = (!from_env.is_empty()).then(|| SecretClients::new(&sdk));
-        // Biased: the reads are sent first, and the clients every function uses are built
-        // while they are answered.
+        let sts = OnceLock::new();
+        // Biased: the reads are sent first, and the clients are built while they are
+        // answered. Each build (a few tenths of a millisecond) yields first, so the runtime
+        // can connect and send the reads before it, and read their answers between builds.
         let (config, env_values, (dynamodb, sqs)) = tokio::join!(
             biased;
             deployment_config(&stores),
@@ -135,10 +154,21 @@ impl AwsApp {
                 }
             },
             async {
-                (
-                    aws_sdk_dynamodb::Client::new(&sdk),
-                    aws_sdk_sqs::Client::new(&sdk),
-                )
+                tokio::task::yield_now().await;
+                let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+                tokio::task::yield_now().await;
+                let sqs = aws_sdk_sqs::Client::new(&sdk);
+                if env_clients.is_some() {
+                    if used.s3 {
+                        tokio::task::yield_now().await;
+                        stores.s3_client();
+                    }
+                    if used.sts {
+                        tokio::task::yield_now().await;
+                        sts.get_or_init(|| aws_sdk_sts::Client::new(&sdk));
+                    }
+                }
+                (dynamodb, sqs)
             }
         );
         let config = config?;
@@ -169,8 +199,17 @@ impl AwsApp {
             sqs,
             sdk,
             stores,
+            sts,
             secrets,
         })
+    }
+
+    /// The STS client, built at its first use unless [`ClientsUsed::sts`] had it built at
+    /// cold start.
+    fn sts(&self) -> aws_sdk_sts::Client {
+        self.sts
+            .get_or_init(|| aws_sdk_sts::Client::new(&self.sdk))
+            .clone()
     }
 
     /// A value an `…Env` key names: a fetched secret (`secrets:`), else the environment.
@@ -209,7 +248,7 @@ impl AwsApp {
             .ok_or(AwsAppError::MissingEnv("AWS_REGION"))?;
         let access = QueueAccess {
             vendor: Arc::new(StsQueueCredentials::new(
-                aws_sdk_sts::Client::new(&self.sdk),
+                self.sts(),
                 required(NODE_QUEUE_ROLE_ENV)?,
             )),
             region,
