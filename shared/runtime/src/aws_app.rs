@@ -94,6 +94,16 @@ pub struct ClientsUsed {
     pub sts: bool,
 }
 
+/// A few turns of the runtime's scheduler, so a read in flight moves along before the next
+/// client build holds the thread for a few tenths of a millisecond. On a plain connection a
+/// request needs three to be written (connect, handshake with the connection's task, write);
+/// on TLS the handshake's round trips leave room for the builds in any case.
+async fn let_reads_progress() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The AWS configuration and clients of one function instance. DynamoDB and SQS, which every
 /// function uses, are built once per cold start; the clients only some functions use (S3,
 /// STS, the secret stores) are built by the wiring of those functions, so a cold start builds
@@ -142,8 +152,8 @@ impl AwsApp {
         let env_clients = (!from_env.is_empty()).then(|| SecretClients::new(&sdk));
         let sts = OnceLock::new();
         // Biased: the reads are sent first, and the clients are built while they are
-        // answered. Each build (a few tenths of a millisecond) yields first, so the runtime
-        // can connect and send the reads before it, and read their answers between builds.
+        // answered. Each build (a few tenths of a millisecond) lets the runtime move the
+        // reads along first, so they are sent before it and answered between builds.
         let (config, env_values, (dynamodb, sqs)) = tokio::join!(
             biased;
             deployment_config(&stores),
@@ -154,17 +164,17 @@ impl AwsApp {
                 }
             },
             async {
-                tokio::task::yield_now().await;
+                let_reads_progress().await;
                 let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
-                tokio::task::yield_now().await;
+                let_reads_progress().await;
                 let sqs = aws_sdk_sqs::Client::new(&sdk);
                 if env_clients.is_some() {
                     if used.s3 {
-                        tokio::task::yield_now().await;
+                        let_reads_progress().await;
                         stores.s3_client();
                     }
                     if used.sts {
-                        tokio::task::yield_now().await;
+                        let_reads_progress().await;
                         sts.get_or_init(|| aws_sdk_sts::Client::new(&sdk));
                     }
                 }
