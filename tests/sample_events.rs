@@ -22,7 +22,7 @@ use clawless_runtime::clock::SystemClock;
 use clawless_runtime::config::DEFAULT_AGENT_ID;
 use clawless_runtime::ingress::{Ingress, webhook_router};
 use clawless_runtime::local_mode::local_nodes_service;
-use clawless_runtime::node_routes::{RegistryNodeAuth, admin_router, nodes_router};
+use clawless_runtime::node_routes::{AdminToken, RegistryNodeAuth, admin_router, nodes_router};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
 use tower::ServiceExt;
 
@@ -170,10 +170,10 @@ async fn the_nodes_and_skills_bins_samples_reach_their_routes() {
         Arc::new(SystemClock),
         Default::default(),
     ));
-    let nodes_api = nodes_router(Arc::clone(&nodes), false).merge(admin_router(
-        Arc::clone(&nodes),
-        &env["CLAWLESS_ADMIN_TOKEN"],
-    ));
+    let token = AdminToken::known("CLAWLESS_ADMIN_TOKEN", &env["CLAWLESS_ADMIN_TOKEN"])
+        .expect("the sample token is long enough");
+    let nodes_api =
+        nodes_router(Arc::clone(&nodes), false).merge(admin_router(Arc::clone(&nodes), token));
     let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 here")));
     let skills = Arc::new(SkillsService::new(ClawlessConfig::default(), &stores).expect("skills"));
     let skills_api = clawless_runtime::routes::skills_bins_router(

@@ -8,11 +8,13 @@
 //! `CLAWLESS_CONFIG` for the configuration); endpoints and credentials follow the standard
 //! AWS environment (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
 //!
-//! Secrets (the admin token, channel secrets, model keys) are looked up by name: first among
-//! the values fetched at cold start from SSM or Secrets Manager (`secrets:` in the config and
+//! Secrets (channel secrets, model keys, the admin token) are looked up by name: first among
+//! the values fetched from SSM or Secrets Manager (`secrets:` in the config and
 //! `CLAWLESS_SECRETS`, see [`crate::secrets`]), then in the environment, which is how local
-//! runs and tests pass them.
+//! runs and tests pass them. They are fetched at cold start, except the admin token, which
+//! only the operator routes use: it is read at the first operator request.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
@@ -29,11 +31,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
 use crate::ingress::{Ingress, webhook_router};
 use crate::node_routes::{
-    QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
+    AdminToken, QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
 };
 use crate::nodes_service::{NodesDeps, NodesService};
 use crate::secrets::{
-    SECRETS_ENV, SecretClients, SecretValues, fetch_secrets, merge_sources, parse_env_sources,
+    SECRETS_ENV, SecretClients, SecretOnDemand, SecretSource, SecretValues, fetch_secrets,
+    merge_sources, parse_env_sources, take_entries,
 };
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
@@ -51,11 +54,12 @@ pub const TIMER_QUEUE_ENV: &str = "CLAWLESS_TIMER_QUEUE_URL";
 pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
 /// The role the `nodes` function assumes to vend node-queue credentials.
 pub const NODE_QUEUE_ROLE_ENV: &str = "CLAWLESS_NODE_QUEUE_ROLE_ARN";
-/// Name of the bearer token of the operator routes (`/nodes/admin/*`), looked up among the
-/// fetched secrets, then in the environment; unset disables the routes.
+/// Name of the bearer token of the operator routes (`/nodes/admin/*`): a secret (read at the
+/// first operator request), else the environment; unset disables the routes.
 pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
-/// Shortest operator token accepted (the template's `AdminToken` has the same minimum).
-pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
+/// Secrets read when first needed, not at cold start: the admin token, which only the
+/// operator routes use (see [`AdminToken::on_demand`]).
+const READ_ON_DEMAND: [&str; 1] = [ADMIN_TOKEN_ENV];
 /// Where generic-channel replies go when the config does not say.
 pub const GENERIC_REPLY_URL_ENV: &str = "CLAWLESS_GENERIC_REPLY_URL";
 
@@ -117,6 +121,10 @@ pub struct AwsApp {
     sqs: aws_sdk_sqs::Client,
     sts: OnceLock<aws_sdk_sts::Client>,
     secrets: SecretValues,
+    /// The clients `on_demand` is read with.
+    secret_clients: SecretClients,
+    /// Where the [`READ_ON_DEMAND`] secrets are, when they are in a store.
+    on_demand: BTreeMap<String, SecretSource>,
 }
 
 impl std::fmt::Debug for AwsApp {
@@ -137,7 +145,7 @@ impl AwsApp {
     /// [`AwsApp::from_env`] for a function that also calls the services `used` names.
     pub async fn from_env_using(used: ClientsUsed) -> Result<Self, AwsAppError> {
         let sdk = crate::aws_env::function_sdk_loader().load().await;
-        let from_env = match env(SECRETS_ENV) {
+        let mut from_env = match env(SECRETS_ENV) {
             Some(json) => {
                 parse_env_sources(&json).map_err(|err| AwsAppError::Setup(err.to_string()))?
             }
@@ -149,6 +157,7 @@ impl AwsApp {
                 crate::aws_env::s3_client_from(&sdk)
             }))
         };
+        let env_on_demand = take_entries(&mut from_env, &READ_ON_DEMAND);
         let env_clients = (!from_env.is_empty()).then(|| SecretClients::new(&sdk));
         let sts = OnceLock::new();
         // Biased: the reads are sent first, and the clients are built while they are
@@ -182,21 +191,20 @@ impl AwsApp {
             }
         );
         let config = config?;
-        let file = &config.secrets;
+        let secret_clients = env_clients.unwrap_or_else(|| SecretClients::new(&sdk));
+        let mut file = config.secrets.clone();
+        let on_demand = merge_sources(&take_entries(&mut file, &READ_ON_DEMAND), env_on_demand);
         let secrets = if file.is_empty() {
             env_values
+        } else if file.keys().any(|name| from_env.contains_key(name)) {
+            // The file points a name elsewhere: its entry wins, so fetch the merged entries.
+            fetch_secrets(&merge_sources(&file, from_env), &secret_clients).await
         } else {
-            let clients = env_clients.unwrap_or_else(|| SecretClients::new(&sdk));
-            if file.keys().any(|name| from_env.contains_key(name)) {
-                // The file points a name elsewhere: its entry wins, so fetch the merged entries.
-                fetch_secrets(&merge_sources(file, from_env), &clients).await
-            } else {
-                match env_values {
-                    Ok(values) => fetch_secrets(file, &clients)
-                        .await
-                        .map(|from_file| values.with(from_file)),
-                    Err(err) => Err(err),
-                }
+            match env_values {
+                Ok(values) => fetch_secrets(&file, &secret_clients)
+                    .await
+                    .map(|from_file| values.with(from_file)),
+                Err(err) => Err(err),
             }
         }
         .map_err(|err| AwsAppError::Setup(err.to_string()))?;
@@ -211,6 +219,8 @@ impl AwsApp {
             stores,
             sts,
             secrets,
+            secret_clients,
+            on_demand,
         })
     }
 
@@ -266,13 +276,19 @@ impl AwsApp {
         };
         let mut router = nodes_router(Arc::clone(&nodes), false)
             .merge(queue_credentials_router(Arc::clone(&nodes), access));
-        match self.lookup(ADMIN_TOKEN_ENV) {
-            Some(token) if token.trim().chars().count() < MIN_ADMIN_TOKEN_CHARS => {
-                return Err(AwsAppError::Setup(format!(
-                    "{ADMIN_TOKEN_ENV} is shorter than {MIN_ADMIN_TOKEN_CHARS} characters"
-                )));
-            }
-            Some(token) => router = router.merge(admin_router(nodes, token.trim())),
+        let setup = |err: &dyn std::fmt::Display| AwsAppError::Setup(err.to_string());
+        let token = match self.on_demand.get(ADMIN_TOKEN_ENV) {
+            Some(source) => Some(AdminToken::on_demand(
+                SecretOnDemand::new(ADMIN_TOKEN_ENV, source.clone(), self.secret_clients.clone())
+                    .map_err(|err| setup(&err))?,
+            )),
+            None => env(ADMIN_TOKEN_ENV)
+                .map(|token| AdminToken::known(ADMIN_TOKEN_ENV, &token))
+                .transpose()
+                .map_err(|err| setup(&err))?,
+        };
+        match token {
+            Some(token) => router = router.merge(admin_router(nodes, token)),
             None => tracing::warn!(
                 "{ADMIN_TOKEN_ENV} is not set: the operator routes /nodes/admin/* answer 404"
             ),

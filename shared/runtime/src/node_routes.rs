@@ -5,7 +5,8 @@
 //! - [`queue_credentials_router`]: `POST /nodes/credentials`, short-lived credentials for a
 //!   node's own SQS queue (AWS);
 //! - [`admin_router`]: the operator's `/nodes/admin/*` (pairing codes, list, show, revoke),
-//!   behind a bearer token.
+//!   behind a bearer token ([`AdminToken`], which the `nodes` function reads from its secret
+//!   store at the first operator request).
 //!
 //! A node authenticates with `Authorization: Bearer <node id>:<secret>`; the registry holds
 //! only the secret's hash. Unknown, wrong and revoked credentials get 401, malformed bodies
@@ -28,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::nodes_service::{NodesError, NodesService, PairRequest, ReportOutcome};
 use crate::routes::{ApiError, NodeAuthenticator};
+use crate::secrets::{SecretOnDemand, SecretsError};
 
 /// Longest long-poll a node may ask for.
 const MAX_POLL_WAIT: Duration = Duration::from_secs(20);
@@ -250,21 +252,90 @@ async fn queue_credentials(
     })))
 }
 
+/// Shortest operator token accepted (the template's `AdminToken` has the same minimum).
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
+
+/// Why the operator routes have no usable token.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminTokenError {
+    /// The token is too short to be a secret.
+    #[error("{name} is shorter than {MIN_ADMIN_TOKEN_CHARS} characters")]
+    TooShort {
+        /// What the token is called (the secret's name).
+        name: String,
+    },
+    /// The token's secret could not be read.
+    #[error(transparent)]
+    Unreadable(#[from] SecretsError),
+}
+
+/// The bearer token of the operator routes, kept as its digest.
+#[derive(Debug, Clone)]
+pub struct AdminToken(Arc<TokenDigest>);
+
+#[derive(Debug)]
+enum TokenDigest {
+    Known(String),
+    /// Read at the first operator request and kept once read and accepted; a failed read
+    /// is not kept, so the next request tries again.
+    OnDemand {
+        secret: Box<SecretOnDemand>,
+        digest: tokio::sync::OnceCell<String>,
+    },
+}
+
+impl AdminToken {
+    /// A token known now, called `name` in errors.
+    pub fn known(name: &str, token: &str) -> Result<Self, AdminTokenError> {
+        Ok(Self(Arc::new(TokenDigest::Known(accepted_digest(
+            name, token,
+        )?))))
+    }
+
+    /// A token read from its secret store at the first operator request: the `nodes`
+    /// function's node-host traffic (pairing, heartbeats, reports) never needs it, so its
+    /// cold starts do not read it. A token that cannot be read or is too short fails the
+    /// operator requests (500, the reason in the log), never the node hosts' requests.
+    pub fn on_demand(secret: SecretOnDemand) -> Self {
+        Self(Arc::new(TokenDigest::OnDemand {
+            secret: Box::new(secret),
+            digest: tokio::sync::OnceCell::new(),
+        }))
+    }
+
+    async fn digest(&self) -> Result<&str, AdminTokenError> {
+        match &*self.0 {
+            TokenDigest::Known(digest) => Ok(digest),
+            TokenDigest::OnDemand { secret, digest } => digest
+                .get_or_try_init(|| async { accepted_digest(secret.name(), &secret.read().await?) })
+                .await
+                .map(String::as_str),
+        }
+    }
+}
+
+fn accepted_digest(name: &str, token: &str) -> Result<String, AdminTokenError> {
+    let token = token.trim();
+    if token.chars().count() < MIN_ADMIN_TOKEN_CHARS {
+        return Err(AdminTokenError::TooShort {
+            name: name.to_owned(),
+        });
+    }
+    Ok(secret_hash(token))
+}
+
 #[derive(Clone)]
 struct AdminState {
     nodes: Arc<NodesService>,
-    token_hash: Arc<str>,
+    token: AdminToken,
 }
 
 /// The operator's routes, for `Authorization: Bearer <token>`:
 /// `POST /nodes/admin/pairing-codes`, `GET /nodes/admin/nodes`,
 /// `GET /nodes/admin/nodes/{id}` and `POST /nodes/admin/nodes/{id}/revoke`. Anything else
 /// (no header, another token) gets 401.
-pub fn admin_router(nodes: Arc<NodesService>, token: &str) -> Router {
-    let state = AdminState {
-        nodes,
-        token_hash: Arc::from(secret_hash(token)),
-    };
+pub fn admin_router(nodes: Arc<NodesService>, token: AdminToken) -> Router {
+    let state = AdminState { nodes, token };
     Router::new()
         .route("/nodes/admin/pairing-codes", post(admin_pairing_code))
         .route("/nodes/admin/nodes", get(admin_list))
@@ -274,13 +345,19 @@ pub fn admin_router(nodes: Arc<NodesService>, token: &str) -> Router {
 }
 
 /// Compares digests, not the tokens, so the comparison's timing says nothing about the token.
-fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), ApiError> {
+/// A request without a bearer token is refused before the token is ever read.
+async fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), ApiError> {
     let presented = headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or(ApiError::Unauthorized)?;
-    if secret_hash(presented.trim()) == *state.token_hash {
+    let expected = state
+        .token
+        .digest()
+        .await
+        .map_err(|err| ApiError::Internal(Box::new(err)))?;
+    if secret_hash(presented.trim()) == expected {
         Ok(())
     } else {
         tracing::warn!("operator request with a wrong token refused");
@@ -292,7 +369,7 @@ async fn admin_pairing_code(
     State(state): State<AdminState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    require_admin(&state, &headers)?;
+    require_admin(&state, &headers).await?;
     let (code, expires_at_ms) = state.nodes.create_pairing_code().await?;
     Ok(Json(json!({"code": code, "expiresAtMs": expires_at_ms})))
 }
@@ -301,7 +378,7 @@ async fn admin_list(
     State(state): State<AdminState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    require_admin(&state, &headers)?;
+    require_admin(&state, &headers).await?;
     let nodes: Vec<Value> = state.nodes.list().await?.iter().map(node_view).collect();
     Ok(Json(json!({ "nodes": nodes })))
 }
@@ -311,7 +388,7 @@ async fn admin_show(
     headers: HeaderMap,
     Path(node_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    require_admin(&state, &headers)?;
+    require_admin(&state, &headers).await?;
     let node = state
         .nodes
         .list()
@@ -327,7 +404,7 @@ async fn admin_revoke(
     headers: HeaderMap,
     Path(node_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    require_admin(&state, &headers)?;
+    require_admin(&state, &headers).await?;
     if state.nodes.revoke(&node_id).await? {
         Ok(Json(json!({ "revoked": true })))
     } else {

@@ -187,6 +187,61 @@ pub fn merge_sources(
     merged
 }
 
+/// Takes the entries `names` name out of `sources`.
+pub fn take_entries(
+    sources: &mut BTreeMap<String, SecretSource>,
+    names: &[&str],
+) -> BTreeMap<String, SecretSource> {
+    names
+        .iter()
+        .filter_map(|name| sources.remove_entry(*name))
+        .collect()
+}
+
+/// One secret read when asked for instead of at start-up, for a value only a rarely taken
+/// path needs (the operator routes' token): the cold starts that never take the path read
+/// nothing. The entry is checked when this is made; the caller keeps what it reads.
+#[derive(Debug, Clone)]
+pub struct SecretOnDemand {
+    name: String,
+    source: SecretSource,
+    clients: SecretClients,
+}
+
+impl SecretOnDemand {
+    /// The secret `source` names for `name`; an entry with no or two sources is refused now.
+    pub fn new(
+        name: impl Into<String>,
+        source: SecretSource,
+        clients: SecretClients,
+    ) -> Result<Self, SecretsError> {
+        let name = name.into();
+        Stored::of(&name, &source)?;
+        Ok(Self {
+            name,
+            source,
+            clients,
+        })
+    }
+
+    /// The name it is looked up by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads the value from its store (one request each call).
+    pub async fn read(&self) -> Result<String, SecretsError> {
+        let sources = BTreeMap::from([(self.name.clone(), self.source.clone())]);
+        let SecretValues(mut values) = fetch_secrets(&sources, &self.clients).await?;
+        values
+            .remove(&self.name)
+            .ok_or_else(|| SecretsError::Fetch {
+                name: self.name.clone(),
+                message: "no value returned".to_owned(),
+            })
+    }
+}
+
 /// Where a value is read from: one request each, however many names use it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Stored {

@@ -1,6 +1,7 @@
 //! The backend's node-host rules over in-memory ports: pairing codes, node credentials,
 //! signed jobs and reports, first-result-wins, approvals and timers. The same service runs
-//! over SQLite in local mode and over DynamoDB/SQS in Lambda.
+//! over SQLite in local mode and over DynamoDB/SQS in Lambda. The operator routes' token,
+//! when kept in Secrets Manager, is read from moto.
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -12,6 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
+use clawless_aws::testing::{RequestCounter, moto_sdk_config};
 use clawless_core::exec::evaluate::ExecPolicy;
 use clawless_core::exec::fs::DescribedFs;
 use clawless_core::exec::{AllowlistEntry, SkillBin};
@@ -29,12 +31,15 @@ use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_runtime::clock::Clock;
-use clawless_runtime::node_routes::{QueueAccess, admin_router, queue_credentials_router};
+use clawless_runtime::node_routes::{
+    AdminToken, MIN_ADMIN_TOKEN_CHARS, QueueAccess, admin_router, queue_credentials_router,
+};
 use clawless_runtime::nodes_service::TimerFired;
 use clawless_runtime::nodes_service::{
     Dispatch, ExecSettings, NODE_OFFLINE_AFTER, NodesDeps, NodesError, NodesService, PairRequest,
     Paired, ReportOutcome,
 };
+use clawless_runtime::secrets::{SecretClients, SecretOnDemand, SecretSource};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -773,10 +778,14 @@ async fn call(router: &Router, method: &str, path: &str, token: Option<&str>) ->
 
 const ADMIN_TOKEN: &str = "operator-token-0123456789";
 
+fn admin_token() -> AdminToken {
+    AdminToken::known("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN).unwrap()
+}
+
 #[tokio::test]
 async fn the_operator_routes_refuse_a_missing_or_wrong_token() {
     let fx = fixture();
-    let router = admin_router(Arc::clone(&fx.nodes), ADMIN_TOKEN);
+    let router = admin_router(Arc::clone(&fx.nodes), admin_token());
     for (method, path) in [
         ("POST", "/nodes/admin/pairing-codes"),
         ("GET", "/nodes/admin/nodes"),
@@ -805,7 +814,7 @@ async fn the_operator_routes_refuse_a_missing_or_wrong_token() {
 #[tokio::test]
 async fn an_operator_pairs_lists_shows_and_revokes_a_node_over_http() {
     let fx = fixture();
-    let router = admin_router(Arc::clone(&fx.nodes), ADMIN_TOKEN);
+    let router = admin_router(Arc::clone(&fx.nodes), admin_token());
     // A code from the operator route pairs a node.
     let (status, body) = call(
         &router,
@@ -910,4 +919,126 @@ async fn queue_credentials_go_to_a_paired_node_for_its_own_queue_only() {
         1,
         "nothing vended after the first call"
     );
+}
+
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("{name}-{nanos}")
+}
+
+/// The operator routes over a token kept in Secrets Manager (moto), read on demand; the
+/// store's client counts its requests.
+async fn stored_token_routes(
+    secret_name: &str,
+) -> (Router, aws_sdk_secretsmanager::Client, RequestCounter) {
+    let sdk = moto_sdk_config().await;
+    let counter = RequestCounter::default();
+    let manager = aws_sdk_secretsmanager::Client::from_conf(
+        aws_sdk_secretsmanager::config::Builder::from(&sdk)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let source = SecretSource {
+        secrets_manager: Some(secret_name.to_owned()),
+        ..SecretSource::default()
+    };
+    let clients = SecretClients::new(&sdk).with_secrets_manager(manager.clone());
+    let token = AdminToken::on_demand(
+        SecretOnDemand::new("CLAWLESS_ADMIN_TOKEN", source, clients).unwrap(),
+    );
+    (admin_router(fixture().nodes, token), manager, counter)
+}
+
+#[tokio::test]
+async fn a_stored_operator_token_is_read_at_the_first_operator_request_and_then_kept() {
+    // GIVEN the operator routes over a token whose secret does not exist yet
+    let secret_name = unique("clawless/admin-token");
+    let (router, manager, counter) = stored_token_routes(&secret_name).await;
+    assert_eq!(counter.count(), 0, "building the routes reads nothing");
+
+    // WHEN a request comes without a token, THEN it is refused without reading the secret
+    assert_eq!(
+        call(&router, "GET", "/nodes/admin/nodes", None).await.0,
+        401
+    );
+    assert_eq!(counter.count(), 0);
+    // WHEN the secret cannot be read, THEN the operator request fails (500), not succeeds
+    assert_eq!(
+        call(&router, "GET", "/nodes/admin/nodes", Some(ADMIN_TOKEN))
+            .await
+            .0,
+        500
+    );
+
+    // WHEN the secret exists afterwards, THEN the failed read was not kept: the right token
+    // is taken, a wrong one refused, and the secret read once for all of them
+    manager
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    counter.reset();
+    let (status, body) = call(&router, "GET", "/nodes/admin/nodes", Some(ADMIN_TOKEN)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        call(
+            &router,
+            "GET",
+            "/nodes/admin/nodes",
+            Some("operator-token-9876543210")
+        )
+        .await
+        .0,
+        401
+    );
+    assert_eq!(
+        call(
+            &router,
+            "POST",
+            "/nodes/admin/pairing-codes",
+            Some(ADMIN_TOKEN)
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(counter.count(), 1, "read once, then kept");
+}
+
+#[tokio::test]
+async fn a_short_operator_token_opens_nothing_whether_known_or_stored() {
+    // GIVEN a token shorter than the minimum
+    let short = "short-token";
+    assert!(short.chars().count() < MIN_ADMIN_TOKEN_CHARS);
+
+    // THEN a known one is refused when the routes are built
+    let err = AdminToken::known("CLAWLESS_ADMIN_TOKEN", short).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("CLAWLESS_ADMIN_TOKEN is shorter than 16 characters"),
+        "{err}"
+    );
+
+    // AND a stored one fails every operator request, even one presenting it
+    let secret_name = unique("clawless/short-admin-token");
+    let (router, manager, _counter) = stored_token_routes(&secret_name).await;
+    manager
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(short)
+        .send()
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            call(&router, "POST", "/nodes/admin/pairing-codes", Some(short))
+                .await
+                .0,
+            500
+        );
+    }
 }
