@@ -14,6 +14,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let app = AwsApp::from_env_using(ClientsUsed {
         s3: true,
+        https: true,
         ..ClientsUsed::default()
     })
     .await?;

@@ -38,6 +38,13 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     }
 }
 
+/// Builds the shared TLS configuration now rather than with the first client, for a process
+/// that has a moment to spare earlier (a Lambda cold start waiting on its secrets). The
+/// system's roots are still loaded at the first HTTPS handshake.
+pub fn prepare_tls() {
+    shared_tls_config();
+}
+
 /// A client with the shared TLS configuration and reqwest's defaults otherwise.
 pub fn client() -> Result<reqwest::Client, reqwest::Error> {
     client_builder().build()

@@ -96,6 +96,9 @@ pub struct ClientsUsed {
     pub s3: bool,
     /// STS (node-queue credentials).
     pub sts: bool,
+    /// HTTPS to chat platforms or model APIs (the shared TLS configuration of
+    /// `clawless-http` is built in the wait).
+    pub https: bool,
 }
 
 /// A few turns of the runtime's scheduler, so a read in flight moves along before the next
@@ -185,6 +188,10 @@ impl AwsApp {
                     if used.sts {
                         let_reads_progress().await;
                         sts.get_or_init(|| aws_sdk_sts::Client::new(&sdk));
+                    }
+                    if used.https {
+                        let_reads_progress().await;
+                        clawless_http::prepare_tls();
                     }
                 }
                 (dynamodb, sqs)
