@@ -113,8 +113,9 @@ async fn let_reads_progress() {
 
 /// The AWS configuration and clients of one function instance. DynamoDB and SQS, which every
 /// function uses, are built once per cold start; the clients only some functions use (S3,
-/// STS, the secret stores) are built by the wiring of those functions, so a cold start builds
-/// no client its function never calls.
+/// STS, the secret stores) are built when first needed, or while the cold start waits on its
+/// secrets for those [`ClientsUsed`] names, so a cold start builds no client its function
+/// never calls.
 pub struct AwsApp {
     config: ClawlessConfig,
     sdk: aws_config::SdkConfig,
@@ -139,8 +140,9 @@ impl std::fmt::Debug for AwsApp {
 impl AwsApp {
     /// Loads AWS configuration ([`crate::aws_env::function_sdk_loader`]) and
     /// `clawless.yaml` from the environment, and fetches the secrets both name. The ones
-    /// [`SECRETS_ENV`] names (all of them, in the template) are read while the config is, so
-    /// a cold start waits for the slower of the two reads, not for both in turn.
+    /// [`SECRETS_ENV`] names (all of them in the template, but the admin token, which is read
+    /// on demand) are read while the config is, so a cold start waits for the slower of the
+    /// two reads, not for both in turn.
     pub async fn from_env() -> Result<Self, AwsAppError> {
         Self::from_env_using(ClientsUsed::default()).await
     }
