@@ -26,6 +26,7 @@ use clawless_core::object_store::ObjectStore;
 use clawless_core::session::SessionStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 
+use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
@@ -75,12 +76,6 @@ pub enum AwsAppError {
     /// Something else is wrong.
     #[error("{0}")]
     Setup(String),
-}
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
 }
 
 fn required(name: &'static str) -> Result<String, AwsAppError> {
@@ -285,16 +280,15 @@ impl AwsApp {
         };
         let mut router = nodes_router(Arc::clone(&nodes), false)
             .merge(queue_credentials_router(Arc::clone(&nodes), access));
-        let setup = |err: &dyn std::fmt::Display| AwsAppError::Setup(err.to_string());
         let token = match self.on_demand.get(ADMIN_TOKEN_ENV) {
             Some(source) => Some(AdminToken::on_demand(
                 SecretOnDemand::new(ADMIN_TOKEN_ENV, source.clone(), self.secret_clients.clone())
-                    .map_err(|err| setup(&err))?,
+                    .map_err(|err| AwsAppError::Setup(err.to_string()))?,
             )),
             None => env(ADMIN_TOKEN_ENV)
                 .map(|token| AdminToken::known(ADMIN_TOKEN_ENV, &token))
                 .transpose()
-                .map_err(|err| setup(&err))?,
+                .map_err(|err| AwsAppError::Setup(err.to_string()))?,
         };
         match token {
             Some(token) => router = router.merge(admin_router(nodes, token)),

@@ -87,21 +87,25 @@ impl AwsTrust {
 /// their other providers as well (an STS client for web identity, IMDS clients), about half a
 /// millisecond of every cold start. Without them in the environment, the default chains.
 pub fn function_sdk_loader() -> aws_config::ConfigLoader {
-    let set = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .filter(|value| !value.trim().is_empty())
-    };
     let mut loader = AwsTrust::from_env().sdk_loader();
-    if let Some(region) = set("AWS_REGION") {
+    if let Some(region) = non_blank_env("AWS_REGION") {
         loader = loader.region(aws_config::Region::new(region));
     }
-    if set("AWS_ACCESS_KEY_ID").is_some() && set("AWS_SECRET_ACCESS_KEY").is_some() {
+    if non_blank_env("AWS_ACCESS_KEY_ID").is_some()
+        && non_blank_env("AWS_SECRET_ACCESS_KEY").is_some()
+    {
         loader = loader.credentials_provider(
             aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
         );
     }
     loader
+}
+
+/// The environment variable `name`, unless unset or blank.
+pub(crate) fn non_blank_env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
 }
 
 /// Set to `true` to address buckets by path (needed by S3 emulators on 127.0.0.1).
