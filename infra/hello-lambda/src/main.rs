@@ -1,7 +1,8 @@
 //! `hello-lambda`: the smallest function the Rust runtime allows, the baseline the
 //! cold-start bench (`infra/bench cold_start`) divides our functions' init time by. It is
 //! wired like our functions (single-threaded tokio, the runtime's default tracing
-//! subscriber, the workspace's `lambda_runtime`) and does no AWS or configuration work.
+//! subscriber, the workspace's `lambda_runtime`), linked like them (position-dependent, by
+//! their build script) and does no AWS or configuration work.
 
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
