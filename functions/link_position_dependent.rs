@@ -1,6 +1,6 @@
-//! Build script of every Lambda function (and of the cold-start bench's `hello-lambda`, so
-//! the baseline is linked the same way): on Linux, links the binary as a position-dependent
-//! executable (`-no-pie`).
+//! Build script of every Lambda function (and of the cold-start bench's baselines,
+//! `hello-lambda` and `hello-secret-lambda`, so they are linked the same way): on Linux,
+//! links the binary as a position-dependent executable (`-no-pie`).
 //!
 //! Why: linked as PIE, a function carries some 34,000 relative relocations (its 800 KB
 //! `.rela.dyn`) that the dynamic loader applies at every cold start, writing, and so
