@@ -8,6 +8,7 @@ use clawless_core::skills::SkillsConfig;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::aws_env::non_blank_env;
 use crate::sources::{InvalidSourceUri, SourceUri, StoreFactory};
 
 /// The agent id used when the config lists none.
@@ -398,15 +399,10 @@ pub const BUCKET_ENV: &str = "CLAWLESS_BUCKET";
 /// The configuration of a deployed function: `$CLAWLESS_CONFIG` (a path or `s3://` URI),
 /// else the conventional layout of `$CLAWLESS_BUCKET`.
 pub async fn deployment_config(stores: &StoreFactory) -> Result<ClawlessConfig, ConfigError> {
-    let non_empty = |name| {
-        std::env::var(name)
-            .ok()
-            .filter(|value| !value.trim().is_empty())
-    };
-    if let Some(location) = non_empty(CONFIG_ENV) {
+    if let Some(location) = non_blank_env(CONFIG_ENV) {
         return ClawlessConfig::load(&location, stores).await;
     }
-    let bucket = non_empty(BUCKET_ENV).ok_or(ConfigError::MissingEnv(BUCKET_ENV))?;
+    let bucket = non_blank_env(BUCKET_ENV).ok_or(ConfigError::MissingEnv(BUCKET_ENV))?;
     Ok(bucket_layout_config(bucket.trim()))
 }
 
