@@ -49,6 +49,9 @@ pub struct BedrockModel {
     model: String,
     client: OnceCell<Client>,
     settings: BedrockSettings,
+    /// An AWS configuration the process already loaded, which the client is built from
+    /// instead of loading the default chain again.
+    shared_config: Option<aws_config::SdkConfig>,
     timeout: Duration,
     prompt_caching: bool,
 }
@@ -69,6 +72,7 @@ impl BedrockModel {
             model,
             client: OnceCell::new_with(Some(client)),
             settings: BedrockSettings::default(),
+            shared_config: None,
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -82,8 +86,18 @@ impl BedrockModel {
             model,
             client: OnceCell::new(),
             settings,
+            shared_config: None,
             timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// Builds the client, on first use, from `shared`: an AWS configuration this process has
+    /// already loaded (a Lambda function's, at cold start), whose credentials, HTTP client and
+    /// region it reuses instead of loading the default chain a second time. The settings'
+    /// region and endpoint still win over `shared`'s.
+    pub fn with_shared_config(mut self, shared: aws_config::SdkConfig) -> Self {
+        self.shared_config = Some(shared);
+        self
     }
 
     /// Sets the per-request timeout.
@@ -102,20 +116,38 @@ impl BedrockModel {
     async fn client(&self) -> &Client {
         self.client
             .get_or_init(|| async {
-                let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+                let loaded;
+                let shared = match &self.shared_config {
+                    Some(shared) => shared,
+                    None => {
+                        loaded = self.load_default_config().await;
+                        &loaded
+                    }
+                };
+                let mut conf = aws_sdk_bedrockruntime::config::Builder::from(shared)
+                    .retry_config(RetryConfig::disabled());
                 if let Some(region) = &self.settings.region {
-                    loader = loader.region(aws_config::Region::new(region.clone()));
+                    conf = conf.region(aws_config::Region::new(region.clone()));
                 }
                 if let Some(endpoint) = &self.settings.endpoint_url {
-                    loader = loader.endpoint_url(endpoint);
+                    conf = conf.endpoint_url(endpoint);
                 }
-                let shared = loader.load().await;
-                let conf = aws_sdk_bedrockruntime::config::Builder::from(&shared)
-                    .retry_config(RetryConfig::disabled())
-                    .build();
-                Client::from_conf(conf)
+                Client::from_conf(conf.build())
             })
             .await
+    }
+
+    /// The default AWS configuration chain, given the settings' region and endpoint, so a
+    /// configured region skips the region chain (and its instance-metadata lookup).
+    async fn load_default_config(&self) -> aws_config::SdkConfig {
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(region) = &self.settings.region {
+            loader = loader.region(aws_config::Region::new(region.clone()));
+        }
+        if let Some(endpoint) = &self.settings.endpoint_url {
+            loader = loader.endpoint_url(endpoint);
+        }
+        loader.load().await
     }
 
     async fn call(&self, request: &ModelRequest) -> Result<ConverseOutput, ModelError> {

@@ -201,20 +201,75 @@ pub fn build_model(
     config: &ModelsConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
-    build_model_with(config, env, Arc::new(TokioSleeper))
+    build_model_from(config, env, &ModelBuild::default())
 }
 
 /// [`build_model`] with an injected [`Sleeper`] (tests record delays instead of waiting).
+pub fn build_model_with(
+    config: &ModelsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    sleeper: Arc<dyn Sleeper>,
+) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    build_model_from(config, env, &ModelBuild::default().with_sleeper(sleeper))
+}
+
+/// What [`build_model_from`] gives the models it builds, beyond the config and the
+/// environment: how retries wait and, with the `bedrock` feature, an AWS configuration the
+/// process has already loaded.
+#[derive(Clone)]
+pub struct ModelBuild {
+    sleeper: Arc<dyn Sleeper>,
+    #[cfg(feature = "bedrock")]
+    aws_config: Option<aws_config::SdkConfig>,
+}
+
+impl Default for ModelBuild {
+    /// Retries wait on the real clock; Bedrock models load the default AWS chain.
+    fn default() -> Self {
+        Self {
+            sleeper: Arc::new(TokioSleeper),
+            #[cfg(feature = "bedrock")]
+            aws_config: None,
+        }
+    }
+}
+
+impl fmt::Debug for ModelBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelBuild").finish_non_exhaustive()
+    }
+}
+
+impl ModelBuild {
+    /// Retries wait through `sleeper`.
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// Bedrock models build their client from `shared` (see
+    /// [`BedrockModel::with_shared_config`]), so a process that has loaded its AWS
+    /// configuration once does not load it again for the model.
+    #[cfg(feature = "bedrock")]
+    pub fn with_aws_config(mut self, shared: aws_config::SdkConfig) -> Self {
+        self.aws_config = Some(shared);
+        self
+    }
+}
+
+/// Builds the model the config describes, with `build`'s sleeper and shared AWS
+/// configuration.
 ///
 /// Keys and base URLs come from `models.providers.<name>` first; for `anthropic` and
 /// `openai`, `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL` and `OPENAI_API_KEY` /
 /// `OPENAI_BASE_URL` fill what the config leaves out. A public endpoint without a key is a
 /// [`ConfigError::MissingApiKey`]; a custom base URL (a proxy, Ollama, vLLM) may go without.
-/// Bedrock credentials come from the AWS SDK's own chain when the client is first used.
-pub fn build_model_with(
+/// Bedrock credentials come from `build`'s AWS configuration, else from the AWS SDK's own
+/// chain, when the client is first used.
+pub fn build_model_from(
     config: &ModelsConfig,
     env: &dyn Fn(&str) -> Option<String>,
-    sleeper: Arc<dyn Sleeper>,
+    build: &ModelBuild,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let primary = match config.primary.as_deref().map(str::trim) {
@@ -233,7 +288,7 @@ pub fn build_model_with(
     let http = HttpClient::new()?;
     let mut links = Vec::with_capacity(1 + config.fallbacks.len());
     for model_ref in std::iter::once(&primary).chain(config.fallbacks.iter()) {
-        let provider = build_one(config, model_ref.trim(), &env, &http)?;
+        let provider = build_one(config, model_ref.trim(), &env, &http, build)?;
         // The offline model never fails, so it needs no retries.
         let link: Arc<dyn ModelProvider> = if provider.model_ref().starts_with("offline/") {
             provider
@@ -241,7 +296,7 @@ pub fn build_model_with(
             Arc::new(Retrying::new(
                 provider,
                 config.retry_policy(),
-                sleeper.clone(),
+                build.sleeper.clone(),
             ))
         };
         links.push(link);
@@ -287,6 +342,7 @@ fn build_one(
     model_ref: &str,
     env: &dyn Fn(&str) -> Option<String>,
     http: &HttpClient,
+    build: &ModelBuild,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     let Some((provider, model)) = model_ref
         .split_once('/')
@@ -394,16 +450,18 @@ fn build_one(
             let region = configured(&settings.region)
                 .or_else(|| env("AWS_REGION"))
                 .or_else(|| env("AWS_DEFAULT_REGION"));
-            Arc::new(
-                BedrockModel::from_settings(
-                    BedrockSettings {
-                        region,
-                        endpoint_url: base_url,
-                    },
-                    model,
-                )
-                .with_timeout(timeout),
+            let bedrock = BedrockModel::from_settings(
+                BedrockSettings {
+                    region,
+                    endpoint_url: base_url,
+                },
+                model,
             )
+            .with_timeout(timeout);
+            Arc::new(match &build.aws_config {
+                Some(shared) => bedrock.with_shared_config(shared.clone()),
+                None => bedrock,
+            })
         }
     })
 }

@@ -23,8 +23,8 @@ pub use anthropic::AnthropicModel;
 #[cfg(feature = "bedrock")]
 pub use bedrock::{BedrockModel, BedrockSettings};
 pub use config::{
-    ConfigError, ModelsConfig, ProviderApi, ProviderConfig, build_model, build_model_with,
-    process_env,
+    ConfigError, ModelBuild, ModelsConfig, ProviderApi, ProviderConfig, build_model,
+    build_model_from, build_model_with, process_env,
 };
 pub use fallback::FallbackChain;
 pub use http::{ApiKey, HttpClient};

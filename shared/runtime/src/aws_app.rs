@@ -371,8 +371,13 @@ impl AwsApp {
             SkillsService::new(self.config.clone(), &self.stores)
                 .map_err(|err| AwsAppError::Setup(err.to_string()))?,
         );
-        let model = clawless_llm::build_model(&self.config.models, &|name| self.lookup(name))
-            .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
+        // A Bedrock model reuses the configuration loaded at cold start.
+        let build = clawless_llm::ModelBuild::default();
+        #[cfg(feature = "bedrock")]
+        let build = build.with_aws_config(self.sdk.clone());
+        let model =
+            clawless_llm::build_model_from(&self.config.models, &|name| self.lookup(name), &build)
+                .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
         let outbox = self.channels()?.outbox;
         // Stop before a model call that might outlast the invocation (see `template.yaml`).
         let yield_policy = YieldPolicy {

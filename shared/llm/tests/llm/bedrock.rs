@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clawless_core::model::{CACHE_BOUNDARY, ModelError, ModelProvider};
 use clawless_core::transcript::{AssistantBlock, StopReason};
-use clawless_llm::BedrockModel;
-use clawless_llm::testing::{ScriptedReply, ScriptedServer, bedrock_client};
+use clawless_llm::testing::{RecordedRequest, ScriptedReply, ScriptedServer, bedrock_client};
+use clawless_llm::{BedrockModel, ModelBuild, ModelsConfig, build_model_from};
 use serde_json::json;
 
 use crate::support::{conversation_with_tool_results, read_tool, request, tool_call, user};
@@ -203,5 +203,106 @@ async fn bedrock_slow_answer_times_out() {
     assert!(
         matches!(err, ModelError::Timeout { after, .. } if after == Duration::from_millis(300)),
         "{err:?}"
+    );
+}
+
+/// An AWS configuration as a Lambda function loads it at cold start: its own credentials and
+/// region, and (here) the scripted server or a dead port as its endpoint.
+fn loaded_config(endpoint: &str) -> aws_config::SdkConfig {
+    use aws_sdk_bedrockruntime::config::{
+        BehaviorVersion, Credentials, Region, SharedCredentialsProvider,
+    };
+    aws_config::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-west-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "AKIDLOADEDATCOLDSTART",
+            "loaded-secret",
+            None,
+            None,
+            "clawless-test",
+        )))
+        .endpoint_url(endpoint)
+        .build()
+}
+
+fn bedrock_models(provider: serde_json::Value) -> ModelsConfig {
+    serde_json::from_value(json!({
+        "primary": format!("bedrock/{MODEL_ID}"),
+        "maxRetries": 0,
+        "providers": { "bedrock": provider },
+    }))
+    .expect("models config")
+}
+
+/// The `Credential=<key id>/<date>/<region>/<service>/aws4_request` scope of a SigV4 header.
+fn credential_scope(sent: &RecordedRequest) -> String {
+    let auth = sent.header("authorization").unwrap_or_default();
+    let scope = auth
+        .split("Credential=")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default();
+    let parts: Vec<&str> = scope.split('/').collect();
+    match parts.as_slice() {
+        [key, _date, region, service, _] => format!("{key}/{region}/{service}"),
+        _ => panic!("no SigV4 credential scope in {auth:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_configured_bedrock_model_signs_with_the_aws_configuration_the_process_loaded() {
+    // GIVEN `bedrock/<id>` configured with nothing of its own, and an AWS configuration the
+    // process already loaded (its credentials, its region, the scripted server as endpoint)
+    let server = ScriptedServer::start().await;
+    server.push(ROUTE, text_reply("from the loaded config"));
+    let build = ModelBuild::default().with_aws_config(loaded_config(&server.base_url()));
+    // WHEN the model is built from the config with it, and asked
+    let model = build_model_from(&bedrock_models(json!({})), &|_| None, &build).expect("builds");
+    let response = model
+        .complete(&request("sys", vec![user("hi")], vec![]))
+        .await
+        .expect("answer");
+    // THEN the request went where that configuration points, signed with its credentials
+    // for its region: no second credential or region chain was consulted
+    assert_eq!(
+        response.content,
+        vec![AssistantBlock::Text {
+            text: "from the loaded config".into()
+        }]
+    );
+    let sent = &server.requests_to(ROUTE)[0];
+    assert_eq!(
+        credential_scope(sent),
+        "AKIDLOADEDATCOLDSTART/eu-west-1/bedrock"
+    );
+}
+
+#[tokio::test]
+async fn the_bedrock_provider_settings_win_over_the_loaded_configuration() {
+    // GIVEN a loaded configuration whose endpoint is a closed port, and a provider entry
+    // that names its own region and endpoint (the scripted server)
+    let server = ScriptedServer::start().await;
+    server.push(ROUTE, text_reply("from the override"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead_endpoint = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let build = ModelBuild::default().with_aws_config(loaded_config(&dead_endpoint));
+    let models = bedrock_models(json!({
+        "region": "ap-southeast-2",
+        "baseUrl": server.base_url(),
+    }));
+    // WHEN the model is built and asked
+    let model = build_model_from(&models, &|_| None, &build).expect("builds");
+    model
+        .complete(&request("sys", vec![user("hi")], vec![]))
+        .await
+        .expect("answer from the configured endpoint");
+    // THEN it reached the configured endpoint, signed for the configured region with the
+    // loaded credentials
+    let sent = &server.requests_to(ROUTE)[0];
+    assert_eq!(
+        credential_scope(sent),
+        "AKIDLOADEDATCOLDSTART/ap-southeast-2/bedrock"
     );
 }
