@@ -389,11 +389,14 @@ fn lambda_env(name: &str, runtime_api: &str, log_level: &str) -> Vec<(String, St
         .collect()
 }
 
-/// Fills an event template: `${UNIQUE}`, `${NOW_MS}`, `${NODE_TOKEN}`, then a header whose
-/// value is `${SIGNATURE}` gets the generic channel's signature of the event's `body`.
-fn event(template: &str, unique: &str) -> String {
+/// Fills an event template: `${UNIQUE}`, `${SESSION}` (one per cold start, so the warm turn is
+/// the second turn of its own session, whatever `--runs` is), `${NOW_MS}`, `${NODE_TOKEN}`,
+/// then a header whose value is `${SIGNATURE}` gets the generic channel's signature of the
+/// event's `body`.
+fn event(template: &str, unique: &str, session: &str) -> String {
     let text = template
         .replace("${UNIQUE}", unique)
+        .replace("${SESSION}", session)
         .replace("${NOW_MS}", &now_ms().to_string())
         .replace("${NODE_TOKEN}", &format!("{NODE_ID}:{NODE_SECRET}"));
     let Ok(mut value) = serde_json::from_str::<Value>(&text) else {
@@ -595,8 +598,9 @@ async fn measure(
     let init_cpu = cpu_time(pid);
     let mut invocations = Vec::new();
     let mut cpu_before_warm = Duration::ZERO;
+    let session = format!("{run}-{}", now_ms());
     for nth in 0..2 {
-        let payload = event(template, &format!("{run}-{nth}-{}", now_ms()));
+        let payload = event(template, &format!("{run}-{nth}-{}", now_ms()), &session);
         if nth == 1 {
             cpu_before_warm = cpu_time(pid);
         }
@@ -610,7 +614,11 @@ async fn measure(
     let peak_rss_kib = peak_rss_kib(pid);
     // Unmeasured, for a profiler given with --wrap to see mostly warm invocations.
     for nth in 0..extra_warm {
-        let payload = event(template, &format!("{run}-extra-{nth}-{}", now_ms()));
+        let payload = event(
+            template,
+            &format!("{run}-extra-{nth}-{}", now_ms()),
+            &session,
+        );
         api.invoke(payload, INVOKE_PATIENCE)
             .await
             .ok_or_else(|| format!("{name} gave no answer to extra invocation {nth}"))?;

@@ -342,6 +342,10 @@ fn build_one(
     model_ref: &str,
     env: &dyn Fn(&str) -> Option<String>,
     http: &HttpClient,
+    #[cfg_attr(
+        not(feature = "bedrock"),
+        expect(unused_variables, reason = "only Bedrock models take from it")
+    )]
     build: &ModelBuild,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     let Some((provider, model)) = model_ref
