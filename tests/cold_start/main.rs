@@ -889,6 +889,14 @@ fn print_report(
     }
 }
 
+/// A baseline's summary; without it no ratio can be given, so its failure ends the bench.
+fn baseline(measured: Result<Summary, String>) -> Summary {
+    measured.unwrap_or_else(|err| {
+        eprintln!("cold_start: {err}");
+        std::process::exit(1);
+    })
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = parse_args();
@@ -898,22 +906,10 @@ async fn main() {
         .join("cold_start");
     std::fs::create_dir_all(&log_dir).unwrap();
     let started = Instant::now();
-    let hello = match bench_function(BASELINE, &args, None, &log_dir).await {
-        Ok(summary) => summary,
-        Err(err) => {
-            eprintln!("cold_start: {err}");
-            std::process::exit(1);
-        }
-    };
+    let hello = baseline(bench_function(BASELINE, &args, None, &log_dir).await);
     let deployment = deploy(args.config_object).await;
     let hello_secret =
-        match bench_function(SECRET_BASELINE, &args, Some(&deployment), &log_dir).await {
-            Ok(summary) => summary,
-            Err(err) => {
-                eprintln!("cold_start: {err}");
-                std::process::exit(1);
-            }
-        };
+        baseline(bench_function(SECRET_BASELINE, &args, Some(&deployment), &log_dir).await);
     let mut rows = Vec::new();
     let mut failed = false;
     for name in &args.functions {

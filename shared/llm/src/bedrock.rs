@@ -137,15 +137,13 @@ impl BedrockModel {
             .await
     }
 
-    /// The default AWS configuration chain, given the settings' region and endpoint, so a
-    /// configured region skips the region chain (and its instance-metadata lookup).
+    /// The default AWS configuration chain. A configured region is given to the loader so it
+    /// skips the region chain (and its instance-metadata lookup); the endpoint is applied to
+    /// the client's configuration only, by [`Self::client`].
     async fn load_default_config(&self) -> aws_config::SdkConfig {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Some(region) = &self.settings.region {
             loader = loader.region(aws_config::Region::new(region.clone()));
-        }
-        if let Some(endpoint) = &self.settings.endpoint_url {
-            loader = loader.endpoint_url(endpoint);
         }
         loader.load().await
     }
