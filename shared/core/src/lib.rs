@@ -4,6 +4,7 @@
 //! comes through a port such as [`object_store::ObjectStore`]. Adapters live in `clawless-aws`
 //! (S3) and `clawless-local` (a directory tree).
 
+pub mod compaction;
 pub mod exec;
 pub mod model;
 pub mod nodes;
