@@ -12,7 +12,7 @@
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | session meta | session key, e.g. `agent:main:main` | `meta` | `version` (N), `body` (S) |
+//! | session meta | session key, e.g. `agent:main:main` | `meta` | `version` (N), `body` (S), `live_from` (N), `last_seq` (N) |
 //! | transcript step | session key | `step#<seq, 20 digits>` | `body` (S) |
 //! | inbox claim | `inbox#<event id>` | `claim` | `expires_at` (N, Unix seconds) |
 //! | node | `nodes` | `node#<node id>` | see [`dynamo_nodes`](crate::dynamo_nodes) |
@@ -22,7 +22,9 @@
 //! Session keys always start with `agent:`, so they never meet the `inbox#`, `nodes`,
 //! `pairing#` or `job#` items. Zero-padded
 //! step keys sort numerically and after `meta`, so one `Query` by `pk` returns the meta and then
-//! every step in `seq` order.
+//! every step in `seq` order. A turn reads only the live part: a consistent `GetItem` of the
+//! meta, then a consistent `Query` of the steps between its `live_from` and `last_seq`, so
+//! what it reads does not grow with the session's age.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -102,7 +104,9 @@ fn step_sk(seq: u64) -> String {
 ///   [`OffloadingSessionStore`](clawless_core::session::offload::OffloadingSessionStore)
 ///   to hold larger content.
 /// - **Load** is one strongly consistent `Query` on the session's partition, following
-///   `LastEvaluatedKey` when a session exceeds DynamoDB's 1 MB page.
+///   `LastEvaluatedKey` when a session exceeds DynamoDB's 1 MB page. **Live load** is a
+///   consistent `GetItem` of the meta and a consistent `Query` of the step keys between its
+///   `live_from` and `last_seq` (steps a later commit added are outside that range).
 #[derive(Debug, Clone)]
 pub struct DynamoSessionStore {
     client: Client,
@@ -186,7 +190,16 @@ impl DynamoSessionStore {
             .item(PK, s(key.as_str()))
             .item(SK, s(META_SK))
             .item("version", n(new_version))
-            .item("body", s(&commit.meta));
+            .item("body", s(&commit.meta))
+            .item("live_from", n(commit.live_from))
+            .item(
+                "last_seq",
+                n(commit
+                    .steps
+                    .iter()
+                    .map(|step| step.seq)
+                    .fold(commit.last_seq, u64::max)),
+            );
         let meta = if commit.expected_version == 0 {
             meta.condition_expression(format!("attribute_not_exists({NAME_PK})"))
                 .expression_attribute_names(NAME_PK, PK)
@@ -240,53 +253,93 @@ pub(crate) fn attribute_str<'a>(
     item.get(name)?.as_s().ok().map(String::as_str)
 }
 
-#[async_trait]
-impl SessionStore for DynamoSessionStore {
-    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key))]
-    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
-        let corrupt = |what: String| SessionStoreError::Unavailable {
+/// The meta item of a session, as read.
+struct MetaItem {
+    version: u64,
+    body: String,
+    live_from: u64,
+    last_seq: u64,
+}
+
+impl DynamoSessionStore {
+    fn corrupt(&self, key: &SessionKey, what: String) -> SessionStoreError {
+        SessionStoreError::Unavailable {
             message: format!("DynamoDB session {key} in {}: {what}", self.table),
             source: None,
+        }
+    }
+
+    fn meta_of(
+        &self,
+        key: &SessionKey,
+        item: &HashMap<String, AttributeValue>,
+    ) -> Result<MetaItem, SessionStoreError> {
+        let number = |name: &str| {
+            item.get(name)
+                .and_then(|value| value.as_n().ok())
+                .and_then(|number| number.parse::<u64>().ok())
         };
-        let mut meta: Option<(u64, String)> = None;
-        let mut steps = Vec::new();
+        Ok(MetaItem {
+            version: number("version")
+                .ok_or_else(|| self.corrupt(key, "the meta has no numeric version".into()))?,
+            body: attribute_str(item, "body")
+                .ok_or_else(|| self.corrupt(key, "the meta has no string body".into()))?
+                .to_owned(),
+            // Items written before live loads existed: the whole transcript is live.
+            live_from: number("live_from").unwrap_or(0),
+            last_seq: number("last_seq").unwrap_or(u64::MAX),
+        })
+    }
+
+    /// One consistent, paginated `Query` of the partition: every item (`steps` `None`), or
+    /// the step keys from `steps.0` through `steps.1` only.
+    async fn query_items(
+        &self,
+        key: &SessionKey,
+        steps: Option<(u64, u64)>,
+    ) -> Result<(Option<MetaItem>, Vec<StoredStep>), SessionStoreError> {
+        let mut meta = None;
+        let mut found = Vec::new();
         let mut start_key = None;
         let mut pages = 0usize;
         loop {
-            let page = self
+            let query = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression(format!("{NAME_PK} = :pk"))
                 .expression_attribute_names(NAME_PK, PK)
                 .expression_attribute_values(":pk", s(key.as_str()))
                 .consistent_read(true)
-                .set_exclusive_start_key(start_key.take())
-                .send()
-                .await
-                .map_err(|err| {
-                    SessionStoreError::unavailable(
-                        format!("DynamoDB Query of session {key} in {} failed", self.table),
-                        err,
-                    )
-                })?;
+                .set_exclusive_start_key(start_key.take());
+            let query = match steps {
+                None => query.key_condition_expression(format!("{NAME_PK} = :pk")),
+                Some((from, to)) => query
+                    .key_condition_expression(format!(
+                        "{NAME_PK} = :pk AND {NAME_SK} BETWEEN :from AND :to"
+                    ))
+                    .expression_attribute_names(NAME_SK, SK)
+                    .expression_attribute_values(":from", s(step_sk(from)))
+                    .expression_attribute_values(":to", s(step_sk(to))),
+            };
+            let page = query.send().await.map_err(|err| {
+                SessionStoreError::unavailable(
+                    format!("DynamoDB Query of session {key} in {} failed", self.table),
+                    err,
+                )
+            })?;
             pages += 1;
             for item in page.items() {
                 let sk = attribute_str(item, SK).unwrap_or_default();
-                let body = attribute_str(item, "body")
-                    .ok_or_else(|| corrupt(format!("item {sk:?} has no string body")))?;
                 if sk == META_SK {
-                    let version = item
-                        .get("version")
-                        .and_then(|value| value.as_n().ok())
-                        .and_then(|number| number.parse::<u64>().ok())
-                        .ok_or_else(|| corrupt("the meta has no numeric version".into()))?;
-                    meta = Some((version, body.to_owned()));
+                    meta = Some(self.meta_of(key, item)?);
                 } else if let Some(seq) = sk.strip_prefix(STEP_SK_PREFIX) {
                     let seq = seq
                         .parse::<u64>()
-                        .map_err(|_| corrupt(format!("unreadable step key {sk:?}")))?;
-                    steps.push(StoredStep {
+                        .map_err(|_| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
+                    let body = attribute_str(item, "body").ok_or_else(|| {
+                        self.corrupt(key, format!("item {sk:?} has no string body"))
+                    })?;
+                    found.push(StoredStep {
                         seq,
                         body: body.to_owned(),
                     });
@@ -297,11 +350,62 @@ impl SessionStore for DynamoSessionStore {
                 _ => break,
             }
         }
-        tracing::debug!(pages, steps = steps.len(), "loaded session");
-        Ok(meta.map(|(version, meta)| StoredSession {
-            version,
-            meta,
+        tracing::debug!(pages, steps = found.len(), "queried session");
+        Ok((meta, found))
+    }
+}
+
+#[async_trait]
+impl SessionStore for DynamoSessionStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key))]
+    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
+        let (meta, steps) = self.query_items(key, None).await?;
+        let last_seq = steps.last().map_or(0, |step| step.seq);
+        Ok(meta.map(|meta| StoredSession {
+            version: meta.version,
+            meta: meta.body,
             steps,
+            live_from: 0,
+            last_seq,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key))]
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(key.as_str()))
+            .key(SK, s(META_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| {
+                SessionStoreError::unavailable(
+                    format!("DynamoDB GetItem of session {key} in {} failed", self.table),
+                    err,
+                )
+            })?;
+        let Some(item) = item.item() else {
+            return Ok(None);
+        };
+        let meta = self.meta_of(key, item)?;
+        let steps = if meta.live_from > meta.last_seq {
+            Vec::new()
+        } else {
+            let range = (meta.live_from, meta.last_seq);
+            self.query_items(key, Some(range)).await?.1
+        };
+        Ok(Some(StoredSession {
+            version: meta.version,
+            meta: meta.body,
+            steps,
+            live_from: meta.live_from,
+            last_seq: meta.last_seq,
         }))
     }
 

@@ -26,6 +26,8 @@ use tokio::sync::oneshot;
 
 use crate::retry::Sleeper;
 
+pub mod windowed;
+
 /// Largest request body the server records.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 

@@ -138,8 +138,14 @@ pub struct AgentDefaults {
     pub bootstrap_total_max_chars: Option<usize>,
     /// The user's time zone, named in the system prompt (never the time itself).
     pub user_timezone: Option<String>,
-    /// The model's context window in tokens, for the context guard (default 200,000).
+    /// The model's context window in tokens (default 200,000). Windows of 8k and up work:
+    /// the reserve, the kept tail and the memory-flush threshold scale with it.
     pub context_tokens: Option<usize>,
+    /// Compaction and the pre-compaction memory flush (`compaction:`).
+    pub compaction: clawless_core::compaction::plan::CompactionConfig,
+    /// Pruning of old tool results in requests (`contextPruning:`; off by default, `cache-ttl`
+    /// with a 1-hour TTL by default for Anthropic models).
+    pub context_pruning: Option<serde_json::Value>,
 }
 
 /// `agents.list[]`.

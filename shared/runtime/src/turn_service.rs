@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ToolSpec};
+use clawless_core::model::{ModelError, ModelProvider, ToolSpec};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
@@ -33,23 +33,15 @@ use clawless_core::system_prompt::{
     PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
 };
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
-use clawless_core::tool_results::{apply_context_guard, repair_transcript};
 use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{
-    ApprovalDecision, InboundMessage, SessionEvent, TurnEvent, dedup_token,
-};
-use clawless_core::turn::prepare::{
-    ChatInput, approval_timeout_outcome, heartbeat_message, needs_skill_commands,
-    prepare_chat_message, tool_routing,
-};
+use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
+use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
-use clawless_core::turn::{
-    Acceptance, Effect, Incoming, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
-};
+use clawless_core::turn::{Acceptance, Effect, OutboundReply, ToolRouting, TurnEngine, TurnSettings};
 
-use clawless_core::exec::Security;
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
-use clawless_core::nodes::notices::exec_denied_text;
+
+use context_keeper::{ModelStep, OverflowAttempts};
 
 use crate::clock::Clock;
 use crate::config::ClawlessConfig;
@@ -58,8 +50,9 @@ use crate::nodes_service::{Dispatch, NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 
-/// Default context window used by the context guard.
-pub const DEFAULT_CONTEXT_TOKENS: usize = 200_000;
+mod context_keeper;
+mod prepare;
+
 
 /// Why an event could not be processed. Everything but [`TurnError::BadEvent`] is worth a
 /// redelivery: storage was left consistent.
@@ -304,7 +297,8 @@ impl TurnService {
             .agent(&event.agent_id)
             .ok_or_else(|| TurnError::BadEvent(format!("unknown agent {:?}", event.agent_id)))?;
         let now = self.deps.clock.now_ms();
-        let mut state = match self.deps.sessions.load(&key).await? {
+        // Only the live part: the latest summary and the steps after its cut.
+        let mut state = match self.deps.sessions.load_live(&key).await? {
             Some(stored) => SessionState::from_stored(key.clone(), &stored)?,
             None => {
                 let session_id = dedup_token(&format!("{key}-{now}"));
@@ -342,6 +336,7 @@ impl TurnService {
         // Tool routing depends on the sender (owner-only tools), so it and the prompt context
         // are per turn: rebuilt when a follow-up turn starts in this invocation.
         let mut current: Option<PerTurn> = None;
+        let mut overflow = OverflowAttempts::default();
         loop {
             let routing = &self
                 .per_turn(&agent.id, &state, &mut current, scope.exec_ready)
@@ -370,29 +365,43 @@ impl TurnService {
                     let ctx = self
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
-                    report.model_calls += 1;
-                    let called = self.call_model(ctx, &state).await;
+                    let mut calls = 0;
+                    let step = self
+                        .advance_model(&engine, &mut state, ctx, &mut overflow, &mut calls)
+                        .await;
+                    report.model_calls += calls;
                     if let Some(deadline) = deadline {
-                        deadline.model_calls.fetch_add(1, Ordering::Relaxed);
+                        deadline.model_calls.fetch_add(calls, Ordering::Relaxed);
                     }
-                    match called {
-                        Ok(response) => {
-                            engine.record_model_response(
-                                &mut state,
-                                response,
-                                self.deps.clock.now_ms(),
-                            );
+                    let now = self.deps.clock.now_ms();
+                    match step? {
+                        ModelStep::Answered(response) => {
+                            engine.record_model_response(&mut state, response, now);
                         }
-                        Err(err) if err.is_retryable() => return Err(err.into()),
-                        Err(err) => {
+                        ModelStep::Changed => {}
+                        ModelStep::TooLarge(text) => {
+                            engine.record_context_overflow(&mut state, &text, now);
+                        }
+                        ModelStep::Failed(err) => {
                             tracing::error!(error = ?err, session = %key, "model call failed");
-                            engine.record_model_failure(
-                                &mut state,
-                                &err.to_string(),
-                                self.deps.clock.now_ms(),
-                            );
+                            engine.record_model_failure(&mut state, &err.to_string(), now);
                         }
                     }
+                }
+                Effect::Compact(request) => {
+                    let ctx = self
+                        .context(&agent.id, &mut state, &mut current, &scope)
+                        .await?;
+                    let mut calls = 0;
+                    let instructions = request.instructions.as_deref();
+                    let text = self
+                        .compact_command(&engine, &mut state, ctx, instructions, &mut calls)
+                        .await;
+                    report.model_calls += calls;
+                    if let Some(deadline) = deadline {
+                        deadline.model_calls.fetch_add(calls, Ordering::Relaxed);
+                    }
+                    engine.finish_compact_command(&mut state, text, self.deps.clock.now_ms());
                 }
                 Effect::RunTool(call) => {
                     let ctx = self
@@ -571,152 +580,6 @@ impl TurnService {
         })
     }
 
-    /// Turns a queued event into an engine event, resolving slash commands (spec §5).
-    /// Heartbeats are answered in the session's latest chat. `None` when the event needs
-    /// nothing: a heartbeat before any chat, or an `/approve` from someone not the owner.
-    async fn prepare(
-        &self,
-        agent_id: &str,
-        event: &TurnEvent,
-        state: &SessionState,
-        scope: &NodeScope,
-    ) -> Result<Option<Incoming>, TurnError> {
-        Ok(Some(match event {
-            TurnEvent::Inbound(message) => {
-                let specs = if needs_skill_commands(message) {
-                    Some(
-                        self.deps
-                            .skills
-                            .commands(agent_id, &scope.eligibility)
-                            .await?,
-                    )
-                } else {
-                    None
-                };
-                // Discord had to rename some skill commands; map its name back.
-                let discord_renamed = match &specs {
-                    Some(specs)
-                        if message.chat.channel == clawless_channels::discord::CHANNEL_ID =>
-                    {
-                        clawless_channels::discord::skill_command_text(&message.text, specs).map(
-                            |text| InboundMessage {
-                                text,
-                                ..message.clone()
-                            },
-                        )
-                    }
-                    _ => None,
-                };
-                let message = discord_renamed.as_ref().unwrap_or(message);
-                match prepare_chat_message(message, specs.as_deref()) {
-                    ChatInput::IgnoredApproval => {
-                        tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
-                        return Ok(None);
-                    }
-                    ChatInput::Approval { id, decision } => {
-                        // The id is the short code or full job id shown in the chat (or a call id).
-                        let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
-                        let notice = match decision {
-                            ApprovalDecision::Deny => {
-                                self.denied_notice(state, &call_id, "user-denied").await?
-                            }
-                            _ => None,
-                        };
-                        Incoming::Approval {
-                            call_id,
-                            decision,
-                            notice,
-                        }
-                    }
-                    ChatInput::Message(prepared) => Incoming::Message(prepared),
-                }
-            }
-            TurnEvent::ToolResult {
-                call_id,
-                text,
-                is_error,
-                notice,
-            } => Incoming::ToolResult {
-                call_id: call_id.clone(),
-                output: ToolOutput {
-                    text: text.clone(),
-                    is_error: *is_error,
-                },
-                notice: notice.clone(),
-            },
-            TurnEvent::ToolTimeout { call_id, attempt } => {
-                // While a person is asked, the approval timeout governs, not the job's deadline.
-                // Otherwise, of a node's result and the deadline, the first recorded wins.
-                if let (Some(nodes), Some(pending)) =
-                    (&self.deps.nodes, state.latest_pending(call_id))
-                    && (pending.awaiting_approval
-                        || !nodes.claim_timeout(pending.job_id, *attempt).await?)
-                {
-                    return Ok(None);
-                }
-                Incoming::ToolTimeout {
-                    call_id: call_id.clone(),
-                }
-            }
-            TurnEvent::Approval { call_id, decision } => Incoming::Approval {
-                call_id: call_id.clone(),
-                decision: *decision,
-                notice: None,
-            },
-            TurnEvent::ApprovalNeeded { call_id, text } => Incoming::ApprovalNeeded {
-                call_id: call_id.clone(),
-                text: text.clone(),
-            },
-            TurnEvent::ApprovalTimeout { call_id } => {
-                // Nobody answered: askFallback decides (spec §7.8).
-                let fallback = self
-                    .deps
-                    .nodes
-                    .as_ref()
-                    .map_or(Security::Deny, |nodes| nodes.settings().ask_fallback);
-                let (decision, reason) = approval_timeout_outcome(fallback);
-                let notice = match reason {
-                    Some(reason) => self.denied_notice(state, call_id, reason).await?,
-                    None => None,
-                };
-                Incoming::Approval {
-                    call_id: call_id.clone(),
-                    decision,
-                    notice,
-                }
-            }
-            // Handled before `prepare`: a continuation records nothing.
-            TurnEvent::Continue { .. } => return Ok(None),
-            TurnEvent::Heartbeat {
-                heartbeat_id,
-                prompt,
-            } => {
-                let Some(chat) = state.meta.chat.clone() else {
-                    return Ok(None);
-                };
-                Incoming::Message(Box::new(heartbeat_message(chat, heartbeat_id, prompt)))
-            }
-        }))
-    }
-
-    /// `Exec denied (node=… id=…, <reason>): <command>` for a call awaiting approval.
-    async fn denied_notice(
-        &self,
-        state: &SessionState,
-        call_id: &str,
-        reason: &str,
-    ) -> Result<Option<String>, TurnError> {
-        let (Some(nodes), Some(pending)) = (&self.deps.nodes, state.latest_pending(call_id)) else {
-            return Ok(None);
-        };
-        if !pending.awaiting_approval {
-            return Ok(None);
-        }
-        Ok(nodes.job(pending.job_id).await?.map(|(record, job)| {
-            exec_denied_text(&record.node_id, &record.job_id, reason, &job.raw_command)
-        }))
-    }
-
     /// The tools offered this turn: built-ins that pass every policy layer.
     fn routing(&self, agent_id: &str, sender_is_owner: bool, exec_ready: bool) -> ToolRouting {
         let model_ref = self.deps.model.model_ref();
@@ -887,29 +750,6 @@ impl TurnService {
         Ok(Workspace { store, prefix })
     }
 
-    async fn call_model(
-        &self,
-        context: &TurnContext,
-        state: &SessionState,
-    ) -> Result<clawless_core::model::ModelResponse, ModelError> {
-        let defaults = &self.config().agents.defaults;
-        let repaired = repair_transcript(&state.messages());
-        let context_tokens = defaults.context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
-        let messages = apply_context_guard(&repaired, context_tokens).map_err(|overflow| {
-            ModelError::Invalid {
-                provider: "context-guard".to_owned(),
-                message: overflow.to_string(),
-            }
-        })?;
-        let request = ModelRequest {
-            system: context.system.clone(),
-            messages,
-            tools: context.tools.clone(),
-            max_tokens: self.config().models.max_tokens(),
-        };
-        self.deps.model.complete(&request).await
-    }
-
     fn session_facts(&self, state: &SessionState) -> SessionFacts {
         let now = self.deps.clock.now_ms();
         SessionFacts {
@@ -929,7 +769,27 @@ impl TurnService {
             tokens_out: state.meta.tokens_out,
             timezone: self.config().agents.defaults.user_timezone.clone(),
             now_rfc3339: rfc3339(now),
+            context_tokens: state.meta.last_prompt_tokens,
+            context_window: Some(self.budget(state).window),
+            compactions: state.meta.compaction_count,
+            session_age: format_age(now.saturating_sub(state.meta.generation_started())),
+            last_reset: state
+                .meta
+                .last_reset
+                .as_ref()
+                .map(|reset| format!("{} at {}", reset.reason.as_str(), rfc3339(reset.at_ms))),
         }
+    }
+}
+
+/// `45s`, `12m`, `3h 5m`, `2d 4h`.
+fn format_age(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3_600 => format!("{}m", secs / 60),
+        3_600..86_400 => format!("{}h {}m", secs / 3_600, secs % 3_600 / 60),
+        _ => format!("{}d {}h", secs / 86_400, secs % 86_400 / 3_600),
     }
 }
 

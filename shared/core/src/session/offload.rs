@@ -196,13 +196,13 @@ enum Slot {
     Step(usize),
 }
 
-#[async_trait]
-impl SessionStore for OffloadingSessionStore {
-    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
-    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
-        let Some(mut session) = self.inner.load(key).await? else {
-            return Ok(None);
-        };
+impl OffloadingSessionStore {
+    /// Replaces every pointer in a loaded session with the body it points to.
+    async fn hydrate(
+        &self,
+        key: &SessionKey,
+        mut session: StoredSession,
+    ) -> Result<StoredSession, SessionStoreError> {
         let mut pointers: Vec<(Slot, Pointer)> = Vec::new();
         if let Some(pointer) = Pointer::decode(&session.meta) {
             pointers.push((Slot::Meta, pointer));
@@ -213,7 +213,7 @@ impl SessionStore for OffloadingSessionStore {
             }
         }
         if pointers.is_empty() {
-            return Ok(Some(session));
+            return Ok(session);
         }
         let keys: Vec<String> = pointers.iter().map(|(_, ptr)| ptr.key.clone()).collect();
         let blobs = self.objects.get_many(&keys, self.max_blob_bytes).await;
@@ -253,7 +253,29 @@ impl SessionStore for OffloadingSessionStore {
                 }
             }
         }
-        Ok(Some(session))
+        Ok(session)
+    }
+}
+
+#[async_trait]
+impl SessionStore for OffloadingSessionStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
+    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
+        match self.inner.load(key).await? {
+            Some(session) => self.hydrate(key, session).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        match self.inner.load_live(key).await? {
+            Some(session) => self.hydrate(key, session).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key, steps = commit.steps.len()))]
@@ -298,6 +320,8 @@ impl SessionStore for OffloadingSessionStore {
             expected_version: commit.expected_version,
             meta,
             steps,
+            live_from: commit.live_from,
+            last_seq: commit.last_seq,
         };
         self.inner.commit(key, &inner_commit).await
     }
@@ -342,17 +366,17 @@ mod tests {
     }
 
     fn commit(expected_version: u64, meta: &str, steps: &[(u64, &str)]) -> SessionCommit {
-        SessionCommit {
+        SessionCommit::new(
             expected_version,
-            meta: meta.to_owned(),
-            steps: steps
+            meta.to_owned(),
+            steps
                 .iter()
                 .map(|(seq, body)| StoredStep {
                     seq: *seq,
                     body: (*body).to_owned(),
                 })
                 .collect(),
-        }
+        )
     }
 
     #[tokio::test]

@@ -19,7 +19,8 @@ pub struct StoredStep {
     pub body: String,
 }
 
-/// A session as loaded: its meta at some version, and every step in `seq` order.
+/// A session as loaded: its meta at some version, and its steps in `seq` order: every step
+/// for [`SessionStore::load`], the live part for [`SessionStore::load_live`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSession {
     /// Version of `meta`; each successful commit increments it by one. Starts at 1.
@@ -28,6 +29,12 @@ pub struct StoredSession {
     pub meta: String,
     /// Steps in ascending `seq`.
     pub steps: Vec<StoredStep>,
+    /// The first `seq` the load asked for: 0 for a whole load, the committed
+    /// [`SessionCommit::live_from`] for a live one. Earlier steps exist but were not read.
+    pub live_from: u64,
+    /// The transcript's last `seq` at this version (0 when it has no step yet), whether or
+    /// not the load returned that step.
+    pub last_seq: u64,
 }
 
 /// One atomic write: the new meta plus the steps appended since the last commit.
@@ -40,9 +47,31 @@ pub struct SessionCommit {
     /// New steps; each `seq` must not exist yet, nor appear twice in the commit (either is a
     /// [`SessionStoreError::Conflict`]).
     pub steps: Vec<StoredStep>,
+    /// Where the live part of the transcript starts after this commit: the first `seq`
+    /// [`SessionStore::load_live`] returns (0 = from the start). Steps before it stay stored
+    /// (archived generations, compacted history) and only [`SessionStore::load`] reads them.
+    pub live_from: u64,
+    /// The transcript's last `seq` once this commit is in (0 = no step yet). Stores that
+    /// read a session's meta and steps in two requests bound the steps by it, so a load
+    /// never mixes a meta with steps a later commit added.
+    pub last_seq: u64,
 }
 
 impl SessionCommit {
+    /// A commit of `meta` and `steps` over `expected_version`, with the whole transcript
+    /// live and `last_seq` the largest `seq` in `steps` (right for a session's first commit
+    /// and for any commit that carries the newest step).
+    pub fn new(expected_version: u64, meta: String, steps: Vec<StoredStep>) -> Self {
+        let last_seq = steps.iter().map(|step| step.seq).max().unwrap_or(0);
+        Self {
+            expected_version,
+            meta,
+            steps,
+            live_from: 0,
+            last_seq,
+        }
+    }
+
     /// The first `seq` that appears more than once in [`steps`](Self::steps), if any. Every
     /// adapter refuses such a commit as a [`SessionStoreError::Conflict`] before writing.
     pub fn repeated_seq(&self) -> Option<u64> {
@@ -113,8 +142,17 @@ impl SessionStoreError {
 /// Sessions: meta with an optimistic version check, plus append-only transcript steps.
 #[async_trait]
 pub trait SessionStore: Send + Sync + std::fmt::Debug {
-    /// Loads meta and all steps, or `None` for a session never committed.
+    /// Loads meta and all steps, or `None` for a session never committed. For operators and
+    /// history views: a turn uses [`SessionStore::load_live`].
     async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError>;
+
+    /// Loads meta and the live steps only: those from the last commit's
+    /// [`SessionCommit::live_from`] to its [`SessionCommit::last_seq`], read as of one
+    /// version. What it reads is bounded by the live part, not by the session's age.
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError>;
 
     /// Writes `commit` atomically: all of it or nothing. Returns the new version.
     async fn commit(

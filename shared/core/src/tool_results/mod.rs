@@ -26,7 +26,7 @@ mod truncate;
 pub use guard::{
     CHARS_PER_TOKEN, ContextGuardLimits, ContextOverflow, MIN_CONTEXT_GUARD_CHARS,
     TOOL_RESULT_CHARS_PER_TOKEN, apply_context_guard, estimate_context_chars,
-    estimate_message_chars,
+    estimate_message_chars, shorten_oversized_results,
 };
 pub use identify::{
     DEFAULT_TOOL_CALL_ID, MAX_TOOL_NAME_CHARS, SANITIZED_TOOL_CALL_ID, STRICT9_ID_LEN,

@@ -89,6 +89,16 @@ pub struct SessionFacts {
     pub timezone: Option<String>,
     /// Current time as RFC 3339 (UTC), supplied by the caller's clock.
     pub now_rfc3339: String,
+    /// Estimated tokens of the session's last request.
+    pub context_tokens: Option<u64>,
+    /// The model's context window, in tokens.
+    pub context_window: Option<u64>,
+    /// Compactions in the current generation.
+    pub compactions: u64,
+    /// How long the current generation has lived (`3d 4h`, `12m`…).
+    pub session_age: String,
+    /// The reset that began the current generation (`/new at 2026-…Z`), if any.
+    pub last_reset: Option<String>,
 }
 
 /// A fetched web page.

@@ -62,6 +62,21 @@ pub fn render_status(facts: &SessionFacts) -> String {
         "Tokens",
         &format!("{} in / {} out", facts.tokens_in, facts.tokens_out),
     );
+    if facts.context_window.is_some() || facts.context_tokens.is_some() {
+        let usage = crate::compaction::format::format_context_usage_short(
+            facts.context_tokens,
+            facts.context_window,
+        );
+        push(
+            "Context",
+            &format!("{usage} · Compactions: {}", facts.compactions),
+        );
+    }
+    push("Session age", &facts.session_age);
+    push(
+        "Last reset",
+        facts.last_reset.as_deref().unwrap_or("none (first generation)"),
+    );
     push(
         "Time zone",
         facts.timezone.as_deref().unwrap_or("not set (UTC)"),

@@ -23,7 +23,9 @@ use crate::tools::ToolOutput;
 use crate::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
 
 use events::{ApprovalDecision, ChatRef, dedup_token};
-use state::{PreparedMessage, SessionState, Step, StepBody};
+use state::{
+    CompactRequest, CompactionTrigger, PreparedMessage, ResetRecord, SessionState, Step, StepBody,
+};
 
 /// Prefix of the call ids given to tool calls made by slash commands.
 pub const COMMAND_CALL_PREFIX: &str = "cmd_";
@@ -101,6 +103,10 @@ pub enum Effect {
     },
     /// Deliver this reply; report with [`TurnEngine::record_reply_sent`].
     SendReply(OutboundReply),
+    /// `/compact`: compact the session now (see `crate::compaction`), record it with
+    /// [`TurnEngine::record_compaction`] if a summary was made, then report the outcome for
+    /// the chat with [`TurnEngine::finish_compact_command`].
+    Compact(CompactRequest),
     /// Everything is persisted; the turn waits for a node result or an approval.
     Wait,
     /// Everything is persisted; nothing is left to do.
@@ -319,7 +325,7 @@ impl TurnEngine {
         response: ModelResponse,
         now_ms: u64,
     ) {
-        let seq = state.steps.last().map_or(1, |step| step.seq + 1);
+        let seq = state.next_seq();
         let mut seen_ids = BTreeSet::new();
         let content = response
             .content
@@ -364,6 +370,84 @@ impl TurnEngine {
             },
             now_ms,
         );
+    }
+
+    /// Records that even a fresh context cannot hold the request (one giant message): the
+    /// turn ends with `text`, which says what happened and what to do. Unlike
+    /// [`TurnEngine::record_model_failure`], it never says the model could not be reached.
+    pub fn record_context_overflow(&self, state: &mut SessionState, text: &str, now_ms: u64) {
+        state.push(
+            StepBody::Assistant {
+                content: vec![AssistantBlock::Text {
+                    text: text.to_owned(),
+                }],
+                stop_reason: StopReason::Error,
+                model: String::new(),
+                usage: Default::default(),
+            },
+            now_ms,
+        );
+    }
+
+    /// Records a compaction: from now on the session's requests carry `summary` and the steps
+    /// from `first_kept_seq` on, and turns load only from there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_compaction(
+        &self,
+        state: &mut SessionState,
+        summary: String,
+        first_kept_seq: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        trigger: CompactionTrigger,
+        now_ms: u64,
+    ) {
+        state.push(
+            StepBody::Compaction {
+                summary,
+                first_kept_seq,
+                tokens_before,
+                tokens_after,
+                trigger,
+            },
+            now_ms,
+        );
+        state.meta.compaction_count += 1;
+        state.meta.last_prompt_tokens = Some(tokens_after);
+        // The open turn's steps stay loaded: the engine derives its next step from them.
+        let keep_from = state
+            .open_turn_start()
+            .map_or(first_kept_seq, |start| start.min(first_kept_seq));
+        state.meta.live_from = state.meta.live_from.max(keep_from);
+    }
+
+    /// Records that the pre-compaction memory flush ran (once per compaction cycle).
+    pub fn record_memory_flush(
+        &self,
+        state: &mut SessionState,
+        path: String,
+        appended_bytes: u64,
+        error: Option<String>,
+        now_ms: u64,
+    ) {
+        state.push(
+            StepBody::MemoryFlush {
+                path,
+                appended_bytes,
+                error,
+            },
+            now_ms,
+        );
+        state.meta.memory_flush_compaction_count = Some(state.meta.compaction_count);
+    }
+
+    /// Ends a `/compact` turn with `text` for the chat (`⚙️ Compacted …`, or why not).
+    pub fn finish_compact_command(&self, state: &mut SessionState, text: String, now_ms: u64) {
+        if has_reply_after(state, 0) {
+            return;
+        }
+        let reply_id = reply_id(state, "compact");
+        state.push(StepBody::Reply { reply_id, text }, now_ms);
     }
 
     /// Records a tool's output (capped for the transcript).
@@ -414,9 +498,10 @@ impl TurnEngine {
                     .iter()
                     .any(|step| !matches!(step.body, StepBody::Inbound { .. })),
                 Effect::Wait | Effect::Idle => state.has_uncommitted(),
-                Effect::RunTool(_) | Effect::SendToNode { .. } | Effect::SendReply(_) => {
-                    state.has_uncommitted()
-                }
+                Effect::RunTool(_)
+                | Effect::SendToNode { .. }
+                | Effect::SendReply(_)
+                | Effect::Compact(_) => state.has_uncommitted(),
             };
             return if must_persist_first {
                 Effect::Persist
@@ -442,6 +527,17 @@ impl TurnEngine {
             close_turn(state, now_ms);
             return Derived::Changed;
         };
+        if let StepBody::Inbound {
+            compact: Some(request),
+            ..
+        } = &first.body
+        {
+            if has_reply_after(state, 0) {
+                close_turn(state, now_ms);
+                return Derived::Changed;
+            }
+            return Derived::Effect(Effect::Compact(request.clone()));
+        }
         if let StepBody::Inbound {
             dispatch: Some(dispatch),
             ..
@@ -626,6 +722,12 @@ enum Derived {
 }
 
 fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
+    if let Some(reset) = &message.reset {
+        start_generation(state, reset, now_ms);
+    }
+    if !message.heartbeat {
+        state.meta.last_interaction_at_ms = now_ms;
+    }
     state.meta.turn += 1;
     state.meta.turn_open = true;
     state.meta.chat = Some(message.message.chat.clone());
@@ -638,9 +740,49 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
             text: message.text,
             dispatch: message.dispatch,
             heartbeat: message.heartbeat,
+            compact: message.compact,
         },
         now_ms,
     );
+}
+
+/// Archives the current generation and starts a new one under the same key: a
+/// [`StepBody::Reset`] marks the boundary (the earlier steps stay stored), turns load from
+/// it on, and the generation's counters start over. The turn counter goes on, so ids derived
+/// from it never repeat. An explicit reset keeps the session's model choice.
+fn start_generation(
+    state: &mut SessionState,
+    reset: &state::ResetRequest,
+    now_ms: u64,
+) {
+    let previous_session_id = state.meta.session_id.clone();
+    let session_id = dedup_token(&format!("{previous_session_id}-{}", state.next_seq()));
+    let seq = state.push(
+        StepBody::Reset {
+            reason: reset.reason,
+            previous_session_id,
+            session_id: session_id.clone(),
+        },
+        now_ms,
+    );
+    let meta = &mut state.meta;
+    meta.session_id = session_id;
+    meta.generation += 1;
+    meta.generation_started_at_ms = now_ms;
+    meta.last_reset = Some(ResetRecord {
+        at_ms: now_ms,
+        reason: reset.reason,
+    });
+    meta.live_from = seq;
+    meta.compaction_count = 0;
+    meta.memory_flush_compaction_count = None;
+    meta.tokens_in = 0;
+    meta.tokens_out = 0;
+    meta.last_prompt_tokens = None;
+    meta.skills_snapshot = None;
+    if reset.model.is_some() || !reset.reason.is_explicit() {
+        meta.model_override.clone_from(&reset.model);
+    }
 }
 
 fn close_turn(state: &mut SessionState, now_ms: u64) {

@@ -41,6 +41,13 @@ pub struct PreparedMessage {
     /// True for heartbeat polls.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub heartbeat: bool,
+    /// Set when the message starts a new generation of the session first (`/new`, `/reset`,
+    /// or a daily or idle reset found when it arrived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset: Option<ResetRequest>,
+    /// Set for `/compact [instructions]`: the turn compacts instead of calling the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<CompactRequest>,
 }
 
 impl PreparedMessage {
@@ -51,8 +58,93 @@ impl PreparedMessage {
             message,
             dispatch: None,
             heartbeat: false,
+            reset: None,
+            compact: None,
         }
     }
+}
+
+/// Why a session starts a new generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResetReason {
+    /// `/new`.
+    New,
+    /// `/reset`.
+    Reset,
+    /// The daily reset hour passed since the generation began.
+    Daily,
+    /// The session was idle longer than allowed.
+    Idle,
+}
+
+impl ResetReason {
+    /// `new`, `reset`, `daily` or `idle`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::New => "new",
+            Self::Reset => "reset",
+            Self::Daily => "daily",
+            Self::Idle => "idle",
+        }
+    }
+
+    /// True for `/new` and `/reset`, which keep the session's settings (model choice).
+    pub fn is_explicit(self) -> bool {
+        matches!(self, Self::New | Self::Reset)
+    }
+}
+
+/// A new generation asked for with a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetRequest {
+    /// Why.
+    pub reason: ResetReason,
+    /// A model chosen with the command (`/new <model> …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `/compact [instructions]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactRequest {
+    /// What the summary should focus on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// When and why the current generation began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetRecord {
+    /// When (ms).
+    pub at_ms: u64,
+    /// Why.
+    pub reason: ResetReason,
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionTrigger {
+    /// The request crossed the compaction threshold.
+    Threshold,
+    /// The provider refused the request as too large.
+    Overflow,
+    /// `/compact`.
+    Manual,
+}
+
+/// The live part of a session as the model sees it: the summary in force, if any, and the
+/// steps shown verbatim.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    /// The latest compaction's summary in this generation.
+    pub summary: Option<&'a str>,
+    /// The steps from the latest compaction's cut (or the generation's start) on.
+    pub steps: &'a [Step],
 }
 
 /// One persisted transcript step.
@@ -88,6 +180,9 @@ pub enum StepBody {
         /// True for heartbeat polls.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         heartbeat: bool,
+        /// Set for `/compact`: the turn compacts; the text never reaches the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compact: Option<CompactRequest>,
     },
     /// A model response.
     #[serde(rename_all = "camelCase")]
@@ -133,6 +228,44 @@ pub enum StepBody {
         reply_id: String,
         /// The text.
         text: String,
+    },
+    /// A new generation starts after this step (`/new`, `/reset`, daily, idle). Steps before
+    /// it are the archived generations: stored, readable, never sent to the model again.
+    #[serde(rename_all = "camelCase")]
+    Reset {
+        /// Why.
+        reason: ResetReason,
+        /// The ended generation's session id.
+        previous_session_id: String,
+        /// The new generation's session id.
+        session_id: String,
+    },
+    /// Everything in this generation before `first_kept_seq` is this summary. Later requests
+    /// carry the summary, then the steps from `first_kept_seq` on.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// The summary.
+        summary: String,
+        /// The first step kept verbatim.
+        first_kept_seq: u64,
+        /// Estimated tokens of the live context before.
+        tokens_before: u64,
+        /// Estimated tokens of the live context after.
+        tokens_after: u64,
+        /// What started it.
+        trigger: CompactionTrigger,
+    },
+    /// The silent pre-compaction memory flush ran (its exchange is not kept; what it wrote
+    /// is in the workspace's `memory/` notes).
+    #[serde(rename_all = "camelCase")]
+    MemoryFlush {
+        /// The note it could append to (`memory/YYYY-MM-DD.md`).
+        path: String,
+        /// Bytes appended.
+        appended_bytes: u64,
+        /// Set when the flush failed (the turn went on).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// The reply with this id was delivered, or refused for good by the platform (then
     /// `rejected` says why): either way it is done, and later messages go on.
@@ -199,6 +332,48 @@ pub struct SessionMeta {
     pub created_at_ms: u64,
     /// Last change (ms).
     pub updated_at_ms: u64,
+    /// How many resets the session has had: its current generation, from 0.
+    #[serde(default)]
+    pub generation: u64,
+    /// When the current generation began (ms; 0 for sessions older than generations, which
+    /// began at `created_at_ms`).
+    #[serde(default)]
+    pub generation_started_at_ms: u64,
+    /// The last message from a person or channel (heartbeats and node results not counted).
+    #[serde(default)]
+    pub last_interaction_at_ms: u64,
+    /// The reset that began the current generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reset: Option<ResetRecord>,
+    /// Compactions in the current generation.
+    #[serde(default)]
+    pub compaction_count: u64,
+    /// `compaction_count` when the memory flush last ran: it runs once per compaction cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_flush_compaction_count: Option<u64>,
+    /// The first step a turn loads (a reset or a compaction's kept tail moves it on).
+    #[serde(default)]
+    pub live_from: u64,
+    /// Estimated tokens of the last request sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_prompt_tokens: Option<u64>,
+    /// A window smaller than configured, learned from the provider's overflow errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_window: Option<u64>,
+    /// A model chosen for this session (`/new <model>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override: Option<String>,
+}
+
+impl SessionMeta {
+    /// When the current generation began.
+    pub fn generation_started(&self) -> u64 {
+        if self.generation_started_at_ms == 0 {
+            self.created_at_ms
+        } else {
+            self.generation_started_at_ms
+        }
+    }
 }
 
 /// Failures turning stored documents back into a session.
@@ -233,6 +408,8 @@ pub struct SessionState {
     pub steps: Vec<Step>,
     committed_steps: usize,
     meta_dirty: bool,
+    /// The `seq` the next step gets (the steps before the live part are not loaded).
+    next_seq: u64,
     /// Node jobs sent during this invocation (not persisted: a redelivery resends, and the
     /// job id makes that harmless).
     dispatched_jobs: HashSet<String>,
@@ -260,15 +437,27 @@ impl SessionState {
                 tokens_out: 0,
                 created_at_ms: now_ms,
                 updated_at_ms: now_ms,
+                generation: 0,
+                generation_started_at_ms: now_ms,
+                last_interaction_at_ms: now_ms,
+                last_reset: None,
+                compaction_count: 0,
+                memory_flush_compaction_count: None,
+                live_from: 0,
+                last_prompt_tokens: None,
+                observed_window: None,
+                model_override: None,
             },
             steps: Vec::new(),
             committed_steps: 0,
             meta_dirty: true,
+            next_seq: 1,
             dispatched_jobs: HashSet::new(),
         }
     }
 
-    /// Rebuilds a session from storage.
+    /// Rebuilds a session from storage: a whole load, or a live one (then `steps` are the
+    /// live part only, and new steps continue after the stored `last_seq`).
     pub fn from_stored(key: SessionKey, stored: &StoredSession) -> Result<Self, StateError> {
         let corrupt = |what: String| {
             let key = key.to_string();
@@ -284,6 +473,11 @@ impl SessionState {
                     .map_err(corrupt(format!("step {}", step.seq)))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let next_seq = steps
+            .last()
+            .map_or(0, |step| step.seq)
+            .max(stored.last_seq)
+            + 1;
         Ok(Self {
             committed_steps: steps.len(),
             key,
@@ -291,6 +485,7 @@ impl SessionState {
             meta,
             steps,
             meta_dirty: false,
+            next_seq,
             dispatched_jobs: HashSet::new(),
         })
     }
@@ -321,6 +516,8 @@ impl SessionState {
             expected_version: self.version,
             meta: serde_json::to_string(&self.meta).map_err(StateError::Encode)?,
             steps,
+            live_from: self.meta.live_from,
+            last_seq: self.next_seq - 1,
         })
     }
 
@@ -333,7 +530,8 @@ impl SessionState {
 
     /// Appends a step to the current turn.
     pub(crate) fn push(&mut self, body: StepBody, now_ms: u64) -> u64 {
-        let seq = self.steps.last().map_or(1, |step| step.seq + 1);
+        let seq = self.next_seq;
+        self.next_seq += 1;
         self.steps.push(Step {
             seq,
             turn: self.meta.turn,
@@ -395,38 +593,92 @@ impl SessionState {
         u32::try_from(calls).unwrap_or(u32::MAX)
     }
 
-    /// The conversation as the model sees it: user messages, assistant turns, tool results.
-    pub fn messages(&self) -> Vec<Message> {
-        self.steps
+    /// The `seq` the next step will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The live part as the model sees it: after the latest reset, the latest compaction's
+    /// summary and the steps from its cut on (or every step of the generation).
+    pub fn view(&self) -> View<'_> {
+        let generation_start = self
+            .steps
             .iter()
-            .filter_map(|step| match &step.body {
-                StepBody::Inbound {
-                    text,
-                    dispatch: None,
-                    ..
-                } => Some(Message::User { text: text.clone() }),
-                StepBody::Assistant {
-                    content,
-                    stop_reason,
-                    ..
-                } => Some(Message::Assistant {
-                    content: content.clone(),
-                    stop_reason: *stop_reason,
-                }),
-                StepBody::ToolResult {
-                    call_id,
-                    tool_name,
-                    text,
-                    is_error,
-                } if !is_command_result(&self.steps, call_id) => Some(Message::ToolResult {
-                    tool_call_id: call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    text: text.clone(),
-                    is_error: *is_error,
-                }),
-                _ => None,
-            })
+            .rposition(|step| matches!(step.body, StepBody::Reset { .. }))
+            .map_or(0, |index| index + 1);
+        let generation = &self.steps[generation_start..];
+        let latest = generation.iter().rev().find_map(|step| match &step.body {
+            StepBody::Compaction {
+                summary,
+                first_kept_seq,
+                ..
+            } => Some((summary.as_str(), *first_kept_seq)),
+            _ => None,
+        });
+        match latest {
+            Some((summary, first_kept)) => {
+                let from = generation.partition_point(|step| step.seq < first_kept);
+                View {
+                    summary: Some(summary),
+                    steps: &generation[from..],
+                }
+            }
+            None => View {
+                summary: None,
+                steps: generation,
+            },
+        }
+    }
+
+    /// The message a step shows the model, if any.
+    pub fn step_message(&self, step: &Step) -> Option<Message> {
+        match &step.body {
+            StepBody::Inbound {
+                text,
+                dispatch: None,
+                compact: None,
+                ..
+            } => Some(Message::User { text: text.clone() }),
+            StepBody::Assistant {
+                content,
+                stop_reason,
+                ..
+            } => Some(Message::Assistant {
+                content: content.clone(),
+                stop_reason: *stop_reason,
+            }),
+            StepBody::ToolResult {
+                call_id,
+                tool_name,
+                text,
+                is_error,
+            } if !is_command_result(&self.steps, call_id) => Some(Message::ToolResult {
+                tool_call_id: call_id.clone(),
+                tool_name: tool_name.clone(),
+                text: text.clone(),
+                is_error: *is_error,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The conversation as the model sees it: the summary in force (as a user message), then
+    /// user messages, assistant turns and tool results of the live view.
+    pub fn messages(&self) -> Vec<Message> {
+        let view = self.view();
+        view.summary
+            .map(crate::compaction::summary::summary_message)
+            .into_iter()
+            .chain(view.steps.iter().filter_map(|step| self.step_message(step)))
             .collect()
+    }
+
+    /// The seq of the current turn's first step, when a turn is open.
+    pub fn open_turn_start(&self) -> Option<u64> {
+        if !self.meta.turn_open {
+            return None;
+        }
+        self.current_turn_steps().first().map(|step| step.seq)
     }
 
     /// Every tool call of the session's assistant steps, with its result if any.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::json;
 
 use super::events::{ApprovalDecision, ChatRef, InboundMessage};
-use super::state::{CommandDispatch, PreparedMessage, SessionState, StepBody};
+use super::state::{self, CommandDispatch, PreparedMessage, SessionState, Step, StepBody};
 use super::*;
 use crate::model::{ModelResponse, Usage};
 use crate::session::key::ChatType;
@@ -66,7 +66,8 @@ fn routing(offered: &[&str]) -> ToolRouting {
     }
 }
 
-/// Storage stand-in: applies commits the way a session store does (version check included).
+/// Storage stand-in: applies commits the way a session store does (version check included),
+/// and loads only the live part, as a turn does.
 #[derive(Default, Clone)]
 struct Stored {
     session: Option<StoredSession>,
@@ -89,15 +90,38 @@ impl Stored {
             version: current + 1,
             meta: commit.meta,
             steps,
+            live_from: commit.live_from,
+            last_seq: commit.last_seq,
         });
         state.mark_committed(current + 1);
     }
 
     fn load(&self) -> SessionState {
         match &self.session {
-            Some(stored) => SessionState::from_stored(key(), stored).unwrap(),
+            Some(stored) => {
+                let live = StoredSession {
+                    steps: stored
+                        .steps
+                        .iter()
+                        .filter(|step| step.seq >= stored.live_from)
+                        .cloned()
+                        .collect(),
+                    ..stored.clone()
+                };
+                SessionState::from_stored(key(), &live).unwrap()
+            }
             None => SessionState::new(key(), "s1".to_owned(), 0),
         }
+    }
+
+    /// Every stored step, archived generations and compacted history included.
+    fn all_steps(&self) -> Vec<StepBody> {
+        let stored = self.session.as_ref().expect("stored");
+        stored
+            .steps
+            .iter()
+            .map(|step| serde_json::from_str::<Step>(&step.body).unwrap().body)
+            .collect()
     }
 }
 
@@ -112,6 +136,7 @@ struct World {
     approval_codes: Vec<Option<String>>,
     node_jobs: Vec<String>,
     persists: usize,
+    compactions: usize,
 }
 
 enum Stop {
@@ -163,6 +188,11 @@ impl World {
                         .push((reply.reply_id.clone(), reply.text.clone()));
                     self.approval_codes.push(reply.approval_code.clone());
                     engine.record_reply_sent(&mut state, &reply.reply_id, 5);
+                }
+                Effect::Compact(request) => {
+                    self.compactions += 1;
+                    let text = format!("compacted: {:?}", request.instructions);
+                    engine.finish_compact_command(&mut state, text, 6);
                 }
                 effect @ (Effect::Wait | Effect::Idle) => return Some(effect),
             }
@@ -611,4 +641,151 @@ fn a_dispatching_skill_command_runs_its_tool_without_the_model() {
         "❌ Tool not available: session_status"
     );
     assert!(world.tool_runs.is_empty());
+}
+
+fn reset_message(id: &str, text: &str, reason: state::ResetReason) -> PreparedMessage {
+    let mut prepared = message(id, text);
+    prepared.reset = Some(state::ResetRequest {
+        reason,
+        model: None,
+    });
+    prepared
+}
+
+fn user_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_reset_starts_a_generation_whose_requests_carry_nothing_from_before() {
+    // GIVEN a session with two answered turns
+    let mut world = World::default();
+    let routing = routing(&[]);
+    for (id, text) in [("m1", "remember the code 4711"), ("m2", "and the city Lyon")] {
+        world.model.push_back(text_response("noted"));
+        world.say(&routing, id, text);
+    }
+    let before = world.stored.load().meta;
+    // WHEN /new arrives with a first message
+    world.model.push_back(text_response("fresh start"));
+    let event = Incoming::Message(Box::new(reset_message(
+        "m3",
+        "what do you know?",
+        state::ResetReason::New,
+    )));
+    world.send(&routing, event);
+    // THEN the model saw only the new message, and the reply went out
+    let state = world.stored.load();
+    assert_eq!(user_texts(&state.messages()), vec!["what do you know?"]);
+    assert_eq!(world.delivered.last().unwrap().1, "fresh start");
+    // AND the new generation has its own id and counters; the key's dedupe memory stays
+    assert_eq!(state.meta.generation, 1);
+    assert_ne!(state.meta.session_id, before.session_id);
+    assert_eq!(state.meta.last_reset.as_ref().unwrap().reason, state::ResetReason::New);
+    assert!(state.has_seen_message("m1"), "earlier ids are still deduplicated");
+    assert!(state.meta.turn > before.turn, "turn numbers go on");
+    // AND the old generation is archived: stored, not loaded
+    assert!(state.steps.iter().all(|step| !matches!(&step.body,
+        StepBody::Inbound { text, .. } if text.contains("4711"))));
+    let archived = world.stored.all_steps();
+    assert!(archived.iter().any(|body| matches!(body,
+        StepBody::Inbound { text, .. } if text.contains("4711"))));
+    assert!(archived.iter().any(|body| matches!(body,
+        StepBody::Reset { previous_session_id, .. } if *previous_session_id == before.session_id)));
+}
+
+#[test]
+fn a_compaction_replaces_history_with_its_summary_and_moves_the_load_point() {
+    // GIVEN three answered turns
+    let mut world = World::default();
+    let routing = routing(&[]);
+    for index in 1..=3 {
+        world.model.push_back(text_response(&format!("answer {index}")));
+        world.say(&routing, &format!("m{index}"), &format!("question {index}"));
+    }
+    // WHEN a compaction keeps the third turn and summarises the rest
+    let mut state = world.stored.load();
+    let third = state
+        .steps
+        .iter()
+        .rev()
+        .find(|step| matches!(step.body, StepBody::Inbound { .. }))
+        .unwrap()
+        .seq;
+    engine().record_compaction(
+        &mut state,
+        "## Decisions\n- questions 1 and 2 answered".into(),
+        third,
+        100,
+        40,
+        state::CompactionTrigger::Manual,
+        9,
+    );
+    world.stored.commit(&mut state);
+    // THEN the model sees the summary, then the kept turn verbatim
+    let state = world.stored.load();
+    let texts = user_texts(&state.messages());
+    assert_eq!(texts.len(), 2);
+    assert!(texts[0].starts_with(crate::compaction::summary::SUMMARY_MESSAGE_PREFIX));
+    assert!(texts[0].contains("questions 1 and 2 answered"));
+    assert_eq!(texts[1], "question 3");
+    // AND a turn loads nothing before the kept turn, and new steps continue the numbering
+    assert_eq!(state.steps.first().unwrap().seq, third);
+    assert_eq!(state.meta.compaction_count, 1);
+    world.model.push_back(text_response("answer 4"));
+    world.say(&routing, "m4", "question 4");
+    let all = world.stored.all_steps();
+    assert_eq!(all.len(), world.stored.session.as_ref().unwrap().last_seq as usize);
+}
+
+#[test]
+fn the_compact_command_compacts_and_replies_without_calling_the_model() {
+    let mut world = World::default();
+    let routing = routing(&[]);
+    let mut prepared = message("m1", "/compact focus on names");
+    prepared.compact = Some(state::CompactRequest {
+        instructions: Some("focus on names".into()),
+    });
+    world.send(&routing, Incoming::Message(Box::new(prepared)));
+    assert_eq!(world.compactions, 1);
+    assert_eq!(world.model_calls, 0);
+    assert_eq!(
+        world.delivered.last().unwrap().1,
+        "compacted: Some(\"focus on names\")"
+    );
+    assert!(!world.stored.load().meta.turn_open);
+    assert!(user_texts(&world.stored.load().messages()).is_empty(), "the command is not for the model");
+}
+
+#[test]
+fn a_turn_killed_after_any_persist_of_a_reset_resumes_into_one_generation() {
+    for crash_after in 1..=3 {
+        let mut world = World::default();
+        let routing = routing(&[]);
+        world.model.push_back(text_response("old"));
+        world.say(&routing, "m1", "old question");
+        world.model.push_back(text_response("new"));
+        world.model.push_back(text_response("new"));
+        let event = || {
+            Incoming::Message(Box::new(reset_message("m2", "hello", state::ResetReason::Reset)))
+        };
+        world.deliver(&engine(), &routing, event(), Stop::AfterPersist(crash_after));
+        world.deliver(&engine(), &routing, event(), Stop::Never);
+        let resets = world
+            .stored
+            .all_steps()
+            .iter()
+            .filter(|body| matches!(body, StepBody::Reset { .. }))
+            .count();
+        assert_eq!(resets, 1, "crash after persist {crash_after}");
+        assert_eq!(world.stored.load().meta.generation, 1);
+        let replies: Vec<_> = world.delivered.iter().filter(|(_, t)| t == "new").collect();
+        assert_eq!(replies.len(), 1, "one reply after crash {crash_after}");
+    }
 }

@@ -40,7 +40,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
 /// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
@@ -48,7 +48,8 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     key TEXT PRIMARY KEY NOT NULL,
     version INTEGER NOT NULL,
-    meta TEXT NOT NULL
+    meta TEXT NOT NULL,
+    live_from INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS session_steps (
     key TEXT NOT NULL,
@@ -141,8 +142,19 @@ CREATE INDEX IF NOT EXISTS timers_by_receipt ON timers (queue, receipt);
 ";
 
 /// Brings tables created by an older schema up to date (`CREATE TABLE IF NOT EXISTS` leaves
-/// them as they were). Version 3 added `nodes.exec`, the node's reported exec facts.
+/// them as they were). Version 3 added `nodes.exec`, the node's reported exec facts; version 4
+/// `sessions.live_from`, where a session's live transcript starts.
 fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
+    let has_live_from: bool = connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('sessions') WHERE name = 'live_from'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_live_from {
+        connection.execute_batch(
+            "ALTER TABLE sessions ADD COLUMN live_from INTEGER NOT NULL DEFAULT 0",
+        )?;
+    }
     let has_exec: bool = connection.query_row(
         "SELECT COUNT(*) > 0 FROM pragma_table_info('nodes') WHERE name = 'exec'",
         [],

@@ -105,29 +105,40 @@ impl SqliteSessionStore {
     }
 }
 
-#[async_trait]
-impl SessionStore for SqliteSessionStore {
-    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
-    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
+impl SqliteSessionStore {
+    /// One read transaction: the meta row, then the steps from the start (`live_only` false)
+    /// or from the row's `live_from`, through the primary key's range.
+    async fn read(
+        &self,
+        key: &SessionKey,
+        live_only: bool,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
         let session_key = key.as_str().to_owned();
         let loaded = self
             .db
             .run(move |connection| {
                 let transaction = connection.transaction()?;
-                let meta: Option<(i64, String)> = transaction
+                let meta: Option<(i64, String, i64)> = transaction
                     .query_row(
-                        "SELECT version, meta FROM sessions WHERE key = ?1",
+                        "SELECT version, meta, live_from FROM sessions WHERE key = ?1",
                         [&session_key],
-                        |row| Ok((row.get(0)?, row.get(1)?)),
+                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
                     )
                     .optional()?;
-                let Some((version, meta)) = meta else {
+                let Some((version, meta, live_from)) = meta else {
                     return Ok(None);
                 };
-                let mut statement = transaction
-                    .prepare("SELECT seq, body FROM session_steps WHERE key = ?1 ORDER BY seq")?;
+                let from = if live_only { live_from } else { 0 };
+                let last_seq: i64 = transaction.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM session_steps WHERE key = ?1",
+                    [&session_key],
+                    |row| row.get(0),
+                )?;
+                let mut statement = transaction.prepare_cached(
+                    "SELECT seq, body FROM session_steps WHERE key = ?1 AND seq >= ?2 ORDER BY seq",
+                )?;
                 let steps = statement
-                    .query_map([&session_key], |row| {
+                    .query_map(params![&session_key, from], |row| {
                         let seq: i64 = row.get(0)?;
                         Ok(StoredStep {
                             seq: u64::try_from(seq).unwrap_or(0),
@@ -139,11 +150,29 @@ impl SessionStore for SqliteSessionStore {
                     version: u64::try_from(version).unwrap_or(0),
                     meta,
                     steps,
+                    live_from: u64::try_from(from).unwrap_or(0),
+                    last_seq: u64::try_from(last_seq).unwrap_or(0),
                 }))
             })
             .await
             .map_err(|err| self.failed("load", key, err))?;
         Ok(loaded)
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqliteSessionStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
+    async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
+        self.read(key, false).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        self.read(key, true).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key, expected = commit.expected_version, steps = commit.steps.len()))]
@@ -188,9 +217,15 @@ impl SessionStore for SqliteSessionStore {
                 }
                 let version = commit.expected_version.saturating_add(1);
                 transaction.execute(
-                    "INSERT INTO sessions (key, version, meta) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (key) DO UPDATE SET version = excluded.version, meta = excluded.meta",
-                    params![session_key, to_sql_int(version), commit.meta],
+                    "INSERT INTO sessions (key, version, meta, live_from) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (key) DO UPDATE SET version = excluded.version,
+                       meta = excluded.meta, live_from = excluded.live_from",
+                    params![
+                        session_key,
+                        to_sql_int(version),
+                        commit.meta,
+                        to_sql_int(commit.live_from)
+                    ],
                 )?;
                 transaction.commit()?;
                 Ok(CommitOutcome::Committed(version))

@@ -48,6 +48,7 @@ pub async fn session_store_contract(store: &dyn SessionStore, deviations: Sessio
         .an_existing_step_seq_conflicts_and_writes_nothing()
         .await;
     suite.steps_load_in_numeric_seq_order().await;
+    suite.a_live_load_reads_only_the_live_part().await;
     suite.sessions_are_isolated_by_key().await;
     suite.a_commit_of_99_steps_is_written_whole().await;
     if !deviations.concurrent_commits_not_isolated {
@@ -151,11 +152,7 @@ impl SessionContract<'_> {
         self.store
             .commit(
                 key,
-                &SessionCommit {
-                    expected_version,
-                    meta: meta.to_owned(),
-                    steps,
-                },
+                &SessionCommit::new(expected_version, meta.to_owned(), steps),
             )
             .await
     }
@@ -221,6 +218,8 @@ impl SessionContract<'_> {
                 version: 1,
                 meta: r#"{"m":"first"}"#.into(),
                 steps: vec![step(1, r#"{"s":1}"#)],
+                live_from: 0,
+                last_seq: 1,
             },
             "the first create stands, untouched by the second"
         );
@@ -358,6 +357,47 @@ impl SessionContract<'_> {
             };
             assert_eq!(loaded.body, expected, "step {} keeps its body", loaded.seq);
         }
+    }
+
+    async fn a_live_load_reads_only_the_live_part(&self) {
+        let key = self.key("live:part");
+        let steps = (1..=5).map(|seq| step(seq, format!(r#"{{"s":{seq}}}"#)));
+        self.commit_ok(&key, 0, r#"{"m":1}"#, steps.collect()).await;
+        let live = |session: Option<StoredSession>| {
+            session.unwrap_or_else(|| panic!("session {key} should load live"))
+        };
+        let whole = live(self.store.load_live(&key).await.expect("live load"));
+        assert_eq!(seqs_of(&whole), vec![1, 2, 3, 4, 5], "live from the start");
+        assert_eq!(whole.last_seq, 5, "last seq of a first commit");
+
+        let mut commit = SessionCommit::new(1, r#"{"m":2}"#.into(), vec![step(6, "{}")]);
+        commit.live_from = 4;
+        self.store.commit(&key, &commit).await.expect("commit");
+        let session = live(self.store.load_live(&key).await.expect("live load"));
+        assert_eq!(seqs_of(&session), vec![4, 5, 6], "only steps from live_from on");
+        assert_eq!(
+            (session.version, session.meta.as_str(), session.live_from, session.last_seq),
+            (2, r#"{"m":2}"#, 4, 6),
+            "a live load carries the version, meta and bounds of the last commit"
+        );
+        assert_eq!(
+            seqs_of(&self.load_some(&key).await),
+            vec![1, 2, 3, 4, 5, 6],
+            "a whole load still reads the steps before the live part"
+        );
+
+        let mut reset = SessionCommit::new(2, r#"{"m":3}"#.into(), vec![]);
+        reset.live_from = 7;
+        reset.last_seq = 6;
+        self.store.commit(&key, &reset).await.expect("commit");
+        let session = live(self.store.load_live(&key).await.expect("live load"));
+        assert!(session.steps.is_empty(), "nothing is live after a cut past the end");
+        assert_eq!((session.version, session.last_seq), (3, 6), "the last seq is kept");
+        assert_eq!(
+            self.store.load_live(&self.key("live:none")).await.expect("load"),
+            None,
+            "a missing session loads live as none"
+        );
     }
 
     async fn sessions_are_isolated_by_key(&self) {

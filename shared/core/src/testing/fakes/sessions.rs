@@ -22,6 +22,27 @@ struct MemSession {
     version: u64,
     meta: String,
     steps: BTreeMap<u64, String>,
+    live_from: u64,
+    last_seq: u64,
+}
+
+impl MemSession {
+    fn stored(&self, from: u64) -> StoredSession {
+        StoredSession {
+            version: self.version,
+            meta: self.meta.clone(),
+            steps: self
+                .steps
+                .range(from..)
+                .map(|(seq, body)| StoredStep {
+                    seq: *seq,
+                    body: body.clone(),
+                })
+                .collect(),
+            live_from: from,
+            last_seq: self.last_seq,
+        }
+    }
 }
 
 /// A faithful in-memory [`SessionStore`]: atomic commits with the optimistic version check,
@@ -99,18 +120,17 @@ fn check_commit_shape(
 impl SessionStore for InMemorySessionStore {
     async fn load(&self, key: &SessionKey) -> Result<Option<StoredSession>, SessionStoreError> {
         let sessions = lock_state(&self.sessions);
-        Ok(sessions.get(key.as_str()).map(|session| StoredSession {
-            version: session.version,
-            meta: session.meta.clone(),
-            steps: session
-                .steps
-                .iter()
-                .map(|(seq, body)| StoredStep {
-                    seq: *seq,
-                    body: body.clone(),
-                })
-                .collect(),
-        }))
+        Ok(sessions.get(key.as_str()).map(|session| session.stored(0)))
+    }
+
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        let sessions = lock_state(&self.sessions);
+        Ok(sessions
+            .get(key.as_str())
+            .map(|session| session.stored(session.live_from)))
     }
 
     async fn commit(
@@ -143,12 +163,16 @@ impl SessionStore for InMemorySessionStore {
                 version: 0,
                 meta: String::new(),
                 steps: BTreeMap::new(),
+                live_from: 0,
+                last_seq: 0,
             });
         session.version = version;
         session.meta.clone_from(&commit.meta);
         for step in &commit.steps {
             session.steps.insert(step.seq, step.body.clone());
         }
+        session.live_from = commit.live_from;
+        session.last_seq = session.steps.keys().next_back().copied().unwrap_or(0);
         let largest = std::iter::once(commit.meta.len())
             .chain(commit.steps.iter().map(|step| step.body.len()))
             .max()

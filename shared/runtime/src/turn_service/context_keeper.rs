@@ -1,0 +1,520 @@
+//! Keeps a turn's requests inside the model's context window, performing what the core's
+//! `compaction` module decides: each request is built from the live view (old tool results
+//! pruned, oversized ones shortened), checked against the budget, and sent; the memory flush
+//! runs once per compaction cycle; a compaction asks the model for a summary (in stages when
+//! the history is larger than one request, with the quality check) and records it as a step;
+//! a provider's overflow error compacts and retries (three times at most) and teaches the
+//! session the model's real window. When no summary can be had, the request is trimmed from
+//! its oldest turns for that one call; when even the newest message alone is too large, the
+//! chat is told so plainly.
+
+use clawless_core::compaction::flush::{
+    MemoryFlushWrite, flush_prompt, flush_system_addendum, note_path,
+};
+use clawless_core::compaction::format::{format_context_usage_short, format_token_count};
+use clawless_core::compaction::overflow::{is_likely_context_overflow, observed_prompt_tokens};
+use clawless_core::compaction::plan::{
+    CompactionPlan, ContextBudget, ContextCheck, check_request, messages_tokens, plan_compaction,
+    text_tokens, trim_oldest_turns,
+};
+use clawless_core::compaction::pruning::{prune_messages, pruning_due};
+use clawless_core::compaction::summary::{
+    SummaryVerdict, check_summary, stored_summary, summary_request, summary_stages,
+    summary_tokens,
+};
+use clawless_core::model::{ModelError, ModelRequest, ModelResponse};
+use clawless_core::tool_results::{repair_transcript, shorten_oversized_results};
+use clawless_core::tools::{Tool, ToolOutput};
+use clawless_core::transcript::{AssistantBlock, Message, assistant_text};
+use clawless_core::turn::TurnEngine;
+use clawless_core::turn::state::{CompactionTrigger, SessionState, StepBody};
+
+use super::{TurnContext, TurnError, TurnService};
+
+/// Overflow recoveries one turn may make before it gives up.
+pub const MAX_OVERFLOW_ATTEMPTS: u32 = 3;
+
+/// Model calls one memory flush may make.
+const MAX_FLUSH_CALLS: usize = 3;
+
+/// What the chat is told when even a fresh context cannot hold the message.
+pub fn message_too_large_text(tokens: u64, window: u64) -> String {
+    format!(
+        "⚠️ This message is too large for the model: it needs about {} tokens, and the \
+         model's context window holds {}. Nothing was lost. Send a shorter message (or split \
+         it up), or use a model with a larger context window.",
+        format_token_count(Some(tokens)),
+        format_token_count(Some(window))
+    )
+}
+
+/// What the chat is told when compaction could not bring a turn under the window.
+pub const CONTEXT_OVERFLOW_TEXT: &str = "⚠️ Context is too large for the model, and compacting \
+could not bring it under its window. Your conversation is kept. Try again, use /compact, or \
+use /new to start a fresh session.";
+
+/// What [`TurnService::advance_model`] did.
+pub(super) enum ModelStep {
+    /// The model answered.
+    Answered(ModelResponse),
+    /// The session changed (a compaction or a memory flush was recorded): persist and ask
+    /// the engine again.
+    Changed,
+    /// The request cannot be made to fit: end the turn with this text.
+    TooLarge(String),
+    /// The model failed for good (not an overflow).
+    Failed(ModelError),
+}
+
+/// Counts one turn's overflow recoveries within an invocation.
+#[derive(Debug, Default)]
+pub(super) struct OverflowAttempts {
+    turn: u64,
+    count: u32,
+}
+
+impl OverflowAttempts {
+    fn next(&mut self, turn: u64) -> u32 {
+        if self.turn != turn {
+            *self = Self { turn, count: 0 };
+        }
+        self.count += 1;
+        self.count
+    }
+}
+
+/// A compaction's result.
+pub(super) enum Compacted {
+    /// Recorded: estimated tokens before and after.
+    Done { before: u64, after: u64 },
+    /// Nothing was recorded; the history stays as it was.
+    Not(String),
+}
+
+impl TurnService {
+    /// The context window and budget of this session's model.
+    pub(super) fn budget(&self, state: &SessionState) -> ContextBudget {
+        let defaults = &self.config().agents.defaults;
+        let configured = defaults
+            .context_tokens
+            .map_or(clawless_core::compaction::plan::DEFAULT_CONTEXT_WINDOW, |tokens| {
+                tokens as u64
+            });
+        let window = state
+            .meta
+            .observed_window
+            .map_or(configured, |observed| observed.min(configured));
+        ContextBudget::new(window, &defaults.compaction)
+    }
+
+    fn fixed_tokens(context: &TurnContext) -> u64 {
+        let tools = serde_json::to_string(&context.tools).unwrap_or_default();
+        text_tokens(&context.system) + text_tokens(&tools)
+    }
+
+    /// The messages a request carries now: the live view, repaired, with old tool results
+    /// pruned when the cache has gone cold and oversized ones shortened.
+    fn request_messages(&self, state: &SessionState, budget: &ContextBudget) -> Vec<Message> {
+        let repaired = repair_transcript(&state.messages());
+        let pruning = self.pruning_settings();
+        let last_call = state.view().steps.iter().rev().find_map(|step| {
+            matches!(step.body, StepBody::Assistant { .. }).then_some(step.at_ms)
+        });
+        let pruned = match pruning {
+            Some(settings)
+                if pruning_due(self.deps.clock.now_ms(), last_call, settings.ttl_ms) =>
+            {
+                prune_messages(&repaired, budget.window as usize, &settings)
+            }
+            _ => None,
+        };
+        shorten_oversized_results(&pruned.unwrap_or(repaired), budget.window as usize)
+    }
+
+    /// Advances a turn by one model call, compacting or flushing first when the budget says
+    /// so, and recovering from a provider's overflow error.
+    pub(super) async fn advance_model(
+        &self,
+        engine: &TurnEngine,
+        state: &mut SessionState,
+        context: &TurnContext,
+        attempts: &mut OverflowAttempts,
+        calls: &mut u32,
+    ) -> Result<ModelStep, TurnError> {
+        let budget = self.budget(state);
+        let fixed = Self::fixed_tokens(context);
+        let messages = self.request_messages(state, &budget);
+        let estimate = fixed + messages_tokens(&messages);
+        let check = check_request(estimate, &budget);
+        let compaction_due = check == ContextCheck::CompactFirst && budget.auto_compaction;
+        if (compaction_due || check == ContextCheck::FlushDue) && self.flush_due(state, context) {
+            self.memory_flush(engine, state, context, &messages, fixed, &budget, calls)
+                .await;
+            return Ok(ModelStep::Changed);
+        }
+        if compaction_due {
+            match self
+                .compact(engine, state, &budget, fixed, CompactionTrigger::Threshold, None, calls)
+                .await
+            {
+                Compacted::Done { .. } => return Ok(ModelStep::Changed),
+                Compacted::Not(reason) => {
+                    tracing::warn!(session = %state.key, %reason, "no compaction; trimming this request");
+                }
+            }
+        }
+        let messages = if estimate > budget.prompt_limit() {
+            match trim_oldest_turns(&messages, fixed, budget.prompt_limit()) {
+                Some(trimmed) => trimmed,
+                None => {
+                    let last_turn = trim_oldest_turns(&messages, fixed, u64::MAX)
+                        .map_or(estimate, |all| fixed + last_turn_tokens(&all));
+                    return Ok(ModelStep::TooLarge(message_too_large_text(
+                        last_turn,
+                        budget.window,
+                    )));
+                }
+            }
+        } else {
+            messages
+        };
+        let sent = fixed + messages_tokens(&messages);
+        let request = ModelRequest {
+            system: context.system.clone(),
+            messages,
+            tools: context.tools.clone(),
+            max_tokens: self.output_limit(&budget),
+        };
+        *calls += 1;
+        match self.deps.model.complete(&request).await {
+            Ok(response) => {
+                state.meta.last_prompt_tokens = Some(sent);
+                Ok(ModelStep::Answered(response))
+            }
+            Err(err) if !err.is_retryable() && is_likely_context_overflow(&err.to_string()) => {
+                let attempt = attempts.next(state.meta.turn);
+                tracing::warn!(session = %state.key, attempt, error = %err, "context overflow; compacting");
+                if attempt > MAX_OVERFLOW_ATTEMPTS {
+                    return Ok(ModelStep::TooLarge(CONTEXT_OVERFLOW_TEXT.to_owned()));
+                }
+                self.learn_window(state, &err.to_string(), sent, &budget);
+                let budget = self.budget(state);
+                if let Compacted::Not(reason) = self
+                    .compact(engine, state, &budget, fixed, CompactionTrigger::Overflow, None, calls)
+                    .await
+                {
+                    tracing::warn!(session = %state.key, %reason, "overflow: no compaction; the smaller window trims the next request");
+                }
+                Ok(ModelStep::Changed)
+            }
+            Err(err) if err.is_retryable() => Err(err.into()),
+            Err(err) => Ok(ModelStep::Failed(err)),
+        }
+    }
+
+    /// The output limit of a request: the configured one, never more than the reserve.
+    fn output_limit(&self, budget: &ContextBudget) -> u32 {
+        let reserve = u32::try_from(budget.reserve).unwrap_or(u32::MAX);
+        self.config().models.max_tokens().min(reserve.max(256))
+    }
+
+    /// Remembers a smaller real window: the one the provider names, or else 15% below what
+    /// was just refused.
+    fn learn_window(&self, state: &mut SessionState, error: &str, sent: u64, budget: &ContextBudget) {
+        let named = stated_maximum(error);
+        let learned = match named {
+            Some(maximum) => maximum,
+            None => {
+                let refused = observed_prompt_tokens(error).unwrap_or(sent).max(sent);
+                refused.min(budget.window) * 85 / 100
+            }
+        };
+        let learned = learned.max(1_024);
+        if learned < budget.window {
+            state.meta.observed_window = Some(learned);
+        }
+    }
+
+    fn flush_due(&self, state: &SessionState, context: &TurnContext) -> bool {
+        let budget = self.budget(state);
+        budget.memory_flush
+            && state.meta.memory_flush_compaction_count != Some(state.meta.compaction_count)
+            && context.tools.iter().any(|tool| tool.name == "write")
+            && !state.current_turn_steps().iter().any(|step| {
+                matches!(step.body, StepBody::Inbound { heartbeat: true, .. })
+            })
+    }
+
+    /// Runs the silent memory flush and records it (also when it fails: it is tried once per
+    /// compaction cycle). Nothing of it reaches the chat.
+    #[allow(clippy::too_many_arguments)]
+    async fn memory_flush(
+        &self,
+        engine: &TurnEngine,
+        state: &mut SessionState,
+        context: &TurnContext,
+        messages: &[Message],
+        fixed: u64,
+        budget: &ContextBudget,
+        calls: &mut u32,
+    ) {
+        let now = self.deps.clock.now_ms();
+        let tz = self.config().agents.defaults.user_timezone.as_deref();
+        let date = clawless_core::time::local_date(now, tz);
+        let path = note_path(&date);
+        let writer = MemoryFlushWrite::new(date.clone());
+        let read = self.tools.get("read").cloned();
+        let mut tools = vec![writer.spec()];
+        tools.extend(read.iter().map(|tool| tool.spec()));
+        let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, tz));
+        let room = budget.prompt_limit().saturating_sub(text_tokens(&prompt) + 200);
+        let mut conversation = trim_oldest_turns(messages, fixed, room).unwrap_or_default();
+        conversation.push(Message::User { text: prompt });
+        let before = self.note_bytes(context, &path).await;
+        let mut error = None;
+        for _ in 0..MAX_FLUSH_CALLS {
+            let request = ModelRequest {
+                system: format!("{}{}", context.system, flush_system_addendum(&date)),
+                messages: conversation.clone(),
+                tools: tools.clone(),
+                max_tokens: self.output_limit(budget),
+            };
+            *calls += 1;
+            let response = match self.deps.model.complete(&request).await {
+                Ok(response) => response,
+                Err(err) => {
+                    tracing::warn!(session = %state.key, error = %err, "memory flush failed; the turn goes on");
+                    error = Some(err.to_string());
+                    break;
+                }
+            };
+            let tool_calls: Vec<_> = response
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    AssistantBlock::ToolCall(call) => Some(call.clone()),
+                    AssistantBlock::Text { .. } => None,
+                })
+                .collect();
+            conversation.push(Message::Assistant {
+                content: response.content.clone(),
+                stop_reason: response.stop_reason,
+            });
+            if tool_calls.is_empty() {
+                break;
+            }
+            for call in tool_calls {
+                let output = match (call.name.as_str(), &read) {
+                    ("write", _) => writer.run(&call.input, &context.tool_context).await,
+                    ("read", Some(read)) => read.run(&call.input, &context.tool_context).await,
+                    (name, _) => ToolOutput::error(format!(
+                        "Tool \"{name}\" is not available during the memory flush."
+                    )),
+                };
+                conversation.push(Message::ToolResult {
+                    tool_call_id: call.id,
+                    tool_name: call.name,
+                    text: output.text,
+                    is_error: output.is_error,
+                });
+            }
+        }
+        let after = self.note_bytes(context, &path).await;
+        let appended = after.saturating_sub(before);
+        tracing::info!(session = %state.key, %path, appended, "memory flush ran");
+        engine.record_memory_flush(state, path, appended, error, self.deps.clock.now_ms());
+    }
+
+    async fn note_bytes(&self, context: &TurnContext, path: &str) -> u64 {
+        let workspace = &context.tool_context.workspace;
+        let key = format!("{}{path}", workspace.prefix);
+        match workspace.store.head(&key).await {
+            Ok(Some(meta)) => meta.size,
+            _ => 0,
+        }
+    }
+
+    /// Compacts the live view: asks for a summary (in stages if needed, with the quality
+    /// check), and records it. Nothing is recorded when no usable summary comes back.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn compact(
+        &self,
+        engine: &TurnEngine,
+        state: &mut SessionState,
+        budget: &ContextBudget,
+        fixed: u64,
+        trigger: CompactionTrigger,
+        focus: Option<&str>,
+        calls: &mut u32,
+    ) -> Compacted {
+        let Some(plan) = plan_compaction(state, budget) else {
+            return Compacted::Not("nothing to compact".to_owned());
+        };
+        let focus = focus.or(self.config().agents.defaults.compaction.custom_instructions.as_deref());
+        let summary = match self.summarize(&plan, budget, focus, calls).await {
+            Ok(summary) => summary,
+            Err(reason) => return Compacted::Not(reason),
+        };
+        let before = fixed + plan.tokens_before;
+        let after = fixed + summary_tokens(&summary) + plan.tokens_kept;
+        engine.record_compaction(
+            state,
+            summary,
+            plan.first_kept_seq,
+            before,
+            after,
+            trigger,
+            self.deps.clock.now_ms(),
+        );
+        tracing::info!(session = %state.key, ?trigger, before, after, count = state.meta.compaction_count, "compacted");
+        Compacted::Done { before, after }
+    }
+
+    async fn summarize(
+        &self,
+        plan: &CompactionPlan,
+        budget: &ContextBudget,
+        focus: Option<&str>,
+        calls: &mut u32,
+    ) -> Result<String, String> {
+        let previous_tokens = plan.previous_summary.as_deref().map_or(0, summary_tokens);
+        let mut summary = plan.previous_summary.clone();
+        for stage in summary_stages(&plan.to_summarize, budget, previous_tokens) {
+            let latest_ask = stage.iter().rev().find_map(|message| match message {
+                Message::User { text } => Some(text.as_str()),
+                _ => None,
+            });
+            let mut feedback: Option<String> = None;
+            let mut best: Option<String> = None;
+            for _ in 0..=budget.quality_retries {
+                let request =
+                    summary_request(&stage, summary.as_deref(), focus, feedback.as_deref(), budget);
+                *calls += 1;
+                let response = self
+                    .deps
+                    .model
+                    .complete(&request)
+                    .await
+                    .map_err(|err| format!("the summary call failed: {err}"))?;
+                let text = assistant_text(&response.content);
+                match check_summary(&text, latest_ask) {
+                    SummaryVerdict::Good => {
+                        best = Some(text);
+                        break;
+                    }
+                    SummaryVerdict::Weak(reasons) => {
+                        tracing::info!(?reasons, "summary quality check asks for a better one");
+                        feedback = Some(reasons.join("; "));
+                        best = Some(text);
+                    }
+                    SummaryVerdict::Unusable(reason) => {
+                        tracing::warn!(%reason, "unusable summary");
+                        feedback = Some(reason);
+                    }
+                }
+            }
+            summary = Some(best.ok_or_else(|| "no usable summary came back".to_owned())?);
+        }
+        summary
+            .map(|summary| stored_summary(&summary))
+            .ok_or_else(|| "nothing to summarize".to_owned())
+    }
+
+    /// `/compact`: compacts now and words the outcome for the chat. A redelivered command
+    /// whose compaction was already recorded reports that one instead of compacting again.
+    pub(super) async fn compact_command(
+        &self,
+        engine: &TurnEngine,
+        state: &mut SessionState,
+        context: &TurnContext,
+        instructions: Option<&str>,
+        calls: &mut u32,
+    ) -> String {
+        let budget = self.budget(state);
+        let fixed = Self::fixed_tokens(context);
+        let recorded = state.current_turn_steps().iter().find_map(|step| match step.body {
+            StepBody::Compaction {
+                tokens_before,
+                tokens_after,
+                ..
+            } => Some((tokens_before, tokens_after)),
+            _ => None,
+        });
+        let outcome = match recorded {
+            Some((before, after)) => Compacted::Done { before, after },
+            None => {
+                self.compact(engine, state, &budget, fixed, CompactionTrigger::Manual, instructions, calls)
+                    .await
+            }
+        };
+        match outcome {
+            Compacted::Done { before, after } => format!(
+                "⚙️ Compacted ({} → {}) • {}",
+                format_token_count(Some(before)),
+                format_token_count(Some(after)),
+                format_context_usage_short(Some(after), Some(budget.window))
+            ),
+            Compacted::Not(reason) => {
+                let used = fixed + messages_tokens(&state.messages());
+                let usage = format_context_usage_short(Some(used), Some(budget.window));
+                if reason == "nothing to compact" {
+                    format!("⚙️ Compaction skipped: nothing compactable in this session yet • {usage}")
+                } else {
+                    format!("⚙️ Compaction failed: {reason} • {usage}")
+                }
+            }
+        }
+    }
+}
+
+/// Estimated tokens of the last turn of `messages` (from its last user message on).
+fn last_turn_tokens(messages: &[Message]) -> u64 {
+    let start = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }))
+        .unwrap_or(0);
+    messages_tokens(&messages[start..])
+}
+
+/// The maximum a provider states in its overflow error (`… > 200000 maximum`, `maximum
+/// context length is 8192 tokens`, `context window of 4096`).
+fn stated_maximum(error: &str) -> Option<u64> {
+    static PATTERN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:>\s*(\d{3,})\s*maximum|maximum context length is\s*(\d{3,})|context (?:window|length|size)(?: is| of)?\s*(\d{3,}))",
+        )
+        .expect("valid pattern")
+    });
+    let captures = PATTERN.captures(error)?;
+    captures
+        .iter()
+        .skip(1)
+        .flatten()
+        .find_map(|found| found.as_str().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stated_maximum_is_read_from_common_overflow_errors() {
+        assert_eq!(
+            stated_maximum("prompt is too long: 277403 tokens > 200000 maximum"),
+            Some(200_000)
+        );
+        assert_eq!(
+            stated_maximum("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens"),
+            Some(8_192)
+        );
+        assert_eq!(stated_maximum("rate limit exceeded"), None);
+    }
+
+    #[test]
+    fn overflow_attempts_count_per_turn() {
+        let mut attempts = OverflowAttempts::default();
+        assert_eq!(attempts.next(1), 1);
+        assert_eq!(attempts.next(1), 2);
+        assert_eq!(attempts.next(2), 1, "a new turn starts over");
+    }
+}
