@@ -60,10 +60,16 @@ enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One session's transcript: messages, tool calls and results, replies, pending calls.
+    /// One session's transcript: messages, tool calls and results, replies, pending calls,
+    /// and where compactions, memory flushes and resets happened. A session is a chain of
+    /// generations (each `/new`, `/reset`, daily or idle reset starts one); the header lists
+    /// them, and the current one is shown unless `--generation` names another.
     Show {
         /// The session key, e.g. agent:main:main (`clawless sessions list` shows them).
         key: String,
+        /// Which generation to show: its number (0 is the first), or `all`.
+        #[arg(long)]
+        generation: Option<String>,
         /// Show tool results and arguments in full instead of cutting them.
         #[arg(long)]
         full: bool,
@@ -151,7 +157,21 @@ pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     let sessions = open(&args).await?;
     match &args.command {
         SessionsCommand::List { json } => list(&sessions, *json).await?,
-        SessionsCommand::Show { key, full, json } => show(&sessions, key, *full, *json).await?,
+        SessionsCommand::Show {
+            key,
+            generation,
+            full,
+            json,
+        } => {
+            let which = match generation.as_deref() {
+                None => Generation::Current,
+                Some("all") => Generation::All,
+                Some(number) => Generation::Number(number.parse().with_context(|| {
+                    format!("--generation takes a number or `all`, not {number:?}")
+                })?),
+            };
+            show(&sessions, key, which, *full, *json).await?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -236,7 +256,57 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn show(sessions: &Sessions, raw_key: &str, full: bool, as_json: bool) -> anyhow::Result<()> {
+/// Which generation `sessions show` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Generation {
+    Current,
+    All,
+    Number(usize),
+}
+
+/// One generation of a stored transcript: its number, where it starts in `steps`, how many
+/// steps it has, and the reset that began it (`None` for the first).
+struct GenerationSpan {
+    number: usize,
+    start: usize,
+    len: usize,
+    began: Option<(u64, String)>,
+}
+
+/// Splits the stored steps at their reset steps.
+fn generations(stored: &StoredSession) -> Vec<GenerationSpan> {
+    let mut spans = vec![GenerationSpan {
+        number: 0,
+        start: 0,
+        len: 0,
+        began: None,
+    }];
+    for (index, stored_step) in stored.steps.iter().enumerate() {
+        if let Ok(step) = serde_json::from_str::<Step>(&stored_step.body)
+            && let StepBody::Reset { reason, .. } = &step.body
+        {
+            spans.push(GenerationSpan {
+                number: spans.len(),
+                start: index + 1,
+                len: 0,
+                began: Some((step.at_ms, reason.as_str().to_owned())),
+            });
+            continue;
+        }
+        if let Some(span) = spans.last_mut() {
+            span.len += 1;
+        }
+    }
+    spans
+}
+
+async fn show(
+    sessions: &Sessions,
+    raw_key: &str,
+    which: Generation,
+    full: bool,
+    as_json: bool,
+) -> anyhow::Result<()> {
     let key = SessionKey::parse(raw_key).with_context(|| {
         format!("{raw_key:?} is not a session key (agent:<agent id>:<rest>, e.g. agent:main:main)")
     })?;
@@ -250,6 +320,27 @@ async fn show(sessions: &Sessions, raw_key: &str, full: bool, as_json: bool) -> 
             "no session {key} in {} (`clawless sessions list` shows the keys)",
             sessions.place
         );
+    };
+    let spans = generations(&stored);
+    let stored = match which {
+        Generation::All => stored,
+        Generation::Current | Generation::Number(_) => {
+            let number = match which {
+                Generation::Number(number) => number,
+                _ => spans.len() - 1,
+            };
+            let Some(span) = spans.get(number) else {
+                bail!(
+                    "session {key} has generations 0 to {}; there is no generation {number}",
+                    spans.len() - 1
+                );
+            };
+            let from = span.start.saturating_sub(usize::from(span.began.is_some()));
+            StoredSession {
+                steps: stored.steps[from..span.start + span.len].to_vec(),
+                ..stored
+            }
+        }
     };
     if as_json {
         let parse = |body: &str| {
@@ -265,7 +356,21 @@ async fn show(sessions: &Sessions, raw_key: &str, full: bool, as_json: bool) -> 
         println!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(());
     }
-    print!("{}", render(&key, &stored, full));
+    let mut out = String::new();
+    if spans.len() > 1 {
+        push_line!(out, "generations (a reset starts one; older ones are archived, never deleted):");
+        for span in &spans {
+            let began = match &span.began {
+                Some((at, reason)) => format!("began {} by {reason}", utc(*at)),
+                None => "the first".to_owned(),
+            };
+            let current = if span.number + 1 == spans.len() { " (current)" } else { "" };
+            push_line!(out, "  #{} {began}, {} step(s){current}", span.number, span.len);
+        }
+        out.push('\n');
+    }
+    out.push_str(&render(&key, &stored, full));
+    print!("{out}");
     Ok(())
 }
 
@@ -286,6 +391,18 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 if meta.turn_open { "turn open" } else { "idle" },
                 meta.tokens_in,
                 meta.tokens_out
+            );
+            push_line!(
+                out,
+                "generation {} since {} · {} compaction(s) in it · last reset {}",
+                meta.generation,
+                utc(meta.generation_started()),
+                meta.compaction_count,
+                meta.last_reset.as_ref().map_or("none".to_owned(), |reset| format!(
+                    "{} at {}",
+                    reset.reason.as_str(),
+                    utc(reset.at_ms)
+                ))
             );
             if let Some(chat) = &meta.chat {
                 push_line!(
@@ -338,8 +455,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 text,
                 dispatch,
                 heartbeat,
+                compact,
             } => {
-                let what = if *heartbeat { "HEARTBEAT" } else { "USER" };
+                let what = match (heartbeat, compact) {
+                    (true, _) => "HEARTBEAT",
+                    (false, Some(_)) => "USER /compact",
+                    (false, None) => "USER",
+                };
                 push_line!(out, "{what} {sender_id} (message {message_id})");
                 indent(&mut out, &cut(text, full).0);
                 if let Some(dispatch) = dispatch {
@@ -422,6 +544,39 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 push_line!(out, "REPLY {reply_id}");
                 indent(&mut out, &cut(text, full).0);
             }
+            StepBody::Reset {
+                reason,
+                previous_session_id,
+                session_id,
+            } => {
+                push_line!(
+                    out,
+                    "=== RESET ({}): session {previous_session_id} archived; {session_id} begins",
+                    reason.as_str()
+                );
+            }
+            StepBody::Compaction {
+                summary,
+                first_kept_seq,
+                tokens_before,
+                tokens_after,
+                trigger,
+            } => {
+                push_line!(
+                    out,
+                    "=== COMPACTION ({trigger:?}): ~{tokens_before} -> ~{tokens_after} tokens; \
+                     steps before #{first_kept_seq} are this summary from now on"
+                );
+                indent(&mut out, &cut(summary, full).0);
+            }
+            StepBody::MemoryFlush {
+                path,
+                appended_bytes,
+                error,
+            } => match error {
+                Some(error) => push_line!(out, "=== MEMORY FLUSH to {path} failed: {error}"),
+                None => push_line!(out, "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"),
+            },
             StepBody::ReplySent { reply_id, rejected } => match rejected {
                 Some(reason) => {
                     push_line!(out, "REPLY REJECTED {reply_id}: {reason}");

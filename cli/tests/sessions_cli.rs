@@ -130,6 +130,16 @@ fn commit(big_result: &str) -> SessionCommit {
         tokens_out: 90,
         created_at_ms: T0,
         updated_at_ms: T0 + 9_000,
+        generation: 0,
+        generation_started_at_ms: T0,
+        last_interaction_at_ms: T0,
+        last_reset: None,
+        compaction_count: 0,
+        memory_flush_compaction_count: None,
+        live_from: 0,
+        last_prompt_tokens: None,
+        observed_window: None,
+        model_override: None,
     };
     let steps = vec![
         step(
@@ -141,6 +151,7 @@ fn commit(big_result: &str) -> SessionCommit {
                 text: "how full is my disk?".to_owned(),
                 dispatch: None,
                 heartbeat: false,
+                compact: None,
             },
         ),
         step(2, T0 + 1_000, assistant_calling("call_df", "df -h")),
@@ -199,6 +210,8 @@ fn commit(big_result: &str) -> SessionCommit {
     ];
     SessionCommit {
         expected_version: 0,
+        live_from: 0,
+        last_seq: 0,
         meta: serde_json::to_string(&meta).unwrap(),
         steps,
     }

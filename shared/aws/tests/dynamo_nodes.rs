@@ -101,6 +101,8 @@ async fn nodes_codes_and_jobs_live_beside_sessions_without_meeting_them() {
             &key,
             &SessionCommit {
                 expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
                 meta: "{}".into(),
                 steps: vec![],
             },

@@ -109,6 +109,8 @@ async fn the_offloading_wrapper_over_dynamodb_and_s3_passes_the_contract() {
             &session,
             &SessionCommit {
                 expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
                 meta: "{}".into(),
                 steps: vec![StoredStep {
                     seq: 1,
@@ -140,6 +142,8 @@ async fn items_follow_the_documented_layout() {
             &session,
             &SessionCommit {
                 expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
                 meta: r#"{"m":1}"#.into(),
                 steps: steps([7, 12]),
             },
@@ -225,6 +229,8 @@ async fn a_commit_is_one_request_and_a_load_one_query_per_page() {
             &session,
             &SessionCommit {
                 expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
                 meta: "{}".into(),
                 steps: steps(1..=99),
             },
@@ -263,6 +269,8 @@ async fn a_session_larger_than_one_query_page_loads_completely() {
                 &session,
                 &SessionCommit {
                     expected_version: version,
+                    live_from: 0,
+                    last_seq: 0,
                     meta: format!(r#"{{"steps":{seq}}}"#),
                     steps: vec![StoredStep {
                         seq,
@@ -299,6 +307,8 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
 
     let too_many = SessionCommit {
         expected_version: 0,
+        live_from: 0,
+        last_seq: 0,
         meta: "{}".into(),
         steps: steps(1..=100),
     };
@@ -311,6 +321,8 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
     let body = sized_json_body("bulk", DynamoSessionStore::MAX_RECORD_BYTES);
     let too_heavy = SessionCommit {
         expected_version: 0,
+        live_from: 0,
+        last_seq: 0,
         meta: "{}".into(),
         steps: (1..=12)
             .map(|seq| StoredStep {
@@ -331,6 +343,8 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
             &long_key,
             &SessionCommit {
                 expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
                 meta: "{}".into(),
                 steps: vec![],
             },

@@ -43,6 +43,8 @@ fn key(raw: &str) -> SessionKey {
 fn commit(expected_version: u64, meta: &str, seqs: &[u64]) -> SessionCommit {
     SessionCommit {
         expected_version,
+        live_from: 0,
+        last_seq: 0,
         meta: meta.into(),
         steps: seqs
             .iter()

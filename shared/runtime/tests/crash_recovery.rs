@@ -52,6 +52,13 @@ impl SessionStore for Killable {
         self.inner.load(key).await
     }
 
+    async fn load_live(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        self.inner.load_live(key).await
+    }
+
     async fn commit(
         &self,
         key: &SessionKey,
