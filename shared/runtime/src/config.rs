@@ -145,7 +145,7 @@ pub struct AgentDefaults {
     pub compaction: clawless_core::compaction::plan::CompactionConfig,
     /// Pruning of old tool results in requests (`contextPruning:`; off by default, `cache-ttl`
     /// with a 1-hour TTL by default for Anthropic models).
-    pub context_pruning: Option<serde_json::Value>,
+    pub context_pruning: Option<clawless_core::compaction::pruning::PruningSettings>,
 }
 
 /// `agents.list[]`.

@@ -115,6 +115,11 @@ mod tests {
                 tokens_out: 340,
                 timezone: Some("Europe/Berlin".to_owned()),
                 now_rfc3339: "2025-06-01T12:00:00Z".to_owned(),
+                context_tokens: Some(12_345),
+                context_window: Some(200_000),
+                compactions: 2,
+                session_age: "3d 4h".to_owned(),
+                last_reset: Some("new at 2025-05-29T08:00:00Z".to_owned()),
             },
         };
         let output = SessionStatusTool.run(&json!({}), &context).await;
@@ -123,7 +128,9 @@ mod tests {
             ToolOutput::ok(
                 "📊 Session status\nSession: agent:main:telegram:dm:42 (id s-1)\nAgent: main\n\
                  Model: anthropic/claude-sonnet-4-5\nChannel: telegram\nTranscript steps: 12\n\
-                 Model calls this turn: 3\nTokens: 1200 in / 340 out\nTime zone: Europe/Berlin\n\
+                 Model calls this turn: 3\nTokens: 1200 in / 340 out\n\
+                 Context: Context 12k/200k (6%) · Compactions: 2\nSession age: 3d 4h\n\
+                 Last reset: new at 2025-05-29T08:00:00Z\nTime zone: Europe/Berlin\n\
                  Current time (UTC): 2025-06-01T12:00:00Z"
             )
         );
@@ -135,7 +142,7 @@ mod tests {
         assert_eq!(
             text,
             "📊 Session status\nTranscript steps: 0\nModel calls this turn: 0\n\
-             Tokens: 0 in / 0 out\nTime zone: not set (UTC)"
+             Tokens: 0 in / 0 out\nLast reset: none (first generation)\nTime zone: not set (UTC)"
         );
     }
 }

@@ -66,20 +66,37 @@ pub(super) enum ModelStep {
     Failed(ModelError),
 }
 
-/// Counts one turn's overflow recoveries within an invocation.
+/// One turn's overflow recoveries and failed compactions within an invocation.
 #[derive(Debug, Default)]
 pub(super) struct OverflowAttempts {
     turn: u64,
     count: u32,
+    compaction_failed: bool,
 }
 
 impl OverflowAttempts {
-    fn next(&mut self, turn: u64) -> u32 {
+    fn for_turn(&mut self, turn: u64) -> &mut Self {
         if self.turn != turn {
-            *self = Self { turn, count: 0 };
+            *self = Self {
+                turn,
+                ..Self::default()
+            };
         }
-        self.count += 1;
-        self.count
+        self
+    }
+
+    fn next(&mut self, turn: u64) -> u32 {
+        let this = self.for_turn(turn);
+        this.count += 1;
+        this.count
+    }
+
+    fn compaction_failed(&mut self, turn: u64) -> bool {
+        self.for_turn(turn).compaction_failed
+    }
+
+    fn mark_compaction_failed(&mut self, turn: u64) {
+        self.for_turn(turn).compaction_failed = true;
     }
 }
 
@@ -92,6 +109,24 @@ pub(super) enum Compacted {
 }
 
 impl TurnService {
+    /// Pruning of old tool results in requests: `agents.defaults.contextPruning`, with
+    /// OpenClaw's defaults for Anthropic models (`cache-ttl`, 1 hour) where unset.
+    fn pruning_settings(&self) -> Option<clawless_core::compaction::pruning::EffectivePruning> {
+        let settings = self
+            .config()
+            .agents
+            .defaults
+            .context_pruning
+            .clone()
+            .unwrap_or_default();
+        let settings = if self.deps.model.model_ref().starts_with("anthropic/") {
+            settings.with_anthropic_defaults()
+        } else {
+            settings
+        };
+        settings.resolve()
+    }
+
     /// The context window and budget of this session's model.
     pub(super) fn budget(&self, state: &SessionState) -> ContextBudget {
         let defaults = &self.config().agents.defaults;
@@ -146,7 +181,13 @@ impl TurnService {
         let messages = self.request_messages(state, &budget);
         let estimate = fixed + messages_tokens(&messages);
         let check = check_request(estimate, &budget);
-        let compaction_due = check == ContextCheck::CompactFirst && budget.auto_compaction;
+        let turn = state.meta.turn;
+        // Compact only when a compaction can happen; a failed one is not retried in the same
+        // turn (the request is trimmed instead), so a turn never burns calls on summaries.
+        let compaction_due = check == ContextCheck::CompactFirst
+            && budget.auto_compaction
+            && !attempts.compaction_failed(turn)
+            && plan_compaction(state, &budget).is_some();
         if (compaction_due || check == ContextCheck::FlushDue) && self.flush_due(state, context) {
             self.memory_flush(engine, state, context, &messages, fixed, &budget, calls)
                 .await;
@@ -159,6 +200,7 @@ impl TurnService {
             {
                 Compacted::Done { .. } => return Ok(ModelStep::Changed),
                 Compacted::Not(reason) => {
+                    attempts.mark_compaction_failed(turn);
                     tracing::warn!(session = %state.key, %reason, "no compaction; trimming this request");
                 }
             }
@@ -203,6 +245,7 @@ impl TurnService {
                     .compact(engine, state, &budget, fixed, CompactionTrigger::Overflow, None, calls)
                     .await
                 {
+                    attempts.mark_compaction_failed(state.meta.turn);
                     tracing::warn!(session = %state.key, %reason, "overflow: no compaction; the smaller window trims the next request");
                 }
                 Ok(ModelStep::Changed)

@@ -1,0 +1,255 @@
+//! Sessions that last, end to end through local mode: signed chat messages → the real turn
+//! engine with SQLite and directories → a scripted model that enforces its context window
+//! and answers summary and memory-flush prompts ([`WindowedModel`]) → signed replies.
+//!
+//! - 80 messages of ~1.2 KB through a 12k-token window with the default config: every one is
+//!   answered correctly, in at most 200 model calls; summaries reach later requests, a memory
+//!   note is written, and nothing but the answers reaches the chat. The model's first try at
+//!   each summary is weak, so the quality check asks again, and no message goes unanswered.
+//! - A model whose real window is smaller than configured recovers through its overflow error.
+//! - After `/new`, the next request carries nothing from before; after `/compact`, the next
+//!   request is smaller and carries the summary.
+//! - One giant paste is answered with a plain explanation, never "could not be reached".
+
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use clawless_channels::sign;
+use clawless_llm::testing::windowed::{RequestKind, SeenRequest, WindowedModel};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::local_mode::{LocalOptions, RunningLocal, start_local};
+use serde_json::{Value, json};
+use support::{ReplyReceiver, SECRET};
+
+/// A message of about 1.2 KB, numbered so the model's answer can be checked.
+fn numbered(n: u64) -> String {
+    let filler = "The quick brown fox jumps over the lazy dog while we talk. ".repeat(20);
+    format!("Message {n}: please acknowledge this note. {filler}")
+}
+
+struct Chat {
+    _dir: tempfile::TempDir,
+    workspace: std::path::PathBuf,
+    running: RunningLocal,
+    receiver: ReplyReceiver,
+    client: reqwest::Client,
+    sent: u64,
+}
+
+impl Chat {
+    async fn start(model: &WindowedModel, context_tokens: u64) -> Self {
+        let dir = tempfile::tempdir().expect("test fixture");
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+        let receiver = ReplyReceiver::start().await;
+        let yaml = format!(
+            r#"
+skills:
+  bundled: {skills}
+agents:
+  defaults:
+    workspace: {workspace}
+    contextTokens: {context_tokens}
+models:
+  primary: anthropic/claude-test
+  maxRetries: 0
+  providers:
+    anthropic:
+      apiKey: test-key
+      baseUrl: {base}
+channels:
+  generic:
+    secret: {SECRET}
+    replyUrl: {reply}
+"#,
+            skills = dir.path().join("skills").display(),
+            workspace = workspace.display(),
+            base = model.base_url(),
+            reply = receiver.url,
+        );
+        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+        let models = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+        let running = start_local(LocalOptions {
+            config,
+            state_dir: dir.path().join("state"),
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            model: models,
+            secrets: Default::default(),
+        })
+        .await
+        .expect("test fixture");
+        Self {
+            _dir: dir,
+            workspace,
+            running,
+            receiver,
+            client: reqwest::Client::new(),
+            sent: 0,
+        }
+    }
+
+    /// Sends one chat message and waits for its reply.
+    async fn say(&mut self, text: &str) -> String {
+        self.sent += 1;
+        let body = serde_json::to_vec(&json!({
+            "message_id": format!("m-{}", self.sent), "chat_id": "chat-1",
+            "sender_id": "user-1", "text": text, "chat_type": "direct"
+        }))
+        .expect("test fixture");
+        let signature = sign(SECRET.as_bytes(), &body);
+        let before = self.receiver.posted().len();
+        let response = self
+            .client
+            .post(format!("http://{}/webhook/generic", self.running.addr))
+            .header("content-type", "application/json")
+            .header("x-clawless-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .expect("test fixture");
+        assert_eq!(response.status().as_u16(), 202, "message {} accepted", self.sent);
+        let posted = self
+            .receiver
+            .wait_for(before + 1, Duration::from_secs(60))
+            .await;
+        assert!(posted.len() > before, "message {} got no reply", self.sent);
+        posted[before].body["text"].as_str().unwrap_or_default().to_owned()
+    }
+
+    fn replies(&self) -> Vec<String> {
+        self.receiver
+            .posted()
+            .iter()
+            .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+}
+
+fn chats(seen: &[SeenRequest]) -> Vec<&SeenRequest> {
+    seen.iter()
+        .filter(|request| request.kind == RequestKind::Chat && !request.refused)
+        .collect()
+}
+
+fn user_texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "user")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|block| block["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+fn memory_notes(workspace: &Path) -> Vec<String> {
+    std::fs::read_dir(workspace.join("memory"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eighty_messages_through_a_12k_window_are_all_answered() {
+    let model = WindowedModel::start(12_000, true).await;
+    let mut chat = Chat::start(&model, 12_000).await;
+    for n in 1..=80 {
+        let reply = chat.say(&numbered(n)).await;
+        assert_eq!(reply, format!("Answer to message {n}."), "reply to message {n}");
+    }
+    let seen = model.seen();
+    assert!(seen.len() <= 200, "{} model calls", seen.len());
+    assert!(seen.iter().all(|request| !request.refused), "nothing was refused");
+    let summaries = seen.iter().filter(|r| r.kind == RequestKind::Summary).count();
+    assert!(summaries >= 2, "compacted: {summaries} summary calls");
+    // The summaries reach later requests.
+    let last = chats(&seen).last().expect("chat requests").body.clone();
+    assert!(
+        user_texts(&last).iter().any(|text| text.contains("SUMMARY-")),
+        "the latest request carries a summary"
+    );
+    // A memory note was written, and the flushes' output never reached the chat.
+    let notes = memory_notes(&chat.workspace);
+    assert!(
+        notes.iter().any(|note| note.contains("numbered messages")),
+        "memory notes: {notes:?}"
+    );
+    assert!(seen.iter().any(|r| r.kind == RequestKind::MemoryFlush));
+    assert_eq!(chat.replies().len(), 80, "nothing but the 80 answers reached the chat");
+    // Every request stayed inside the window minus the reserve (a quarter of 12k).
+    let peak = seen.iter().map(|request| request.tokens).max().unwrap_or(0);
+    assert!(peak <= 9_000, "peak request {peak} tokens");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_whose_real_window_is_smaller_recovers_through_its_overflow_error() {
+    let model = WindowedModel::start(7_000, false).await;
+    let mut chat = Chat::start(&model, 12_000).await;
+    for n in 1..=30 {
+        let reply = chat.say(&numbered(n)).await;
+        assert_eq!(reply, format!("Answer to message {n}."), "reply to message {n}");
+    }
+    let seen = model.seen();
+    assert!(seen.iter().any(|request| request.refused), "the model refused something");
+    let last = seen.last().expect("requests");
+    assert!(!last.refused && last.tokens <= 7_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_starts_fresh_and_compact_shrinks_the_next_request() {
+    let model = WindowedModel::start(32_000, false).await;
+    let mut chat = Chat::start(&model, 32_000).await;
+    for n in 1..=6 {
+        chat.say(&numbered(n)).await;
+    }
+    // /compact: the next request is smaller and carries the summary.
+    let before = chats(&model.seen()).last().expect("requests").tokens;
+    let reply = chat.say("/compact keep the numbers").await;
+    assert!(reply.starts_with("⚙️ Compacted ("), "{reply}");
+    assert_eq!(chat.say(&numbered(7)).await, "Answer to message 7.");
+    let after = chats(&model.seen()).last().expect("requests").clone();
+    assert!(after.tokens < before, "{} < {before}", after.tokens);
+    let texts = user_texts(&after.body);
+    assert!(texts[0].contains("SUMMARY-"), "{texts:?}");
+    assert!(!texts.iter().any(|text| text.contains("Message 1:")));
+    // /new with a first message: the next request carries nothing from before.
+    assert_eq!(chat.say(&format!("/new {}", numbered(50))).await, "Answer to message 50.");
+    let fresh = chats(&model.seen()).last().expect("requests").clone();
+    let texts = user_texts(&fresh.body);
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].starts_with("Message 50:"));
+    // A bare /reset gets the greeting turn.
+    let greeting = chat.say("/reset").await;
+    assert_eq!(greeting, "Greetings!");
+    let greet = chats(&model.seen()).last().expect("requests").clone();
+    let texts = user_texts(&greet.body);
+    assert_eq!(texts.len(), 1);
+    assert!(texts[0].contains("A new session was started via /new or /reset."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_giant_paste_is_explained_plainly() {
+    let model = WindowedModel::start(8_000, false).await;
+    let mut chat = Chat::start(&model, 8_000).await;
+    assert_eq!(chat.say(&numbered(1)).await, "Answer to message 1.");
+    let giant = format!("Message 2: {}", "x".repeat(60_000));
+    let reply = chat.say(&giant).await;
+    assert!(reply.contains("too large for the model"), "{reply}");
+    assert!(!reply.contains("could not be reached"), "{reply}");
+    // And the chat goes on.
+    assert_eq!(chat.say(&numbered(3)).await, "Answer to message 3.");
+}
