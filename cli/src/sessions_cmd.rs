@@ -642,7 +642,7 @@ fn cut(text: &str, full: bool) -> (String, Option<String>) {
 
 /// `YYYY-MM-DD HH:MM:SSZ` of Unix milliseconds (UTC): the turn's RFC 3339 timestamp, spaced.
 fn utc(ms: u64) -> String {
-    clawless_runtime::turn_service::rfc3339(ms).replacen('T', " ", 1)
+    clawless_core::time::rfc3339_utc(ms).replacen('T', " ", 1)
 }
 
 #[cfg(test)]

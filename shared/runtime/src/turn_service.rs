@@ -793,33 +793,8 @@ fn format_age(ms: u64) -> String {
     }
 }
 
-/// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp (`…T…Z`, whole seconds).
+/// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp (`…T…Z`, whole seconds);
+/// see [`clawless_core::time::rfc3339_utc`].
 pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil-from-days (Howard Hinnant's algorithm), valid for the Unix era.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_format_as_utc_rfc3339() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_795_000_000_000), "2026-11-18T11:06:40Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-    }
+    clawless_core::time::rfc3339_utc(ms)
 }

@@ -4,11 +4,13 @@
 //! The ports move opaque JSON strings; what a session's meta and steps contain is the turn
 //! engine's business (`crate::turn`). Adapters: DynamoDB and SQS in `clawless-aws`, SQLite in
 //! `clawless-local`, in-memory in `crate::testing`. [`offload`] wraps any session store so
-//! that large bodies go to the object store and every record stays small.
+//! that large bodies go to the object store and every record stays small. [`reset`] decides
+//! when a key starts a new session (`/new`, daily and idle resets).
 
 pub mod key;
 pub mod offload;
 pub mod ports;
+pub mod reset;
 
 pub use key::{SessionKey, normalize_agent_id};
 pub use ports::{
