@@ -231,6 +231,11 @@ impl GenericChannelConfig {
 pub struct SessionSection {
     /// `main` (default), `per-peer` or `per-channel-peer`.
     pub dm_scope: clawless_core::session::key::DmScope,
+    /// `reset`, `resetByType`, `resetByChannel`, `idleMinutes` and `resetTriggers`: when a
+    /// session starts a new generation on its own (never, by default) and which commands
+    /// start one (`/new` and `/reset`).
+    #[serde(flatten)]
+    pub resets: clawless_core::session::reset::SessionResetConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

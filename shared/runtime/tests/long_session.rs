@@ -134,6 +134,11 @@ fn chats(seen: &[SeenRequest]) -> Vec<&SeenRequest> {
         .collect()
 }
 
+/// The latest chat request the model answered.
+fn last_chat(model: &WindowedModel) -> SeenRequest {
+    chats(&model.seen()).last().copied().cloned().expect("a chat request")
+}
+
 fn user_texts(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
@@ -217,25 +222,25 @@ async fn new_starts_fresh_and_compact_shrinks_the_next_request() {
         chat.say(&numbered(n)).await;
     }
     // /compact: the next request is smaller and carries the summary.
-    let before = chats(&model.seen()).last().expect("requests").tokens;
+    let before = last_chat(&model).tokens;
     let reply = chat.say("/compact keep the numbers").await;
     assert!(reply.starts_with("⚙️ Compacted ("), "{reply}");
     assert_eq!(chat.say(&numbered(7)).await, "Answer to message 7.");
-    let after = chats(&model.seen()).last().expect("requests").clone();
+    let after = last_chat(&model);
     assert!(after.tokens < before, "{} < {before}", after.tokens);
     let texts = user_texts(&after.body);
     assert!(texts[0].contains("SUMMARY-"), "{texts:?}");
     assert!(!texts.iter().any(|text| text.contains("Message 1:")));
     // /new with a first message: the next request carries nothing from before.
     assert_eq!(chat.say(&format!("/new {}", numbered(50))).await, "Answer to message 50.");
-    let fresh = chats(&model.seen()).last().expect("requests").clone();
+    let fresh = last_chat(&model);
     let texts = user_texts(&fresh.body);
     assert_eq!(texts.len(), 1, "{texts:?}");
     assert!(texts[0].starts_with("Message 50:"));
     // A bare /reset gets the greeting turn.
     let greeting = chat.say("/reset").await;
     assert_eq!(greeting, "Greetings!");
-    let greet = chats(&model.seen()).last().expect("requests").clone();
+    let greet = last_chat(&model);
     let texts = user_texts(&greet.body);
     assert_eq!(texts.len(), 1);
     assert!(texts[0].contains("A new session was started via /new or /reset."));

@@ -32,13 +32,13 @@ use clawless_core::turn::state::{CompactionTrigger, SessionState, StepBody};
 use super::{TurnContext, TurnError, TurnService};
 
 /// Overflow recoveries one turn may make before it gives up.
-pub const MAX_OVERFLOW_ATTEMPTS: u32 = 3;
+pub(super) const MAX_OVERFLOW_ATTEMPTS: u32 = 3;
 
 /// Model calls one memory flush may make.
 const MAX_FLUSH_CALLS: usize = 3;
 
 /// What the chat is told when even a fresh context cannot hold the message.
-pub fn message_too_large_text(tokens: u64, window: u64) -> String {
+pub(super) fn message_too_large_text(tokens: u64, window: u64) -> String {
     format!(
         "⚠️ This message is too large for the model: it needs about {} tokens, and the \
          model's context window holds {}. Nothing was lost. Send a shorter message (or split \
@@ -49,7 +49,7 @@ pub fn message_too_large_text(tokens: u64, window: u64) -> String {
 }
 
 /// What the chat is told when compaction could not bring a turn under the window.
-pub const CONTEXT_OVERFLOW_TEXT: &str = "⚠️ Context is too large for the model, and compacting \
+pub(super) const CONTEXT_OVERFLOW_TEXT: &str = "⚠️ Context is too large for the model, and compacting \
 could not bring it under its window. Your conversation is kept. Try again, use /compact, or \
 use /new to start a fresh session.";
 
@@ -302,14 +302,14 @@ impl TurnService {
         calls: &mut u32,
     ) {
         let now = self.deps.clock.now_ms();
-        let tz = self.config().agents.defaults.user_timezone.as_deref();
-        let date = clawless_core::time::local_date(now, tz);
+        let tz = self.time_zone();
+        let date = clawless_core::time::local_date(now, &tz);
         let path = note_path(&date);
         let writer = MemoryFlushWrite::new(date.clone());
         let read = self.tools.get("read").cloned();
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
-        let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, tz));
+        let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, &tz));
         let room = budget.prompt_limit().saturating_sub(text_tokens(&prompt) + 200);
         let mut conversation = trim_oldest_turns(messages, fixed, room).unwrap_or_default();
         conversation.push(Message::User { text: prompt });

@@ -37,7 +37,7 @@ impl TurnService {
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).
     /// Heartbeats are answered in the session's latest chat. `None` when the event needs
     /// nothing: a heartbeat before any chat, or an `/approve` from someone not the owner.
-    async fn prepare(
+    pub(super) async fn prepare(
         &self,
         agent_id: &str,
         event: &TurnEvent,
@@ -252,12 +252,7 @@ impl TurnService {
     }
 
     fn reset_triggers(&self) -> Vec<String> {
-        let configured = &self.config().session.resets.reset_triggers;
-        if configured.is_empty() {
-            vec!["/new".to_owned(), "/reset".to_owned()]
-        } else {
-            configured.clone()
-        }
+        self.config().session.resets.triggers()
     }
 
     /// A daily or idle reset due for this message under `session.reset*` (evaluated now, when
@@ -290,7 +285,7 @@ impl TurnService {
         })
     }
 
-    pub(super) fn time_zone(&self) -> jiff::tz::TimeZone {
+    pub(super) fn time_zone(&self) -> clawless_core::time::TimeZone {
         clawless_core::time::time_zone_or_utc(self.config().agents.defaults.user_timezone.as_deref())
     }
 
