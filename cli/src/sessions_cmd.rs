@@ -358,14 +358,26 @@ async fn show(
     }
     let mut out = String::new();
     if spans.len() > 1 {
-        push_line!(out, "generations (a reset starts one; older ones are archived, never deleted):");
+        push_line!(
+            out,
+            "generations (a reset starts one; older ones are archived, never deleted):"
+        );
         for span in &spans {
             let began = match &span.began {
                 Some((at, reason)) => format!("began {} by {reason}", utc(*at)),
                 None => "the first".to_owned(),
             };
-            let current = if span.number + 1 == spans.len() { " (current)" } else { "" };
-            push_line!(out, "  #{} {began}, {} step(s){current}", span.number, span.len);
+            let current = if span.number + 1 == spans.len() {
+                " (current)"
+            } else {
+                ""
+            };
+            push_line!(
+                out,
+                "  #{} {began}, {} step(s){current}",
+                span.number,
+                span.len
+            );
         }
         out.push('\n');
     }
@@ -398,11 +410,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 meta.generation,
                 utc(meta.generation_started()),
                 meta.compaction_count,
-                meta.last_reset.as_ref().map_or("none".to_owned(), |reset| format!(
-                    "{} at {}",
-                    reset.reason.as_str(),
-                    utc(reset.at_ms)
-                ))
+                meta.last_reset
+                    .as_ref()
+                    .map_or("none".to_owned(), |reset| format!(
+                        "{} at {}",
+                        reset.reason.as_str(),
+                        utc(reset.at_ms)
+                    ))
             );
             if let Some(chat) = &meta.chat {
                 push_line!(
@@ -575,7 +589,10 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 error,
             } => match error {
                 Some(error) => push_line!(out, "=== MEMORY FLUSH to {path} failed: {error}"),
-                None => push_line!(out, "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"),
+                None => push_line!(
+                    out,
+                    "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"
+                ),
             },
             StepBody::ReplySent { reply_id, rejected } => match rejected {
                 Some(reason) => {

@@ -37,7 +37,9 @@ use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetch
 use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
-use clawless_core::turn::{Acceptance, Effect, OutboundReply, ToolRouting, TurnEngine, TurnSettings};
+use clawless_core::turn::{
+    Acceptance, Effect, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
+};
 
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
 
@@ -52,7 +54,6 @@ use crate::sources::{SourceUri, StoreFactory};
 
 mod context_keeper;
 mod prepare;
-
 
 /// Why an event could not be processed. Everything but [`TurnError::BadEvent`] is worth a
 /// redelivery: storage was left consistent.

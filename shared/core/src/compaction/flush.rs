@@ -180,12 +180,18 @@ mod tests {
         let tool = MemoryFlushWrite::new("2026-04-13");
         let ctx = context(&store);
         let first = tool
-            .run(&json!({"path": "memory/2026-04-13.md", "content": "- likes tea"}), &ctx)
+            .run(
+                &json!({"path": "memory/2026-04-13.md", "content": "- likes tea"}),
+                &ctx,
+            )
             .await;
         assert!(!first.is_error, "{}", first.text);
         assert_eq!(first.text, "Appended content to memory/2026-04-13.md.");
-        tool.run(&json!({"path": "./memory/2026-04-13.md", "content": "- lives in Lyon"}), &ctx)
-            .await;
+        tool.run(
+            &json!({"path": "./memory/2026-04-13.md", "content": "- lives in Lyon"}),
+            &ctx,
+        )
+        .await;
         assert_eq!(note(&store).await, "- likes tea\n- lives in Lyon\n");
     }
 
@@ -211,7 +217,10 @@ mod tests {
                 "Memory flush writes are restricted to memory/2026-04-13.md; use that path only."
             );
         }
-        assert!(store.list("", 10).await.unwrap().objects.is_empty(), "nothing written");
+        assert!(
+            store.list("", 10).await.unwrap().objects.is_empty(),
+            "nothing written"
+        );
     }
 
     #[test]

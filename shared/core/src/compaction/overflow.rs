@@ -464,3 +464,41 @@ mod tests {
         }
     }
 }
+
+/// The window a provider states in its overflow error (`… > 200000 maximum`, `maximum context
+/// length is 8192 tokens`, `context window of 4096`), to size later requests by.
+pub fn stated_window(error: &str) -> Option<u64> {
+    static PATTERN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?:>\s*(\d{3,})\s*maximum|maximum context length is\s*(\d{3,})|context (?:window|length|size)(?: is| of)?\s*(\d{3,}))",
+        )
+        .expect("valid pattern")
+    });
+    let lower = error.to_ascii_lowercase();
+    let captures = PATTERN.captures(&lower)?;
+    captures
+        .iter()
+        .skip(1)
+        .flatten()
+        .find_map(|found| found.as_str().parse().ok())
+}
+
+#[cfg(test)]
+mod stated_window_tests {
+    use super::stated_window;
+
+    #[test]
+    fn the_stated_window_is_read_from_common_overflow_errors() {
+        assert_eq!(
+            stated_window("prompt is too long: 277403 tokens > 200000 maximum"),
+            Some(200_000)
+        );
+        assert_eq!(
+            stated_window(
+                "This model's maximum context length is 8192 tokens. However, you requested 9000"
+            ),
+            Some(8_192)
+        );
+        assert_eq!(stated_window("rate limit exceeded"), None);
+    }
+}

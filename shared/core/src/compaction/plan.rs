@@ -98,9 +98,7 @@ impl ContextBudget {
     /// most a tenth. Windows of 8k tokens and less are accepted.
     pub fn new(window: u64, config: &CompactionConfig) -> Self {
         let window = window.max(1);
-        let floor = config
-            .reserve_tokens_floor
-            .unwrap_or(DEFAULT_RESERVE_FLOOR);
+        let floor = config.reserve_tokens_floor.unwrap_or(DEFAULT_RESERVE_FLOOR);
         let reserve = config
             .reserve_tokens
             .unwrap_or(16_384)
@@ -355,6 +353,10 @@ mod tests {
         assert_eq!(trimmed, messages[2..].to_vec());
         let trimmed = trim_oldest_turns(&messages, 0, 10_000).expect("fits");
         assert_eq!(trimmed.len(), 5, "nothing dropped when it fits");
-        assert_eq!(trim_oldest_turns(&messages, 0, 99), None, "last turn too large");
+        assert_eq!(
+            trim_oldest_turns(&messages, 0, 99),
+            None,
+            "last turn too large"
+        );
     }
 }

@@ -51,7 +51,10 @@ pub fn serialize_conversation(messages: &[Message], max_chars: usize) -> String 
             return text.to_owned();
         }
         let kept: String = text.chars().take(limit).collect();
-        format!("{kept}\n\n[... {} more characters truncated]", total - limit)
+        format!(
+            "{kept}\n\n[... {} more characters truncated]",
+            total - limit
+        )
     };
     let mut blocks = Vec::with_capacity(messages.len());
     for message in messages {
@@ -66,7 +69,10 @@ pub fn serialize_conversation(messages: &[Message], max_chars: usize) -> String 
                     })
                     .collect();
                 if !text.is_empty() {
-                    blocks.push(format!("[Assistant]: {}", clip(&text.join("\n"), max_chars)));
+                    blocks.push(format!(
+                        "[Assistant]: {}",
+                        clip(&text.join("\n"), max_chars)
+                    ));
                 }
                 let calls: Vec<String> = content
                     .iter()
@@ -245,7 +251,11 @@ pub fn check_summary(summary: &str, latest_user_ask: Option<&str>) -> SummaryVer
         let words = meaningful_words(ask);
         let lower = summary.to_lowercase();
         let hits = words.iter().filter(|word| lower.contains(*word)).count();
-        let needed = if words.len() >= 3 { 2 } else { words.len().min(1) };
+        let needed = if words.len() >= 3 {
+            2
+        } else {
+            words.len().min(1)
+        };
         if hits < needed {
             reasons.push("the latest user ask is not reflected".to_owned());
         }
@@ -319,15 +329,22 @@ mod tests {
         let skeleton = "## Decisions\nNo prior history.\n## Open TODOs\nNone.\n\
                         ## Constraints/Rules\nNone.\n## Pending user asks\nNone.\n\
                         ## Exact identifiers\nNone captured.";
-        assert!(matches!(check_summary(skeleton, None), SummaryVerdict::Unusable(_)));
-        assert!(matches!(check_summary("   ", None), SummaryVerdict::Unusable(_)));
+        assert!(matches!(
+            check_summary(skeleton, None),
+            SummaryVerdict::Unusable(_)
+        ));
+        assert!(matches!(
+            check_summary("   ", None),
+            SummaryVerdict::Unusable(_)
+        ));
     }
 
     #[test]
     fn missing_headings_or_a_forgotten_ask_make_a_weak_summary() {
-        let SummaryVerdict::Weak(reasons) =
-            check_summary("We talked about databases.", Some("rename the invoice service"))
-        else {
+        let SummaryVerdict::Weak(reasons) = check_summary(
+            "We talked about databases.",
+            Some("rename the invoice service"),
+        ) else {
             panic!("should be weak")
         };
         assert_eq!(reasons.len(), 6, "{reasons:?}");
@@ -339,7 +356,9 @@ mod tests {
             Message::User { text: "hi".into() },
             Message::Assistant {
                 content: vec![
-                    AssistantBlock::Text { text: "reading".into() },
+                    AssistantBlock::Text {
+                        text: "reading".into(),
+                    },
                     AssistantBlock::ToolCall(ToolCall {
                         id: "c1".into(),
                         name: "read".into(),
@@ -365,7 +384,9 @@ mod tests {
     fn requests_carry_the_previous_summary_focus_and_feedback() {
         let budget = ContextBudget::new(12_000, &CompactionConfig::default());
         let request = summary_request(
-            &[Message::User { text: "hello".into() }],
+            &[Message::User {
+                text: "hello".into(),
+            }],
             Some("## Decisions\n- x"),
             Some("Focus on <the> API"),
             Some("missing heading"),
@@ -402,7 +423,10 @@ mod tests {
         assert!(stages.len() > 1);
         assert_eq!(stages.iter().map(Vec::len).sum::<usize>(), messages.len());
         for stage in &stages {
-            assert!(matches!(stage[0], Message::User { .. }), "a stage starts at a cut point");
+            assert!(
+                matches!(stage[0], Message::User { .. }),
+                "a stage starts at a cut point"
+            );
         }
     }
 

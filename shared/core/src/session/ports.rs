@@ -149,10 +149,8 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// Loads meta and the live steps only: those from the last commit's
     /// [`SessionCommit::live_from`] to its [`SessionCommit::last_seq`], read as of one
     /// version. What it reads is bounded by the live part, not by the session's age.
-    async fn load_live(
-        &self,
-        key: &SessionKey,
-    ) -> Result<Option<StoredSession>, SessionStoreError>;
+    async fn load_live(&self, key: &SessionKey)
+    -> Result<Option<StoredSession>, SessionStoreError>;
 
     /// Writes `commit` atomically: all of it or nothing. Returns the new version.
     async fn commit(

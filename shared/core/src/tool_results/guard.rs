@@ -136,7 +136,10 @@ pub fn apply_context_guard(
 
 /// The shortening half of [`apply_context_guard`] alone: every tool result longer than half
 /// the window is cut the same way, and nothing is refused (the caller sizes the request).
-pub fn shorten_oversized_results(messages: &[Message], context_window_tokens: usize) -> Vec<Message> {
+pub fn shorten_oversized_results(
+    messages: &[Message],
+    context_window_tokens: usize,
+) -> Vec<Message> {
     let limit = ContextGuardLimits::for_window(context_window_tokens).tool_result_chars;
     messages
         .iter()

@@ -75,7 +75,10 @@ pub fn render_status(facts: &SessionFacts) -> String {
     push("Session age", &facts.session_age);
     push(
         "Last reset",
-        facts.last_reset.as_deref().unwrap_or("none (first generation)"),
+        facts
+            .last_reset
+            .as_deref()
+            .unwrap_or("none (first generation)"),
     );
     push(
         "Time zone",

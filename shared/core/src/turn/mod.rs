@@ -750,11 +750,7 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
 /// [`StepBody::Reset`] marks the boundary (the earlier steps stay stored), turns load from
 /// it on, and the generation's counters start over. The turn counter goes on, so ids derived
 /// from it never repeat. An explicit reset keeps the session's model choice.
-fn start_generation(
-    state: &mut SessionState,
-    reset: &state::ResetRequest,
-    now_ms: u64,
-) {
+fn start_generation(state: &mut SessionState, reset: &state::ResetRequest, now_ms: u64) {
     let previous_session_id = state.meta.session_id.clone();
     let session_id = dedup_token(&format!("{previous_session_id}-{}", state.next_seq()));
     let seq = state.push(

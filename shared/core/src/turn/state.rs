@@ -473,11 +473,7 @@ impl SessionState {
                     .map_err(corrupt(format!("step {}", step.seq)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let next_seq = steps
-            .last()
-            .map_or(0, |step| step.seq)
-            .max(stored.last_seq)
-            + 1;
+        let next_seq = steps.last().map_or(0, |step| step.seq).max(stored.last_seq) + 1;
         Ok(Self {
             committed_steps: steps.len(),
             key,

@@ -667,7 +667,10 @@ fn a_reset_starts_a_generation_whose_requests_carry_nothing_from_before() {
     // GIVEN a session with two answered turns
     let mut world = World::default();
     let routing = routing(&[]);
-    for (id, text) in [("m1", "remember the code 4711"), ("m2", "and the city Lyon")] {
+    for (id, text) in [
+        ("m1", "remember the code 4711"),
+        ("m2", "and the city Lyon"),
+    ] {
         world.model.push_back(text_response("noted"));
         world.say(&routing, id, text);
     }
@@ -687,8 +690,14 @@ fn a_reset_starts_a_generation_whose_requests_carry_nothing_from_before() {
     // AND the new generation has its own id and counters; the key's dedupe memory stays
     assert_eq!(state.meta.generation, 1);
     assert_ne!(state.meta.session_id, before.session_id);
-    assert_eq!(state.meta.last_reset.as_ref().unwrap().reason, state::ResetReason::New);
-    assert!(state.has_seen_message("m1"), "earlier ids are still deduplicated");
+    assert_eq!(
+        state.meta.last_reset.as_ref().unwrap().reason,
+        state::ResetReason::New
+    );
+    assert!(
+        state.has_seen_message("m1"),
+        "earlier ids are still deduplicated"
+    );
     assert!(state.meta.turn > before.turn, "turn numbers go on");
     // AND the old generation is archived: stored, not loaded
     assert!(state.steps.iter().all(|step| !matches!(&step.body,
@@ -706,7 +715,9 @@ fn a_compaction_replaces_history_with_its_summary_and_moves_the_load_point() {
     let mut world = World::default();
     let routing = routing(&[]);
     for index in 1..=3 {
-        world.model.push_back(text_response(&format!("answer {index}")));
+        world
+            .model
+            .push_back(text_response(&format!("answer {index}")));
         world.say(&routing, &format!("m{index}"), &format!("question {index}"));
     }
     // WHEN a compaction keeps the third turn and summarises the rest
@@ -741,7 +752,10 @@ fn a_compaction_replaces_history_with_its_summary_and_moves_the_load_point() {
     world.model.push_back(text_response("answer 4"));
     world.say(&routing, "m4", "question 4");
     let all = world.stored.all_steps();
-    assert_eq!(all.len(), world.stored.session.as_ref().unwrap().last_seq as usize);
+    assert_eq!(
+        all.len(),
+        world.stored.session.as_ref().unwrap().last_seq as usize
+    );
 }
 
 #[test]
@@ -760,7 +774,10 @@ fn the_compact_command_compacts_and_replies_without_calling_the_model() {
         "compacted: Some(\"focus on names\")"
     );
     assert!(!world.stored.load().meta.turn_open);
-    assert!(user_texts(&world.stored.load().messages()).is_empty(), "the command is not for the model");
+    assert!(
+        user_texts(&world.stored.load().messages()).is_empty(),
+        "the command is not for the model"
+    );
 }
 
 #[test]
@@ -773,9 +790,18 @@ fn a_turn_killed_after_any_persist_of_a_reset_resumes_into_one_generation() {
         world.model.push_back(text_response("new"));
         world.model.push_back(text_response("new"));
         let event = || {
-            Incoming::Message(Box::new(reset_message("m2", "hello", state::ResetReason::Reset)))
+            Incoming::Message(Box::new(reset_message(
+                "m2",
+                "hello",
+                state::ResetReason::Reset,
+            )))
         };
-        world.deliver(&engine(), &routing, event(), Stop::AfterPersist(crash_after));
+        world.deliver(
+            &engine(),
+            &routing,
+            event(),
+            Stop::AfterPersist(crash_after),
+        );
         world.deliver(&engine(), &routing, event(), Stop::Never);
         let resets = world
             .stored

@@ -71,7 +71,9 @@ pub struct WindowedModel {
 }
 
 fn lock(state: &Shared) -> std::sync::MutexGuard<'_, ModelState> {
-    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl WindowedModel {
@@ -233,7 +235,10 @@ async fn answer(State(state): State<Shared>, body: axum::body::Bytes) -> Respons
     let kind = if system.starts_with("You are a context summarization assistant") {
         RequestKind::Summary
     } else if messages.iter().any(|message| {
-        message["role"] == "user" && text_of(message).starts_with("Pre-compaction memory flush.")
+        message["role"] == "user"
+            && text_of(message)
+                .lines()
+                .any(|line| line.starts_with("Pre-compaction memory flush."))
     }) {
         RequestKind::MemoryFlush
     } else {
@@ -248,7 +253,10 @@ async fn answer(State(state): State<Shared>, body: axum::body::Bytes) -> Respons
         body: body.clone(),
     });
     if refused {
-        let message = format!("prompt is too long: {tokens} tokens > {} maximum", model.window);
+        let message = format!(
+            "prompt is too long: {tokens} tokens > {} maximum",
+            model.window
+        );
         return (
             StatusCode::BAD_REQUEST,
             axum::Json(json!({

@@ -208,7 +208,10 @@ impl SessionStore for SqliteSessionStore {
                         match insert.execute(params![session_key, to_sql_int(step.seq), step.body])
                         {
                             Ok(_) => {}
-                            Err(err) if err.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                            Err(err)
+                                if err.sqlite_error_code()
+                                    == Some(ErrorCode::ConstraintViolation) =>
+                            {
                                 return Ok(CommitOutcome::Conflict);
                             }
                             Err(err) => return Err(err),

@@ -12,15 +12,16 @@ use clawless_core::compaction::flush::{
     MemoryFlushWrite, flush_prompt, flush_system_addendum, note_path,
 };
 use clawless_core::compaction::format::{format_context_usage_short, format_token_count};
-use clawless_core::compaction::overflow::{is_likely_context_overflow, observed_prompt_tokens};
+use clawless_core::compaction::overflow::{
+    is_likely_context_overflow, observed_prompt_tokens, stated_window,
+};
 use clawless_core::compaction::plan::{
     CompactionPlan, ContextBudget, ContextCheck, check_request, messages_tokens, plan_compaction,
     text_tokens, trim_oldest_turns,
 };
 use clawless_core::compaction::pruning::{prune_messages, pruning_due};
 use clawless_core::compaction::summary::{
-    SummaryVerdict, check_summary, stored_summary, summary_request, summary_stages,
-    summary_tokens,
+    SummaryVerdict, check_summary, stored_summary, summary_request, summary_stages, summary_tokens,
 };
 use clawless_core::model::{ModelError, ModelRequest, ModelResponse};
 use clawless_core::tool_results::{repair_transcript, shorten_oversized_results};
@@ -130,11 +131,10 @@ impl TurnService {
     /// The context window and budget of this session's model.
     pub(super) fn budget(&self, state: &SessionState) -> ContextBudget {
         let defaults = &self.config().agents.defaults;
-        let configured = defaults
-            .context_tokens
-            .map_or(clawless_core::compaction::plan::DEFAULT_CONTEXT_WINDOW, |tokens| {
-                tokens as u64
-            });
+        let configured = defaults.context_tokens.map_or(
+            clawless_core::compaction::plan::DEFAULT_CONTEXT_WINDOW,
+            |tokens| tokens as u64,
+        );
         let window = state
             .meta
             .observed_window
@@ -152,13 +152,12 @@ impl TurnService {
     fn request_messages(&self, state: &SessionState, budget: &ContextBudget) -> Vec<Message> {
         let repaired = repair_transcript(&state.messages());
         let pruning = self.pruning_settings();
-        let last_call = state.view().steps.iter().rev().find_map(|step| {
-            matches!(step.body, StepBody::Assistant { .. }).then_some(step.at_ms)
-        });
+        let last_call =
+            state.view().steps.iter().rev().find_map(|step| {
+                matches!(step.body, StepBody::Assistant { .. }).then_some(step.at_ms)
+            });
         let pruned = match pruning {
-            Some(settings)
-                if pruning_due(self.deps.clock.now_ms(), last_call, settings.ttl_ms) =>
-            {
+            Some(settings) if pruning_due(self.deps.clock.now_ms(), last_call, settings.ttl_ms) => {
                 prune_messages(&repaired, budget.window as usize, &settings)
             }
             _ => None,
@@ -195,7 +194,15 @@ impl TurnService {
         }
         if compaction_due {
             match self
-                .compact(engine, state, &budget, fixed, CompactionTrigger::Threshold, None, calls)
+                .compact(
+                    engine,
+                    state,
+                    &budget,
+                    fixed,
+                    CompactionTrigger::Threshold,
+                    None,
+                    calls,
+                )
                 .await
             {
                 Compacted::Done { .. } => return Ok(ModelStep::Changed),
@@ -242,7 +249,15 @@ impl TurnService {
                 self.learn_window(state, &err.to_string(), sent, &budget);
                 let budget = self.budget(state);
                 if let Compacted::Not(reason) = self
-                    .compact(engine, state, &budget, fixed, CompactionTrigger::Overflow, None, calls)
+                    .compact(
+                        engine,
+                        state,
+                        &budget,
+                        fixed,
+                        CompactionTrigger::Overflow,
+                        None,
+                        calls,
+                    )
                     .await
                 {
                     attempts.mark_compaction_failed(state.meta.turn);
@@ -263,8 +278,14 @@ impl TurnService {
 
     /// Remembers a smaller real window: the one the provider names, or else 15% below what
     /// was just refused.
-    fn learn_window(&self, state: &mut SessionState, error: &str, sent: u64, budget: &ContextBudget) {
-        let named = stated_maximum(error);
+    fn learn_window(
+        &self,
+        state: &mut SessionState,
+        error: &str,
+        sent: u64,
+        budget: &ContextBudget,
+    ) {
+        let named = stated_window(error);
         let learned = match named {
             Some(maximum) => maximum,
             None => {
@@ -284,7 +305,13 @@ impl TurnService {
             && state.meta.memory_flush_compaction_count != Some(state.meta.compaction_count)
             && context.tools.iter().any(|tool| tool.name == "write")
             && !state.current_turn_steps().iter().any(|step| {
-                matches!(step.body, StepBody::Inbound { heartbeat: true, .. })
+                matches!(
+                    step.body,
+                    StepBody::Inbound {
+                        heartbeat: true,
+                        ..
+                    }
+                )
             })
     }
 
@@ -310,7 +337,9 @@ impl TurnService {
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
         let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, &tz));
-        let room = budget.prompt_limit().saturating_sub(text_tokens(&prompt) + 200);
+        let room = budget
+            .prompt_limit()
+            .saturating_sub(text_tokens(&prompt) + 200);
         let mut conversation = trim_oldest_turns(messages, fixed, room).unwrap_or_default();
         conversation.push(Message::User { text: prompt });
         let before = self.note_bytes(context, &path).await;
@@ -390,10 +419,24 @@ impl TurnService {
         focus: Option<&str>,
         calls: &mut u32,
     ) -> Compacted {
+        // `/compact` is a checkpoint: everything before the command is summarised.
+        let budget = &match trigger {
+            CompactionTrigger::Manual => ContextBudget {
+                keep_recent: 0,
+                ..*budget
+            },
+            _ => *budget,
+        };
         let Some(plan) = plan_compaction(state, budget) else {
             return Compacted::Not("nothing to compact".to_owned());
         };
-        let focus = focus.or(self.config().agents.defaults.compaction.custom_instructions.as_deref());
+        let focus = focus.or(self
+            .config()
+            .agents
+            .defaults
+            .compaction
+            .custom_instructions
+            .as_deref());
         let summary = match self.summarize(&plan, budget, focus, calls).await {
             Ok(summary) => summary,
             Err(reason) => return Compacted::Not(reason),
@@ -430,8 +473,13 @@ impl TurnService {
             let mut feedback: Option<String> = None;
             let mut best: Option<String> = None;
             for _ in 0..=budget.quality_retries {
-                let request =
-                    summary_request(&stage, summary.as_deref(), focus, feedback.as_deref(), budget);
+                let request = summary_request(
+                    &stage,
+                    summary.as_deref(),
+                    focus,
+                    feedback.as_deref(),
+                    budget,
+                );
                 *calls += 1;
                 let response = self
                     .deps
@@ -475,19 +523,30 @@ impl TurnService {
     ) -> String {
         let budget = self.budget(state);
         let fixed = Self::fixed_tokens(context);
-        let recorded = state.current_turn_steps().iter().find_map(|step| match step.body {
-            StepBody::Compaction {
-                tokens_before,
-                tokens_after,
-                ..
-            } => Some((tokens_before, tokens_after)),
-            _ => None,
-        });
+        let recorded = state
+            .current_turn_steps()
+            .iter()
+            .find_map(|step| match step.body {
+                StepBody::Compaction {
+                    tokens_before,
+                    tokens_after,
+                    ..
+                } => Some((tokens_before, tokens_after)),
+                _ => None,
+            });
         let outcome = match recorded {
             Some((before, after)) => Compacted::Done { before, after },
             None => {
-                self.compact(engine, state, &budget, fixed, CompactionTrigger::Manual, instructions, calls)
-                    .await
+                self.compact(
+                    engine,
+                    state,
+                    &budget,
+                    fixed,
+                    CompactionTrigger::Manual,
+                    instructions,
+                    calls,
+                )
+                .await
             }
         };
         match outcome {
@@ -501,7 +560,9 @@ impl TurnService {
                 let used = fixed + messages_tokens(&state.messages());
                 let usage = format_context_usage_short(Some(used), Some(budget.window));
                 if reason == "nothing to compact" {
-                    format!("⚙️ Compaction skipped: nothing compactable in this session yet • {usage}")
+                    format!(
+                        "⚙️ Compaction skipped: nothing compactable in this session yet • {usage}"
+                    )
                 } else {
                     format!("⚙️ Compaction failed: {reason} • {usage}")
                 }
@@ -519,39 +580,9 @@ fn last_turn_tokens(messages: &[Message]) -> u64 {
     messages_tokens(&messages[start..])
 }
 
-/// The maximum a provider states in its overflow error (`… > 200000 maximum`, `maximum
-/// context length is 8192 tokens`, `context window of 4096`).
-fn stated_maximum(error: &str) -> Option<u64> {
-    static PATTERN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"(?i)(?:>\s*(\d{3,})\s*maximum|maximum context length is\s*(\d{3,})|context (?:window|length|size)(?: is| of)?\s*(\d{3,}))",
-        )
-        .expect("valid pattern")
-    });
-    let captures = PATTERN.captures(error)?;
-    captures
-        .iter()
-        .skip(1)
-        .flatten()
-        .find_map(|found| found.as_str().parse().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_stated_maximum_is_read_from_common_overflow_errors() {
-        assert_eq!(
-            stated_maximum("prompt is too long: 277403 tokens > 200000 maximum"),
-            Some(200_000)
-        );
-        assert_eq!(
-            stated_maximum("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens"),
-            Some(8_192)
-        );
-        assert_eq!(stated_maximum("rate limit exceeded"), None);
-    }
 
     #[test]
     fn overflow_attempts_count_per_turn() {

@@ -257,7 +257,11 @@ impl TurnService {
 
     /// A daily or idle reset due for this message under `session.reset*` (evaluated now, when
     /// the message arrives: nothing runs at the reset hour itself).
-    fn automatic_reset(&self, state: &SessionState, message: &InboundMessage) -> Option<ResetRequest> {
+    fn automatic_reset(
+        &self,
+        state: &SessionState,
+        message: &InboundMessage,
+    ) -> Option<ResetRequest> {
         if state.version == 0 {
             return None;
         }
@@ -286,7 +290,9 @@ impl TurnService {
     }
 
     pub(super) fn time_zone(&self) -> clawless_core::time::TimeZone {
-        clawless_core::time::time_zone_or_utc(self.config().agents.defaults.user_timezone.as_deref())
+        clawless_core::time::time_zone_or_utc(
+            self.config().agents.defaults.user_timezone.as_deref(),
+        )
     }
 
     /// The prompt of a bare `/new` or `/reset`: the last days' memory notes as startup

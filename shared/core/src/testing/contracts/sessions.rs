@@ -374,9 +374,18 @@ impl SessionContract<'_> {
         commit.live_from = 4;
         self.store.commit(&key, &commit).await.expect("commit");
         let session = live(self.store.load_live(&key).await.expect("live load"));
-        assert_eq!(seqs_of(&session), vec![4, 5, 6], "only steps from live_from on");
         assert_eq!(
-            (session.version, session.meta.as_str(), session.live_from, session.last_seq),
+            seqs_of(&session),
+            vec![4, 5, 6],
+            "only steps from live_from on"
+        );
+        assert_eq!(
+            (
+                session.version,
+                session.meta.as_str(),
+                session.live_from,
+                session.last_seq
+            ),
             (2, r#"{"m":2}"#, 4, 6),
             "a live load carries the version, meta and bounds of the last commit"
         );
@@ -391,10 +400,20 @@ impl SessionContract<'_> {
         reset.last_seq = 6;
         self.store.commit(&key, &reset).await.expect("commit");
         let session = live(self.store.load_live(&key).await.expect("live load"));
-        assert!(session.steps.is_empty(), "nothing is live after a cut past the end");
-        assert_eq!((session.version, session.last_seq), (3, 6), "the last seq is kept");
+        assert!(
+            session.steps.is_empty(),
+            "nothing is live after a cut past the end"
+        );
         assert_eq!(
-            self.store.load_live(&self.key("live:none")).await.expect("load"),
+            (session.version, session.last_seq),
+            (3, 6),
+            "the last seq is kept"
+        );
+        assert_eq!(
+            self.store
+                .load_live(&self.key("live:none"))
+                .await
+                .expect("load"),
             None,
             "a missing session loads live as none"
         );
