@@ -71,8 +71,13 @@ const MEMORY_MB: &str = "128";
 const INIT_PATIENCE: Duration = Duration::from_secs(60);
 const INVOKE_PATIENCE: Duration = Duration::from_secs(60);
 
-// Issue 9's targets.
+// Issue 9's targets, as decided: a function that must read a secret at cold start is held
+// to ≤ 1.25× the hello-world that reads one secret the same way; the others to ≤ 2.5× the
+// bare hello-world.
 const INIT_RATIO_TARGET: f64 = 2.5;
+const SECRET_INIT_RATIO_TARGET: f64 = 1.25;
+/// The functions that read secrets at cold start in the template's deployment.
+const READS_SECRETS_AT_COLD_START: [&str; 2] = ["webhook", "turn"];
 const PEAK_RSS_TARGET_MIB: f64 = 20.0;
 const ZIP_TARGET_BYTES: u64 = 8_000_000;
 const TURN_OVERHEAD_TARGET_MS: f64 = 5.0;
@@ -824,16 +829,27 @@ fn print_report(
     );
     println!();
     println!("targets:");
+    let hello_secret_init = ms(hello_secret.init).max(f64::EPSILON);
     for row in rows {
         let ratio = ms(row.init) / hello_init;
         let own_ratio = ms(row.init_own) / hello_init;
-        println!(
-            "  {} {:<12} init {:.2}× hello (≤ {INIT_RATIO_TARGET}×); apart from waiting on moto {:.2}×",
-            verdict(ratio <= INIT_RATIO_TARGET),
-            row.name,
-            ratio,
-            own_ratio
-        );
+        if READS_SECRETS_AT_COLD_START.contains(&row.name.as_str()) {
+            let secret_ratio = ms(row.init) / hello_secret_init;
+            println!(
+                "  {} {:<12} init {secret_ratio:.2}× {SECRET_BASELINE} (≤ {SECRET_INIT_RATIO_TARGET}×: it reads \
+                 secrets at cold start); {ratio:.2}× hello, apart from waiting on moto {own_ratio:.2}×",
+                verdict(secret_ratio <= SECRET_INIT_RATIO_TARGET),
+                row.name,
+            );
+        } else {
+            println!(
+                "  {} {:<12} init {:.2}× hello (≤ {INIT_RATIO_TARGET}×); apart from waiting on moto {:.2}×",
+                verdict(ratio <= INIT_RATIO_TARGET),
+                row.name,
+                ratio,
+                own_ratio
+            );
+        }
     }
     for row in std::iter::once(hello).chain(rows) {
         println!(
@@ -871,10 +887,9 @@ fn print_report(
             }
         );
     }
-    let hello_secret_init = ms(hello_secret.init).max(f64::EPSILON);
     println!();
     println!(
-        "for information, not issue 9's target: init against {SECRET_BASELINE} ({:.1} ms, {:.2}× hello, \
+        "for information: init against {SECRET_BASELINE} ({:.1} ms, {:.2}× hello, \
          of it {:.1} ms waiting on moto), a hello-world that reads one secret at cold start as webhook does:",
         ms(hello_secret.init),
         ms(hello_secret.init) / hello_init,

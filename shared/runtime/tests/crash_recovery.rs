@@ -260,3 +260,153 @@ async fn a_refused_reply_is_retried_on_redelivery_without_asking_the_model_again
     assert_eq!(run.posted.len(), 1);
     assert_eq!(run.tools_run, 1);
 }
+
+/// What a long conversation left behind: its compactions, the inbound messages of every step
+/// ever stored, and the distinct replies delivered.
+struct LongRun {
+    compactions: usize,
+    flushes: usize,
+    inbound: Vec<String>,
+    distinct_replies: Vec<String>,
+    commits: usize,
+    crashed: bool,
+}
+
+/// Twelve numbered messages of ~1.2 KB through a 6k window (so the session compacts, with a
+/// memory flush first), over SQLite behind a store that dies once at `kill`. Every failed
+/// event is redelivered until it goes through, as the queue would.
+async fn long_run(kill: Kill) -> LongRun {
+    use clawless_llm::testing::windowed::WindowedModel;
+    let dir = tempfile::tempdir().expect("test fixture");
+    let model = WindowedModel::start(6_000, false).await;
+    let receiver = ReplyReceiver::start().await;
+    std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+    let yaml = format!(
+        "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n    \
+         contextTokens: 6000\nmodels:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
+         providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {base}\n",
+        skills = dir.path().join("skills").display(),
+        workspace = dir.path().join("workspace").display(),
+        base = model.base_url(),
+    );
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
+    let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
+    let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
+    let sqlite: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+    let sessions = Arc::new(Killable {
+        inner: Arc::clone(&sqlite),
+        kill,
+        commits: AtomicUsize::new(0),
+    });
+    let outbox = ChannelOutbox::new().with_channel(
+        "generic",
+        Arc::new(HttpReplySender::new(
+            reqwest::Client::new(),
+            receiver.url.clone(),
+            SECRET.as_bytes(),
+        )),
+    );
+    let turns = TurnService::new(TurnDeps {
+        skills,
+        stores,
+        sessions: Arc::clone(&sessions) as Arc<dyn SessionStore>,
+        model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
+        outbox: Arc::new(outbox),
+        web: None,
+        clock: Arc::new(SystemClock),
+        eligibility: EligibilityContext::empty(),
+        home_dirs: Vec::new(),
+        host: HostFacts::default(),
+        nodes: None,
+    });
+    let mut crashed = false;
+    for n in 1..=12 {
+        let filler = "Words to fill the context window of a small model. ".repeat(24);
+        let event = SessionEvent {
+            session_key: "agent:main:main".to_owned(),
+            agent_id: "main".to_owned(),
+            event: TurnEvent::Inbound(InboundMessage {
+                message_id: format!("m-{n}"),
+                chat: ChatRef {
+                    channel: "generic".to_owned(),
+                    chat_id: "c-1".to_owned(),
+                    chat_type: ChatType::Direct,
+                },
+                sender_id: "u-1".to_owned(),
+                text: format!("Message {n}: {filler}"),
+                sender_is_owner: true,
+            }),
+        };
+        let mut attempts = 0;
+        while let Err(err) = turns.handle(&event).await {
+            crashed = true;
+            attempts += 1;
+            assert!(attempts < 5, "message {n}: redelivery keeps failing: {err}");
+        }
+    }
+    let key = SessionKey::parse("agent:main:main").expect("test fixture");
+    let stored = sqlite.load(&key).await.expect("load").expect("stored");
+    let state = SessionState::from_stored(key, &stored).expect("test fixture");
+    let mut replies: Vec<String> = receiver
+        .posted()
+        .iter()
+        .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    replies.dedup();
+    LongRun {
+        compactions: state
+            .steps
+            .iter()
+            .filter(|step| matches!(step.body, StepBody::Compaction { .. }))
+            .count(),
+        flushes: state
+            .steps
+            .iter()
+            .filter(|step| matches!(step.body, StepBody::MemoryFlush { .. }))
+            .count(),
+        inbound: state
+            .steps
+            .iter()
+            .filter_map(|step| match &step.body {
+                StepBody::Inbound { message_id, .. } => Some(message_id.clone()),
+                _ => None,
+            })
+            .collect(),
+        distinct_replies: replies,
+        commits: sessions.commits.load(Ordering::SeqCst),
+        crashed,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_at_any_commit_of_a_compacting_session_keeps_one_summary_and_every_step() {
+    let clean = long_run(Kill::Never).await;
+    assert!(clean.compactions >= 1, "the clean run compacts");
+    assert!(clean.flushes >= 1, "the clean run flushes memory first");
+    let expected: Vec<String> = (1..=12).map(|n| format!("m-{n}")).collect();
+    assert_eq!(clean.inbound, expected);
+    let answers: Vec<String> = (1..=12)
+        .map(|n| format!("Answer to message {n}."))
+        .collect();
+    assert_eq!(clean.distinct_replies, answers);
+    for n in 1..=clean.commits {
+        for kill in [Kill::AfterCommit(n), Kill::BeforeCommit(n)] {
+            let crashed = long_run(kill).await;
+            assert!(crashed.crashed, "{kill:?} happened");
+            assert_eq!(
+                crashed.compactions, clean.compactions,
+                "{kill:?}: one summary each"
+            );
+            assert_eq!(crashed.flushes, clean.flushes, "{kill:?}: flushes");
+            assert_eq!(
+                crashed.inbound, expected,
+                "{kill:?}: no step lost or doubled"
+            );
+            assert_eq!(
+                crashed.distinct_replies, answers,
+                "{kill:?}: each answer once"
+            );
+        }
+    }
+}
