@@ -37,10 +37,16 @@ struct Chat {
     receiver: ReplyReceiver,
     client: reqwest::Client,
     sent: u64,
+    replies_before: usize,
 }
 
 impl Chat {
     async fn start(model: &WindowedModel, context_tokens: u64) -> Self {
+        Self::start_with(model, context_tokens, "").await
+    }
+
+    /// A chat whose config adds `extra` (top-level YAML sections).
+    async fn start_with(model: &WindowedModel, context_tokens: u64, extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("test fixture");
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
@@ -64,6 +70,9 @@ channels:
   generic:
     secret: {SECRET}
     replyUrl: {reply}
+    owners: [user-1]
+    groupPolicy: open
+{extra}
 "#,
             skills = dir.path().join("skills").display(),
             workspace = workspace.display(),
@@ -88,19 +97,26 @@ channels:
             receiver,
             client: reqwest::Client::new(),
             sent: 0,
+            replies_before: 0,
         }
     }
 
-    /// Sends one chat message and waits for its reply.
+    /// Sends one chat message from the owner in a direct chat and waits for its reply.
     async fn say(&mut self, text: &str) -> String {
+        self.post("user-1", "direct", text).await;
+        self.wait_reply().await
+    }
+
+    /// Posts one message without waiting for a reply.
+    async fn post(&mut self, sender: &str, chat_type: &str, text: &str) {
         self.sent += 1;
+        self.replies_before = self.receiver.posted().len();
         let body = serde_json::to_vec(&json!({
             "message_id": format!("m-{}", self.sent), "chat_id": "chat-1",
-            "sender_id": "user-1", "text": text, "chat_type": "direct"
+            "sender_id": sender, "text": text, "chat_type": chat_type
         }))
         .expect("test fixture");
         let signature = sign(SECRET.as_bytes(), &body);
-        let before = self.receiver.posted().len();
         let response = self
             .client
             .post(format!("http://{}/webhook/generic", self.running.addr))
@@ -116,6 +132,11 @@ channels:
             "message {} accepted",
             self.sent
         );
+    }
+
+    /// Waits for the reply to the last message posted.
+    async fn wait_reply(&mut self) -> String {
+        let before = self.replies_before;
         let posted = self
             .receiver
             .wait_for(before + 1, Duration::from_secs(60))
@@ -300,4 +321,50 @@ async fn a_giant_paste_is_explained_plainly() {
     assert!(!reply.contains("could not be reached"), "{reply}");
     // And the chat goes on.
     assert_eq!(chat.say(&numbered(3)).await, "Answer to message 3.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_memory_flush_runs_where_write_is_denied() {
+    let model = WindowedModel::start(8_000, false).await;
+    let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [write]\n").await;
+    for n in 1..=20 {
+        assert_eq!(
+            chat.say(&numbered(n)).await,
+            format!("Answer to message {n}.")
+        );
+    }
+    let seen = model.seen();
+    assert!(
+        seen.iter().any(|r| r.kind == RequestKind::Summary),
+        "it compacted"
+    );
+    assert!(
+        !seen.iter().any(|r| r.kind == RequestKind::MemoryFlush),
+        "but never flushed"
+    );
+    assert!(memory_notes(&chat.workspace).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_group_only_the_owner_may_reset() {
+    let model = WindowedModel::start(32_000, false).await;
+    let mut chat = Chat::start_with(&model, 32_000, "session:\n  dmScope: main\n").await;
+    chat.post("user-1", "group", &numbered(1)).await;
+    assert_eq!(chat.wait_reply().await, "Answer to message 1.");
+    // A member who is not the owner: the command is ignored, without a reply.
+    chat.post("user-2", "group", "/new").await;
+    chat.post("user-1", "group", &numbered(2)).await;
+    assert_eq!(chat.wait_reply().await, "Answer to message 2.");
+    let texts = user_texts(&last_chat(&model).body);
+    assert!(
+        texts.iter().any(|text| text.starts_with("Message 1:")),
+        "nothing was reset"
+    );
+    assert_eq!(chat.replies().len(), 2, "the ignored command got no reply");
+    // The owner may.
+    chat.post("user-1", "group", &format!("/reset {}", numbered(3)))
+        .await;
+    assert_eq!(chat.wait_reply().await, "Answer to message 3.");
+    let texts = user_texts(&last_chat(&model).body);
+    assert_eq!(texts.len(), 1, "{texts:?}");
 }
