@@ -45,12 +45,22 @@ fn start_local(root: &Path, port: u16) -> Local {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(root.join("local.log"))
+                .unwrap(),
+        )
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "clawless local did not listen");
+        assert!(
+            Instant::now() < deadline,
+            "clawless local did not listen: {}",
+            std::fs::read_to_string(root.join("local.log")).unwrap_or_default()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     Local(child)
@@ -150,3 +160,150 @@ async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() 
     assert_eq!(replies(&http, port).await.len(), 1, "answered once");
     assert_eq!(model.requests_to(MESSAGES).len(), 2);
 }
+
+/// The session's stored steps, read from the state directory's database.
+async fn stored_steps(root: &Path) -> Vec<clawless_core::turn::state::StepBody> {
+    use clawless_core::session::{SessionKey, SessionStore};
+    let db = clawless_local::sqlite::SqliteDb::open(root.join("state/clawless.db")).unwrap();
+    let store = clawless_local::sqlite::SqliteSessionStore::new(db);
+    let key = SessionKey::parse("agent:main:main").unwrap();
+    let stored = store.load(&key).await.unwrap().unwrap();
+    stored
+        .steps
+        .iter()
+        .map(|step| {
+            serde_json::from_str::<clawless_core::turn::state::Step>(&step.body)
+                .unwrap()
+                .body
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
+    use clawless_core::turn::state::StepBody;
+    use clawless_llm::testing::windowed::{RequestKind, WindowedModel};
+    // GIVEN an 8k-window model whose first summary takes a minute
+    let model = WindowedModel::start(8_000, false).await;
+    model.stall_first_summary(Duration::from_secs(60));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("clawless.yaml"),
+        format!(
+            "agents:\n  defaults:\n    contextTokens: 8000\nmodels:\n  primary: anthropic/claude-test\n  \
+             maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut local = Some(start_local(root.path(), port));
+    let secret = std::fs::read_to_string(root.path().join("state/generic.secret")).unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let filler = "Filler words for a small context window to hold. ".repeat(24);
+    let mut sent = 0;
+    let mut killed = false;
+    // The local reply receiver lives in the process: replies the killed one received.
+    let mut before_kill: Vec<String> = Vec::new();
+    // WHEN numbered messages arrive one by one, and the process is killed (SIGKILL) while
+    // the model writes the first summary
+    while sent < MESSAGES_SENT {
+        sent += 1;
+        let body = serde_json::to_vec(&json!({
+            "message_id": format!("m-{sent}"), "chat_id": "restart-chat",
+            "sender_id": "local-user", "text": format!("Message {sent}: {filler}"),
+            "chat_type": "direct",
+        }))
+        .unwrap();
+        let accepted = http
+            .post(format!("http://127.0.0.1:{port}/webhook/generic"))
+            .header("content-type", "application/json")
+            .header(
+                "x-clawless-signature",
+                sign(secret.trim().as_bytes(), &body),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(accepted.status().as_u16(), 202);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if before_kill.len() + replies(&http, port).await.len() >= sent {
+                break;
+            }
+            let summarizing = model.seen().iter().any(|r| r.kind == RequestKind::Summary);
+            if summarizing && !killed {
+                before_kill = replies(&http, port).await;
+                drop(local.take()); // SIGKILL
+                killed = true;
+                local = Some(start_local(root.path(), port));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "message {sent} got no answer; the model saw {:?}; log: {}",
+                model
+                    .seen()
+                    .iter()
+                    .map(|r| (r.kind, r.tokens, r.refused))
+                    .collect::<Vec<_>>(),
+                std::fs::read_to_string(root.path().join("local.log")).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(killed, "the process was killed mid-compaction");
+    // THEN every message was answered once, in order
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut answers = before_kill;
+    answers.extend(replies(&http, port).await);
+    assert_eq!(answers, expected_answers());
+    drop(local);
+    // AND the session holds one summary per compaction and every message once
+    let steps = stored_steps(root.path()).await;
+    let inbound: Vec<String> = steps
+        .iter()
+        .filter_map(|body| match body {
+            StepBody::Inbound { message_id, .. } => Some(message_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        inbound,
+        (1..=MESSAGES_SENT)
+            .map(|n| format!("m-{n}"))
+            .collect::<Vec<_>>()
+    );
+    let summaries = model
+        .seen()
+        .iter()
+        .filter(|r| r.kind == RequestKind::Summary)
+        .count();
+    let compactions = steps
+        .iter()
+        .filter(|body| matches!(body, StepBody::Compaction { .. }))
+        .count();
+    assert!(compactions >= 1);
+    assert_eq!(
+        summaries,
+        compactions + 1,
+        "the killed summary was asked again once; every other one once"
+    );
+    let answers: Vec<String> = steps
+        .iter()
+        .filter_map(|body| match body {
+            StepBody::Reply { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, expected_answers());
+}
+
+fn expected_answers() -> Vec<String> {
+    (1..=MESSAGES_SENT)
+        .map(|n| format!("Answer to message {n}."))
+        .collect()
+}
+
+/// Messages of the mid-compaction test: enough to compact at least twice in an 8k window.
+const MESSAGES_SENT: usize = 24;

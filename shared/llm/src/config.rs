@@ -57,6 +57,9 @@ pub struct ModelsConfig {
     pub primary: Option<String>,
     /// `provider/model`s tried in order when the previous one fails (see [`crate::fallback`]).
     pub fallbacks: Vec<String>,
+    /// More `provider/model`s a session may switch to with `/new <model>` (the primary and
+    /// the fallbacks always may).
+    pub allowed: Vec<String>,
     /// Output token limit per call (read by the turn engine; [`DEFAULT_MAX_TOKENS`]).
     pub max_tokens: Option<u32>,
     /// Per-request timeout in seconds ([`DEFAULT_TIMEOUT_SECONDS`]).
@@ -68,6 +71,25 @@ pub struct ModelsConfig {
 }
 
 impl ModelsConfig {
+    /// The models a session may choose: the primary, the fallbacks and `allowed`, once each.
+    pub fn choosable(&self) -> Vec<String> {
+        let mut models: Vec<String> = Vec::new();
+        let named = self
+            .primary
+            .iter()
+            .chain(&self.fallbacks)
+            .chain(&self.allowed);
+        for model in named
+            .map(|model| model.trim())
+            .filter(|model| !model.is_empty())
+        {
+            if !models.iter().any(|known| known == model) {
+                models.push(model.to_owned());
+            }
+        }
+        models
+    }
+
     /// `maxTokens` or its default.
     pub fn max_tokens(&self) -> u32 {
         self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
@@ -255,6 +277,28 @@ impl ModelBuild {
         self.aws_config = Some(shared);
         self
     }
+}
+
+/// Builds the chain for a session's chosen model: `model_ref` first, then the configured
+/// fallbacks. Built on first use by the turn service and kept.
+pub type ModelFactory =
+    Arc<dyn Fn(&str) -> Result<Arc<dyn ModelProvider>, ConfigError> + Send + Sync>;
+
+/// A [`ModelFactory`] over `config`: each chosen model is built as the primary of a copy of
+/// it, with its fallbacks, keys from `env`, and `build`'s sleeper and AWS configuration.
+pub fn model_factory(
+    config: ModelsConfig,
+    env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    build: ModelBuild,
+) -> ModelFactory {
+    Arc::new(move |model_ref: &str| {
+        let mut chosen = config.clone();
+        chosen.primary = Some(model_ref.to_owned());
+        chosen
+            .fallbacks
+            .retain(|fallback| fallback.trim() != model_ref);
+        build_model_from(&chosen, &env, &build)
+    })
 }
 
 /// Builds the model the config describes, with `build`'s sleeper and shared AWS

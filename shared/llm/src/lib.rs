@@ -23,8 +23,8 @@ pub use anthropic::AnthropicModel;
 #[cfg(feature = "bedrock")]
 pub use bedrock::{BedrockModel, BedrockSettings};
 pub use config::{
-    ConfigError, ModelBuild, ModelsConfig, ProviderApi, ProviderConfig, build_model,
-    build_model_from, build_model_with, process_env,
+    ConfigError, ModelBuild, ModelFactory, ModelsConfig, ProviderApi, ProviderConfig, build_model,
+    build_model_from, build_model_with, model_factory, process_env,
 };
 pub use fallback::FallbackChain;
 pub use http::{ApiKey, HttpClient};

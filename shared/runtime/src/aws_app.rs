@@ -378,6 +378,13 @@ impl AwsApp {
         let model =
             clawless_llm::build_model_from(&self.config.models, &|name| self.lookup(name), &build)
                 .map_err(|err| AwsAppError::Setup(format!("models: {err}")))?;
+        // A model a session chooses (`/new <model>`) is built at its first use, not here.
+        let secrets = self.secrets.clone();
+        let model_factory = clawless_llm::model_factory(
+            self.config.models.clone(),
+            move |name: &str| secrets.lookup(name),
+            build,
+        );
         let outbox = self.channels()?.outbox;
         // Stop before a model call that might outlast the invocation (see `template.yaml`).
         let yield_policy = YieldPolicy {
@@ -407,6 +414,7 @@ impl AwsApp {
             },
             nodes,
         })
-        .with_yield(yield_policy))
+        .with_yield(yield_policy)
+        .with_model_factory(model_factory))
     }
 }

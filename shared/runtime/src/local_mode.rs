@@ -241,25 +241,35 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         sent_chunks: Arc::clone(&inbox),
     });
     let bins = declared_bins(&skills).await;
-    let turns = Arc::new(TurnService::new(TurnDeps {
-        skills: Arc::clone(&skills),
-        stores,
-        sessions,
-        model: options.model,
-        outbox: Arc::new(channels.outbox),
-        web: crate::web_fetcher::default_web_fetcher(),
-        clock: Arc::clone(&clock),
-        eligibility: local_context(bins.iter().map(String::as_str)),
-        home_dirs: std::env::var("HOME")
-            .map(|home| vec![home])
-            .unwrap_or_default(),
-        host: HostFacts {
-            host: Some("local".to_owned()),
-            os: Some(std::env::consts::OS.to_owned()),
-            arch: Some(std::env::consts::ARCH.to_owned()),
-        },
-        nodes: Some(Arc::clone(&nodes)),
-    }));
+    let turns = Arc::new(
+        TurnService::new(TurnDeps {
+            skills: Arc::clone(&skills),
+            stores,
+            sessions,
+            model: options.model,
+            outbox: Arc::new(channels.outbox),
+            web: crate::web_fetcher::default_web_fetcher(),
+            clock: Arc::clone(&clock),
+            eligibility: local_context(bins.iter().map(String::as_str)),
+            home_dirs: std::env::var("HOME")
+                .map(|home| vec![home])
+                .unwrap_or_default(),
+            host: HostFacts {
+                host: Some("local".to_owned()),
+                os: Some(std::env::consts::OS.to_owned()),
+                arch: Some(std::env::consts::ARCH.to_owned()),
+            },
+            nodes: Some(Arc::clone(&nodes)),
+        })
+        .with_model_factory({
+            let secrets = options.secrets.clone();
+            clawless_llm::model_factory(
+                options.config.models.clone(),
+                move |name: &str| secrets.lookup(name),
+                clawless_llm::ModelBuild::default(),
+            )
+        }),
+    );
     let ingress = Arc::new(Ingress {
         inbox,
         queue: Arc::clone(&queue),

@@ -208,6 +208,10 @@ pub struct HostFacts {
 /// Runs turns. One per warm process; share it.
 pub struct TurnService {
     deps: TurnDeps,
+    /// Builds the model a session chose with `/new <model>`.
+    model_factory: Option<clawless_llm::ModelFactory>,
+    /// Models sessions chose, built once each.
+    chosen_models: std::sync::Mutex<BTreeMap<String, Arc<dyn ModelProvider>>>,
     tools: BTreeMap<String, Arc<dyn Tool>>,
     objects: Arc<ObjectCache>,
     tools_run: AtomicU64,
@@ -260,6 +264,40 @@ impl TurnService {
             objects: Arc::new(ObjectCache::default()),
             tools_run: AtomicU64::new(0),
             yield_policy: None,
+            model_factory: None,
+            chosen_models: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Lets sessions choose another allowed model (`/new <model>`), built by `factory`.
+    pub fn with_model_factory(mut self, factory: clawless_llm::ModelFactory) -> Self {
+        self.model_factory = Some(factory);
+        self
+    }
+
+    /// The model this session's turns use: its choice (`/new <model>`) when one is made and
+    /// can be built, else the configured one.
+    fn model(&self, state: &SessionState) -> Arc<dyn ModelProvider> {
+        let (Some(chosen), Some(factory)) = (&state.meta.model_override, &self.model_factory)
+        else {
+            return Arc::clone(&self.deps.model);
+        };
+        let mut built = self
+            .chosen_models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(model) = built.get(chosen) {
+            return Arc::clone(model);
+        }
+        match factory(chosen) {
+            Ok(model) => {
+                built.insert(chosen.clone(), Arc::clone(&model));
+                model
+            }
+            Err(err) => {
+                tracing::warn!(model = %chosen, error = %err, "the session's model cannot be built; using the configured one");
+                Arc::clone(&self.deps.model)
+            }
         }
     }
 
@@ -544,7 +582,7 @@ impl TurnService {
         }
         current.get_or_insert_with(|| PerTurn {
             turn: state.meta.turn,
-            routing: self.routing(agent_id, state.meta.sender_is_owner, exec_ready),
+            routing: self.routing(agent_id, state, exec_ready),
             context: None,
         })
     }
@@ -582,8 +620,9 @@ impl TurnService {
     }
 
     /// The tools offered this turn: built-ins that pass every policy layer.
-    fn routing(&self, agent_id: &str, sender_is_owner: bool, exec_ready: bool) -> ToolRouting {
-        let model_ref = self.deps.model.model_ref();
+    fn routing(&self, agent_id: &str, state: &SessionState, exec_ready: bool) -> ToolRouting {
+        let sender_is_owner = state.meta.sender_is_owner;
+        let model_ref = self.model(state).model_ref();
         let (provider, model_id) = model_ref
             .split_once('/')
             .unwrap_or((model_ref.as_str(), ""));
@@ -660,7 +699,8 @@ impl TurnService {
             tracing::warn!(%warning, "bootstrap files");
         }
         let tool_names: Vec<String> = routing.offered.iter().cloned().collect();
-        let model_ref = self.deps.model.model_ref();
+        let model_ref = self.model(state).model_ref();
+        let default_model = self.deps.model.model_ref();
         let workspace_dir = workspace.display_root();
         let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
         let heartbeat = state.current_turn_steps().first().is_some_and(|step| {
@@ -678,7 +718,7 @@ impl TurnService {
             os: self.deps.host.os.as_deref(),
             arch: self.deps.host.arch.as_deref(),
             model: Some(&model_ref),
-            default_model: Some(&model_ref),
+            default_model: Some(&default_model),
             channel: channel.as_deref(),
             ..RuntimeLine::default()
         };
@@ -757,7 +797,7 @@ impl TurnService {
             session_key: state.key.to_string(),
             session_id: state.meta.session_id.clone(),
             agent_id: state.meta.agent_id.clone(),
-            model: self.deps.model.model_ref(),
+            model: self.model(state).model_ref(),
             channel: state
                 .meta
                 .chat

@@ -61,6 +61,7 @@ agents:
     contextTokens: {context_tokens}
 models:
   primary: anthropic/claude-test
+  allowed: [anthropic/claude-other]
   maxRetries: 0
   providers:
     anthropic:
@@ -367,4 +368,32 @@ async fn in_a_group_only_the_owner_may_reset() {
     assert_eq!(chat.wait_reply().await, "Answer to message 3.");
     let texts = user_texts(&last_chat(&model).body);
     assert_eq!(texts.len(), 1, "{texts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_with_a_model_switches_the_sessions_model() {
+    let model = WindowedModel::start(32_000, false).await;
+    let mut chat = Chat::start(&model, 32_000).await;
+    assert_eq!(chat.say(&numbered(1)).await, "Answer to message 1.");
+    assert_eq!(last_chat(&model).body["model"], "claude-test");
+    // An allowed model is chosen; the rest of the command is the first message.
+    let reply = chat
+        .say(&format!("/new anthropic/claude-other {}", numbered(2)))
+        .await;
+    assert_eq!(reply, "Answer to message 2.");
+    let request = last_chat(&model);
+    assert_eq!(request.body["model"], "claude-other");
+    assert_eq!(user_texts(&request.body).len(), 1);
+    // The choice stays with the session.
+    assert_eq!(chat.say(&numbered(3)).await, "Answer to message 3.");
+    assert_eq!(last_chat(&model).body["model"], "claude-other");
+    // A model that is not allowed is just words of the first message.
+    chat.say(&format!("/new openai/gpt-9 {}", numbered(4)))
+        .await;
+    let request = last_chat(&model);
+    assert_eq!(
+        request.body["model"], "claude-other",
+        "an explicit reset keeps the choice"
+    );
+    assert!(user_texts(&request.body)[0].starts_with("openai/gpt-9 Message 4:"));
 }

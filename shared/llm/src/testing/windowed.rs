@@ -56,6 +56,9 @@ pub struct SeenRequest {
 struct ModelState {
     window: u64,
     weak_first_summary: bool,
+    /// The first summary request waits this long before answering (to kill a process
+    /// mid-compaction).
+    stall_first_summary: Option<std::time::Duration>,
     summaries: u64,
     seen: Vec<SeenRequest>,
 }
@@ -111,6 +114,11 @@ impl WindowedModel {
             state,
             _shutdown: tx,
         }
+    }
+
+    /// Makes the first summary request wait `stall` before it is answered.
+    pub fn stall_first_summary(&self, stall: std::time::Duration) {
+        lock(&self.state).stall_first_summary = Some(stall);
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -244,14 +252,26 @@ async fn answer(State(state): State<Shared>, body: axum::body::Bytes) -> Respons
     } else {
         RequestKind::Chat
     };
+    let (refused, stall) = {
+        let mut model = lock(&state);
+        let refused = tokens > model.window;
+        model.seen.push(SeenRequest {
+            kind,
+            tokens,
+            refused,
+            body: body.clone(),
+        });
+        let stall = match kind {
+            RequestKind::Summary if !refused => model.stall_first_summary.take(),
+            _ => None,
+        };
+        (refused, stall)
+    };
+    // Recorded first, so a test sees the request while it is held.
+    if let Some(stall) = stall {
+        tokio::time::sleep(stall).await;
+    }
     let mut model = lock(&state);
-    let refused = tokens > model.window;
-    model.seen.push(SeenRequest {
-        kind,
-        tokens,
-        refused,
-        body: body.clone(),
-    });
     if refused {
         let message = format!(
             "prompt is too long: {tokens} tokens > {} maximum",
@@ -283,11 +303,19 @@ async fn answer(State(state): State<Shared>, body: axum::body::Bytes) -> Respons
                 .iter()
                 .map(|n| format!("- Message {n}: answered"))
                 .collect();
+            let latest: String = conversation
+                .rsplit("[User]: ")
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect();
             if weak {
                 format!("We covered messages {numbers:?}.")
             } else {
                 format!(
-                    "## Decisions\n- SUMMARY-{k}\n{listed}\n## Open TODOs\nNone.\n\
+                    "## Decisions\n- SUMMARY-{k}\n{listed}\n- latest request handled: {latest}\n\
+                     ## Open TODOs\nNone.\n\
                      ## Constraints/Rules\nNone.\n## Pending user asks\nNone.\n\
                      ## Exact identifiers\n- SUMMARY-{k}",
                     k = model.summaries,

@@ -23,7 +23,7 @@ use clawless_core::compaction::pruning::{prune_messages, pruning_due};
 use clawless_core::compaction::summary::{
     SummaryVerdict, check_summary, stored_summary, summary_request, summary_stages, summary_tokens,
 };
-use clawless_core::model::{ModelError, ModelRequest, ModelResponse};
+use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 use clawless_core::tool_results::{repair_transcript, shorten_oversized_results};
 use clawless_core::tools::{Tool, ToolOutput};
 use clawless_core::transcript::{AssistantBlock, Message, assistant_text};
@@ -112,7 +112,10 @@ pub(super) enum Compacted {
 impl TurnService {
     /// Pruning of old tool results in requests: `agents.defaults.contextPruning`, with
     /// OpenClaw's defaults for Anthropic models (`cache-ttl`, 1 hour) where unset.
-    fn pruning_settings(&self) -> Option<clawless_core::compaction::pruning::EffectivePruning> {
+    fn pruning_settings(
+        &self,
+        state: &SessionState,
+    ) -> Option<clawless_core::compaction::pruning::EffectivePruning> {
         let settings = self
             .config()
             .agents
@@ -120,7 +123,7 @@ impl TurnService {
             .context_pruning
             .clone()
             .unwrap_or_default();
-        let settings = if self.deps.model.model_ref().starts_with("anthropic/") {
+        let settings = if self.model(state).model_ref().starts_with("anthropic/") {
             settings.with_anthropic_defaults()
         } else {
             settings
@@ -151,7 +154,7 @@ impl TurnService {
     /// pruned when the cache has gone cold and oversized ones shortened.
     fn request_messages(&self, state: &SessionState, budget: &ContextBudget) -> Vec<Message> {
         let repaired = repair_transcript(&state.messages());
-        let pruning = self.pruning_settings();
+        let pruning = self.pruning_settings(state);
         let last_call =
             state.view().steps.iter().rev().find_map(|step| {
                 matches!(step.body, StepBody::Assistant { .. }).then_some(step.at_ms)
@@ -235,7 +238,7 @@ impl TurnService {
             max_tokens: self.output_limit(&budget),
         };
         *calls += 1;
-        match self.deps.model.complete(&request).await {
+        match self.model(state).complete(&request).await {
             Ok(response) => {
                 state.meta.last_prompt_tokens = Some(sent);
                 Ok(ModelStep::Answered(response))
@@ -352,7 +355,7 @@ impl TurnService {
                 max_tokens: self.output_limit(budget),
             };
             *calls += 1;
-            let response = match self.deps.model.complete(&request).await {
+            let response = match self.model(state).complete(&request).await {
                 Ok(response) => response,
                 Err(err) => {
                     tracing::warn!(session = %state.key, error = %err, "memory flush failed; the turn goes on");
@@ -437,7 +440,11 @@ impl TurnService {
             .compaction
             .custom_instructions
             .as_deref());
-        let summary = match self.summarize(&plan, budget, focus, calls).await {
+        let model = self.model(state);
+        let summary = match self
+            .summarize(model.as_ref(), &plan, budget, focus, calls)
+            .await
+        {
             Ok(summary) => summary,
             Err(reason) => return Compacted::Not(reason),
         };
@@ -458,6 +465,7 @@ impl TurnService {
 
     async fn summarize(
         &self,
+        model: &dyn ModelProvider,
         plan: &CompactionPlan,
         budget: &ContextBudget,
         focus: Option<&str>,
@@ -481,9 +489,7 @@ impl TurnService {
                     budget,
                 );
                 *calls += 1;
-                let response = self
-                    .deps
-                    .model
+                let response = model
                     .complete(&request)
                     .await
                     .map_err(|err| format!("the summary call failed: {err}"))?;

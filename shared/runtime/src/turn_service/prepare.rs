@@ -216,9 +216,19 @@ impl TurnService {
             if !allowed {
                 return Ok(Some(None));
             }
-            let model_ref = self.deps.model.model_ref();
-            let provider = model_ref.split('/').next().unwrap_or_default().to_owned();
-            let (model, rest) = split_reset_model(&rest, &[model_ref.as_str()], &[&provider]);
+            let choosable = self.config().models.choosable();
+            let models: Vec<&str> = choosable.iter().map(String::as_str).collect();
+            let mut providers: Vec<&str> = models
+                .iter()
+                .filter_map(|model| model.split_once('/').map(|(provider, _)| provider))
+                .collect();
+            providers.dedup();
+            // Only models this deployment can build may be chosen.
+            let (model, rest) = if self.model_factory.is_some() {
+                split_reset_model(&rest, &models, &providers)
+            } else {
+                (None, rest)
+            };
             let mut prepared = PreparedMessage::plain(message.clone());
             prepared.text = if rest.trim().is_empty() {
                 self.greeting_prompt(agent_id).await
