@@ -1,7 +1,8 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
 //! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
 //! (pairing codes and the node registry), `clawless node …` (this machine as a node host),
-//! `clawless sessions …` (what sessions did) and `clawless doctor` (check a deployment).
+//! `clawless sessions …` (what sessions did), `clawless doctor` (check a deployment) and
+//! `clawless workspace init` (a new agent workspace's default bootstrap files).
 
 mod admin_client;
 mod channels_cmd;
@@ -11,6 +12,7 @@ mod local_cmd;
 mod node_cmd;
 mod sessions_cmd;
 mod skills_cmd;
+mod workspace_cmd;
 
 use std::process::ExitCode;
 
@@ -44,6 +46,8 @@ enum Command {
     Sessions(sessions_cmd::SessionsArgs),
     /// Check a deployment (or --local state) and say what to fix.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Agent workspaces: give one the default bootstrap files (`workspace init`).
+    Workspace(workspace_cmd::WorkspaceArgs),
 }
 
 #[tokio::main]
@@ -60,6 +64,7 @@ async fn main() -> ExitCode {
         Command::Channels(args) => channels_cmd::run(args).await,
         Command::Sessions(args) => sessions_cmd::run(args).await,
         Command::Doctor(args) => doctor_cmd::run(args).await,
+        Command::Workspace(args) => workspace_cmd::run(args).await,
     };
     match outcome {
         Ok(code) => code,

@@ -13,7 +13,8 @@
 //! interaction token that URL needs travels with the message as its id
 //! (`<interaction id>:<token>`) and comes back to the sender in
 //! [`OutboundReply::in_reply_to`]. The token lives 15 minutes; a reply after that is refused for
-//! good.
+//! good. An `/ask` without a usable question starts no turn: it is answered at once, visibly to
+//! the invoker only, with what the command expects.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -91,6 +92,11 @@ const CHAT_INPUT: u64 = 1;
 const STRING_OPTION: u64 = 3;
 /// Message flag: only the invoking user sees it.
 const EPHEMERAL: u64 = 1 << 6;
+/// Most unknown option names an answer lists.
+const MAX_NAMED_OPTIONS: usize = 5;
+/// What to do when a command's options do not match what clawless registers.
+const STALE_COMMANDS_HINT: &str = "If the command looks different in Discord, its registration \
+     is out of date: run `clawless channels discord register-commands`.";
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -378,14 +384,9 @@ impl DiscordChannel {
                 .filter(|value| !value.is_empty())
         };
         let text = if data.name == ASK_COMMAND {
-            match option(ASK_OPTION) {
-                Some(question) => question.to_owned(),
-                None => {
-                    return Ok(WebhookOutcome::Respond(PlatformReply::json(json!({
-                        "type": CHANNEL_MESSAGE_WITH_SOURCE,
-                        "data": { "content": "Nothing to ask: add some text.", "flags": EPHEMERAL },
-                    }))));
-                }
+            match ask_question(&data.options) {
+                Ok(question) => question.to_owned(),
+                Err(problem) => return Ok(WebhookOutcome::Respond(ephemeral(&problem))),
             }
         } else {
             let name = data.name.as_str();
@@ -402,6 +403,68 @@ impl DiscordChannel {
             ack: PlatformReply::json(json!({ "type": DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE })),
         }))
     }
+}
+
+/// The question of an `/ask`, or what to tell the user when there is none: a blank `text`, no
+/// `text` at all (no options, or only options `/ask` does not have, as a stale registration
+/// would send), or a `text` that is not a string. Options besides a usable `text` are ignored.
+fn ask_question(options: &[CommandOption]) -> Result<&str, String> {
+    let Some(text) = options.iter().find(|option| option.name == ASK_OPTION) else {
+        let unknown: Vec<String> = options
+            .iter()
+            .take(MAX_NAMED_OPTIONS)
+            .map(|option| format!("`{}`", shown_option_name(&option.name)))
+            .collect();
+        return Err(if unknown.is_empty() {
+            format!(
+                "`/{ASK_COMMAND}` needs its `{ASK_OPTION}` option: what you want to ask, \
+                 e.g. `/{ASK_COMMAND} {ASK_OPTION}: what's on today?`"
+            )
+        } else {
+            format!(
+                "`/{ASK_COMMAND}` has no option {}; it expects `{ASK_OPTION}` (what you want to \
+                 ask). {STALE_COMMANDS_HINT}",
+                unknown.join(", ")
+            )
+        });
+    };
+    if text.kind != STRING_OPTION {
+        return Err(format!(
+            "`/{ASK_COMMAND}` expects `{ASK_OPTION}` to be text. {STALE_COMMANDS_HINT}"
+        ));
+    }
+    text.value
+        .as_ref()
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|question| !question.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "Nothing to ask: put your question in the `{ASK_OPTION}` option of \
+                 `/{ASK_COMMAND}`."
+            )
+        })
+}
+
+/// An option name as echoed back to the user: at most [`MAX_NAME_CHARS`] characters, with
+/// nothing that could end the surrounding code span.
+fn shown_option_name(name: &str) -> String {
+    name.chars()
+        .filter(|ch| *ch != '`' && !ch.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect()
+}
+
+/// An answer only the invoking user sees, which mentions nobody.
+fn ephemeral(content: &str) -> PlatformReply {
+    PlatformReply::json(json!({
+        "type": CHANNEL_MESSAGE_WITH_SOURCE,
+        "data": {
+            "content": content,
+            "flags": EPHEMERAL,
+            "allowed_mentions": { "parse": [] },
+        },
+    }))
 }
 
 fn component(interaction: Interaction) -> Result<WebhookOutcome, WebhookError> {

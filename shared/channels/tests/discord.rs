@@ -311,11 +311,86 @@ fn a_skill_renamed_on_discord_still_reaches_its_skill() {
 #[test]
 fn ask_without_text_is_answered_privately_and_starts_no_turn() {
     let command = guild_command("ask", json!([{ "name": "text", "type": 3, "value": "  " }]));
-    let Ok(WebhookOutcome::Respond(reply)) = handle_signed(&bytes(&command)) else {
-        panic!("expected Respond");
+    let content = private_answer(&command);
+    assert!(content.contains("`text`"), "{content}");
+}
+
+/// The content of the ephemeral answer `command` gets instead of a turn.
+fn private_answer(command: &Value) -> String {
+    let outcome = handle_signed(&bytes(command));
+    let Ok(WebhookOutcome::Respond(reply)) = outcome else {
+        panic!("expected an immediate answer and no turn, got {outcome:?}");
     };
-    assert_eq!(reply.body["type"], 4);
-    assert_eq!(reply.body["data"]["flags"], 64);
+    assert_eq!(reply.body["type"], 4, "a message, not a deferred response");
+    assert_eq!(reply.body["data"]["flags"], 64, "only the invoker sees it");
+    assert_eq!(
+        reply.body["data"]["allowed_mentions"],
+        json!({ "parse": [] }),
+        "it pings nobody"
+    );
+    reply.body["data"]["content"]
+        .as_str()
+        .expect("content")
+        .to_owned()
+}
+
+#[test]
+fn ask_with_no_option_says_which_option_it_needs() {
+    // Discord leaves `options` out when none was given.
+    let mut bare = dm_command("ask", json!([]));
+    bare["data"]
+        .as_object_mut()
+        .expect("data")
+        .remove("options");
+    for command in [guild_command("ask", json!([])), bare] {
+        let content = private_answer(&command);
+        assert!(
+            content.contains("`/ask` needs its `text` option"),
+            "{content}"
+        );
+    }
+}
+
+#[test]
+fn ask_with_an_unknown_option_names_it_and_the_expected_one() {
+    // A registration from before the option was called `text` sends another name.
+    let command = guild_command(
+        "ask",
+        json!([
+            { "name": "question", "type": 3, "value": "What is 2+2?" },
+            { "name": "sneaky`@everyone", "type": 3, "value": "x" },
+        ]),
+    );
+    let content = private_answer(&command);
+    assert!(content.contains("`question`"), "{content}");
+    assert!(content.contains("`sneaky@everyone`"), "{content}");
+    assert!(content.contains("it expects `text`"), "{content}");
+    assert!(
+        content.contains("clawless channels discord register-commands"),
+        "{content}"
+    );
+}
+
+#[test]
+fn ask_with_a_text_that_is_not_a_string_says_what_it_expects() {
+    let command = guild_command("ask", json!([{ "name": "text", "type": 4, "value": 4 }]));
+    let content = private_answer(&command);
+    assert!(content.contains("expects `text` to be text"), "{content}");
+}
+
+#[test]
+fn ask_with_text_and_an_extra_option_still_asks() {
+    let command = guild_command(
+        "ask",
+        json!([
+            { "name": "text", "type": 3, "value": "Hi" },
+            { "name": "private", "type": 5, "value": true },
+        ]),
+    );
+    let Ok(WebhookOutcome::Message(message)) = handle_signed(&bytes(&command)) else {
+        panic!("expected Message");
+    };
+    assert_eq!(message.message.text, "Hi");
 }
 
 #[test]

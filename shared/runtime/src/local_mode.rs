@@ -4,7 +4,9 @@
 //!
 //! Everything lives under one state directory: `clawless.db`, `blobs/`, `workspace/` (the
 //! default agent workspace) and `generic.secret` (the generic channel's HMAC secret, created
-//! on first start with mode 0600, which `clawless chat` reads to sign its messages).
+//! on first start with mode 0600, which `clawless chat` reads to sign its messages). On first
+//! start, a brand-new agent workspace gets the default bootstrap files
+//! ([`clawless_core::system_prompt::seed`]).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use clawless_core::model::ModelProvider;
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionStore, TurnQueue};
+use clawless_core::system_prompt::seed::{SeedScope, seed_workspace};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{
     SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry, SqliteSessionStore,
@@ -33,7 +36,7 @@ use crate::random::random_hex;
 use crate::routes::skills_bins_router;
 use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
-use crate::sources::StoreFactory;
+use crate::sources::{SourceUri, StoreFactory};
 use crate::turn_service::{HostFacts, TurnDeps, TurnService};
 use crate::turn_worker::run_worker;
 
@@ -222,6 +225,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     ));
 
     let stores = Arc::new(store_factory(&options.config).await);
+    seed_new_workspaces(&options.config, &stores).await?;
     let skills = Arc::new(
         SkillsService::new(options.config.clone(), &stores)
             .map_err(|err| LocalError::Setup(err.to_string()))?,
@@ -347,6 +351,36 @@ async fn fire_timers(nodes: Arc<NodesService>, shutdown: impl std::future::Futur
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         }
     }
+}
+
+/// Gives every agent workspace that is still brand new the default bootstrap files (the
+/// first-conversation ritual included), so a first start greets the user with an identity
+/// rather than `[MISSING]` lines. A workspace already in use is left exactly as it is.
+async fn seed_new_workspaces(
+    config: &ClawlessConfig,
+    stores: &StoreFactory,
+) -> Result<(), LocalError> {
+    let mut seen = Vec::new();
+    for location in config
+        .agents()
+        .into_iter()
+        .filter_map(|agent| agent.workspace)
+    {
+        if seen.contains(&location) {
+            continue;
+        }
+        let failed = |err: &dyn std::fmt::Display| {
+            LocalError::Setup(format!("cannot seed the workspace {location}: {err}"))
+        };
+        let uri = SourceUri::parse(&location).map_err(|err| failed(&err))?;
+        let (store, prefix) = stores.open(&uri).map_err(|err| failed(&err))?;
+        // What was written is logged by the seeding itself.
+        seed_workspace(store.as_ref(), &prefix, SeedScope::NewWorkspaceOnly)
+            .await
+            .map_err(|err| failed(&err))?;
+        seen.push(location);
+    }
+    Ok(())
 }
 
 /// The binaries the loaded skills declare, to probe on this machine's PATH.

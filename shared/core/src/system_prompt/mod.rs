@@ -13,6 +13,7 @@
 //! orders and describes the names it is given.
 
 pub mod bootstrap;
+pub mod seed;
 
 use std::collections::{BTreeMap, HashMap};
 
