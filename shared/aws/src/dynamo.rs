@@ -258,7 +258,8 @@ struct MetaItem {
     version: u64,
     body: String,
     live_from: u64,
-    last_seq: u64,
+    /// `None` for items written before live loads.
+    last_seq: Option<u64>,
 }
 
 impl DynamoSessionStore {
@@ -287,7 +288,7 @@ impl DynamoSessionStore {
                 .to_owned(),
             // Items written before live loads existed: the whole transcript is live.
             live_from: number("live_from").unwrap_or(0),
-            last_seq: number("last_seq").unwrap_or(u64::MAX),
+            last_seq: number("last_seq"),
         })
     }
 
@@ -394,18 +395,23 @@ impl SessionStore for DynamoSessionStore {
             return Ok(None);
         };
         let meta = self.meta_of(key, item)?;
-        let steps = if meta.live_from > meta.last_seq {
+        let until = meta.last_seq.unwrap_or(u64::MAX);
+        let steps = if meta.live_from > until {
             Vec::new()
         } else {
-            let range = (meta.live_from, meta.last_seq);
-            self.query_items(key, Some(range)).await?.1
+            self.query_items(key, Some((meta.live_from, until)))
+                .await?
+                .1
         };
+        let last_seq = meta
+            .last_seq
+            .unwrap_or_else(|| steps.last().map_or(0, |step| step.seq));
         Ok(Some(StoredSession {
             version: meta.version,
             meta: meta.body,
             steps,
             live_from: meta.live_from,
-            last_seq: meta.last_seq,
+            last_seq,
         }))
     }
 

@@ -142,7 +142,7 @@ async fn items_follow_the_documented_layout() {
             &session,
             &SessionCommit {
                 expected_version: 0,
-                live_from: 0,
+                live_from: 7,
                 last_seq: 0,
                 meta: r#"{"m":1}"#.into(),
                 steps: steps([7, 12]),
@@ -184,6 +184,8 @@ async fn items_follow_the_documented_layout() {
                 ("sk".into(), s("meta")),
                 ("version".into(), n("1")),
                 ("body".into(), s(r#"{"m":1}"#)),
+                ("live_from".into(), n("7")),
+                ("last_seq".into(), n("12")),
             ]),
             HashMap::from([
                 ("pk".into(), s("agent:main:main")),
@@ -370,4 +372,37 @@ async fn a_missing_table_is_unavailable_with_the_sdk_error_as_source() {
     let source = std::error::Error::source(&err).expect("the SDK error is kept");
     let chain = format!("{:?}", source);
     assert!(chain.contains("ResourceNotFound"), "{chain}");
+}
+
+#[tokio::test]
+async fn a_meta_item_from_before_live_loads_loads_whole() {
+    // GIVEN a session written before live loads: its meta has no live_from or last_seq
+    let (store, client) = store_on_fresh_table().await;
+    let item = |sk: &str, body: &str| {
+        client
+            .put_item()
+            .table_name(store.table())
+            .item("pk", AttributeValue::S("agent:main:main".into()))
+            .item("sk", AttributeValue::S(sk.into()))
+            .item("body", AttributeValue::S(body.into()))
+    };
+    item("meta", "{}")
+        .item("version", AttributeValue::N("2".into()))
+        .send()
+        .await
+        .unwrap();
+    for seq in [1, 2] {
+        item(&format!("step#{seq:020}"), "{}").send().await.unwrap();
+    }
+    // WHEN it is loaded live THEN every step is there
+    let live = store
+        .load_live(&key("agent:main:main"))
+        .await
+        .unwrap()
+        .expect("the session");
+    assert_eq!(
+        live.steps.iter().map(|step| step.seq).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert_eq!(live.version, 2);
 }

@@ -320,7 +320,7 @@ fn the_file_uses_a_write_ahead_log_and_records_its_schema_version() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 #[test]
@@ -398,4 +398,39 @@ async fn the_wal_is_checkpointed_in_the_background_not_by_a_request() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test]
+async fn a_version_3_sessions_table_gains_live_from_and_loads_whole() {
+    // GIVEN a file at schema version 3: the sessions table without `live_from`, one session
+    let file = DbFile::new();
+    drop(file.open());
+    let raw = rusqlite::Connection::open(&file.path).unwrap();
+    raw.execute_batch(
+        "ALTER TABLE sessions DROP COLUMN live_from;
+         INSERT INTO sessions (key, version, meta) VALUES ('agent:main:main', 2, '{\"m\":2}');
+         INSERT INTO session_steps (key, seq, body) VALUES ('agent:main:main', 1, '{}');
+         INSERT INTO session_steps (key, seq, body) VALUES ('agent:main:main', 2, '{}');
+         PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    drop(raw);
+    // WHEN it is opened THEN the whole transcript is live, and a cut can be committed
+    let store = SqliteSessionStore::new(file.open());
+    let session = key("agent:main:main");
+    let live = store
+        .load_live(&session)
+        .await
+        .unwrap()
+        .expect("the old session");
+    assert_eq!(live.steps.len(), 2);
+    assert_eq!((live.version, live.live_from, live.last_seq), (2, 0, 2));
+    let mut cut = commit(2, r#"{"m":3}"#, &[3]);
+    cut.live_from = 3;
+    store.commit(&session, &cut).await.unwrap();
+    let live = store.load_live(&session).await.unwrap().unwrap();
+    assert_eq!(
+        live.steps.iter().map(|step| step.seq).collect::<Vec<_>>(),
+        vec![3]
+    );
 }
