@@ -397,3 +397,37 @@ async fn new_with_a_model_switches_the_sessions_model() {
     );
     assert!(user_texts(&request.body)[0].starts_with("openai/gpt-9 Message 4:"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_flush_offers_only_what_the_policy_allows() {
+    let model = WindowedModel::start(8_000, false).await;
+    let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [read]\n").await;
+    for n in 1..=20 {
+        assert_eq!(
+            chat.say(&numbered(n)).await,
+            format!("Answer to message {n}.")
+        );
+    }
+    let seen = model.seen();
+    let flush = seen
+        .iter()
+        .find(|r| r.kind == RequestKind::MemoryFlush)
+        .expect("a memory flush");
+    let tools: Vec<&str> = flush.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        vec!["write"],
+        "read is denied, and write is narrowed"
+    );
+    let description = flush.body["tools"][0]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(description.contains("memory/"), "{description}");
+    // Its output never reached the chat.
+    assert_eq!(chat.replies().len(), 20);
+}

@@ -336,7 +336,13 @@ impl TurnService {
         let date = clawless_core::time::local_date(now, &tz);
         let path = note_path(&date);
         let writer = MemoryFlushWrite::new(date.clone());
-        let read = self.tools.get("read").cloned();
+        // Only what the turn's policy offers: `read` if it is offered, and `write` (offered,
+        // or there would be no flush) narrowed to the day's note.
+        let read = self
+            .tools
+            .get("read")
+            .filter(|_| context.tools.iter().any(|tool| tool.name == "read"))
+            .cloned();
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
         let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, &tz));
