@@ -441,3 +441,118 @@ fn aws_without_a_table_name_says_which_variable_to_set() {
         "{output:?}"
     );
 }
+
+/// A session that was reset once and compacted in its second generation.
+fn two_generations() -> SessionCommit {
+    let mut commit = commit("short");
+    let inbound = |id: &str, text: &str| StepBody::Inbound {
+        message_id: id.to_owned(),
+        sender_id: "lena".to_owned(),
+        text: text.to_owned(),
+        dispatch: None,
+        heartbeat: false,
+        compact: None,
+    };
+    let next = commit.steps.len() as u64 + 1;
+    commit.steps.extend([
+        step(
+            next,
+            T0 + 20_000,
+            StepBody::Reset {
+                reason: clawless_core::turn::state::ResetReason::New,
+                previous_session_id: "s-1".to_owned(),
+                session_id: "s-2".to_owned(),
+            },
+        ),
+        step(next + 1, T0 + 21_000, inbound("m-2", "a fresh start")),
+        step(
+            next + 2,
+            T0 + 22_000,
+            StepBody::MemoryFlush {
+                path: "memory/2023-11-14.md".to_owned(),
+                appended_bytes: 42,
+                error: None,
+            },
+        ),
+        step(
+            next + 3,
+            T0 + 23_000,
+            StepBody::Compaction {
+                summary: "## Decisions\n- a fresh start was made".to_owned(),
+                first_kept_seq: next + 1,
+                tokens_before: 9_000,
+                tokens_after: 2_000,
+                trigger: clawless_core::turn::state::CompactionTrigger::Threshold,
+            },
+        ),
+    ]);
+    commit
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_lists_generations_and_marks_resets_flushes_and_compactions() {
+    // GIVEN a session with two generations, the second compacted after a memory flush
+    let cwd = tempfile::tempdir().unwrap();
+    let state = cwd.path().join(".clawless");
+    std::fs::create_dir_all(&state).unwrap();
+    let sqlite = Arc::new(SqliteSessionStore::new(
+        SqliteDb::open(state.join("clawless.db")).unwrap(),
+    ));
+    let blobs: Arc<dyn ObjectStore> = Arc::new(DirObjectStore::open(state.join("blobs")).unwrap());
+    let store = OffloadingSessionStore::new(sqlite, blobs, "sessions/");
+    store.commit(&key(), &two_generations()).await.unwrap();
+    let show = |extra: &'static [&'static str]| {
+        let cwd = cwd.path().to_owned();
+        move || {
+            let mut args = vec!["sessions", "show", "agent:main:telegram:direct:4242"];
+            args.extend_from_slice(extra);
+            clawless(&cwd, &args, &[])
+        }
+    };
+
+    // WHEN the operator shows it THEN the generations are listed and the current one shown
+    let current = stdout(&tokio::task::spawn_blocking(show(&[])).await.unwrap());
+    assert!(
+        current.contains("generations (a reset starts one"),
+        "{current}"
+    );
+    assert!(current.contains("  #0 the first, 9 step(s)"), "{current}");
+    assert!(
+        current.contains("  #1 began 2023-11-14 22:13:40Z by new, 3 step(s) (current)"),
+        "{current}"
+    );
+    assert!(
+        current.contains("=== RESET (new): session s-1 archived; s-2 begins"),
+        "{current}"
+    );
+    assert!(current.contains("=== MEMORY FLUSH: 42 byte(s) appended to memory/2023-11-14.md"));
+    assert!(
+        current.contains("=== COMPACTION (Threshold): ~9000 -> ~2000 tokens"),
+        "{current}"
+    );
+    assert!(current.contains("a fresh start was made"));
+    assert!(
+        !current.contains("how full is my disk?"),
+        "the archived generation is not shown"
+    );
+
+    // AND the archived generation is still readable
+    let first = stdout(
+        &tokio::task::spawn_blocking(show(&["--generation", "0"]))
+            .await
+            .unwrap(),
+    );
+    assert!(first.contains("how full is my disk?"), "{first}");
+    assert!(!first.contains("a fresh start"), "{first}");
+    let all = stdout(
+        &tokio::task::spawn_blocking(show(&["--generation", "all"]))
+            .await
+            .unwrap(),
+    );
+    assert!(all.contains("how full is my disk?") && all.contains("a fresh start"));
+    let missing = tokio::task::spawn_blocking(show(&["--generation", "5"]))
+        .await
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no generation 5"));
+}
