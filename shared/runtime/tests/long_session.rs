@@ -215,6 +215,14 @@ async fn eighty_messages_through_a_12k_window_are_all_answered() {
         );
     }
     let seen = model.seen();
+    let count = |kind: RequestKind| seen.iter().filter(|r| r.kind == kind).count();
+    println!(
+        "80 messages: {} model calls ({} chat, {} summary, {} memory flush)",
+        seen.len(),
+        count(RequestKind::Chat),
+        count(RequestKind::Summary),
+        count(RequestKind::MemoryFlush)
+    );
     assert!(seen.len() <= 200, "{} model calls", seen.len());
     assert!(
         seen.iter().all(|request| !request.refused),
