@@ -18,38 +18,29 @@
 //! `CLAWLESS_TEST_AWS_ENDPOINT` points at moto (`infra/bench` starts one). `--quick` takes
 //! fewer samples.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_s3::error::BoxError;
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
-use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore, SqsTurnQueue};
+use clawless_aws::{DynamoInbox, SqsTurnQueue};
 use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
-use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::{ChatType, DmScope};
-use clawless_core::session::offload::OffloadingSessionStore;
-use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::skills::eligibility::EligibilityContext;
+use clawless_core::session::key::DmScope;
 use clawless_core::transcript::{AssistantBlock, StopReason};
-use clawless_core::turn::OutboundReply;
-use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
-use clawless_local::DirObjectStore;
-use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
+use clawless_core::turn::events::SessionEvent;
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::config::bucket_layout_config;
 use clawless_runtime::ingress::{ChannelAccess, ChatChannel, GroupPolicy, Ingress, IngressOutcome};
-use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnReport, TurnService};
-use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_runtime::turn_service::{TurnReport, TurnService};
 
-/// The agent every turn goes to.
-const AGENT: &str = "main";
+use support::{
+    AGENT, CountingOutbox, MotoClients, MotoDeployment, RequestLog, Requests, bundled_skills_dir,
+    embedded_stack, files_below, moto_clients, moto_deployment, moto_stack, ms, turn_deps,
+};
+
 /// Generated skills added to the repository's bundled ones (as managed skills).
 const GENERATED_SKILLS: usize = 50;
 /// Turns a session has behind it in the "accumulated session" case.
@@ -89,132 +80,6 @@ impl ModelProvider for InstantModel {
     }
 }
 
-/// Takes replies without a network hop; only counts them.
-#[derive(Debug, Default)]
-struct CountingOutbox {
-    sent: AtomicUsize,
-}
-
-#[async_trait]
-impl Outbox for CountingOutbox {
-    async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
-        std::hint::black_box(reply);
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-/// Records the operation of every HTTP request sent by the SDK clients it is attached to
-/// (each attempt, so retries show up too).
-#[derive(Debug, Clone, Default)]
-struct RequestLog {
-    sent: Arc<Mutex<Vec<(String, String)>>>,
-}
-
-impl RequestLog {
-    /// The requests recorded since the last call, as `(service, operation)`.
-    fn take(&self) -> Vec<(String, String)> {
-        std::mem::take(&mut *self.sent.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-impl Intercept for RequestLog {
-    fn name(&self) -> &'static str {
-        "clawless-bench::RequestLog"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let (service, operation) = cfg.load::<Metadata>().map_or_else(
-            || ("?".to_owned(), "?".to_owned()),
-            |meta| (meta.service().to_owned(), meta.name().to_owned()),
-        );
-        self.sent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((service, operation));
-        Ok(())
-    }
-}
-
-/// Requests of one turn (or one ingress call), by service and operation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-struct Requests(BTreeMap<(String, String), usize>);
-
-impl Requests {
-    fn from_log(log: &[(String, String)]) -> Self {
-        let mut counts = BTreeMap::new();
-        for (service, operation) in log {
-            *counts
-                .entry((service_label(service).to_owned(), operation.clone()))
-                .or_insert(0) += 1;
-        }
-        Self(counts)
-    }
-
-    fn total(&self) -> usize {
-        self.0.values().sum()
-    }
-
-    fn of(&self, service: &str) -> usize {
-        self.0
-            .iter()
-            .filter(|((s, _), _)| s == service)
-            .map(|(_, n)| n)
-            .sum()
-    }
-
-    /// `DynamoDB 2 (Query, TransactWriteItems) · S3 1 (ListObjectsV2) · SQS 0 · total 3`.
-    fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for service in ["DynamoDB", "S3", "SQS"] {
-            let operations: Vec<String> = self
-                .0
-                .iter()
-                .filter(|((s, _), _)| s == service)
-                .map(|((_, op), n)| {
-                    if *n == 1 {
-                        op.clone()
-                    } else {
-                        format!("{op} ×{n}")
-                    }
-                })
-                .collect();
-            if operations.is_empty() {
-                parts.push(format!("{service} 0"));
-            } else {
-                parts.push(format!(
-                    "{service} {} ({})",
-                    self.of(service),
-                    operations.join(", ")
-                ));
-            }
-        }
-        let others = self.total()
-            - ["DynamoDB", "S3", "SQS"]
-                .map(|s| self.of(s))
-                .iter()
-                .sum::<usize>();
-        if others > 0 {
-            parts.push(format!("other {others}"));
-        }
-        format!("{} · total {}", parts.join(" · "), self.total())
-    }
-}
-
-fn service_label(service: &str) -> &str {
-    match service.to_ascii_lowercase().as_str() {
-        "dynamodb" => "DynamoDB",
-        "s3" => "S3",
-        "sqs" => "SQS",
-        _ => service,
-    }
-}
-
 /// Median and 90th percentile of `samples`.
 fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
     samples.sort();
@@ -222,28 +87,9 @@ fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
     (samples[samples.len() / 2], samples[p90])
 }
 
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
-
 /// One message from `chat`, unique by `n`, in that chat's own session.
 fn inbound(chat: &str, n: usize) -> SessionEvent {
-    let key = SessionKey::for_chat(AGENT, "generic", ChatType::Direct, chat, DmScope::PerPeer);
-    SessionEvent {
-        session_key: key.to_string(),
-        agent_id: AGENT.to_owned(),
-        event: TurnEvent::Inbound(InboundMessage {
-            message_id: format!("{chat}-m{n}"),
-            chat: ChatRef {
-                channel: "generic".to_owned(),
-                chat_id: chat.to_owned(),
-                chat_type: ChatType::Direct,
-            },
-            sender_id: "u-bench".to_owned(),
-            text: "What is on my calendar today?".to_owned(),
-            sender_is_owner: true,
-        }),
-    }
+    support::inbound(chat, n, "What is on my calendar today?")
 }
 
 /// Runs one turn, checks it was simple, and returns how long it took.
@@ -265,87 +111,6 @@ fn check_simple(report: &TurnReport) {
     );
 }
 
-fn generated_skill(index: usize) -> String {
-    format!(
-        "---\nname: generated-{index:02}\ndescription: Generated skill number {index}; it does one small task and says when to use it.\n---\n\n\
-         # Generated skill {index}\n\n{}\n",
-        "Step by step instructions. ".repeat(40)
-    )
-}
-
-const AGENTS_MD: &str = "# AGENTS.md\n\nYou are a helpful assistant. Keep answers short. \
-    Read MEMORY.md before answering questions about the past.\n";
-const SOUL_MD: &str = "# SOUL.md\n\nCalm, precise, a little dry.\n";
-
-/// The repository's bundled skills (`skills/` next to this crate).
-fn bundled_skills_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the cli crate sits in the workspace")
-        .join("skills")
-}
-
-/// Every file below `root`, as `(relative path with '/', bytes)`.
-fn files_below(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read skills dir") {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let relative = path.strip_prefix(root).expect("below root");
-                let key = relative
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                files.push((key, std::fs::read(&path).expect("read skill file")));
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-fn eligibility() -> EligibilityContext {
-    EligibilityContext {
-        platforms: ["linux".to_owned()].into_iter().collect(),
-        ..EligibilityContext::empty()
-    }
-}
-
-fn turn_deps(
-    config: ClawlessConfig,
-    stores: Arc<StoreFactory>,
-    sessions: Arc<dyn SessionStore>,
-    outbox: Arc<CountingOutbox>,
-    host: &str,
-) -> TurnDeps {
-    let skills = Arc::new(SkillsService::new(config, &stores).expect("skills service"));
-    TurnDeps {
-        skills,
-        stores,
-        sessions,
-        model: Arc::new(InstantModel),
-        outbox,
-        // As deployed: `web_fetch` is offered (it is never called in a simple turn).
-        web: clawless_runtime::web_fetcher::HttpWebFetcher::new()
-            .ok()
-            .map(|fetcher| Arc::new(fetcher) as Arc<dyn clawless_core::tools::WebFetcher>),
-        clock: Arc::new(SystemClock),
-        eligibility: eligibility(),
-        home_dirs: Vec::new(),
-        host: HostFacts {
-            host: Some(host.to_owned()),
-            os: Some("linux".to_owned()),
-            arch: Some(std::env::consts::ARCH.to_owned()),
-        },
-        nodes: None,
-    }
-}
-
 struct Samples {
     fresh: usize,
     accumulated: usize,
@@ -357,34 +122,9 @@ struct Samples {
 /// The system `clawless local` assembles: SQLite sessions offloading large documents to a
 /// blob directory, skills and workspace in directories.
 fn embedded_service(dir: &Path) -> (TurnService, Arc<CountingOutbox>) {
-    let managed = dir.join("managed");
-    for index in 0..GENERATED_SKILLS {
-        let skill = managed.join(format!("generated-{index:02}"));
-        std::fs::create_dir_all(&skill).expect("mkdir");
-        std::fs::write(skill.join("SKILL.md"), generated_skill(index)).expect("write skill");
-    }
-    let workspace = dir.join("workspace");
-    std::fs::create_dir_all(&workspace).expect("mkdir workspace");
-    std::fs::write(workspace.join("AGENTS.md"), AGENTS_MD).expect("write AGENTS.md");
-    std::fs::write(workspace.join("SOUL.md"), SOUL_MD).expect("write SOUL.md");
-    let yaml = format!(
-        "skills:\n  bundled: {}\n  managed: {}\nagents:\n  defaults:\n    workspace: {}\n",
-        bundled_skills_dir().display(),
-        managed.display(),
-        workspace.display()
-    );
-    let config = ClawlessConfig::from_yaml(&yaml, "bench").expect("config");
-    let db = SqliteDb::open(dir.join("clawless.db")).expect("sqlite");
-    let blobs: Arc<dyn ObjectStore> =
-        Arc::new(DirObjectStore::open(dir.join("blobs")).expect("blob dir"));
-    let inner: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-    let sessions: Arc<dyn SessionStore> =
-        Arc::new(OffloadingSessionStore::new(inner, blobs, "sessions/"));
-    let stores = Arc::new(StoreFactory::new(|| {
-        panic!("the embedded bench configures no s3:// location")
-    }));
     let outbox = Arc::new(CountingOutbox::default());
-    let deps = turn_deps(config, stores, sessions, Arc::clone(&outbox), "local");
+    let stack = embedded_stack(dir, GENERATED_SKILLS, "");
+    let deps = turn_deps(stack, Arc::new(InstantModel), outbox.clone());
     (TurnService::new(deps), outbox)
 }
 
@@ -428,11 +168,7 @@ async fn bench_embedded(samples: &Samples) {
         &mut accumulated,
     );
     let expected = 1 + WARM_UPS + samples.fresh + samples.accumulated * (PRIOR_TURNS + 1);
-    assert_eq!(
-        outbox.sent.load(Ordering::Relaxed),
-        expected,
-        "one reply per turn"
-    );
+    assert_eq!(outbox.sent(), expected, "one reply per turn");
 }
 
 fn report_embedded(label: &str, samples: &mut [Duration]) {
@@ -454,111 +190,18 @@ fn report_embedded(label: &str, samples: &mut [Duration]) {
 // ---------------------------------------------------------------------------------------------
 // moto
 
-/// SDK clients on moto that record their requests into one log.
-struct MotoClients {
-    s3: aws_sdk_s3::Client,
-    dynamodb: aws_sdk_dynamodb::Client,
-    sqs: aws_sdk_sqs::Client,
-    log: RequestLog,
-}
-
-async fn moto_clients() -> MotoClients {
-    let config = clawless_aws::testing::moto_sdk_config().await;
-    let log = RequestLog::default();
-    let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&config)
-            .force_path_style(true)
-            .interceptor(log.clone())
-            .build(),
-    );
-    let dynamodb = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&config)
-            .interceptor(log.clone())
-            .build(),
-    );
-    let sqs = aws_sdk_sqs::Client::from_conf(
-        aws_sdk_sqs::config::Builder::from(&config)
-            .interceptor(log.clone())
-            .build(),
-    );
-    MotoClients {
-        s3,
-        dynamodb,
-        sqs,
-        log,
-    }
-}
-
-/// The deployment: a bucket in the conventional layout (bundled skills, generated managed
-/// skills, the agent's workspace), a separate blob bucket, the table and the FIFO queue.
-struct MotoDeployment {
-    bucket: String,
-    blob_bucket: String,
-    table: String,
-    queue_url: String,
-}
-
-async fn moto_deployment(clients: &MotoClients) -> MotoDeployment {
-    use clawless_aws::testing::{fresh_bucket, fresh_fifo_queue, fresh_table};
-    let bucket = fresh_bucket(&clients.s3, "bench-deploy").await;
-    let blob_bucket = fresh_bucket(&clients.s3, "bench-blobs").await;
-    let table = fresh_table(&clients.dynamodb).await;
-    let queue_url = fresh_fifo_queue(&clients.sqs).await;
-    let deploy = S3ObjectStore::new(clients.s3.clone(), bucket.clone());
-    let mut objects: Vec<(String, Vec<u8>)> = files_below(&bundled_skills_dir())
-        .into_iter()
-        .map(|(key, bytes)| (format!("skills/bundled/{key}"), bytes))
-        .collect();
-    objects.extend((0..GENERATED_SKILLS).map(|index| {
-        (
-            format!("skills/managed/generated-{index:02}/SKILL.md"),
-            generated_skill(index).into_bytes(),
-        )
-    }));
-    objects.push((
-        format!("agents/{AGENT}/workspace/AGENTS.md"),
-        AGENTS_MD.as_bytes().to_vec(),
-    ));
-    objects.push((
-        format!("agents/{AGENT}/workspace/SOUL.md"),
-        SOUL_MD.as_bytes().to_vec(),
-    ));
-    for (key, bytes) in objects {
-        deploy
-            .put(&key, bytes, PutCondition::Always)
-            .await
-            .expect("upload");
-    }
-    clients.log.take();
-    MotoDeployment {
-        bucket,
-        blob_bucket,
-        table,
-        queue_url,
-    }
-}
-
 /// The turn service as `AwsApp::turn_service` wires it (same adapters, the config
 /// `CLAWLESS_BUCKET` yields), with the instant model and the counting outbox.
 fn moto_service(clients: &MotoClients, deployment: &MotoDeployment) -> TurnService {
-    let config = bucket_layout_config(&deployment.bucket);
-    let stores = Arc::new(StoreFactory::with_s3_client(clients.s3.clone()));
-    let blobs: Arc<dyn ObjectStore> = Arc::new(S3ObjectStore::new(
-        clients.s3.clone(),
-        deployment.blob_bucket.clone(),
-    ));
-    let inner: Arc<dyn SessionStore> = Arc::new(DynamoSessionStore::new(
-        clients.dynamodb.clone(),
-        deployment.table.clone(),
-    ));
-    let sessions: Arc<dyn SessionStore> =
-        Arc::new(OffloadingSessionStore::new(inner, blobs, "sessions/"));
+    let stack = moto_stack(
+        clients,
+        deployment,
+        bucket_layout_config(&deployment.bucket),
+    );
     let deps = turn_deps(
-        config,
-        stores,
-        sessions,
+        stack,
+        Arc::new(InstantModel),
         Arc::new(CountingOutbox::default()),
-        "aws-lambda",
     );
     TurnService::new(deps)
 }
@@ -606,7 +249,7 @@ fn report_moto(
 
 async fn bench_moto(samples: &Samples) {
     let clients = moto_clients().await;
-    let deployment = moto_deployment(&clients).await;
+    let deployment = moto_deployment(&clients, GENERATED_SKILLS).await;
     println!(
         "moto: deployment bucket (bundled + {GENERATED_SKILLS} managed skills, agents/{AGENT}/workspace/{{AGENTS.md,SOUL.md}}), blob bucket, table, FIFO queue"
     );
