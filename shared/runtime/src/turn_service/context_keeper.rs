@@ -351,7 +351,7 @@ impl TurnService {
             .saturating_sub(text_tokens(&prompt) + 200);
         let mut conversation = trim_oldest_turns(messages, fixed, room).unwrap_or_default();
         conversation.push(Message::User { text: prompt });
-        let before = self.note_bytes(context, &path).await;
+        let mut appended: u64 = 0;
         let mut error = None;
         for _ in 0..MAX_FLUSH_CALLS {
             let request = ModelRequest {
@@ -386,7 +386,15 @@ impl TurnService {
             }
             for call in tool_calls {
                 let output = match (call.name.as_str(), &read) {
-                    ("write", _) => writer.run(&call.input, &context.tool_context).await,
+                    ("write", _) => {
+                        let output = writer.run(&call.input, &context.tool_context).await;
+                        if !output.is_error {
+                            appended += call.input["content"]
+                                .as_str()
+                                .map_or(0, |content| content.len() as u64);
+                        }
+                        output
+                    }
                     ("read", Some(read)) => read.run(&call.input, &context.tool_context).await,
                     (name, _) => ToolOutput::error(format!(
                         "Tool \"{name}\" is not available during the memory flush."
@@ -400,19 +408,8 @@ impl TurnService {
                 });
             }
         }
-        let after = self.note_bytes(context, &path).await;
-        let appended = after.saturating_sub(before);
         tracing::info!(session = %state.key, %path, appended, "memory flush ran");
         engine.record_memory_flush(state, path, appended, error, self.deps.clock.now_ms());
-    }
-
-    async fn note_bytes(&self, context: &TurnContext, path: &str) -> u64 {
-        let workspace = &context.tool_context.workspace;
-        let key = format!("{}{path}", workspace.prefix);
-        match workspace.store.head(&key).await {
-            Ok(Some(meta)) => meta.size,
-            _ => 0,
-        }
     }
 
     /// Compacts the live view: asks for a summary (in stages if needed, with the quality
