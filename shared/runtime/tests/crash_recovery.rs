@@ -290,8 +290,6 @@ async fn long_run(kill: Kill) -> LongRun {
         base = model.base_url(),
     );
     let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
-    let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
-    let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
     let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
     let sqlite: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
     let sessions = Arc::new(Killable {
@@ -299,27 +297,12 @@ async fn long_run(kill: Kill) -> LongRun {
         kill,
         commits: AtomicUsize::new(0),
     });
-    let outbox = ChannelOutbox::new().with_channel(
-        "generic",
-        Arc::new(HttpReplySender::new(
-            reqwest::Client::new(),
-            receiver.url.clone(),
-            SECRET.as_bytes(),
-        )),
+    let turns = support::turn_service(
+        &config,
+        Arc::clone(&sessions) as Arc<dyn SessionStore>,
+        &receiver.url,
+        Arc::new(SystemClock),
     );
-    let turns = TurnService::new(TurnDeps {
-        skills,
-        stores,
-        sessions: Arc::clone(&sessions) as Arc<dyn SessionStore>,
-        model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
-        outbox: Arc::new(outbox),
-        web: None,
-        clock: Arc::new(SystemClock),
-        eligibility: EligibilityContext::empty(),
-        home_dirs: Vec::new(),
-        host: HostFacts::default(),
-        nodes: None,
-    });
     let mut crashed = false;
     for n in 1..=12 {
         let filler = "Words to fill the context window of a small model. ".repeat(24);

@@ -8,18 +8,16 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{ResetReason, SessionState, StepBody};
 use clawless_llm::testing::windowed::WindowedModel;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
+use clawless_runtime::ClawlessConfig;
 use clawless_runtime::clock::Clock;
-use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
-use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
-use support::{ReplyReceiver, SECRET};
+use clawless_runtime::turn_service::TurnService;
+use support::ReplyReceiver;
 
 /// 2026-01-18 03:00 UTC.
 const T0: u64 = 1_768_705_200_000;
@@ -60,32 +58,15 @@ impl Harness {
             base = model.base_url(),
         );
         let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
-        let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
-        let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
         let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-        let outbox = ChannelOutbox::new().with_channel(
-            "generic",
-            Arc::new(HttpReplySender::new(
-                reqwest::Client::new(),
-                receiver.url.clone(),
-                SECRET.as_bytes(),
-            )),
-        );
         let clock = Arc::new(TestClock(AtomicU64::new(T0)));
-        let turns = TurnService::new(TurnDeps {
-            skills,
-            stores,
-            sessions: Arc::clone(&sessions),
-            model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
-            outbox: Arc::new(outbox),
-            web: None,
-            clock: Arc::clone(&clock) as Arc<dyn Clock>,
-            eligibility: EligibilityContext::empty(),
-            home_dirs: Vec::new(),
-            host: HostFacts::default(),
-            nodes: None,
-        });
+        let turns = support::turn_service(
+            &config,
+            Arc::clone(&sessions),
+            &receiver.url,
+            Arc::clone(&clock) as Arc<dyn Clock>,
+        );
         Self {
             _dir: dir,
             _model: model,

@@ -191,3 +191,42 @@ impl ReplyReceiver {
         }
     }
 }
+
+/// A turn service for `config` over `sessions`, as the tests build it: no S3, the model the
+/// config names, replies signed and POSTed to `reply_url` on the generic channel, time from
+/// `clock`, no node hosts.
+pub fn turn_service(
+    config: &clawless_runtime::ClawlessConfig,
+    sessions: Arc<dyn clawless_core::session::SessionStore>,
+    reply_url: &str,
+    clock: Arc<dyn clawless_runtime::clock::Clock>,
+) -> clawless_runtime::turn_service::TurnService {
+    use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
+    let stores = Arc::new(clawless_runtime::StoreFactory::new(|| {
+        unreachable!("no S3 in this test")
+    }));
+    let skills = Arc::new(
+        clawless_runtime::SkillsService::new(config.clone(), &stores).expect("test fixture"),
+    );
+    let outbox = clawless_channels::ChannelOutbox::new().with_channel(
+        "generic",
+        Arc::new(clawless_channels::HttpReplySender::new(
+            reqwest::Client::new(),
+            reply_url.to_owned(),
+            SECRET.as_bytes(),
+        )),
+    );
+    TurnService::new(TurnDeps {
+        skills,
+        stores,
+        sessions,
+        model: clawless_llm::build_model(&config.models, &|_| None).expect("test fixture"),
+        outbox: Arc::new(outbox),
+        web: None,
+        clock,
+        eligibility: clawless_core::skills::eligibility::EligibilityContext::empty(),
+        home_dirs: Vec::new(),
+        host: HostFacts::default(),
+        nodes: None,
+    })
+}
