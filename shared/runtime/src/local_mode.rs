@@ -129,7 +129,9 @@ pub struct RunningLocal {
     pub nodes: Arc<NodesService>,
     server: tokio::task::JoinHandle<()>,
     worker: tokio::task::JoinHandle<()>,
-    stop: Arc<tokio::sync::Notify>,
+    /// Set to `true` to stop the worker. A watch keeps its value, so a stop sent before the
+    /// worker first waits is still seen (a `Notify` wakes only tasks already waiting).
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for RunningLocal {
@@ -150,7 +152,7 @@ impl RunningLocal {
 
     /// Stops the worker and the server.
     pub async fn stop(self) {
-        self.stop.notify_waiters();
+        self.stop.send_replace(true);
         self.server.abort();
         if let Err(err) = self.worker.await {
             tracing::debug!(error = ?err, "worker task ended");
@@ -295,15 +297,19 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             tracing::error!(error = ?err, "local server stopped");
         }
     });
-    let stop = Arc::new(tokio::sync::Notify::new());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = {
         let turns = Arc::clone(&turns);
-        let stop = Arc::clone(&stop);
-        let timers_stop = Arc::clone(&stop);
         let timer_nodes = Arc::clone(&nodes);
+        let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            // An error means the sender is gone: stop too.
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        let timers_stop = until_stopped(stopped.clone());
+        let turns_stop = until_stopped(stopped);
         tokio::spawn(async move {
-            let timers = fire_timers(timer_nodes, async move { timers_stop.notified().await });
-            let turns = run_worker(turns, queue, async move { stop.notified().await });
+            let timers = fire_timers(timer_nodes, timers_stop);
+            let turns = run_worker(turns, queue, turns_stop);
             tokio::join!(timers, turns);
         })
     };

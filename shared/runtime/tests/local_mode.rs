@@ -278,3 +278,28 @@ fn tool_result(request: &serde_json::Value, id: &str) -> Option<(String, bool)> 
             })
         })
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_right_after_the_start_stops_the_worker() {
+    // A stop sent before the worker first waits for one must not be lost.
+    let fixture = Fixture::new();
+    let model_server = ScriptedServer::start().await;
+    let receiver = ReplyReceiver::start().await;
+    let yaml = fixture.config_yaml(&model_server.base_url(), &receiver.url);
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    for _ in 0..20 {
+        let model = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+        let running = start_local(LocalOptions {
+            config: config.clone(),
+            state_dir: fixture.state_dir(),
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            model,
+            secrets: Default::default(),
+        })
+        .await
+        .expect("test fixture");
+        tokio::time::timeout(Duration::from_secs(10), running.stop())
+            .await
+            .expect("the worker stops");
+    }
+}
