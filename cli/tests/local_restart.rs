@@ -66,6 +66,27 @@ fn start_local(root: &Path, port: u16) -> Local {
     Local(child)
 }
 
+/// Posts one signed message of `local-user` to the generic webhook; it must be accepted.
+async fn post_message(http: &reqwest::Client, port: u16, secret: &str, id: &str, text: &str) {
+    let body = serde_json::to_vec(&json!({
+        "message_id": id, "chat_id": "restart-chat", "sender_id": "local-user",
+        "text": text, "chat_type": "direct",
+    }))
+    .unwrap();
+    let accepted = http
+        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
+        .header("content-type", "application/json")
+        .header(
+            "x-clawless-signature",
+            sign(secret.trim().as_bytes(), &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status().as_u16(), 202, "message {id} accepted");
+}
+
 async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
     let replies: Vec<Value> = http
         .get(format!(
@@ -116,24 +137,8 @@ async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() 
 
     // WHEN a message arrives and the process is killed while the model is thinking
     let secret = std::fs::read_to_string(root.path().join("state/generic.secret")).unwrap();
-    let body = serde_json::to_vec(&json!({
-        "message_id": "m-1", "chat_id": "restart-chat", "sender_id": "local-user",
-        "text": "Hello?", "chat_type": "direct",
-    }))
-    .unwrap();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let accepted = http
-        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-        .header("content-type", "application/json")
-        .header(
-            "x-clawless-signature",
-            sign(secret.trim().as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status().as_u16(), 202);
+    post_message(&http, port, &secret, "m-1", "Hello?").await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while model.requests_to(MESSAGES).is_empty() {
         assert!(Instant::now() < deadline, "the model was never called");
@@ -209,24 +214,8 @@ async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
     // the model writes the first summary
     while sent < MESSAGES_SENT {
         sent += 1;
-        let body = serde_json::to_vec(&json!({
-            "message_id": format!("m-{sent}"), "chat_id": "restart-chat",
-            "sender_id": "local-user", "text": format!("Message {sent}: {filler}"),
-            "chat_type": "direct",
-        }))
-        .unwrap();
-        let accepted = http
-            .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-            .header("content-type", "application/json")
-            .header(
-                "x-clawless-signature",
-                sign(secret.trim().as_bytes(), &body),
-            )
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(accepted.status().as_u16(), 202);
+        let text = format!("Message {sent}: {filler}");
+        post_message(&http, port, &secret, &format!("m-{sent}"), &text).await;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if before_kill.len() + replies(&http, port).await.len() >= sent {

@@ -130,36 +130,49 @@ pub struct ScriptedServer {
     _shutdown: oneshot::Sender<()>,
 }
 
+/// Serves `app` on `127.0.0.1:<free port>` until the returned sender is dropped (then the
+/// server shuts down gracefully). `what` names it in the log if it fails.
+///
+/// # Panics
+/// When no loopback port can be bound (test support only).
+pub(crate) async fn serve_on_loopback(
+    app: Router,
+    what: &'static str,
+) -> (SocketAddr, oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|err| panic!("bind a loopback port for the {what}: {err}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|err| panic!("read the {what}'s address: {err}"));
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                // Resolves (with `Err`) when the sender is dropped.
+                rx.await.unwrap_or_default();
+            })
+            .await;
+        if let Err(err) = served {
+            tracing::error!(error = %err, "{what} stopped");
+        }
+    });
+    (addr, tx)
+}
+
 impl ScriptedServer {
     /// Binds a free loopback port and starts serving.
     ///
     /// # Panics
     /// When no loopback port can be bound (test support only).
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port for the scripted server");
-        let addr = listener
-            .local_addr()
-            .expect("read the scripted server's address");
         let script: Shared = Arc::default();
         let app = Router::new().fallback(answer).with_state(script.clone());
-        let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    // Resolves (with `Err`) when the server value is dropped.
-                    rx.await.unwrap_or_default();
-                })
-                .await;
-            if let Err(err) = served {
-                tracing::error!(error = %err, "scripted server stopped");
-            }
-        });
+        let (addr, shutdown) = serve_on_loopback(app, "scripted server").await;
         Self {
             addr,
             script,
-            _shutdown: tx,
+            _shutdown: shutdown,
         }
     }
 

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use clawless_core::compaction::plan::text_tokens;
 use clawless_core::model::{ModelError, ModelProvider, ToolSpec};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::outbox::{Outbox, OutboxError};
@@ -248,6 +249,9 @@ struct TurnContext {
     system: String,
     tools: Vec<ToolSpec>,
     tool_context: ToolContext,
+    /// Estimated tokens of the system prompt and the tool schemas, which every request of
+    /// the turn carries.
+    fixed_tokens: u64,
 }
 
 impl TurnService {
@@ -747,7 +751,10 @@ impl TurnService {
             })
             .collect();
         let sources = self.deps.skills.sources(agent_id)?.to_vec();
+        let tool_schemas = serde_json::to_string(&tools).unwrap_or_default();
+        let fixed_tokens = text_tokens(&system) + text_tokens(&tool_schemas);
         Ok(TurnContext {
+            fixed_tokens,
             system,
             tools,
             tool_context: ToolContext {

@@ -108,6 +108,18 @@ channels:
         self.wait_reply().await
     }
 
+    /// Sends the numbered messages one by one; each must get its own correct answer.
+    async fn say_numbered(&mut self, numbers: std::ops::RangeInclusive<u64>) {
+        for n in numbers {
+            let reply = self.say(&numbered(n)).await;
+            assert_eq!(
+                reply,
+                format!("Answer to message {n}."),
+                "reply to message {n}"
+            );
+        }
+    }
+
     /// Posts one message without waiting for a reply.
     async fn post(&mut self, sender: &str, chat_type: &str, text: &str) {
         self.sent += 1;
@@ -206,14 +218,7 @@ fn memory_notes(workspace: &Path) -> Vec<String> {
 async fn eighty_messages_through_a_12k_window_are_all_answered() {
     let model = WindowedModel::start(12_000, true).await;
     let mut chat = Chat::start(&model, 12_000).await;
-    for n in 1..=80 {
-        let reply = chat.say(&numbered(n)).await;
-        assert_eq!(
-            reply,
-            format!("Answer to message {n}."),
-            "reply to message {n}"
-        );
-    }
+    chat.say_numbered(1..=80).await;
     let seen = model.seen();
     let count = |kind: RequestKind| seen.iter().filter(|r| r.kind == kind).count();
     println!(
@@ -267,14 +272,7 @@ async fn eighty_messages_through_a_12k_window_are_all_answered() {
 async fn a_model_whose_real_window_is_smaller_recovers_through_its_overflow_error() {
     let model = WindowedModel::start(7_000, false).await;
     let mut chat = Chat::start(&model, 12_000).await;
-    for n in 1..=30 {
-        let reply = chat.say(&numbered(n)).await;
-        assert_eq!(
-            reply,
-            format!("Answer to message {n}."),
-            "reply to message {n}"
-        );
-    }
+    chat.say_numbered(1..=30).await;
     let seen = model.seen();
     assert!(
         seen.iter().any(|request| request.refused),
@@ -336,12 +334,7 @@ async fn a_giant_paste_is_explained_plainly() {
 async fn no_memory_flush_runs_where_write_is_denied() {
     let model = WindowedModel::start(8_000, false).await;
     let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [write]\n").await;
-    for n in 1..=20 {
-        assert_eq!(
-            chat.say(&numbered(n)).await,
-            format!("Answer to message {n}.")
-        );
-    }
+    chat.say_numbered(1..=20).await;
     let seen = model.seen();
     assert!(
         seen.iter().any(|r| r.kind == RequestKind::Summary),
@@ -410,12 +403,7 @@ async fn new_with_a_model_switches_the_sessions_model() {
 async fn the_memory_flush_offers_only_what_the_policy_allows() {
     let model = WindowedModel::start(8_000, false).await;
     let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [read]\n").await;
-    for n in 1..=20 {
-        assert_eq!(
-            chat.say(&numbered(n)).await,
-            format!("Answer to message {n}.")
-        );
-    }
+    chat.say_numbered(1..=20).await;
     let seen = model.seen();
     let flush = seen
         .iter()

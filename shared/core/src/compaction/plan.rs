@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::tool_results::{CHARS_PER_TOKEN, estimate_message_chars};
 use crate::transcript::Message;
-use crate::turn::state::{SessionState, Step, StepBody};
+use crate::turn::state::{SessionState, StepBody};
 
 /// The context window assumed when neither the model entry nor the agent names one.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
@@ -168,7 +168,7 @@ pub enum ContextCheck {
     CompactFirst,
 }
 
-/// Where a request of `estimate` tokens stands (`fixed` being the system prompt and tools).
+/// Where a request of `estimate` tokens (system prompt, tools and messages) stands.
 pub fn check_request(estimate: u64, budget: &ContextBudget) -> ContextCheck {
     if estimate > budget.prompt_limit() {
         ContextCheck::CompactFirst
@@ -280,11 +280,6 @@ pub fn trim_oldest_turns(messages: &[Message], fixed: u64, limit: u64) -> Option
         from = start;
     }
     (total <= limit).then(|| messages[from..].to_vec())
-}
-
-/// True when the step opens a turn.
-pub fn is_turn_start(step: &Step) -> bool {
-    matches!(step.body, StepBody::Inbound { .. })
 }
 
 #[cfg(test)]

@@ -86,10 +86,6 @@ impl WindowedModel {
     /// # Panics
     /// When no loopback port can be bound (test support only).
     pub async fn start(window: u64, weak_first_summary: bool) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port for the windowed model");
-        let addr = listener.local_addr().expect("read the model's address");
         let state: Shared = Arc::new(Mutex::new(ModelState {
             window,
             weak_first_summary,
@@ -98,21 +94,11 @@ impl WindowedModel {
         let app = Router::new()
             .route("/v1/messages", post(answer))
             .with_state(Arc::clone(&state));
-        let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    rx.await.unwrap_or_default();
-                })
-                .await;
-            if let Err(err) = served {
-                tracing::error!(error = %err, "windowed model stopped");
-            }
-        });
+        let (addr, shutdown) = super::serve_on_loopback(app, "windowed model").await;
         Self {
             addr,
             state,
-            _shutdown: tx,
+            _shutdown: shutdown,
         }
     }
 

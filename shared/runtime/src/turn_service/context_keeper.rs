@@ -101,14 +101,6 @@ impl OverflowAttempts {
     }
 }
 
-/// A compaction's result.
-pub(super) enum Compacted {
-    /// Recorded: estimated tokens before and after.
-    Done { before: u64, after: u64 },
-    /// Nothing was recorded; the history stays as it was.
-    Not(String),
-}
-
 impl TurnService {
     /// Pruning of old tool results in requests: `agents.defaults.contextPruning`, with
     /// OpenClaw's defaults for Anthropic models (`cache-ttl`, 1 hour) where unset.
@@ -145,11 +137,6 @@ impl TurnService {
         ContextBudget::new(window, &defaults.compaction)
     }
 
-    fn fixed_tokens(context: &TurnContext) -> u64 {
-        let tools = serde_json::to_string(&context.tools).unwrap_or_default();
-        text_tokens(&context.system) + text_tokens(&tools)
-    }
-
     /// The messages a request carries now: the live view, repaired, with old tool results
     /// pruned when the cache has gone cold and oversized ones shortened.
     fn request_messages(&self, state: &SessionState, budget: &ContextBudget) -> Vec<Message> {
@@ -179,27 +166,31 @@ impl TurnService {
         calls: &mut u32,
     ) -> Result<ModelStep, TurnError> {
         let budget = self.budget(state);
-        let fixed = Self::fixed_tokens(context);
+        let fixed = context.fixed_tokens;
         let messages = self.request_messages(state, &budget);
         let estimate = fixed + messages_tokens(&messages);
         let check = check_request(estimate, &budget);
         let turn = state.meta.turn;
         // Compact only when a compaction can happen; a failed one is not retried in the same
         // turn (the request is trimmed instead), so a turn never burns calls on summaries.
-        let compaction_due = check == ContextCheck::CompactFirst
+        let plan = (check == ContextCheck::CompactFirst
             && budget.auto_compaction
-            && !attempts.compaction_failed(turn)
-            && plan_compaction(state, &budget).is_some();
-        if (compaction_due || check == ContextCheck::FlushDue) && self.flush_due(state, context) {
+            && !attempts.compaction_failed(turn))
+        .then(|| plan_compaction(state, &budget))
+        .flatten();
+        if (plan.is_some() || check == ContextCheck::FlushDue)
+            && self.flush_due(state, context, &budget)
+        {
             self.memory_flush(engine, state, context, &messages, fixed, &budget, calls)
                 .await;
             return Ok(ModelStep::Changed);
         }
-        if compaction_due {
+        if let Some(plan) = plan {
             match self
                 .compact(
                     engine,
                     state,
+                    plan,
                     &budget,
                     fixed,
                     CompactionTrigger::Threshold,
@@ -208,8 +199,8 @@ impl TurnService {
                 )
                 .await
             {
-                Compacted::Done { .. } => return Ok(ModelStep::Changed),
-                Compacted::Not(reason) => {
+                Ok(_) => return Ok(ModelStep::Changed),
+                Err(reason) => {
                     attempts.mark_compaction_failed(turn);
                     tracing::warn!(session = %state.key, %reason, "no compaction; trimming this request");
                 }
@@ -219,10 +210,8 @@ impl TurnService {
             match trim_oldest_turns(&messages, fixed, budget.prompt_limit()) {
                 Some(trimmed) => trimmed,
                 None => {
-                    let last_turn = trim_oldest_turns(&messages, fixed, u64::MAX)
-                        .map_or(estimate, |all| fixed + last_turn_tokens(&all));
                     return Ok(ModelStep::TooLarge(message_too_large_text(
-                        last_turn,
+                        fixed + last_turn_tokens(&messages),
                         budget.window,
                     )));
                 }
@@ -251,18 +240,23 @@ impl TurnService {
                 }
                 self.learn_window(state, &err.to_string(), sent, &budget);
                 let budget = self.budget(state);
-                if let Compacted::Not(reason) = self
-                    .compact(
-                        engine,
-                        state,
-                        &budget,
-                        fixed,
-                        CompactionTrigger::Overflow,
-                        None,
-                        calls,
-                    )
-                    .await
-                {
+                let failed = match plan_compaction(state, &budget) {
+                    Some(plan) => self
+                        .compact(
+                            engine,
+                            state,
+                            plan,
+                            &budget,
+                            fixed,
+                            CompactionTrigger::Overflow,
+                            None,
+                            calls,
+                        )
+                        .await
+                        .err(),
+                    None => Some("nothing to compact".to_owned()),
+                };
+                if let Some(reason) = failed {
                     attempts.mark_compaction_failed(state.meta.turn);
                     tracing::warn!(session = %state.key, %reason, "overflow: no compaction; the smaller window trims the next request");
                 }
@@ -302,8 +296,12 @@ impl TurnService {
         }
     }
 
-    fn flush_due(&self, state: &SessionState, context: &TurnContext) -> bool {
-        let budget = self.budget(state);
+    fn flush_due(
+        &self,
+        state: &SessionState,
+        context: &TurnContext,
+        budget: &ContextBudget,
+    ) -> bool {
         budget.memory_flush
             && state.meta.memory_flush_compaction_count != Some(state.meta.compaction_count)
             && context.tools.iter().any(|tool| tool.name == "write")
@@ -412,30 +410,21 @@ impl TurnService {
         engine.record_memory_flush(state, path, appended, error, self.deps.clock.now_ms());
     }
 
-    /// Compacts the live view: asks for a summary (in stages if needed, with the quality
-    /// check), and records it. Nothing is recorded when no usable summary comes back.
+    /// Carries out `plan` (from [`plan_compaction`]): asks for a summary (in stages if
+    /// needed, with the quality check), and records it. Nothing is recorded when no usable
+    /// summary comes back.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn compact(
         &self,
         engine: &TurnEngine,
         state: &mut SessionState,
+        plan: CompactionPlan,
         budget: &ContextBudget,
         fixed: u64,
         trigger: CompactionTrigger,
         focus: Option<&str>,
         calls: &mut u32,
-    ) -> Compacted {
-        // `/compact` is a checkpoint: everything before the command is summarised.
-        let budget = &match trigger {
-            CompactionTrigger::Manual => ContextBudget {
-                keep_recent: 0,
-                ..*budget
-            },
-            _ => *budget,
-        };
-        let Some(plan) = plan_compaction(state, budget) else {
-            return Compacted::Not("nothing to compact".to_owned());
-        };
+    ) -> Result<(u64, u64), String> {
         let focus = focus.or(self
             .config()
             .agents
@@ -449,7 +438,7 @@ impl TurnService {
             .await
         {
             Ok(summary) => summary,
-            Err(reason) => return Compacted::Not(reason),
+            Err(reason) => return Err(reason),
         };
         let before = fixed + plan.tokens_before;
         let after = fixed + summary_tokens(&summary) + plan.tokens_kept;
@@ -463,7 +452,7 @@ impl TurnService {
             self.deps.clock.now_ms(),
         );
         tracing::info!(session = %state.key, ?trigger, before, after, count = state.meta.compaction_count, "compacted");
-        Compacted::Done { before, after }
+        Ok((before, after))
     }
 
     async fn summarize(
@@ -531,7 +520,7 @@ impl TurnService {
         calls: &mut u32,
     ) -> String {
         let budget = self.budget(state);
-        let fixed = Self::fixed_tokens(context);
+        let fixed = context.fixed_tokens;
         let recorded = state
             .current_turn_steps()
             .iter()
@@ -543,37 +532,43 @@ impl TurnService {
                 } => Some((tokens_before, tokens_after)),
                 _ => None,
             });
-        let outcome = match recorded {
-            Some((before, after)) => Compacted::Done { before, after },
-            None => {
+        // `/compact` is a checkpoint: everything before the command is summarised.
+        let checkpoint = ContextBudget {
+            keep_recent: 0,
+            ..budget
+        };
+        let outcome = match (recorded, plan_compaction(state, &checkpoint)) {
+            (Some(recorded), _) => Some(Ok(recorded)),
+            (None, Some(plan)) => Some(
                 self.compact(
                     engine,
                     state,
-                    &budget,
+                    plan,
+                    &checkpoint,
                     fixed,
                     CompactionTrigger::Manual,
                     instructions,
                     calls,
                 )
-                .await
-            }
+                .await,
+            ),
+            (None, None) => None,
         };
         match outcome {
-            Compacted::Done { before, after } => format!(
+            Some(Ok((before, after))) => format!(
                 "⚙️ Compacted ({} → {}) • {}",
                 format_token_count(Some(before)),
                 format_token_count(Some(after)),
                 format_context_usage_short(Some(after), Some(budget.window))
             ),
-            Compacted::Not(reason) => {
+            failed => {
                 let used = fixed + messages_tokens(&state.messages());
                 let usage = format_context_usage_short(Some(used), Some(budget.window));
-                if reason == "nothing to compact" {
-                    format!(
+                match failed {
+                    Some(Err(reason)) => format!("⚙️ Compaction failed: {reason} • {usage}"),
+                    _ => format!(
                         "⚙️ Compaction skipped: nothing compactable in this session yet • {usage}"
-                    )
-                } else {
-                    format!("⚙️ Compaction failed: {reason} • {usage}")
+                    ),
                 }
             }
         }

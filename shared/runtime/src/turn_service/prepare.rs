@@ -206,7 +206,7 @@ impl TurnService {
             return Ok(None);
         }
         let allowed = !group || message.sender_is_owner;
-        let triggers = self.reset_triggers();
+        let triggers = self.config().session.resets.triggers();
         let command = if let Some(rest) = match_reset_trigger(body, &triggers) {
             let reason = if body.to_ascii_lowercase().starts_with("/new") {
                 ResetReason::New
@@ -259,10 +259,6 @@ impl TurnService {
             return Ok(None);
         };
         Ok(Some(Some(Incoming::Message(Box::new(command)))))
-    }
-
-    fn reset_triggers(&self) -> Vec<String> {
-        self.config().session.resets.triggers()
     }
 
     /// A daily or idle reset due for this message under `session.reset*` (evaluated now, when
