@@ -278,6 +278,10 @@ impl TurnService {
             message.chat.chat_type == ChatType::Direct,
         );
         let policy = resolve_policy(config, kind, &message.chat.channel);
+        if policy.mode == resets::ResetMode::None {
+            // The default: nothing to evaluate, and no time zone to look up.
+            return None;
+        }
         let tz = self.time_zone();
         let reason = is_stale(
             &policy,
