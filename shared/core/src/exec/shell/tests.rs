@@ -781,11 +781,14 @@ fn windows_unwraps_powershell_command() {
 
 #[test]
 fn windows_checks_the_unwrapped_powershell_payload() {
-    let analysis = windows("powershell -Command \"Get-Process; whoami\"");
+    let analysis = windows("powershell -Command \"Get-Process | whoami\"");
     assert_eq!(
         analysis.reason.as_deref(),
-        Some("unsupported windows shell token: ;")
+        Some("unsupported windows shell token: |")
     );
+    // `;` stays in its word, as in the spec; on Windows nothing runs without approval.
+    let analysis = windows("powershell -Command \"Get-Process; whoami\"");
+    assert_eq!(argvs(&analysis), [vec!["Get-Process;", "whoami"]]);
 }
 
 #[test]
