@@ -84,6 +84,8 @@ use super::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 
 mod openclaw;
 #[cfg(test)]
+mod deviations;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;

@@ -4,10 +4,10 @@
 use super::*;
 use crate::exec::fs::DescribedFs;
 
-const PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+pub(super) const PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
 
 /// A Debian-like node: `/bin` links to `/usr/bin`, `/usr/bin/sh` is dash.
-fn node() -> DescribedFs {
+pub(super) fn node() -> DescribedFs {
     let usr_bin = [
         "echo",
         "rg",
@@ -42,6 +42,7 @@ fn node() -> DescribedFs {
         "awk",
         "sed",
         "sudo",
+        "su",
         "false",
         "busybox",
         "gog-wrapper",
@@ -82,11 +83,11 @@ fn node() -> DescribedFs {
     }
 }
 
-fn strings(words: &[&str]) -> Vec<String> {
+pub(super) fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|word| (*word).to_owned()).collect()
 }
 
-fn allow(patterns: &[&str]) -> ExecPolicy {
+pub(super) fn allow(patterns: &[&str]) -> ExecPolicy {
     ExecPolicy {
         allowlist: patterns
             .iter()
@@ -96,7 +97,7 @@ fn allow(patterns: &[&str]) -> ExecPolicy {
     }
 }
 
-fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
+pub(super) fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
     AllowlistEntry {
         pattern: pattern.into(),
         arg_pattern: Some(arg_pattern.into()),
@@ -104,17 +105,17 @@ fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
     }
 }
 
-struct Run {
-    policy: ExecPolicy,
-    path: Vec<String>,
-    cwd: String,
-    platform: Platform,
-    fs: DescribedFs,
-    approved: bool,
+pub(super) struct Run {
+    pub(super) policy: ExecPolicy,
+    pub(super) path: Vec<String>,
+    pub(super) cwd: String,
+    pub(super) platform: Platform,
+    pub(super) fs: DescribedFs,
+    pub(super) approved: bool,
 }
 
 impl Run {
-    fn new(policy: ExecPolicy) -> Self {
+    pub(super) fn new(policy: ExecPolicy) -> Self {
         Self {
             policy,
             path: strings(PATH),
@@ -125,7 +126,7 @@ impl Run {
         }
     }
 
-    fn argv(
+    pub(super) fn argv(
         &self,
         argv: &[String],
         raw: Option<&str>,
@@ -147,16 +148,16 @@ impl Run {
         evaluate_exec(&request, &self.fs)
     }
 
-    fn shell(&self, command: &str) -> ExecVerdict {
+    pub(super) fn shell(&self, command: &str) -> ExecVerdict {
         self.argv(&strings(&["/bin/sh", "-lc", command]), None, None)
     }
 }
 
-fn check(command: &str, policy: ExecPolicy) -> ExecVerdict {
+pub(super) fn check(command: &str, policy: ExecPolicy) -> ExecVerdict {
     Run::new(policy).shell(command)
 }
 
-fn by(verdict: &ExecVerdict) -> Vec<Option<&'static str>> {
+pub(super) fn by(verdict: &ExecVerdict) -> Vec<Option<&'static str>> {
     verdict
         .satisfied_by()
         .into_iter()
@@ -311,7 +312,7 @@ fn arg_patterns_bind_the_rendered_arguments_on_linux_too() {
 
 // ---- §7.6 safe bins ---------------------------------------------------------------------------
 
-fn safe(names: &[&str]) -> ExecPolicy {
+pub(super) fn safe(names: &[&str]) -> ExecPolicy {
     ExecPolicy {
         safe_bins: Some(strings(names)),
         ..ExecPolicy::default()
@@ -436,7 +437,7 @@ fn the_enforced_command_pins_safe_segments_and_keeps_the_rest() {
 
 // ---- §7.7 skills -------------------------------------------------------------------------------
 
-fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
+pub(super) fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
     ExecPolicy {
         auto_allow_skills: true,
         skill_bins: bins
@@ -788,7 +789,7 @@ fn an_empty_argv_is_never_satisfied() {
 
 // ---- attacks on the stricter rules -----------------------------------------------------------
 
-fn everything_allowed() -> ExecPolicy {
+pub(super) fn everything_allowed() -> ExecPolicy {
     ExecPolicy {
         allowlist: vec![
             AllowlistEntry::pattern("*"),
