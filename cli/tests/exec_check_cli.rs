@@ -819,7 +819,10 @@ fn shapes_clawless_used_to_refuse_decide_as_the_spec_does() {
         ("/usr/bin/../../tmp/evil", "'/tmp/evil'"),
         ("ca${IFS}t /etc/passwd", "'ca${IFS}t' '/etc/passwd'"),
         ("head $SECRET", "'/usr/bin/head' '$SECRET'"),
-        ("cat <<'EOF'\n$HOME\nEOF", "'/usr/bin/cat' <<'CLAWLESS_EOF'\n$HOME\nCLAWLESS_EOF\n"),
+        (
+            "cat <<'EOF'\n$HOME\nEOF",
+            "'/usr/bin/cat' <<'CLAWLESS_EOF'\n$HOME\nCLAWLESS_EOF\n",
+        ),
     ] {
         assert_case(
             command,
@@ -937,8 +940,8 @@ fn the_deviation_field_names_the_rule_that_changed_the_decision() {
 /// The example in `docs/exec.md` runs as written and prints what the page says.
 #[test]
 fn the_docs_example_works() {
-    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/exec.md"))
-        .unwrap();
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/exec.md")).unwrap();
     let line = page
         .lines()
         .find(|line| line.starts_with("echo '") && line.ends_with("| clawless exec check"))

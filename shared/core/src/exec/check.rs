@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AllowlistEntry, Platform, Security};
 use super::deviation::Deviation;
 use super::evaluate::{
     ExecEvaluation, ExecPolicy, ExecVerdict, PreparedPolicy, SatisfiedBy, SegmentVerdict,
@@ -23,6 +22,7 @@ use super::policy::{ApprovalDecision, FallbackOutcome};
 use super::system_run::{
     SystemRunRequest, env_overrides_refused_only_by_clawless, prepare_system_run,
 };
+use super::{AllowlistEntry, Platform, Security};
 
 /// A `clawless exec check` request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

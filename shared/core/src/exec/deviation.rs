@@ -166,6 +166,9 @@ mod tests {
             .iter()
             .map(|rule| rule.id().to_owned())
             .collect();
-        assert_eq!(ids, expected, "docs/exec.md's table and Deviation::ALL differ");
+        assert_eq!(
+            ids, expected,
+            "docs/exec.md's table and Deviation::ALL differ"
+        );
     }
 }

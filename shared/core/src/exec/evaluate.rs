@@ -82,9 +82,9 @@ use super::system_run::{
 use super::wrappers::{is_assignment, normalized_name, unwrap_dispatch};
 use super::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 
-mod openclaw;
 #[cfg(test)]
 mod deviations;
+mod openclaw;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -516,7 +516,10 @@ impl SafeBins {
         let resolved = resolution.resolved_path.as_deref()?;
         let profile = self.profile(&name)?;
         let openclaw_accepts = self.names.contains(&name)
-            && self.trusted_dirs.iter().any(|dir| dir == dir_name(resolved))
+            && self
+                .trusted_dirs
+                .iter()
+                .any(|dir| dir == dir_name(resolved))
             && validate_args(&name, &profile, args, false).is_ok();
         if !openclaw_accepts {
             return None;

@@ -146,7 +146,10 @@ fn a_safe_bin_linked_from_a_trusted_folder_to_elsewhere_is_not_safe() {
     asks_because(&run.shell("jq .foo"), Deviation::SafeBinRealPath);
     let verdict = check("jq .foo", safe(&["jq"]));
     runs_as_in_openclaw(&verdict);
-    assert_eq!(verdict.segments[0].satisfied_by, Some(SatisfiedBy::SafeBins));
+    assert_eq!(
+        verdict.segments[0].satisfied_by,
+        Some(SatisfiedBy::SafeBins)
+    );
 }
 
 #[test]

@@ -15,6 +15,7 @@ use super::{
     ALLOW_ALWAYS_SOURCE, ExecEvaluation, ExecVerdict, NodeDecision, SatisfiedBy, SegmentVerdict,
     apply_skill_prelude, evaluate_exec, is_trusted_skill_bin,
 };
+use crate::exec::Security;
 use crate::exec::carriers::{Carrier, CarrierKind};
 use crate::exec::deviation::Deviation;
 use crate::exec::fs::NodeFs;
@@ -28,7 +29,6 @@ use crate::exec::system_run::{
     format_exec_command,
 };
 use crate::exec::wrappers::{PRIVILEGE_WRAPPERS, normalized_name, unwrap_dispatch};
-use crate::exec::Security;
 
 /// Records on each segment the rule that leaves it unsatisfied although OpenClaw would
 /// satisfy it. Call after clawless's own skill prelude pass.
@@ -72,7 +72,12 @@ pub(super) fn verdict_deviation(
                 .is_some_and(env_overrides_refused_only_by_clawless)
         } else if message.contains("command env assignment rejected") {
             std::iter::once(request.argv)
-                .chain(verdict.segments.iter().map(|segment| segment.argv.as_slice()))
+                .chain(
+                    verdict
+                        .segments
+                        .iter()
+                        .map(|segment| segment.argv.as_slice()),
+                )
                 .filter(|argv| crate::exec::system_run::check_env_assignments(argv).is_err())
                 .all(env_assignments_refused_only_by_clawless)
         } else {
@@ -145,19 +150,16 @@ fn segment_deviation(
         return satisfies(&segment.resolution, args, request).then(|| carrier_rule(carrier));
     }
     if let Some(entry) = path_entry(&segment.resolution, args, request) {
-        return Some(
-            if entry.source.as_deref() == Some(ALLOW_ALWAYS_SOURCE) {
-                Deviation::AllowAlwaysArgv
-            } else {
-                Deviation::ArgPattern
-            },
-        );
+        return Some(if entry.source.as_deref() == Some(ALLOW_ALWAYS_SOURCE) {
+            Deviation::AllowAlwaysArgv
+        } else {
+            Deviation::ArgPattern
+        });
     }
-    if let Some(rule) =
-        request
-            .policy
-            .safe_bins
-            .stricter_rule(platform, &segment.resolution, args)
+    if let Some(rule) = request
+        .policy
+        .safe_bins
+        .stricter_rule(platform, &segment.resolution, args)
     {
         return Some(rule);
     }
@@ -245,7 +247,10 @@ fn argv_satisfies(
     fs: &dyn NodeFs,
 ) -> bool {
     let plan = unwrap_dispatch(argv, request.platform);
-    let Some(effective) = argv.get(plan.command_index..).filter(|rest| !rest.is_empty()) else {
+    let Some(effective) = argv
+        .get(plan.command_index..)
+        .filter(|rest| !rest.is_empty())
+    else {
         return false;
     };
     if plan.policy_blocked.is_some()
@@ -296,7 +301,11 @@ fn comment_cut_deviation(
         return None;
     }
     let cut = openclaw_comment_start(payload)?;
-    let argv = vec!["/bin/sh".to_owned(), "-lc".to_owned(), payload[..cut].to_owned()];
+    let argv = vec![
+        "/bin/sh".to_owned(),
+        "-lc".to_owned(),
+        payload[..cut].to_owned(),
+    ];
     let replay = evaluate_exec(
         &ExecEvaluation {
             argv: &argv,

@@ -649,7 +649,10 @@ fn an_unquoted_heredoc_is_carried_literally_after_sh_unescaping() {
 
 #[test]
 fn a_heredoc_on_an_unlisted_binary_still_asks() {
-    let verdict = check("/usr/bin/tee /tmp/x << 'EOF'\nx\nEOF", allow(&["/usr/bin/cat"]));
+    let verdict = check(
+        "/usr/bin/tee /tmp/x << 'EOF'\nx\nEOF",
+        allow(&["/usr/bin/cat"]),
+    );
     assert!(verdict.requires_approval);
     assert_eq!(verdict.deviation, None);
 }
@@ -927,7 +930,11 @@ fn dot_paths_hazards_and_expansions_decide_as_in_the_spec() {
         let verdict = check(command, policy.clone());
         assert!(verdict.allowlist_satisfied, "{command}");
         assert_eq!(verdict.deviation, None, "{command}");
-        assert_eq!(verdict.enforced_command.as_deref(), Some(enforced), "{command}");
+        assert_eq!(
+            verdict.enforced_command.as_deref(),
+            Some(enforced),
+            "{command}"
+        );
     }
 }
 
