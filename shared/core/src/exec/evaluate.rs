@@ -13,7 +13,7 @@
 //!    that order; then the skill display prelude (§7.7).
 //! 4. Modes (§7.1, §7.8): does a person have to approve, and the node's decision.
 //! 5. The enforced command (§7.6) and the entries an "allow always" would add.
-//! 6. Which rule, if any, made the decision differ from OpenClaw's ([`openclaw`]).
+//! 6. Which rule, if any, made the decision differ from OpenClaw's (the `openclaw` submodule).
 //!
 //! # Where clawless decides differently from OpenClaw, and why
 //! Every difference is a rule in [`Deviation`](super::deviation::Deviation), with its id,

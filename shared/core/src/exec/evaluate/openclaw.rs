@@ -169,19 +169,64 @@ fn segment_deviation(
     {
         return Some(Deviation::RelativePathEntry);
     }
-    if segment.hazards.contains(&ShellHazard::NonAsciiWhitespace) {
-        let words: Vec<String> = segment
-            .argv
-            .iter()
-            .flat_map(|word| word.split(is_js_space))
-            .filter(|word| !word.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if words != segment.argv && argv_satisfies(&words, request, context, fs) {
-            return Some(Deviation::ShParsing);
-        }
+    if segment.hazards.contains(&ShellHazard::NonAsciiWhitespace)
+        && let Some(words) = openclaw_words(&segment.raw)
+        && words != segment.argv
+        && argv_satisfies(&words, request, context, fs)
+    {
+        return Some(Deviation::ShParsing);
     }
     None
+}
+
+/// A segment's words as OpenClaw's tokenizer reads them (§7.3 step 4): split on JavaScript
+/// whitespace outside quotes, `'…'` literal, a backslash in `"…"` escaping only `\ " $ ``
+/// and a newline, outside quotes escaping anything, and `#` starting a word ending the text.
+/// `None` for an unterminated quote or escape.
+fn openclaw_words(raw: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut started = false;
+    let mut quote: Option<char> = None;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some('\'') if c == '\'' => quote = None,
+            Some('"') if c == '"' => quote = None,
+            Some('"')
+                if c == '\\' && matches!(chars.peek(), Some('\\' | '"' | '$' | '`' | '\n')) =>
+            {
+                word.extend(chars.next());
+            }
+            Some(_) => word.push(c),
+            None if c == '\\' => {
+                word.push(chars.next()?);
+                started = true;
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                started = true;
+            }
+            None if c == '#' && !started => break,
+            None if is_js_space(c) => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            None => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if started {
+        words.push(word);
+    }
+    Some(words)
 }
 
 fn carrier_rule(carrier: &Carrier) -> Deviation {
@@ -363,6 +408,15 @@ mod tests {
         assert_eq!(openclaw_comment_start("ls\n# x"), None);
         assert_eq!(openclaw_comment_start("echo '# x'\nrm"), None);
         assert_eq!(openclaw_comment_start("echo a#b\nrm"), None);
+    }
+
+    #[test]
+    fn openclaws_words_split_on_unicode_spaces_outside_quotes_only() {
+        let words = |raw: &str| openclaw_words(raw).unwrap();
+        assert_eq!(words("ls\u{a0}-la"), ["ls", "-la"]);
+        assert_eq!(words("ls '\u{a0}x' \"a b\""), ["ls", "\u{a0}x", "a b"]);
+        assert_eq!(words(r#"echo "a\"b" c\ d #x"#), ["echo", "a\"b", "c d"]);
+        assert_eq!(openclaw_words("echo 'x"), None);
     }
 
     #[test]
