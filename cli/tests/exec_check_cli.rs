@@ -592,24 +592,24 @@ fn mode_and_decision_vectors_of_sections_7_1_and_7_8() {
             "/usr/bin/tee /tmp/file << 'EOF'\nx\nEOF",
             json!({"allowlist": ["/usr/bin/tee"]}),
             vec![
-                Is("/requiresApproval", json!(true)),
+                // As on OpenClaw's node: the body travels literally with the rebuilt command.
+                Is("/requiresApproval", json!(false)),
+                Is("/nodeDecision", json!("allowed")),
                 Is(
-                    "/warnings/0",
-                    json!(
-                        "Warning: heredoc execution requires explicit approval in allowlist mode."
-                    ),
+                    "/enforcedCommand",
+                    json!("'/usr/bin/tee' '/tmp/file' <<'CLAWLESS_EOF'\nx\nCLAWLESS_EOF\n"),
                 ),
+                Is("/deviation", Value::Null),
             ],
         ),
         (
             "mybin --flag",
             json!({"allowlist": ["*"]}),
-            vec![Is(
-                "/warnings/0",
-                json!(
-                    "Warning: allowlist auto-execution is unavailable on linux; explicit approval is required."
-                ),
-            )],
+            vec![
+                Is("/nodeDecision", json!("allowed")),
+                Is("/enforcedCommand", json!("'mybin' '--flag'")),
+                Is("/deviation", Value::Null),
+            ],
         ),
         (
             "rm x",
@@ -766,34 +766,35 @@ fn attacks_on_the_stricter_rules_stay_unsatisfied() {
         "autoAllowSkills": true,
         "skillBins": [{"name": "gog", "resolvedPath": "/usr/local/bin/gog"}],
     }));
-    for command in [
-        "bash -c 'rm -rf /'",
-        "/usr/bin/env bash -c id",
-        "nice xargs sh -c id",
-        "find . -exec sh \\;",
-        "git -c core.pager=sh log",
-        "git pwn",
-        "tar --to-command=sh -xf a.tar",
-        "make",
-        "/usr/bin/../../tmp/evil",
-        "ca${IFS}t /etc/passwd",
-        "head $SECRET",
-        "python3 -c 'import os'",
-        "node -e 1",
-        "perl -e 1",
-        "awk '{print}' /etc/passwd",
-        "sed 's/x/id/e'",
-        "busybox sh -c id",
-        "ssh host id",
-        "/home/me/bin/harmless -c id",
-        "sudo ls",
-        "env LD_PRELOAD=/tmp/x.so ls",
-        "echo id | sh",
+    for (command, rule) in [
+        ("bash -c 'rm -rf /'", json!("inline-code")),
+        ("/usr/bin/env bash -c id", json!("inline-code")),
+        ("nice xargs sh -c id", json!("inline-code")),
+        ("find . -exec sh \\;", json!("exec-carrier")),
+        ("git -c core.pager=sh log", json!("exec-carrier")),
+        ("git pwn", json!("exec-carrier")),
+        ("tar --to-command=sh -xf a.tar", json!("exec-carrier")),
+        ("make", json!("exec-carrier")),
+        ("python3 -c 'import os'", json!("inline-code")),
+        ("node -e 1", json!("inline-code")),
+        ("perl -e 1", json!("inline-code")),
+        ("awk '{print}' /etc/passwd", json!("inline-code")),
+        ("sed 's/x/id/e'", json!("inline-code")),
+        ("busybox sh -c id", json!("inline-code")),
+        ("ssh host id", json!("inline-code")),
+        ("/home/me/bin/harmless -c id", json!("inline-code")),
+        ("echo id | sh", json!("inline-code")),
+        // Blocked by OpenClaw too: no deviation.
+        ("sudo ls", Value::Null),
+        ("env LD_PRELOAD=/tmp/x.so ls", Value::Null),
     ] {
         assert_case(
             command,
             &request(command, everything.clone()),
-            &[Is("/allowlistSatisfied", json!(false))],
+            &[
+                Is("/allowlistSatisfied", json!(false)),
+                Is("/deviation", rule),
+            ],
         );
     }
     assert_case(
@@ -806,8 +807,171 @@ fn attacks_on_the_stricter_rules_stay_unsatisfied() {
         &[
             Is("/segments/0/resolvedPath", json!("/tmp/gog")),
             Is("/allowlistSatisfied", json!(false)),
+            Is("/deviation", Value::Null),
         ],
     );
+}
+
+#[test]
+fn shapes_clawless_used_to_refuse_decide_as_the_spec_does() {
+    let everything = policy(json!({"allowlist": ["*", "/usr/bin/*", "/**"]}));
+    for (command, enforced) in [
+        ("/usr/bin/../../tmp/evil", "'/tmp/evil'"),
+        ("ca${IFS}t /etc/passwd", "'ca${IFS}t' '/etc/passwd'"),
+        ("head $SECRET", "'/usr/bin/head' '$SECRET'"),
+        (
+            "cat <<'EOF'\n$HOME\nEOF",
+            "'/usr/bin/cat' <<'CLAWLESS_EOF'\n$HOME\nCLAWLESS_EOF\n",
+        ),
+    ] {
+        assert_case(
+            command,
+            &request(command, everything.clone()),
+            &[
+                Is("/nodeDecision", json!("allowed")),
+                Is("/enforcedCommand", json!(enforced)),
+                Is("/deviation", Value::Null),
+            ],
+        );
+    }
+}
+
+#[test]
+fn the_deviation_field_names_the_rule_that_changed_the_decision() {
+    // Each row: clawless's decision with its rule, then the neighbouring shape with none.
+    let cases: Vec<(&str, Value, Value, Value)> = vec![
+        (
+            "python3 -c 'print(1)'",
+            json!({"allowlist": ["/usr/bin/python3"]}),
+            json!(APPROVAL),
+            json!("inline-code"),
+        ),
+        (
+            "python3 -c 'print(1)'",
+            json!({"allowlist": [{"pattern": "/usr/bin/python3", "argPattern": "-c print\\(1\\)"}]}),
+            json!("allowed"),
+            Value::Null,
+        ),
+        (
+            "rg -n other",
+            json!({"allowlist": [{"pattern": "/usr/bin/rg", "argPattern": "-n needle"}]}),
+            json!(APPROVAL),
+            json!("arg-pattern"),
+        ),
+        (
+            "rg -n needle",
+            json!({"allowlist": [{"pattern": "/usr/bin/rg", "argPattern": "-n needle"}]}),
+            json!("allowed"),
+            Value::Null,
+        ),
+        (
+            "ls # note\nrm -rf /tmp/x",
+            json!({"allowlist": ["/usr/bin/ls"]}),
+            json!(APPROVAL),
+            json!("sh-parsing"),
+        ),
+        (
+            "ls # note",
+            json!({"allowlist": ["/usr/bin/ls"]}),
+            json!("allowed"),
+            Value::Null,
+        ),
+        (
+            "ls",
+            json!({"ask": "always", "allowlist": ["/usr/bin/ls"]}),
+            json!(APPROVAL),
+            json!("ask-fallback-deny"),
+        ),
+        (
+            "ls",
+            json!({"ask": "always", "askFallback": "allowlist", "allowlist": ["/usr/bin/ls"]}),
+            json!(APPROVAL),
+            Value::Null,
+        ),
+    ];
+    for (command, policy_json, decision, rule) in cases {
+        assert_case(
+            command,
+            &request(command, policy(policy_json)),
+            &[Is("/nodeDecision", decision), Is("/deviation", rule)],
+        );
+    }
+    // A request-level rule: an env override only clawless refuses.
+    let env_request = |env: Value| {
+        let mut input = request(
+            "",
+            json!({"request": {"command": ["ls"], "env": env}, "policy": {"allowlist": ["/usr/bin/ls"]}}),
+        );
+        input.as_object_mut().unwrap().remove("command");
+        input
+    };
+    assert_case(
+        "HOSTALIASES",
+        &env_request(json!({"HOSTALIASES": "/tmp/hosts"})),
+        &[
+            StartsWith(
+                "/nodeDecision",
+                "SYSTEM_RUN_DENIED: environment override rejected",
+            ),
+            Is("/deviation", json!("env-override-keys")),
+        ],
+    );
+    assert_case(
+        "LD_PRELOAD",
+        &env_request(json!({"LD_PRELOAD": "/tmp/x.so"})),
+        &[
+            StartsWith(
+                "/nodeDecision",
+                "SYSTEM_RUN_DENIED: environment override rejected",
+            ),
+            Is("/deviation", Value::Null),
+        ],
+    );
+    assert_case(
+        "TZ",
+        &env_request(json!({"TZ": "UTC"})),
+        &[
+            Is("/nodeDecision", json!("allowed")),
+            Is("/deviation", Value::Null),
+        ],
+    );
+}
+
+/// The example in `docs/exec.md` runs as written and prints what the page says.
+#[test]
+fn the_docs_example_works() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/exec.md")).unwrap();
+    let line = page
+        .lines()
+        .find(|line| line.starts_with("echo '") && line.ends_with("| clawless exec check"))
+        .expect("docs/exec.md has an `echo '…' | clawless exec check` example");
+    let json_text = line
+        .strip_prefix("echo '")
+        .and_then(|rest| rest.strip_suffix("' | clawless exec check"))
+        .unwrap();
+    let input: Value = serde_json::from_str(json_text).unwrap();
+    let response = check(&input);
+    assert_eq!(
+        response["nodeDecision"],
+        json!("SYSTEM_RUN_DENIED: approval required")
+    );
+    assert_eq!(response["deviation"], json!("inline-code"));
+    assert!(page.contains(r#""deviation": "inline-code""#));
+    // And through a shell, exactly as the page shows it.
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_clawless"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["deviation"], json!("inline-code"));
 }
 
 #[test]

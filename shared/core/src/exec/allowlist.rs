@@ -7,7 +7,9 @@
 //! patterns with `/`, `\` or `~` are paths: a basename pattern such as `rg` never matches.
 //! A bare `*` (without argPattern) matches any segment, even an unresolved one.
 //!
-//! `argPattern`: the arguments after the executable are rendered with
+//! `argPattern` (deviation `arg-pattern`: OpenClaw honours it on Windows only, so on POSIX an
+//! entry written for `git status` would allow `git -c core.pager='sh -c id' log`): the
+//! arguments after the executable are rendered with
 //! [`format_exec_command`](super::system_run::format_exec_command) (so `"a b"` and `a b`
 //! differ) and the regex must match that text in full. An entry whose argPattern does not
 //! compile matches nothing (fail closed) and [`PreparedEntry::error`] says why.
@@ -74,22 +76,32 @@ impl PreparedEntry {
         platform: Platform,
         home: Option<&str>,
     ) -> bool {
-        let pattern = self.entry.pattern.trim();
-        let path_ok = if pattern == "*" && matches!(self.args, ArgMatcher::Any) {
-            true
-        } else {
-            match resolved_path {
-                Some(resolved) => path_matches(pattern, resolved, real_path, platform, home),
-                None => false,
-            }
-        };
-        if !path_ok {
+        if !self.matches_path(resolved_path, real_path, platform, home) {
             return false;
         }
         match &self.args {
             ArgMatcher::Any => true,
             ArgMatcher::Regex(regex) => regex.is_match(&rendered_args()),
             ArgMatcher::Invalid(_) => false,
+        }
+    }
+
+    /// True when the entry's path part covers the executable, whatever its argPattern says:
+    /// how OpenClaw matches on POSIX, where it ignores argPatterns.
+    pub fn matches_path(
+        &self,
+        resolved_path: Option<&str>,
+        real_path: Option<&str>,
+        platform: Platform,
+        home: Option<&str>,
+    ) -> bool {
+        let pattern = self.entry.pattern.trim();
+        if pattern == "*" && self.entry.arg_pattern.is_none() {
+            return true;
+        }
+        match resolved_path {
+            Some(resolved) => path_matches(pattern, resolved, real_path, platform, home),
+            None => false,
         }
     }
 }

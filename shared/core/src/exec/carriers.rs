@@ -1,7 +1,10 @@
 //! Code and exec carriers: binaries that, once allowed, run code their arguments (or their
-//! stdin) choose. clawless is stricter than OpenClaw here: a segment whose executable is a
-//! carrier is satisfied only by an allowlist entry with an `argPattern` binding its
-//! arguments; a path-only entry (even a bare `*`), safe bins and skill bins do not count.
+//! stdin) choose. clawless is stricter than OpenClaw here (deviations `inline-code` and
+//! `exec-carrier`): a segment whose executable is a carrier is satisfied only by an allowlist
+//! entry with an `argPattern` binding its arguments; a path-only entry (even a bare `*`),
+//! safe bins and skill bins do not count. The attack: with `/usr/bin/python3` allowlisted,
+//! `python3 -c 'import os; os.system("…")'` runs anything, and brings back the shell syntax
+//! (`>`, `$(…)`, `&`) the analysis refuses.
 //!
 //! Two kinds, which matter for "allow always" (see [`CarrierKind`]):
 //! - [`CarrierKind::Code`]: the program text is in the arguments or on stdin — shells (any

@@ -12,15 +12,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::AllowlistEntry;
-use super::Platform;
+use super::deviation::Deviation;
 use super::evaluate::{
     ExecEvaluation, ExecPolicy, ExecVerdict, PreparedPolicy, SatisfiedBy, SegmentVerdict,
     evaluate_exec,
 };
 use super::fs::{DescribedFs, NodeFs};
 use super::policy::{ApprovalDecision, FallbackOutcome};
-use super::system_run::{SystemRunRequest, prepare_system_run};
+use super::system_run::{
+    SystemRunRequest, env_overrides_refused_only_by_clawless, prepare_system_run,
+};
+use super::{AllowlistEntry, Platform, Security};
 
 /// A `clawless exec check` request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -159,8 +161,11 @@ pub struct CheckResponse {
     pub shell_payload: Option<String>,
     /// True when any segment reads a heredoc.
     pub has_heredoc: bool,
-    /// Per-segment details (resolution, wrappers, carriers, refusals).
+    /// Per-segment details (resolution, wrappers, carriers, hazards, deviation).
     pub segments: Vec<SegmentVerdict>,
+    /// The rule (its id, see `docs/exec.md`) that made this decision differ from OpenClaw's
+    /// node; null when the decision is OpenClaw's.
+    pub deviation: Option<Deviation>,
 }
 
 impl CheckResponse {
@@ -182,6 +187,7 @@ impl CheckResponse {
             shell_payload: verdict.shell_payload,
             has_heredoc: verdict.has_heredoc,
             segments: verdict.segments,
+            deviation: verdict.deviation,
         }
     }
 }
@@ -261,6 +267,15 @@ pub fn shell_argv(platform: Platform, command: String) -> Vec<String> {
 /// The response for a `system.run` request the node refuses before any policy runs.
 fn refused_request(request: &CheckRequest, code: String, message: String) -> CheckResponse {
     let policy = PreparedPolicy::new(request.policy.clone());
+    // Refused env overrides OpenClaw's node would have accepted.
+    let deviation = (request.policy.security != Security::Deny
+        && message.contains("environment override rejected")
+        && request
+            .request
+            .as_ref()
+            .and_then(|run| run.env.as_ref())
+            .is_some_and(env_overrides_refused_only_by_clawless))
+    .then_some(Deviation::EnvOverrideKeys);
     CheckResponse {
         analysis_ok: false,
         reason: Some(message.clone()),
@@ -284,6 +299,7 @@ fn refused_request(request: &CheckRequest, code: String, message: String) -> Che
         shell_payload: None,
         has_heredoc: false,
         segments: Vec::new(),
+        deviation,
     }
 }
 

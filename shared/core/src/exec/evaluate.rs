@@ -6,46 +6,54 @@
 //! # Steps
 //! 1. The `system.run` request rules of §8.3 (`rawCommand`, env overrides) via
 //!    [`prepare_system_run`]; a refusal there is the node's answer.
-//! 2. A shell transport (`/bin/sh -lc "<payload>"`) is looked through: the payload is what
-//!    the policy analyses (§7.3). Any other argv is one segment.
+//! 2. A shell transport (`/bin/sh -lc "<payload>"`, also behind `env NAME=value …`) is looked
+//!    through: the payload is what the policy analyses (§7.3). Any other argv is one segment.
 //! 3. Per segment: dispatch wrappers unwrapped (§7.4), the executable resolved on the node's
 //!    PATH, then satisfied by the allowlist (§7.5), safe bins (§7.6) or skill bins (§7.7), in
 //!    that order; then the skill display prelude (§7.7).
 //! 4. Modes (§7.1, §7.8): does a person have to approve, and the node's decision.
 //! 5. The enforced command (§7.6) and the entries an "allow always" would add.
+//! 6. Which rule, if any, made the decision differ from OpenClaw's (the `openclaw` submodule).
 //!
-//! # Where clawless is stricter than OpenClaw, and why
-//! Each rule below makes a segment not satisfied, so it needs a person's approval (or, for
-//! the carrier rule only, an allowlist entry whose `argPattern` binds its arguments):
-//! - **Code and exec carriers** ([`carriers`](super::carriers)): shells, interpreters with
-//!   inline code or a program on stdin, awk, sed `e`/`w`, xargs, `find -exec`, `make`,
-//!   `tar --to-command`, `git -c`/aliases, tmux/screen, `ssh host cmd`, … An allowlisted
-//!   binary that runs whatever its arguments say would otherwise allow everything; an
-//!   `argPattern` pins those arguments, so only such an entry counts (not a path-only entry,
-//!   not `*`, not safe bins, not skill bins).
-//! - **Policy-blocked wrappers** ([`wrappers`](super::wrappers)): besides the spec's
-//!   `sudo doas chrt ionice setsid taskset` and `env -S`, also `su pkexec runuser`, `env`
-//!   with any option or assignment, a leading `NAME=value` word and unknown wrapper options:
-//!   environment variables such as `LD_PRELOAD` or `GIT_SSH_COMMAND` run other code.
-//! - **Untrusted dispatch wrappers**: a wrapper (`env`, `nice`, …) counts as transparent
-//!   only when it resolves to a real file in a trusted folder (`/bin`, `/usr/bin`, plus
-//!   `safeBinTrustedDirs`); otherwise a `nice` earlier on PATH would run unseen.
-//! - **Untrusted shell transport**: the `sh -lc` wrapper is looked through only when it is
-//!   a known shell in a trusted folder (through trusted wrappers only), with the payload as
-//!   its last argument; otherwise every segment of the payload is refused.
-//! - **PATH shadowing**: a skill bin counts only when the segment resolves to the very file
-//!   the node reported (real paths compared); a safe bin only when its real path is in a
-//!   trusted folder; the skill prelude's `cat`/`printf` must also be trusted files.
-//! - **Tokenizer disagreements**: any [`ShellHazard`] on a segment, a parameter expansion
-//!   (`$X`, `${X}`: the shell would substitute words the policy never saw), and an executable
-//!   or wrapper path with `.` or `..` components (`/usr/bin/../../tmp/x`, even `./tool`:
-//!   lexical and real resolution can disagree through symlinks). These are never satisfied,
-//!   not even by an `argPattern` entry, since the words it would bind are not the ones run.
-//! - **argPattern on every platform** (OpenClaw: Windows only).
-//! - **Allow always** never derives a path-only entry: every derived entry pins the exact
-//!   arguments, and none is derived for code carriers, blocked or refused segments, or when
-//!   any segment cannot be derived (then the person is asked every time).
-//! - **Defaults**: askFallback `deny` (see [`policy`](super::policy)).
+//! # Where clawless decides differently from OpenClaw, and why
+//! Every difference is a rule in [`Deviation`](super::deviation::Deviation), with its id,
+//! the attack it stops, and the table in `docs/exec.md`. Each makes a segment (or the
+//! request) not satisfied, so it needs a person's approval (or, for the carrier rules, an
+//! allowlist entry whose `argPattern` binds its arguments):
+//! - **Code and exec carriers** (`inline-code`, `exec-carrier`; see
+//!   [`carriers`](super::carriers)): shells, interpreters with inline code or a program on
+//!   stdin, awk, sed `e`/`w`, xargs, `find -exec`, `make`, `tar --to-command`, `git -c`/aliases,
+//!   tmux/screen, `ssh host cmd`, … An allowlisted binary that runs whatever its arguments say
+//!   would otherwise allow everything; an `argPattern` pins those arguments, so only such an
+//!   entry counts (not a path-only entry, not `*`, not safe bins, not skill bins).
+//! - **Privilege wrappers** (`privilege-wrapper`): `su pkexec runuser` are policy-blocked like
+//!   the spec's `sudo doas chrt ionice setsid taskset` (see [`wrappers`](super::wrappers)).
+//! - **argPattern on every platform** (`arg-pattern`; OpenClaw: Windows only), and entries
+//!   granted by "allow always" pin the exact arguments (`allow-always-argv`); OpenClaw's
+//!   `=command:<hash>` entries are not honoured (`command-hash-entry`).
+//! - **PATH shadowing** (`safe-bin-real-path`, `skill-prelude-bins`): a safe bin counts only
+//!   when its real path is in a trusted folder, and the skill prelude's `cat`/`printf` must be
+//!   trusted files too. A `jq` safe bin may not load modules (`jq-module`). Relative PATH
+//!   entries are skipped (`relative-path-entry`).
+//! - **Reading as `sh` reads** (`sh-parsing`, see [`shell`](super::shell)).
+//! - **Windows** (`windows-no-rebuild`): nothing runs without approval, since no rebuilt
+//!   command exists there.
+//! - **Environment** (`env-override-keys`) and **defaults** (`ask-fallback-deny`, see
+//!   [`policy`](super::policy)).
+//!
+//! Where no attack needed a difference, the engine follows the spec: an allowed command runs
+//! as the enforced command rebuilt from the resolved argv (each word single-quoted, dispatch
+//! wrappers dropped, heredoc bodies carried literally), so `$VAR` arguments, heredocs, `./`
+//! and `..` in executable paths, a bare `*` for an executable that does not resolve, and
+//! dispatch wrappers or shell transports outside trusted folders all decide as in OpenClaw:
+//! what runs is exactly what was checked.
+//!
+//! The verdict names the rule that changed its decision in [`ExecVerdict::deviation`] (see
+//! [`deviation`](super::deviation) for how it is attributed).
+//!
+//! **Allow always** never derives a path-only entry: every derived entry pins the exact
+//! arguments, and none is derived for code carriers, blocked segments, heredocs, or when any
+//! segment cannot be derived (then the person is asked every time).
 
 use std::collections::BTreeMap;
 
@@ -53,37 +61,40 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::allowlist::PreparedEntry;
 use super::carriers::{Carrier, CarrierKind, classify_carrier};
+use super::deviation::Deviation;
 use super::fs::NodeFs;
 use super::policy::{
-    ApprovalDecision, ExecDefaults, FallbackOutcome, HEREDOC_WARNING, NodeDenial,
-    allowed_decisions, ask_fallback_outcome, enforcement_unavailable_warning,
-    requires_exec_approval,
+    ApprovalDecision, ExecDefaults, FallbackOutcome, NodeDenial, allowed_decisions,
+    ask_fallback_outcome, enforcement_unavailable_warning, requires_exec_approval,
 };
 use super::resolve::{
-    ExecutableResolution, ResolveContext, base_name, has_dot_components, has_separator,
+    ExecutableResolution, ResolveContext, base_name, has_separator, is_absolute, join, normalize,
     resolve_executable,
 };
 use super::safe_bins::{SafeBinProfile, SafeBins};
-use super::shell::{ShellOperator, analyze_shell_command, quote_shell_arg};
+use super::shell::{
+    ShellHazard, ShellHeredoc, ShellOperator, analyze_shell_command, quote_shell_arg,
+};
 use super::system_run::{
     SystemRunRequest, check_env_assignments, extract_shell_payload, format_exec_command,
     prepare_system_run,
 };
-use super::wrappers::{normalized_name, unwrap_dispatch};
+use super::wrappers::{is_assignment, normalized_name, unwrap_dispatch};
 use super::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 
+#[cfg(test)]
+mod deviations;
+mod openclaw;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;
 
-/// Shells accepted as the `sh -lc` transport of a `system.run`.
+/// Shells a `system.run` typically sends its command through (`sh -lc`); a node reports
+/// where they resolve.
 pub const TRANSPORT_SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
-/// Windows shells accepted as the transport (`cmd.exe /d /s /c …`).
-const WINDOWS_TRANSPORT_SHELLS: &[&str] = &["cmd", "powershell", "pwsh"];
-
-/// Where Windows transports must live.
+/// Where Windows system binaries live (the skill prelude's `cat`/`printf` must be there).
 const WINDOWS_TRUSTED_DIRS: &[&str] = &["c:/windows/system32"];
 
 /// The `source` of entries granted by "allow always".
@@ -301,18 +312,23 @@ pub struct SegmentVerdict {
     pub policy_blocked: Option<String>,
     /// Why it carries code, if it does.
     pub carrier: Option<Carrier>,
-    /// Reasons it cannot be satisfied at all (hazards, dot paths, untrusted wrappers).
-    pub refusals: Vec<String>,
+    /// Places where a simple tokenizer and `sh` could read other words (for people; they do
+    /// not change the decision, since the enforced command runs these words literally).
+    pub hazards: Vec<ShellHazard>,
+    /// The heredocs it reads; the enforced command carries their bodies literally.
+    pub heredocs: Vec<ShellHeredoc>,
     /// Which rule satisfied it, if any.
     pub satisfied_by: Option<SatisfiedBy>,
     /// The allowlist entry that matched, when `satisfied_by` is `allowlist`.
     pub matched_entry: Option<AllowlistEntry>,
+    /// The rule that leaves it unsatisfied although OpenClaw would satisfy it.
+    pub deviation: Option<Deviation>,
 }
 
 impl SegmentVerdict {
     /// True when nothing stops an allowlist rule from satisfying the segment.
     fn satisfiable(&self) -> bool {
-        self.policy_blocked.is_none() && self.refusals.is_empty()
+        self.policy_blocked.is_none()
     }
 }
 
@@ -385,6 +401,8 @@ pub struct ExecVerdict {
     pub allow_always: Option<Vec<AllowlistEntry>>,
     /// What happens if an approval request times out.
     pub on_approval_timeout: FallbackOutcome,
+    /// The rule that made this decision differ from OpenClaw's node, if one did.
+    pub deviation: Option<Deviation>,
 }
 
 impl ExecVerdict {
@@ -410,7 +428,8 @@ struct InputSegment {
     raw: String,
     argv: Vec<String>,
     joined_by: Option<ShellOperator>,
-    refusals: Vec<String>,
+    hazards: Vec<ShellHazard>,
+    heredocs: Vec<ShellHeredoc>,
 }
 
 struct Analysis {
@@ -442,13 +461,14 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
         env: request.env.cloned(),
     });
 
-    let analysis = analyse(request, &context, fs);
+    let analysis = analyse(request);
     let mut segments: Vec<SegmentVerdict> = analysis
         .segments
         .into_iter()
         .map(|segment| evaluate_segment(segment, request, &context, fs))
         .collect();
-    apply_skill_prelude(&mut segments, request);
+    apply_skill_prelude(&mut segments, request, true);
+    openclaw::attribute_segments(&mut segments, request, &context, fs);
 
     let ok = analysis.ok && !segments.is_empty();
     let satisfied = ok
@@ -462,7 +482,7 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
                 .as_ref()
                 .is_some_and(|entry| entry.source.as_deref() == Some(ALLOW_ALWAYS_SOURCE))
         });
-    let enforced_command = if ok && !analysis.has_heredoc {
+    let enforced_command = if ok {
         enforced_command(&segments, request.platform)
     } else {
         None
@@ -470,14 +490,9 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
 
     let mut warnings = request.policy.warnings();
     let mut requires = requires_exec_approval(policy.ask, policy.security, ok, satisfied, durable);
-    if policy.security == Security::Allowlist {
-        if analysis.has_heredoc {
-            requires = true;
-            warnings.push(HEREDOC_WARNING.to_owned());
-        } else if satisfied && enforced_command.is_none() {
-            requires = true;
-            warnings.push(enforcement_unavailable_warning(request.platform));
-        }
+    if policy.security == Security::Allowlist && satisfied && enforced_command.is_none() {
+        requires = true;
+        warnings.push(enforcement_unavailable_warning(request.platform));
     }
 
     let env_assignment = std::iter::once(request.argv)
@@ -511,8 +526,9 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
     } else {
         None
     };
+    let on_approval_timeout = ask_fallback_outcome(policy.ask_fallback, ok, satisfied);
 
-    ExecVerdict {
+    let mut verdict = ExecVerdict {
         analysis_ok: ok,
         reason: if ok {
             None
@@ -530,17 +546,15 @@ pub fn evaluate_exec(request: &ExecEvaluation<'_>, fs: &dyn NodeFs) -> ExecVerdi
         warnings,
         allowed_decisions: allowed_decisions(policy.ask).to_vec(),
         allow_always,
-        on_approval_timeout: ask_fallback_outcome(policy.ask_fallback, ok, satisfied),
-    }
+        on_approval_timeout,
+        deviation: None,
+    };
+    verdict.deviation = openclaw::verdict_deviation(&verdict, request, fs);
+    verdict
 }
 
-/// Step 2: the payload of a trusted shell transport, analysed; any other argv as one
-/// segment.
-fn analyse(
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
-) -> Analysis {
+/// Step 2: the payload of a shell transport, analysed; any other argv as one segment.
+fn analyse(request: &ExecEvaluation<'_>) -> Analysis {
     let argv = request.argv;
     if argv.is_empty() {
         return Analysis {
@@ -551,34 +565,19 @@ fn analyse(
             has_heredoc: false,
         };
     }
-    if let Some(payload) = extract_shell_payload(argv) {
-        // The payload is analysed either way (its reason and heads are worth reporting); an
-        // untrusted transport makes every segment refused, since it is not known what runs.
-        let transport = transport_problem(argv, &payload, request, context, fs);
+    // Whatever the transport is, an allowed command runs as `/bin/sh -lc <enforced command>`
+    // on the node, so only the payload's words matter.
+    if let Some(payload) = shell_transport_payload(argv) {
         let shell = analyze_shell_command(&payload, request.platform);
         let segments = shell
             .segments
             .into_iter()
-            .map(|segment| {
-                let mut refusals: Vec<String> = transport.iter().cloned().collect();
-                refusals.extend(
-                    segment
-                        .hazards
-                        .iter()
-                        .map(|hazard| format!("shell hazard: {}", hazard.as_str())),
-                );
-                if segment.has_parameter_expansion {
-                    refusals.push(
-                        "parameter expansion: the shell would substitute words the policy never saw"
-                            .into(),
-                    );
-                }
-                InputSegment {
-                    raw: segment.raw,
-                    argv: segment.argv,
-                    joined_by: segment.joined_by,
-                    refusals,
-                }
+            .map(|segment| InputSegment {
+                raw: segment.raw,
+                argv: segment.argv,
+                joined_by: segment.joined_by,
+                hazards: segment.hazards,
+                heredocs: segment.heredocs,
             })
             .collect();
         return Analysis {
@@ -597,58 +596,30 @@ fn analyse(
             raw: format_exec_command(argv),
             argv: argv.to_vec(),
             joined_by: None,
-            refusals: Vec::new(),
+            hazards: Vec::new(),
+            heredocs: Vec::new(),
         }],
         has_heredoc: false,
     }
 }
 
-/// Why a shell-wrapper argv may not be looked through, if it may not.
-fn transport_problem(
-    argv: &[String],
-    payload: &str,
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
-) -> Option<String> {
-    let plan = unwrap_dispatch(argv, request.platform);
-    if let Some(blocked) = plan.policy_blocked {
-        return Some(format!("shell transport: {blocked}"));
-    }
-    let shell = &argv[plan.command_index..];
-    let known = if request.platform.is_windows() {
-        WINDOWS_TRANSPORT_SHELLS
-    } else {
-        TRANSPORT_SHELLS
-    };
-    let name = normalized_name(&shell[0], request.platform);
-    if !known.contains(&name.as_str()) {
-        return Some(format!("shell transport: {name} is not a known shell"));
-    }
-    if shell.last().map(String::as_str) != Some(payload) {
-        return Some("shell transport: arguments after the payload".into());
-    }
-    let executables = plan
-        .wrapper_indices
-        .iter()
-        .map(|index| &argv[*index])
-        .chain(std::iter::once(&shell[0]));
-    for token in executables {
-        if has_dot_components(token, request.platform) {
-            return Some(format!("shell transport: {token} has . or .. components"));
+/// The payload of `sh -lc <payload>` (also behind `env`, or behind `env NAME=value …` as
+/// OpenClaw reads it: the assignments' keys are checked by §8.3, and the enforced command
+/// does not carry them).
+fn shell_transport_payload(argv: &[String]) -> Option<String> {
+    extract_shell_payload(argv).or_else(|| {
+        let first = argv.first()?;
+        if normalized_name(first, Platform::Linux) != "env" {
+            return None;
         }
-        let resolution = resolve_executable(token, context, fs);
-        let trusted = resolution
-            .resolved_real_path
-            .as_deref()
-            .is_some_and(|real| request.policy.is_trusted_file(real, request.platform));
-        if !trusted {
-            return Some(format!(
-                "shell transport: {token} is not a trusted system binary"
-            ));
-        }
-    }
-    None
+        let assignments = argv[1..]
+            .iter()
+            .take_while(|word| is_assignment(word))
+            .count();
+        (assignments > 0)
+            .then(|| extract_shell_payload(&argv[1 + assignments..]))
+            .flatten()
+    })
 }
 
 /// Step 3 for one segment: unwrap, resolve, classify and match.
@@ -662,7 +633,6 @@ fn evaluate_segment(
     let prepared = request.policy;
     let policy = prepared.policy();
     let plan = unwrap_dispatch(&segment.argv, platform);
-    let mut refusals = segment.refusals;
     let effective: Vec<String> = segment
         .argv
         .get(plan.command_index..)
@@ -675,21 +645,6 @@ fn evaluate_segment(
         .iter()
         .map(|index| segment.argv[*index].clone())
         .collect();
-    for token in wrappers.iter().chain(std::iter::once(&raw_executable)) {
-        if has_dot_components(token, platform) {
-            refusals.push(format!("{token} has . or .. path components"));
-        }
-    }
-    for wrapper in &wrappers {
-        let trusted = resolve_executable(wrapper, context, fs)
-            .resolved_real_path
-            .is_some_and(|real| prepared.is_trusted_file(&real, platform));
-        if !trusted {
-            refusals.push(format!(
-                "dispatch wrapper {wrapper} is not a trusted system binary"
-            ));
-        }
-    }
     let args = effective.get(1..).unwrap_or_default();
     let carrier = if plan.policy_blocked.is_some() {
         None
@@ -709,9 +664,11 @@ fn evaluate_segment(
         resolution,
         policy_blocked: plan.policy_blocked,
         carrier,
-        refusals,
+        hazards: segment.hazards,
+        heredocs: segment.heredocs,
         satisfied_by: None,
         matched_entry: None,
+        deviation: None,
     };
     if verdict.satisfiable() && !effective.is_empty() {
         let rendered = || format_exec_command(args);
@@ -736,7 +693,7 @@ fn evaluate_segment(
             {
                 verdict.satisfied_by = Some(SatisfiedBy::SafeBins);
             } else if policy.auto_allow_skills
-                && is_trusted_skill_bin(&verdict.resolution, &policy.skill_bins, platform, fs)
+                && is_trusted_skill_bin(&verdict.resolution, &policy.skill_bins, platform)
             {
                 verdict.satisfied_by = Some(SatisfiedBy::Skills);
             }
@@ -746,23 +703,23 @@ fn evaluate_segment(
     verdict
 }
 
-/// §7.7: a bare name resolving to exactly the file the node reported for that skill bin.
+/// §7.7: a bare name resolving to exactly the path the node reported for that skill bin.
 fn is_trusted_skill_bin(
     resolution: &ExecutableResolution,
     skill_bins: &[SkillBin],
     platform: Platform,
-    fs: &dyn NodeFs,
 ) -> bool {
     if has_separator(&resolution.raw_executable, platform) {
         return false;
     }
-    let Some(real) = resolution.resolved_real_path.as_deref() else {
+    let Some(resolved) = resolution.resolved_path.as_deref() else {
         return false;
     };
     let name = resolution.executable_name.to_lowercase();
     skill_bins.iter().any(|bin| {
         bin.name.trim().to_lowercase() == name
-            && fs.real_path(&bin.resolved_path).as_deref() == Some(real)
+            && is_absolute(&bin.resolved_path, platform)
+            && normalize(&bin.resolved_path, platform) == resolved
     })
 }
 
@@ -772,7 +729,13 @@ enum Prelude {
     Marker,
 }
 
-fn prelude_kind(segment: &SegmentVerdict, request: &ExecEvaluation<'_>) -> Option<Prelude> {
+/// The prelude part `segment` is, if any. clawless requires its `cat`/`printf` to be files in
+/// a trusted folder (`trusted_bins`); OpenClaw goes by the name alone.
+fn prelude_kind(
+    segment: &SegmentVerdict,
+    request: &ExecEvaluation<'_>,
+    trusted_bins: bool,
+) -> Option<Prelude> {
     if !segment.satisfiable() || !segment.wrappers.is_empty() || segment.satisfied_by.is_some() {
         return None;
     }
@@ -781,21 +744,26 @@ fn prelude_kind(segment: &SegmentVerdict, request: &ExecEvaluation<'_>) -> Optio
         .resolved_real_path
         .as_deref()
         .is_some_and(|real| request.policy.is_trusted_file(real, request.platform));
-    if !trusted {
+    if trusted_bins && !trusted {
         return None;
     }
     match (
         segment.resolution.executable_name.as_str(),
         segment.effective_argv.as_slice(),
     ) {
-        ("printf", [_, marker]) if marker == "\\n---CMD---\\n" => Some(Prelude::Marker),
+        ("printf", [_, marker]) if marker == "\\n---CMD---\\n" || marker == "\n---CMD---\n" => {
+            Some(Prelude::Marker)
+        }
         ("cat", [_, path]) => {
-            if has_dot_components(path, request.platform)
-                || path.contains(['*', '?', '[', '$', '`'])
-            {
-                return None;
-            }
-            let rest = path.strip_suffix("/SKILL.md")?;
+            // The path as the shell would open it, lexically resolved against cwd.
+            let platform = request.platform;
+            let absolute = if is_absolute(path, platform) {
+                path.clone()
+            } else {
+                join(request.cwd, path)
+            };
+            let resolved = normalize(&absolute, platform);
+            let rest = resolved.strip_suffix("/SKILL.md")?;
             let id = base_name(rest);
             let skills_dir = &rest[..rest.len() - id.len()];
             (!id.is_empty() && skills_dir.ends_with("/skills/"))
@@ -806,10 +774,14 @@ fn prelude_kind(segment: &SegmentVerdict, request: &ExecEvaluation<'_>) -> Optio
 }
 
 /// §7.7: prelude segments joined by `&&` to a later trusted skill command are satisfied.
-fn apply_skill_prelude(segments: &mut [SegmentVerdict], request: &ExecEvaluation<'_>) {
+fn apply_skill_prelude(
+    segments: &mut [SegmentVerdict],
+    request: &ExecEvaluation<'_>,
+    trusted_bins: bool,
+) {
     let kinds: Vec<Option<Prelude>> = segments
         .iter()
-        .map(|segment| prelude_kind(segment, request))
+        .map(|segment| prelude_kind(segment, request, trusted_bins))
         .collect();
     let mut start = 0;
     while start < segments.len() {
@@ -857,15 +829,19 @@ fn apply_skill_prelude(segments: &mut [SegmentVerdict], request: &ExecEvaluation
 }
 
 /// §7.6: the command to execute. Every satisfied segment is rebuilt as single-quoted argv
-/// with argv[0] the resolved file and dispatch wrappers dropped, so globs and `$` become
-/// literal and PATH cannot change what runs; other segments (which a person approved) stay
-/// as written; operators are kept. `None` when a satisfied segment did not resolve, or on
-/// Windows (POSIX quoting does not apply).
+/// with argv[0] the resolved file (the word as written when a bare `*` entry allowed an
+/// executable that does not resolve) and dispatch wrappers dropped, so globs and `$` become
+/// literal and PATH cannot change what runs. Its heredocs follow with a fresh quoted
+/// delimiter, so their bodies are literal too (an unquoted body's `\$`, `` \` `` and `\\` are
+/// unescaped first, as `sh` would; `$NAME` stays as written). Other segments (which a person
+/// approved) stay as written; operators are kept. `None` on Windows (POSIX quoting does not
+/// apply), and when an unsatisfied segment reads a heredoc.
 pub fn enforced_command(segments: &[SegmentVerdict], platform: Platform) -> Option<String> {
     if platform.is_windows() || segments.is_empty() {
         return None;
     }
     let mut out = String::new();
+    let mut bodies = String::new();
     for segment in segments {
         if let Some(operator) = segment.joined_by {
             out.push(' ');
@@ -873,17 +849,65 @@ pub fn enforced_command(segments: &[SegmentVerdict], platform: Platform) -> Opti
             out.push(' ');
         }
         if segment.satisfied_by.is_none() {
+            if !segment.heredocs.is_empty() {
+                return None;
+            }
             out.push_str(&segment.raw);
             continue;
         }
-        let program = segment.resolution.run_path()?;
+        let program = segment
+            .resolution
+            .run_path()
+            .unwrap_or(&segment.resolution.raw_executable);
         out.push_str(&quote_shell_arg(program));
         for arg in segment.effective_argv.iter().skip(1) {
             out.push(' ');
             out.push_str(&quote_shell_arg(arg));
         }
+        for heredoc in &segment.heredocs {
+            let body = literal_heredoc_body(heredoc);
+            let delimiter = fresh_delimiter(&body);
+            out.push_str(" <<'");
+            out.push_str(&delimiter);
+            out.push('\'');
+            bodies.push_str(&body);
+            bodies.push_str(&delimiter);
+            bodies.push('\n');
+        }
+    }
+    if !bodies.is_empty() {
+        out.push('\n');
+        out.push_str(&bodies);
     }
     Some(out)
+}
+
+/// A heredoc's body as its program reads it, with `$NAME` left unexpanded.
+fn literal_heredoc_body(heredoc: &ShellHeredoc) -> String {
+    if heredoc.quoted {
+        return heredoc.body.clone();
+    }
+    let mut out = String::with_capacity(heredoc.body.len());
+    let mut chars = heredoc.body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.peek(), Some('$' | '`' | '\\')) {
+            out.extend(chars.next());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A heredoc delimiter that is no line of `body`.
+fn fresh_delimiter(body: &str) -> String {
+    let mut delimiter = String::from("CLAWLESS_EOF");
+    let mut n = 0;
+    while body.split('\n').any(|line| line == delimiter) {
+        n += 1;
+        delimiter = format!("CLAWLESS_EOF_{n}");
+    }
+    delimiter
 }
 
 /// §7.8 allow-always, clawless style: for every segment not yet satisfied, an entry pinning

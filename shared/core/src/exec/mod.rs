@@ -15,13 +15,15 @@
 //! - `safe_bins`: safe bins, profiles and argv validation (§7.6);
 //! - `carriers`: binaries that run code their arguments choose (clawless only);
 //! - `policy`: modes, decisions, fallbacks and the exact denial strings (§7.1, §7.2, §7.8);
-//! - `evaluate`: [`evaluate::evaluate_exec`], the decision itself, with the list of every
-//!   rule where clawless is stricter than OpenClaw and why;
+//! - `evaluate`: [`evaluate::evaluate_exec`], the decision itself;
+//! - `deviation`: every rule where clawless decides differently from OpenClaw, with a
+//!   stable id (`docs/exec.md` has the table), and the attack each stops;
 //! - `check`: the JSON contract of `clawless exec check`.
 
 pub mod allowlist;
 pub mod carriers;
 pub mod check;
+pub mod deviation;
 pub mod evaluate;
 pub mod fs;
 pub mod policy;
@@ -106,7 +108,8 @@ pub struct AllowlistEntry {
     /// Glob over the resolved executable path (`/usr/bin/*`, `~/bin/tool`, `*`).
     pub pattern: String,
     /// A regex the command's arguments must match in full. clawless honours it on every
-    /// platform (OpenClaw only on Windows): it is how an entry binds its arguments.
+    /// platform (OpenClaw only on Windows; deviation `arg-pattern`): it is how an entry binds
+    /// its arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg_pattern: Option<String>,
     /// Where the entry came from (`allow-always` for entries granted from the chat).

@@ -2,16 +2,19 @@
 //! what happens when nobody answers, and the exact denial strings a node returns.
 //!
 //! clawless's node defaults are secure, like OpenClaw's node host and unlike its gateway:
-//! security `allowlist`, ask `on-miss`, and askFallback `deny` (OpenClaw: `full`), so an
-//! approval nobody answers never runs the command.
+//! security `allowlist`, ask `on-miss`, and askFallback `deny` (deviation `ask-fallback-deny`:
+//! OpenClaw's node falls back to its allowlist, `min(allowlist, full)`), so an approval nobody
+//! answers never runs the command. With `ask: always` that matters: the operator wants a
+//! person for every command, and an agent could otherwise ask at night and wait the 30
+//! minutes out.
+//!
+//! OpenClaw's gateway asks for every heredoc in allowlist mode; its node, which clawless's
+//! node is, does not, and neither does clawless: the enforced command carries heredoc bodies
+//! literally.
 
 use serde::{Deserialize, Serialize};
 
 use super::{Ask, Platform, Security};
-
-/// The warning shown when a heredoc needs approval in allowlist mode (§7.8).
-pub const HEREDOC_WARNING: &str =
-    "Warning: heredoc execution requires explicit approval in allowlist mode.";
 
 /// The warning shown when an allowlisted command cannot be rebuilt for enforcement (§7.8).
 pub fn enforcement_unavailable_warning(platform: Platform) -> String {
@@ -324,6 +327,5 @@ mod tests {
             enforcement_unavailable_warning(Platform::Windows),
             "Warning: allowlist auto-execution is unavailable on win32; explicit approval is required."
         );
-        assert!(HEREDOC_WARNING.starts_with("Warning: heredoc"));
     }
 }

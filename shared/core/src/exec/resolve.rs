@@ -4,9 +4,11 @@
 //! working directory, lexical normalisation, base and folder names) and the PATH search. It
 //! asks the node's filesystem only through [`NodeFs`]; it never reads this machine's disk.
 //!
-//! Differences from OpenClaw, all stricter: PATH entries that are not absolute (an empty
-//! entry, `.`, `bin`) are skipped, because they search the working directory, which the
-//! command itself can fill.
+//! One difference from OpenClaw, stricter (deviation `relative-path-entry`): PATH entries
+//! that are not absolute (an empty entry, `.`, `bin`) are skipped. Such an entry names no
+//! fixed folder: OpenClaw's node looks in its own process folder, a shell in the command's
+//! working folder, which the agent writes to; skipped, a bare `rg` cannot become the `./rg`
+//! the agent just wrote.
 
 use serde::Serialize;
 
@@ -105,6 +107,48 @@ fn resolved_path(raw: &str, context: &ResolveContext<'_>, fs: &dyn NodeFs) -> Op
         .filter(|dir| is_absolute(dir, platform))
         .flat_map(|dir| candidates(&normalize(&join(dir, &expanded), platform), context))
         .find(|candidate| fs.is_executable_file(candidate))
+}
+
+/// How OpenClaw's node would resolve a bare name: PATH entries that are not absolute are
+/// searched too (joined here to `cwd`, where a shell would look; OpenClaw looks in its own
+/// process folder). `None` when that finds the same file as [`resolve_executable`], or
+/// when the token is not a bare name.
+pub(crate) fn resolve_with_relative_entries(
+    raw: &str,
+    context: &ResolveContext<'_>,
+    fs: &dyn NodeFs,
+) -> Option<ExecutableResolution> {
+    let platform = context.platform;
+    if raw.is_empty()
+        || has_separator(raw, platform)
+        || context.path.iter().all(|dir| is_absolute(dir, platform))
+        || !is_absolute(context.cwd, platform)
+    {
+        return None;
+    }
+    let found = context
+        .path
+        .iter()
+        .map(|dir| {
+            if is_absolute(dir, platform) {
+                dir.clone()
+            } else if dir.is_empty() {
+                context.cwd.to_owned()
+            } else {
+                join(context.cwd, dir)
+            }
+        })
+        .flat_map(|dir| candidates(&normalize(&join(&dir, raw), platform), context))
+        .find(|candidate| fs.is_executable_file(candidate))?;
+    if resolved_path(raw, context, fs).as_deref() == Some(found.as_str()) {
+        return None;
+    }
+    Some(ExecutableResolution {
+        raw_executable: raw.to_owned(),
+        resolved_real_path: fs.real_path(&found),
+        executable_name: base_name(&found).to_owned(),
+        resolved_path: Some(found),
+    })
 }
 
 /// The files a name may stand for: itself, and on Windows with each PATHEXT extension.
@@ -224,12 +268,6 @@ fn split_components(path: &str, platform: Platform) -> impl Iterator<Item = &str
     let windows = platform.is_windows();
     path.split(move |c| c == '/' || (windows && c == '\\'))
         .filter(|part| !part.is_empty())
-}
-
-/// True when a path-scoped token has a `.` or `..` component (`./x`, `/usr/bin/../../tmp/x`).
-pub(crate) fn has_dot_components(token: &str, platform: Platform) -> bool {
-    has_separator(token, platform)
-        && split_components(token, platform).any(|part| part == "." || part == "..")
 }
 
 /// The last component of a path (`/usr/bin/rg` -> `rg`), accepting both separators.
@@ -356,15 +394,6 @@ mod tests {
             resolve_executable("~/bin/tool", &ctx, &fs).resolved_path,
             None
         );
-    }
-
-    #[test]
-    fn dot_components_are_detected_only_in_path_scoped_tokens() {
-        assert!(has_dot_components("/usr/bin/../../tmp/x", Platform::Linux));
-        assert!(has_dot_components("./tool", Platform::Linux));
-        assert!(has_dot_components("/usr/./bin/rg", Platform::Linux));
-        assert!(!has_dot_components("rg", Platform::Linux));
-        assert!(!has_dot_components("/usr/bin/rg.d/x", Platform::Linux));
     }
 
     #[test]

@@ -6,15 +6,23 @@
 //! trusted folder (`/bin`, `/usr/bin`, plus configured ones; PATH is never trusted); a profile
 //! exists for the name; and the arguments pass [`validate_safe_bin_args`].
 //!
-//! clawless is stricter than OpenClaw in two places: the trusted-folder check uses the real
-//! path (a symlink in `/usr/bin` pointing into `/tmp` does not count), and a `jq` filter
-//! that uses `import` or `include` is refused (modules are code read from disk).
+//! clawless is stricter than OpenClaw in two places, each a deviation with its attack:
+//! - `safe-bin-real-path`: the trusted-folder check uses the real path, because the enforced
+//!   command runs the real file: a link in a trusted folder pointing at a file the agent can
+//!   rewrite (`/usr/local/bin/head -> ~/.local/bin/head`) would otherwise run that file;
+//! - `jq-module`: a `jq` filter that uses `import` or `include` is refused, because modules
+//!   are read from disk (`import "/home/me/secrets" as $s` reads `secrets.json`), which the
+//!   no-file-operand rule exists to prevent.
+//!
+//! Short option clusters are read as OpenClaw reads them: a denied letter refuses, unknown
+//! letters are skipped, and the first allowed value flag takes the rest or the next word.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::Platform;
+use super::deviation::Deviation;
 use super::resolve::{ExecutableResolution, dir_name};
 
 /// The safe bins when the config names none (`tools.exec.safeBins` unset).
@@ -232,6 +240,17 @@ pub fn validate_safe_bin_args(
     profile: &SafeBinProfile,
     args: &[String],
 ) -> Result<(), SafeBinRejection> {
+    validate_args(name, profile, args, true)
+}
+
+/// [`validate_safe_bin_args`], with clawless's `jq` module rule only when `modules_refused`
+/// (OpenClaw's validator has none).
+fn validate_args(
+    name: &str,
+    profile: &SafeBinProfile,
+    args: &[String],
+    modules_refused: bool,
+) -> Result<(), SafeBinRejection> {
     if ALWAYS_REJECTED.contains(&name) {
         return Err(SafeBinRejection::Semantic(format!(
             "{name} programs are code and never safe"
@@ -286,18 +305,19 @@ pub fn validate_safe_bin_args(
             }
             continue;
         }
-        // A short cluster: every letter must be known; a value flag takes the rest or the
-        // next word. Boolean letters are unknown to every profile, so they reject.
+        // A short cluster, read as OpenClaw reads it: a denied letter refuses; letters the
+        // profile does not know are skipped as booleans; the first allowed value flag takes the
+        // rest of the cluster or the next word. A cluster without one is refused, so lone
+        // boolean flags (`wc -l`, `sort -r`) are not safe-bin uses.
         let cluster = &word[1..];
         let mut taken = false;
-        // Only the first letter decides: it is a value flag (taking the rest) or a refusal.
-        if let Some((offset, letter)) = cluster.char_indices().next() {
+        for (offset, letter) in cluster.char_indices() {
             let flag = format!("-{letter}");
             if denied.contains(flag.as_str()) {
                 return Err(SafeBinRejection::DeniedFlag(flag));
             }
             if !allowed.contains(flag.as_str()) {
-                return Err(SafeBinRejection::UnknownFlag(flag));
+                continue;
             }
             let rest = &cluster[offset + letter.len_utf8()..];
             let value = if rest.is_empty() {
@@ -313,6 +333,7 @@ pub fn validate_safe_bin_args(
                 return Err(SafeBinRejection::UnsafeLiteral(value.to_owned()));
             }
             taken = true;
+            break;
         }
         if !taken {
             return Err(SafeBinRejection::UnknownFlag(word.clone()));
@@ -328,7 +349,7 @@ pub fn validate_safe_bin_args(
     }
     if name == "jq" {
         for filter in &positionals {
-            jq_filter_rule(filter)?;
+            jq_filter_rule(filter, modules_refused)?;
         }
     }
     Ok(())
@@ -355,8 +376,9 @@ fn resolve_long(given: &str, allowed: &BTreeSet<&str>, denied: &BTreeSet<&str>) 
     }
 }
 
-/// `jq` filters may not read the environment (`env`, `$ENV`) nor load modules.
-fn jq_filter_rule(filter: &str) -> Result<(), SafeBinRejection> {
+/// `jq` filters may not read the environment (`env`, `$ENV`), nor (clawless,
+/// `modules_refused`) load modules.
+fn jq_filter_rule(filter: &str, modules_refused: bool) -> Result<(), SafeBinRejection> {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let reads = |needle: &str, before_ok: &dyn Fn(Option<char>) -> bool| {
         filter.match_indices(needle).any(|(at, _)| {
@@ -374,8 +396,9 @@ fn jq_filter_rule(filter: &str) -> Result<(), SafeBinRejection> {
             "jq filter reads the environment".into(),
         ));
     }
-    let module = reads("import", &|before| !before.is_some_and(word))
-        || reads("include", &|before| !before.is_some_and(word));
+    let module = modules_refused
+        && (reads("import", &|before| !before.is_some_and(word))
+            || reads("include", &|before| !before.is_some_and(word)));
     if module {
         return Err(SafeBinRejection::Semantic("jq filter loads modules".into()));
     }
@@ -474,6 +497,42 @@ impl SafeBins {
             return Err(format!("{name} has no safe-bin profile"));
         };
         validate_safe_bin_args(&name, &profile, args).map_err(|err| err.to_string())
+    }
+
+    /// The clawless rule that refuses a use OpenClaw's node would accept as a safe bin
+    /// (`safe-bin-real-path` or `jq-module`); `None` when [`check`](Self::check) accepts it or
+    /// OpenClaw refuses it too. OpenClaw trusts the folder of the resolved path (not the real
+    /// one) and has no `jq` module rule.
+    pub fn stricter_rule(
+        &self,
+        platform: Platform,
+        resolution: &ExecutableResolution,
+        args: &[String],
+    ) -> Option<Deviation> {
+        if platform.is_windows() || self.check(platform, resolution, args).is_ok() {
+            return None;
+        }
+        let name = resolution.executable_name.to_ascii_lowercase();
+        let resolved = resolution.resolved_path.as_deref()?;
+        let profile = self.profile(&name)?;
+        let openclaw_accepts = self.names.contains(&name)
+            && self
+                .trusted_dirs
+                .iter()
+                .any(|dir| dir == dir_name(resolved))
+            && validate_args(&name, &profile, args, false).is_ok();
+        if !openclaw_accepts {
+            return None;
+        }
+        let real_trusted = resolution
+            .resolved_real_path
+            .as_deref()
+            .is_some_and(|real| self.is_trusted_file(real));
+        Some(if real_trusted {
+            Deviation::JqModule
+        } else {
+            Deviation::SafeBinRealPath
+        })
     }
 }
 

@@ -14,46 +14,41 @@
 //! Every loop moves forward through the input and no position is revisited, so the work is
 //! linear in the input size, whatever the input (1 MB of `{`, `${`, quotes or heredocs).
 //!
-//! # Where clawless is stricter than OpenClaw
+//! # Where clawless reads differently from OpenClaw's tokenizer
 //!
-//! An allowlist decision is only as good as the argv it looks at. Wherever the tokenizer and
-//! a real shell could disagree about the words, clawless either parses as `sh` does or flags
-//! the segment with a [`ShellHazard`], and the policy layer then asks a person:
-//! - `#` starts a comment only at the very start of a word, as in `sh`: `''#x` is the
-//!   argument `#x`, and `echo a;#x` is a comment. A tokenizer that tests "is the word buffer
-//!   empty" drops `#x`, so such words are also flagged
-//!   ([`ShellHazard::EmptyQuotesBeforeHash`]).
+//! clawless reads words as `sh` does. An allowed command runs rebuilt from these words (each
+//! one single-quoted, §7.6), so the words checked are the words run whichever reading is
+//! used; reading as `sh` does keeps what is checked, shown and pinned in "allow always"
+//! entries equal to what the text means to the shell a person approves it for. Two readings
+//! change a decision (deviation `sh-parsing`, see [`deviation`](super::deviation)):
 //! - A comment ends at the newline, not at the end of the input: `ls # x⏎rm -rf /` is
 //!   refused for its newline instead of being read as `ls`.
 //! - Words split on ASCII space and tab only. `sh` does not split on U+00A0, U+2000–U+200B,
-//!   U+3000, U+FEFF or other Unicode spaces (nor on VT, FF or U+001C–U+001F), while many
-//!   tokenizers' "whitespace" does, so one of those outside single quotes is flagged
-//!   ([`ShellHazard::NonAsciiWhitespace`]).
-//! - Unquoted `$IFS` / `${IFS…}` re-splits words in ways no argv can show, and so does an
-//!   assignment to `IFS` (a word `IFS=…`, `IFS+=…` or a bare `IFS` as in `read IFS`); all are
-//!   flagged ([`ShellHazard::IfsExpansion`]).
-//! - bash (and `/bin/sh` on macOS, which is bash) expands unquoted `{a,b}` and `{1..3}` into
-//!   several words. bash's brace matching has quirks, so any word with an unquoted `{`, later
-//!   an unquoted `,` or `..`, and later an unquoted `}` is flagged
-//!   ([`ShellHazard::BraceExpansion`]); `${…}` does not count.
-//! - A heredoc delimiter that is only partly quoted (`<<'EO'F`, `<<E"OF"`, `<<\EOF`) still
-//!   makes the whole heredoc literal in `sh`, and still ends at `EOF`; this module follows
-//!   `sh`, but flags it ([`ShellHazard::PartlyQuotedHeredocDelimiter`]) because simpler
-//!   readers disagree on both points.
-//! - bash decodes `$'…'` (ANSI-C quoting, `$'\x72\x6d'` is `rm`) and `$"…"` (locale
-//!   quoting); `dash` reads a literal `$` there. The argv keeps `dash`'s reading, and the
-//!   word is flagged ([`ShellHazard::AnsiCQuote`]).
-//! - `${…}` is read as one unit up to its closing brace, as `sh` reads it, so
-//!   `${x:-a b}` is one word; `$(` or a backtick inside it is refused like anywhere else.
-//! - Unquoted heredoc bodies are also refused for bash's `$[…]` arithmetic, next to `` ` ``,
-//!   `$(` and `${`.
-//! - Text after a heredoc body's terminator (another command line) is refused as a newline.
-//! - Heredoc redirections are not arguments: `tee f <<EOF` has argv `["tee","f"]` and the
-//!   heredoc is described in [`ShellSegment::heredocs`].
+//!   U+3000, U+FEFF or other Unicode spaces (nor on VT, FF or U+001C–U+001F), while
+//!   OpenClaw's tokenizer does; `rg<U+00A0>-n` is one word naming no file.
+//!
+//! Places where a shell could see other words than a simple reader are reported on the
+//! segment as a [`ShellHazard`], for people reading a verdict; they no longer refuse anything,
+//! since the rebuilt command makes every word literal:
+//! - `#` starts a comment only at the very start of a word, as in `sh`: `''#x` is the
+//!   argument `#x` ([`ShellHazard::EmptyQuotesBeforeHash`]), and `echo a;#x` is a comment;
+//! - Unicode or control whitespace outside single quotes ([`ShellHazard::NonAsciiWhitespace`]);
+//! - unquoted `$IFS` / `${IFS…}`, or an assignment to `IFS` ([`ShellHazard::IfsExpansion`]);
+//! - bash brace expansion `{a,b}`, `{1..3}` ([`ShellHazard::BraceExpansion`]);
+//! - a partly quoted heredoc delimiter (`<<'EO'F`, `<<E"OF"`, `<<\EOF`), which still makes
+//!   the whole heredoc literal in `sh` and still ends at `EOF`
+//!   ([`ShellHazard::PartlyQuotedHeredocDelimiter`]);
+//! - bash `$'…'` / `$"…"` quoting; the argv keeps `dash`'s reading, a literal `$`
+//!   ([`ShellHazard::AnsiCQuote`]).
+//!
+//! Other readings: `${…}` is one unit up to its closing brace, as `sh` reads it, so
+//! `${x:-a b}` is one word (`$(` or a backtick inside it is refused like anywhere else); text
+//! after a heredoc body's terminator (another command line) is refused as a newline; heredoc
+//! redirections are not arguments: `tee f <<EOF` has argv `["tee","f"]` and the heredoc is
+//! described in [`ShellSegment::heredocs`].
 //!
 //! On Windows (`Platform::Windows`) a separate, coarser tokenizer applies (see
-//! [`analyze_shell_command`]); it also refuses `;`, which PowerShell treats as a command
-//! separator.
+//! [`analyze_shell_command`]).
 
 use serde::Serialize;
 
@@ -191,8 +186,9 @@ impl ShellOperator {
     }
 }
 
-/// A place where the tokenizer and a real shell may disagree about a segment's words. The
-/// analysis stays `ok`; the policy layer asks a person before running such a segment.
+/// A place where a simple tokenizer and a real shell may disagree about a segment's words.
+/// Reported for people; the analysis stays `ok` and the policy decides as without it, since an
+/// allowed command runs rebuilt from `argv` with every word literal.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ShellHazard {
@@ -229,7 +225,7 @@ impl ShellHazard {
 ///
 /// POSIX platforms: chains, pipelines, quotes, escapes, comments and heredocs as described in
 /// the module docs. Windows: one segment, split on spaces and tabs outside `"…"`; unquoted
-/// `& | < > ^ ( ) % ! ; `` ` `` and newlines are refused, `%`, `` ` `` and newlines also inside
+/// `& | < > ^ ( ) % ! `` ` `` and newlines are refused, `%`, `` ` `` and newlines also inside
 /// quotes, and `$` before a letter, `_`, `{`, `(`, `?` or `$` anywhere
 /// (`unsupported windows shell token: <ch>`). A leading `powershell … -Command …` wrapper and
 /// a leading PowerShell call operator `& ` are removed first.
@@ -912,8 +908,8 @@ impl<'a> PosixParser<'a> {
     }
 }
 
-/// True when an unquoted heredoc body would run something: an unescaped `` ` ``, `$(`, `${`
-/// (§7.3), or bash's `$[` arithmetic (clawless).
+/// True when an unquoted heredoc body would run something: an unescaped `` ` ``, `$(` or `${`
+/// (§7.3).
 fn body_substitutes(body: &str) -> bool {
     let b = body.as_bytes();
     let mut k = 0;
@@ -921,7 +917,7 @@ fn body_substitutes(body: &str) -> bool {
         match b[k] {
             b'\\' if matches!(b.get(k + 1), Some(b'$' | b'`' | b'\\' | b'\n')) => k += 2,
             b'`' => return true,
-            b'$' if matches!(b.get(k + 1), Some(b'(' | b'{' | b'[')) => return true,
+            b'$' if matches!(b.get(k + 1), Some(b'(' | b'{')) => return true,
             _ => k += 1,
         }
     }
@@ -1151,7 +1147,7 @@ fn tokenize_windows(s: &str) -> Result<WindowsWords, String> {
                 quoted = true;
                 in_word = true;
             }
-            '&' | '|' | '<' | '>' | '^' | '(' | ')' | '%' | '!' | '`' | ';' | '\n' | '\r' => {
+            '&' | '|' | '<' | '>' | '^' | '(' | ')' | '%' | '!' | '`' | '\n' | '\r' => {
                 return Err(unsupported_windows(c));
             }
             _ => {

@@ -8,13 +8,17 @@
 //! refuses environment overrides and `env NAME=…` assignments that could change what a
 //! binary loads or where it connects. It decides nothing about allowlists and does no I/O.
 //!
-//! Where clawless is stricter than OpenClaw:
-//! - the blocked key list ([`is_blocked_env_key`]) is longer, and keys compare without case;
-//! - override values containing NUL are refused;
-//! - command items that are JSON arrays or objects are refused instead of stringified;
-//! - `env NAME=… bash -c …` is not treated as a shell wrapper whose payload stands for the
-//!   command (the assignments would vanish from the preview), but its environment
-//!   overrides are still reduced like a shell wrapper's.
+//! Where clawless is stricter than OpenClaw (deviation `env-override-keys`): the blocked key
+//! list ([`is_blocked_env_key`]) holds every key OpenClaw's node refuses plus
+//! [`CLAWLESS_ONLY_ENV_KEYS`] and a few prefixes; override values containing NUL are refused
+//! before anything runs; and the assignments checked include shell-style `NAME=value` words
+//! before the command and `env -S` strings, not only `env NAME=value`.
+//!
+//! As in OpenClaw: command items are coerced with JavaScript's `String()` (arrays joined by
+//! `,`, objects `[object Object]`); `env NAME=… bash -c …` is not shown as its payload (the
+//! assignments would vanish from the preview), and its environment overrides are reduced
+//! like a shell wrapper's. (The policy still analyses its payload, see
+//! [`evaluate`](super::evaluate).)
 
 use std::collections::BTreeMap;
 
@@ -168,6 +172,127 @@ const BLOCKED_ENV_KEYS: &[&str] = &[
     "DOCKER_CERT_PATH",
     "DOCKER_TLS_VERIFY",
     "KUBECONFIG",
+    // Also refused by OpenClaw's node (its own list), so never looser than it:
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONFIG_FILE",
+    "AZURE_AUTH_LOCATION",
+    "CC",
+    "CXX",
+    "CMAKE_C_COMPILER",
+    "CMAKE_CXX_COMPILER",
+    "HELM_HOME",
+    "SSLKEYLOGFILE",
+    "JAVA_OPTS",
+    "DOTNET_STARTUP_HOOKS",
+    "DOTNET_ADDITIONAL_DEPS",
+    "CORECLR_PROFILER_PATH",
+    "GLIBC_TUNABLES",
+    "MAVEN_OPTS",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "SBT_OPTS",
+    "GRADLE_OPTS",
+    "GRADLE_USER_HOME",
+    "ANT_OPTS",
+    "HGRCPATH",
+    "FCEDIT",
+    "SUDO_EDITOR",
+    "HISTFILE",
+    "PERL5DBCMD",
+    "WGETRC",
+    "CURL_HOME",
+    "CGO_CFLAGS",
+    "CGO_LDFLAGS",
+    "RUSTFLAGS",
+    "DENO_DIR",
+    "BUN_CONFIG_REGISTRY",
+    "YARN_RC_FILENAME",
+    "UV_INDEX",
+    "UV_INDEX_URL",
+    "UV_PYTHON",
+    "UV_EXTRA_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "PIP_INDEX_URL",
+    "PIP_PYPI_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_CONFIG_FILE",
+    "PIP_FIND_LINKS",
+    "PIP_TRUSTED_HOST",
+    "DOCKER_CONTEXT",
+    "LIBRARY_PATH",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "OBJC_INCLUDE_PATH",
+    "GONOPROXY",
+    "GOPRIVATE",
+    "GOENV",
+    "GOPATH",
+    "VIRTUAL_ENV",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+    "COMPOSER_HOME",
+    "LUA_PATH",
+    "LUA_CPATH",
+];
+
+/// The keys of [`BLOCKED_ENV_KEYS`] that OpenClaw's node accepts (deviation
+/// `env-override-keys`). Each names a file or program the process then trusts: shell start-up
+/// and word-splitting settings, other interpreters' search paths and hooks, askpass programs,
+/// git's config file, compiler wrappers, locale and host-alias files read by the C library,
+/// and proxies and TLS trust for other tools.
+pub const CLAWLESS_ONLY_ENV_KEYS: &[&str] = &[
+    "BASHOPTS",
+    "PS1",
+    "PS2",
+    "CDPATH",
+    "GLOBIGNORE",
+    "FPATH",
+    "BASH_XTRACEFD",
+    "BASH_LOADABLES_PATH",
+    "XDG_CONFIG_DIRS",
+    "PATHEXT",
+    "COMSPEC",
+    "PSMODULEPATH",
+    "ELECTRON_RUN_AS_NODE",
+    "PYTHONWARNINGS",
+    "PERLLIB",
+    "SUDO_ASKPASS",
+    "GIT_CONFIG",
+    "RUSTC",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "GOSUMDB",
+    "GOINSECURE",
+    "GOTOOLCHAIN",
+    "TF_CLI_CONFIG_FILE",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "FTP_PROXY",
+    "PYTHONHTTPSVERIFY",
+    "OPENSSL_MODULES",
+    "DOCKER_CONFIG",
+];
+
+/// The key prefixes OpenClaw's node refuses too (the others in [`BLOCKED_ENV_PREFIXES`]
+/// are clawless's own).
+const OPENCLAW_ENV_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "BASH_FUNC_",
+    "GIT_CONFIG_",
+    "NPM_CONFIG_",
+    "CARGO_REGISTRIES_",
 ];
 
 /// Key prefixes (upper case) that are never accepted: the dynamic linkers (`LD_`, `DYLD_`),
@@ -388,7 +513,7 @@ impl SystemRunError {
 /// `rawCommand` that matches it, no blocked or non-portable override keys, no blocked
 /// `env NAME=…` assignments in argv; then reduces overrides for shell invocations.
 pub fn prepare_system_run(request: &SystemRunRequest) -> Result<PreparedRun, SystemRunError> {
-    let argv = coerce_command(&request.command)?;
+    let argv = coerce_command(&request.command);
     if argv.first().is_none_or(|a| a.trim().is_empty()) {
         return Err(SystemRunError::new(
             CODE_MISSING_COMMAND,
@@ -442,22 +567,30 @@ pub fn prepare_system_run(request: &SystemRunRequest) -> Result<PreparedRun, Sys
     })
 }
 
-/// Coerces JSON scalars the way a JavaScript `String(value)` would; arrays and objects are
-/// refused rather than turned into `[object Object]`.
-fn coerce_command(command: &[Value]) -> Result<Vec<String>, SystemRunError> {
-    command
-        .iter()
-        .map(|item| match item {
-            Value::String(s) => Ok(s.clone()),
-            Value::Number(n) => Ok(n.to_string()),
-            Value::Bool(b) => Ok(b.to_string()),
-            Value::Null => Ok("null".to_string()),
-            Value::Array(_) | Value::Object(_) => Err(SystemRunError::new(
-                CODE_INVALID_REQUEST,
-                "INVALID_REQUEST: command items must be strings, numbers, booleans or null",
-            )),
-        })
-        .collect()
+/// Coerces each item the way OpenClaw's node does, with JavaScript's `String(value)`: an
+/// array becomes its items joined by `,` (null items empty), an object `[object Object]`.
+/// The argv is what runs and what `rawCommand` is compared with, so this is only spelling.
+fn coerce_command(command: &[Value]) -> Vec<String> {
+    command.iter().map(js_string).collect()
+}
+
+/// JavaScript's `String(value)` for a JSON value.
+fn js_string(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => js_string(other),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".to_string(),
+    }
 }
 
 /// Refuses overrides with blocked or non-portable keys, or values containing NUL.
@@ -527,12 +660,19 @@ pub fn check_env_assignments(argv: &[String]) -> Result<(), String> {
 /// Walks the assignments and `env` invocations at the start of `argv`: returns the index of
 /// the command after them and every key they assign.
 fn skip_env_prefix(argv: &[String]) -> (usize, Vec<&str>) {
+    let (k, assigned) = env_prefix_assignments(argv);
+    (k, assigned.into_iter().map(|(key, _)| key).collect())
+}
+
+/// [`skip_env_prefix`], with each key marked true when a plain `env NAME=value` word assigns
+/// it (the only assignments OpenClaw's node checks).
+fn env_prefix_assignments(argv: &[String]) -> (usize, Vec<(&str, bool)>) {
     let mut assigned = Vec::new();
     let mut k = 0;
     loop {
         // Shell-style assignments: `NAME=value cmd`.
         while let Some(key) = argv.get(k).and_then(|a| shell_assignment_key(a)) {
-            assigned.push(key);
+            assigned.push((key, false));
             k += 1;
         }
         if argv.get(k).is_none_or(|a| executable_name(a) != "env") {
@@ -551,7 +691,8 @@ fn skip_env_prefix(argv: &[String]) -> (usize, Vec<&str>) {
                         split
                             .split_ascii_whitespace()
                             .filter_map(|word| word.split_once('=').map(|(key, _)| key))
-                            .filter(|key| !key.is_empty() && !key.starts_with('-')),
+                            .filter(|key| !key.is_empty() && !key.starts_with('-'))
+                            .map(|key| (key, false)),
                     );
                 }
                 k += 2;
@@ -561,7 +702,7 @@ fn skip_env_prefix(argv: &[String]) -> (usize, Vec<&str>) {
                 && !key.is_empty()
             {
                 // `env` accepts any name before `=`, portable or not.
-                assigned.push(key);
+                assigned.push((key, true));
                 k += 1;
             } else {
                 break;
@@ -593,6 +734,34 @@ fn is_terminal_or_locale_key(key: &str) -> bool {
         key,
         "TERM" | "LANG" | "COLORTERM" | "NO_COLOR" | "FORCE_COLOR"
     ) || key.starts_with("LC_")
+}
+
+/// True when OpenClaw's node also refuses `key` (as an override or an `env` assignment).
+pub fn openclaw_blocks_env_key(key: &str) -> bool {
+    let upper = key.trim().to_ascii_uppercase();
+    (BLOCKED_ENV_KEYS.contains(&upper.as_str())
+        && !CLAWLESS_ONLY_ENV_KEYS.contains(&upper.as_str()))
+        || OPENCLAW_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
+}
+
+/// True when clawless refuses these env overrides but OpenClaw's node would accept them:
+/// every refused key is one of clawless's own, or only a value holds NUL (deviation
+/// `env-override-keys`).
+pub fn env_overrides_refused_only_by_clawless(overrides: &BTreeMap<String, String>) -> bool {
+    check_env_overrides(overrides).is_err()
+        && overrides
+            .keys()
+            .all(|key| !openclaw_blocks_env_key(key) && is_portable_env_key(key))
+}
+
+/// True when clawless refuses the assignments at the start of `argv` but OpenClaw's node
+/// would not: it checks only plain `env NAME=value` words, against its own list.
+pub fn env_assignments_refused_only_by_clawless(argv: &[String]) -> bool {
+    let (_, assigned) = env_prefix_assignments(argv);
+    check_env_assignments(argv).is_err()
+        && !assigned
+            .iter()
+            .any(|(key, in_env)| *in_env && openclaw_blocks_env_key(key))
 }
 
 /// True when a request may never set `key` (compared without case, since Windows keys have

@@ -4,10 +4,10 @@
 use super::*;
 use crate::exec::fs::DescribedFs;
 
-const PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+pub(super) const PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
 
 /// A Debian-like node: `/bin` links to `/usr/bin`, `/usr/bin/sh` is dash.
-fn node() -> DescribedFs {
+pub(super) fn node() -> DescribedFs {
     let usr_bin = [
         "echo",
         "rg",
@@ -42,6 +42,7 @@ fn node() -> DescribedFs {
         "awk",
         "sed",
         "sudo",
+        "su",
         "false",
         "busybox",
         "gog-wrapper",
@@ -82,11 +83,11 @@ fn node() -> DescribedFs {
     }
 }
 
-fn strings(words: &[&str]) -> Vec<String> {
+pub(super) fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|word| (*word).to_owned()).collect()
 }
 
-fn allow(patterns: &[&str]) -> ExecPolicy {
+pub(super) fn allow(patterns: &[&str]) -> ExecPolicy {
     ExecPolicy {
         allowlist: patterns
             .iter()
@@ -96,7 +97,7 @@ fn allow(patterns: &[&str]) -> ExecPolicy {
     }
 }
 
-fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
+pub(super) fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
     AllowlistEntry {
         pattern: pattern.into(),
         arg_pattern: Some(arg_pattern.into()),
@@ -104,17 +105,17 @@ fn bound(pattern: &str, arg_pattern: &str) -> AllowlistEntry {
     }
 }
 
-struct Run {
-    policy: ExecPolicy,
-    path: Vec<String>,
-    cwd: String,
-    platform: Platform,
-    fs: DescribedFs,
-    approved: bool,
+pub(super) struct Run {
+    pub(super) policy: ExecPolicy,
+    pub(super) path: Vec<String>,
+    pub(super) cwd: String,
+    pub(super) platform: Platform,
+    pub(super) fs: DescribedFs,
+    pub(super) approved: bool,
 }
 
 impl Run {
-    fn new(policy: ExecPolicy) -> Self {
+    pub(super) fn new(policy: ExecPolicy) -> Self {
         Self {
             policy,
             path: strings(PATH),
@@ -125,7 +126,7 @@ impl Run {
         }
     }
 
-    fn argv(
+    pub(super) fn argv(
         &self,
         argv: &[String],
         raw: Option<&str>,
@@ -147,16 +148,16 @@ impl Run {
         evaluate_exec(&request, &self.fs)
     }
 
-    fn shell(&self, command: &str) -> ExecVerdict {
+    pub(super) fn shell(&self, command: &str) -> ExecVerdict {
         self.argv(&strings(&["/bin/sh", "-lc", command]), None, None)
     }
 }
 
-fn check(command: &str, policy: ExecPolicy) -> ExecVerdict {
+pub(super) fn check(command: &str, policy: ExecPolicy) -> ExecVerdict {
     Run::new(policy).shell(command)
 }
 
-fn by(verdict: &ExecVerdict) -> Vec<Option<&'static str>> {
+pub(super) fn by(verdict: &ExecVerdict) -> Vec<Option<&'static str>> {
     verdict
         .satisfied_by()
         .into_iter()
@@ -311,7 +312,7 @@ fn arg_patterns_bind_the_rendered_arguments_on_linux_too() {
 
 // ---- §7.6 safe bins ---------------------------------------------------------------------------
 
-fn safe(names: &[&str]) -> ExecPolicy {
+pub(super) fn safe(names: &[&str]) -> ExecPolicy {
     ExecPolicy {
         safe_bins: Some(strings(names)),
         ..ExecPolicy::default()
@@ -436,7 +437,7 @@ fn the_enforced_command_pins_safe_segments_and_keeps_the_rest() {
 
 // ---- §7.7 skills -------------------------------------------------------------------------------
 
-fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
+pub(super) fn skills(bins: &[(&str, &str)]) -> ExecPolicy {
     ExecPolicy {
         auto_allow_skills: true,
         skill_bins: bins
@@ -612,28 +613,61 @@ fn an_approved_request_runs() {
 }
 
 #[test]
-fn heredocs_need_approval_in_allowlist_mode_with_the_spec_warning() {
+fn a_quoted_heredoc_feeding_an_allowlisted_binary_runs_as_on_openclaws_node() {
     let verdict = check(
-        "/usr/bin/cat << 'EOF'\nhello\nEOF",
+        "/usr/bin/cat << 'EOF'\nhello $HOME\nEOF",
         allow(&["/usr/bin/cat"]),
     );
     assert!(verdict.analysis_ok);
     assert!(verdict.has_heredoc);
-    assert!(verdict.requires_approval);
-    assert!(verdict.warnings.iter().any(|w| w == HEREDOC_WARNING));
+    assert!(verdict.allowlist_satisfied);
+    assert!(!verdict.requires_approval);
+    assert_eq!(verdict.node_decision, NodeDecision::Allowed);
+    assert_eq!(verdict.deviation, None);
+    // The body travels with the enforced command, literally, under a fresh delimiter.
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some("'/usr/bin/cat' <<'CLAWLESS_EOF'\nhello $HOME\nCLAWLESS_EOF\n")
+    );
     assert_eq!(verdict.allow_always, None);
 }
 
 #[test]
-fn an_unresolved_star_match_cannot_be_enforced_so_it_asks() {
-    let verdict = check("mybin --flag", allow(&["*"]));
-    assert!(verdict.requires_approval);
-    assert!(
-        verdict
-            .warnings
-            .iter()
-            .any(|w| w.contains("allowlist auto-execution is unavailable on linux"))
+fn an_unquoted_heredoc_is_carried_literally_after_sh_unescaping() {
+    let verdict = check(
+        "/usr/bin/cat <<EOF | /usr/bin/grep x\n\\$(id) $HOME \\\\ a\\b\nCLAWLESS_EOF\nEOF",
+        allow(&["/usr/bin/cat", "/usr/bin/grep"]),
     );
+    assert!(verdict.allowlist_satisfied, "{verdict:#?}");
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some(
+            "'/usr/bin/cat' <<'CLAWLESS_EOF_1' | '/usr/bin/grep' 'x'\n$(id) $HOME \\ a\\b\nCLAWLESS_EOF\nCLAWLESS_EOF_1\n"
+        )
+    );
+}
+
+#[test]
+fn a_heredoc_on_an_unlisted_binary_still_asks() {
+    let verdict = check(
+        "/usr/bin/tee /tmp/x << 'EOF'\nx\nEOF",
+        allow(&["/usr/bin/cat"]),
+    );
+    assert!(verdict.requires_approval);
+    assert_eq!(verdict.deviation, None);
+}
+
+#[test]
+fn an_unresolved_star_match_runs_by_its_name_as_on_openclaws_node() {
+    let verdict = check("mybin --flag $HOME", allow(&["*"]));
+    assert!(verdict.allowlist_satisfied);
+    assert!(!verdict.requires_approval);
+    assert_eq!(verdict.node_decision, NodeDecision::Allowed);
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some("'mybin' '--flag' '$HOME'")
+    );
+    assert_eq!(verdict.deviation, None);
 }
 
 #[test]
@@ -692,7 +726,6 @@ fn allow_always_derives_nothing_for_shells_interpreters_or_blocked_segments() {
         "ls | xargs rm",
         "sudo ls",
         "ls && perl -e 1",
-        "/usr/bin/../bin/ls",
         "nosuchbin x",
     ] {
         assert_eq!(
@@ -759,7 +792,7 @@ fn an_empty_argv_is_never_satisfied() {
 
 // ---- attacks on the stricter rules -----------------------------------------------------------
 
-fn everything_allowed() -> ExecPolicy {
+pub(super) fn everything_allowed() -> ExecPolicy {
     ExecPolicy {
         allowlist: vec![
             AllowlistEntry::pattern("*"),
@@ -848,8 +881,9 @@ fn blocked_and_privileged_wrappers_are_never_satisfied_even_with_arg_patterns() 
         "nice sudo ls",
         "env -i ls",
         "env LD_PRELOAD=/tmp/x.so /usr/bin/head",
-        "LD_PRELOAD=/tmp/x.so head",
         "env -S 'sh -c id'",
+        "env",
+        "stdbuf -oL ls",
     ] {
         assert!(
             !check(command, policy.clone()).allowlist_satisfied,
@@ -879,51 +913,74 @@ fn path_shadowing_does_not_fool_skill_bins_or_safe_bins() {
 }
 
 #[test]
-fn dot_paths_hazards_and_expansions_are_never_satisfied() {
+fn dot_paths_hazards_and_expansions_decide_as_in_the_spec() {
+    // The enforced command runs these words literally, so they need no rule of their own.
     let policy = ExecPolicy {
-        allowlist: vec![
-            AllowlistEntry::pattern("*"),
-            bound("*", ".*"),
-            bound("/**", ".*"),
-        ],
+        allowlist: vec![AllowlistEntry::pattern("*")],
         ..ExecPolicy::default()
     };
-    for command in [
-        "/usr/bin/../../tmp/evil",
-        "/usr/bin/./ls",
-        "ca${IFS}t /etc/passwd",
-        "cat $HOME/x",
-        "echo {a,b}",
-        "cat ''#x",
+    for (command, enforced) in [
+        ("/usr/bin/../../tmp/evil", "'/tmp/evil'"),
+        ("/usr/bin/./ls", "'/usr/bin/ls'"),
+        ("ca${IFS}t /etc/passwd", "'ca${IFS}t' '/etc/passwd'"),
+        ("cat $HOME/x", "'/usr/bin/cat' '$HOME/x'"),
+        ("echo {a,b}", "'/usr/bin/echo' '{a,b}'"),
+        ("cat ''#x", "'/usr/bin/cat' '#x'"),
     ] {
         let verdict = check(command, policy.clone());
-        assert!(!verdict.allowlist_satisfied, "{command}");
-        assert!(
-            verdict.segments.iter().any(|s| !s.refusals.is_empty()),
+        assert!(verdict.allowlist_satisfied, "{command}");
+        assert_eq!(verdict.deviation, None, "{command}");
+        assert_eq!(
+            verdict.enforced_command.as_deref(),
+            Some(enforced),
             "{command}"
         );
     }
 }
 
 #[test]
-fn an_untrusted_transport_or_wrapper_is_not_looked_through() {
+fn dollar_arguments_to_an_allowlisted_binary_run_literally() {
+    let verdict = check("rg needle $HOME ${PATH}", allow(&["/usr/bin/rg"]));
+    assert!(verdict.allowlist_satisfied);
+    assert_eq!(verdict.deviation, None);
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some("'/usr/bin/rg' 'needle' '$HOME' '${PATH}'")
+    );
+}
+
+#[test]
+fn a_dot_slash_script_matched_by_a_glob_on_its_cwd_path_runs() {
+    let mut run = Run::new(allow(&["/tmp/work/*"]));
+    run.cwd = "/tmp/work".into();
+    let verdict = run.shell("./skill-bin --help");
+    assert!(verdict.allowlist_satisfied);
+    assert_eq!(verdict.deviation, None);
+    assert_eq!(
+        verdict.enforced_command.as_deref(),
+        Some("'/tmp/work/skill-bin' '--help'")
+    );
+}
+
+#[test]
+fn any_transport_and_any_wrapper_are_looked_through_since_neither_runs() {
+    // The node runs `/bin/sh -lc <enforced command>`, wrappers dropped: the transport and a
+    // `nice` from /tmp never run.
     let run = Run::new(allow(&["/usr/bin/ls"]));
     let verdict = run.argv(&strings(&["/tmp/sh", "-lc", "ls"]), None, None);
-    assert!(!verdict.allowlist_satisfied);
-    assert!(
-        verdict.segments[0]
-            .refusals
-            .iter()
-            .any(|r| r.starts_with("shell transport"))
-    );
+    assert!(verdict.allowlist_satisfied);
     let verdict = run.argv(&strings(&["/bin/sh", "-lc", "ls", "extra"]), None, None);
-    assert!(!verdict.allowlist_satisfied);
+    assert!(verdict.allowlist_satisfied);
+    let verdict = run.argv(
+        &strings(&["/usr/bin/env", "FOO=1", "/bin/sh", "-lc", "ls"]),
+        None,
+        None,
+    );
+    assert!(verdict.allowlist_satisfied);
+    assert_eq!(verdict.enforced_command.as_deref(), Some("'/usr/bin/ls'"));
     let mut run = Run::new(allow(&["/usr/bin/ls"]));
     run.path = strings(&["/tmp", "/usr/bin"]);
     let verdict = run.shell("nice ls");
-    assert!(
-        !verdict.allowlist_satisfied,
-        "a nice from /tmp would run first"
-    );
-    assert!(run.shell("/usr/bin/nice ls").allowlist_satisfied);
+    assert!(verdict.allowlist_satisfied);
+    assert_eq!(verdict.enforced_command.as_deref(), Some("'/usr/bin/ls'"));
 }

@@ -489,11 +489,10 @@ fn a_doubled_backslash_does_not_escape_a_substitution_in_a_heredoc() {
 }
 
 #[test]
-fn bash_arithmetic_in_an_unquoted_heredoc_is_refused() {
-    assert_refused(
-        "cat <<EOF\n$[x]\nEOF",
-        "command substitution in unquoted heredoc",
-    );
+fn bash_arithmetic_in_an_unquoted_heredoc_is_accepted_as_in_the_spec() {
+    // §7.3 refuses only `` ` ``, `$(` and `${` in an unquoted body. The rebuilt command
+    // carries every body literally, so `$[x]` reaches the program as those four characters.
+    assert_ok("cat <<EOF\n$[x]\nEOF");
     assert_ok("cat <<'EOF'\n$[x]\nEOF");
 }
 
@@ -713,7 +712,6 @@ fn windows_refuses_shell_characters_outside_quotes() {
         ("echo %PATH%", '%'),
         ("echo !x!", '!'),
         ("echo `x", '`'),
-        ("a ; b", ';'),
         ("a\nb", '\n'),
     ] {
         let analysis = windows(command);
@@ -723,6 +721,16 @@ fn windows_refuses_shell_characters_outside_quotes() {
             "{command:?}"
         );
     }
+}
+
+#[test]
+fn windows_keeps_a_semicolon_in_its_word_as_the_spec_does() {
+    // The spec's Windows tokenizer does not refuse `;`. Nothing runs on Windows without
+    // approval anyway (no rebuilt command exists there), so refusing it would change no
+    // decision.
+    let analysis = windows("a ; b");
+    assert!(analysis.ok);
+    assert_eq!(argvs(&analysis), [vec!["a", ";", "b"]]);
 }
 
 #[test]
@@ -773,11 +781,14 @@ fn windows_unwraps_powershell_command() {
 
 #[test]
 fn windows_checks_the_unwrapped_powershell_payload() {
-    let analysis = windows("powershell -Command \"Get-Process; whoami\"");
+    let analysis = windows("powershell -Command \"Get-Process | whoami\"");
     assert_eq!(
         analysis.reason.as_deref(),
-        Some("unsupported windows shell token: ;")
+        Some("unsupported windows shell token: |")
     );
+    // `;` stays in its word, as in the spec; on Windows nothing runs without approval.
+    let analysis = windows("powershell -Command \"Get-Process; whoami\"");
+    assert_eq!(argvs(&analysis), [vec!["Get-Process;", "whoami"]]);
 }
 
 #[test]
