@@ -13,6 +13,7 @@ use serde_json::Value;
 
 /// Who may talk to the agent in group chats (`groupPolicy` of a channel's config).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum GroupPolicy {
     /// Anyone in a group the bot is in.
