@@ -120,7 +120,7 @@ pub struct DiscordConfig {
     /// The name of the environment variable (or `secrets:` entry) holding the bot token.
     #[serde(default)]
     pub bot_token_env: Option<String>,
-    /// Discord's API base URL (tests point it at a fake).
+    /// Discord's API base URL (a proxy; tests point it at a fake).
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,

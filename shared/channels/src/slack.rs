@@ -113,7 +113,7 @@ pub struct SlackConfig {
     /// secret.
     #[serde(default)]
     pub signing_secret_env: Option<String>,
-    /// Web API base URL (tests point it at a fake).
+    /// Web API base URL (a proxy; tests point it at a fake).
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,

@@ -91,7 +91,7 @@ pub struct TelegramConfig {
     /// The name of the environment variable (or `secrets:` entry) holding the webhook's
     /// secret token.
     pub secret_token_env: Option<String>,
-    /// Bot API base URL (tests point it at a fake).
+    /// Bot API base URL (a local Bot API server or a proxy; tests point it at a fake).
     #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,
     /// The bot's `@username` (with or without `@`), to recognise `@username` mentions and

@@ -18,7 +18,7 @@ use serde_json::Value;
 pub enum GroupPolicy {
     /// Anyone in a group the bot is in.
     Open,
-    /// Only owners and `allowFrom` (the default).
+    /// Only owners and `allowFrom` (the default, except on the generic channel).
     #[default]
     Allowlist,
     /// Group messages start no turn.

@@ -77,6 +77,7 @@ pub struct ModelsConfig {
     pub max_retries: Option<u32>,
     /// Per-provider settings, keyed by the provider part of the model refs (`anthropic`,
     /// `openai`, `bedrock`, `ollama`, `vllm` or a name of your own with `api` set).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
@@ -153,6 +154,7 @@ pub struct ProviderConfig {
     /// The wire format the provider speaks: `anthropic`, `openai` (OpenAI Chat Completions
     /// and compatible servers) or `bedrock`. Unset: implied by the provider's name for
     /// `anthropic`, `openai`, `bedrock`, `ollama` and `vllm`; required for any other name.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub api: Option<ProviderApi>,
     /// The API key itself. Prefer `apiKeyEnv` or `secrets:`, which keep it out of the file.
     pub api_key: Option<String>,

@@ -61,7 +61,7 @@ pub enum ConfigError {
 }
 
 /// `clawless.yaml`: the configuration of one clawless deployment (the Lambda functions or
-/// `clawless local`). Every key is optional. Unknown keys inside the sections below are
+/// `clawless local`). Every section is optional. Unknown keys inside the sections below are
 /// errors; other top-level keys are kept, so that a skill's `requires.config` can gate on
 /// any dotted path (e.g. `browser.enabled`).
 #[derive(Clone, Default, PartialEq, Deserialize)]
@@ -277,13 +277,17 @@ pub struct ChannelsSection {
     /// The generic JSON webhook channel (`POST /webhook/generic`, HMAC-signed). Unset:
     /// `clawless local` still runs it with its own secret and reply URL; the functions
     /// answer it only with a secret in `CLAWLESS_GENERIC_SECRET`.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub generic: Option<GenericChannelConfig>,
     /// A Telegram bot (`POST /webhook/telegram`). Unset: no Telegram channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub telegram: Option<clawless_channels::TelegramConfig>,
     /// A Slack app (`POST /webhook/slack`, `POST /webhook/slack/interactive`). Unset: no
     /// Slack channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub slack: Option<clawless_channels::SlackConfig>,
     /// A Discord application (`POST /webhook/discord`). Unset: no Discord channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub discord: Option<clawless_channels::DiscordConfig>,
 }
 

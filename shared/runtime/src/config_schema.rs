@@ -13,14 +13,31 @@ pub const SCHEMA_TITLE: &str = "clawless.yaml";
 
 /// The JSON Schema of `clawless.yaml`. The top level is open (a skill's `requires.config` may
 /// gate on any dotted path); every section clawless reads denies unknown keys.
+///
+/// Descriptions are the keys' doc comments. The types' own doc comments are written for
+/// developers (rustdoc), so they are left out of `$defs`: every use of a type is a key with
+/// its own description.
 pub fn config_schema() -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
-    let mut schema = generator
-        .into_root_schema_for::<ClawlessConfig>()
-        .to_value();
-    if let Value::Object(root) = &mut schema {
-        root.insert("title".to_owned(), Value::from(SCHEMA_TITLE));
+    let schema = generator.into_root_schema_for::<ClawlessConfig>().to_value();
+    let Value::Object(mut generated) = schema else {
+        return schema;
+    };
+    if let Some(Value::Object(defs)) = generated.get_mut("$defs") {
+        for def in defs.values_mut().filter_map(Value::as_object_mut) {
+            def.remove("description");
+        }
     }
+    // `$schema`, `title` and `description` first, for whoever reads the file.
+    let mut root = serde_json::Map::new();
+    for key in ["$schema", "title", "description"] {
+        if let Some(value) = generated.remove(key) {
+            root.insert(key.to_owned(), value);
+        }
+    }
+    root.insert("title".to_owned(), Value::from(SCHEMA_TITLE));
+    root.extend(generated);
+    let mut schema = Value::Object(root);
     unwrap_descriptions(&mut schema);
     schema
 }

@@ -71,16 +71,17 @@ pub enum ResetMode {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ResetPolicy {
-    /// What resets the session automatically: `daily`, `idle` or `none` (`manual` is another
-    /// name for `none`). Unset: a per-type policy takes `session.reset`'s mode; with nothing
-    /// set anywhere, `none`.
+    /// What resets the session automatically: `daily` (the first message after `atHour`, or
+    /// after `idleMinutes` without interaction, whichever comes first), `idle` (after
+    /// `idleMinutes` without interaction) or `none` (only the reset commands; `manual` is
+    /// another name for it). Unset: a `resetByType` entry takes `session.reset`'s; otherwise
+    /// `none`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub mode: Option<ResetMode>,
     /// Local hour (0–23, in `agents.defaults.userTimezone`) of the daily boundary. Unset: a
-    /// per-type policy takes `session.reset`'s; with nothing set anywhere, 4. Parsed
-    /// leniently: numbers are floored and clamped to 0–23, numeric strings count as numbers,
-    /// anything else means 4.
+    /// `resetByType` entry takes `session.reset`'s; otherwise 4. Parsed leniently: numbers are
+    /// floored and clamped to 0–23, numeric strings count as numbers, anything else means 4.
     #[serde(
         deserialize_with = "lenient_at_hour",
         skip_serializing_if = "Option::is_none"
@@ -91,9 +92,8 @@ pub struct ResetPolicy {
     )]
     pub at_hour: Option<u8>,
     /// Minutes without interaction after which the session expires (0: never), in `daily`
-    /// and `idle` mode. Unset: a per-type policy takes `session.reset`'s; with nothing set
-    /// anywhere, 0. Numbers are floored, negatives count as 0, and a value that is not a
-    /// number is ignored.
+    /// and `idle` mode. Unset: a `resetByType` entry takes `session.reset`'s; otherwise 0.
+    /// Numbers are floored, negatives count as 0, and a value that is not a number is ignored.
     #[serde(
         deserialize_with = "lenient_minutes",
         skip_serializing_if = "Option::is_none"

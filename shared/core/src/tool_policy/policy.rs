@@ -108,6 +108,7 @@ pub struct ToolsConfig {
     /// Policies per `<provider>` or `<provider>/<modelId>` (keys compared lowercased; the
     /// model's entry wins over its provider's), applied after the global ones.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub by_provider: IndexMap<String, ProviderToolPolicy>,
     /// The tool policy of sub-agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,6 +163,7 @@ pub struct AgentToolsConfig {
     pub also_allow: Option<Vec<String>>,
     /// This agent's policies per `<provider>` or `<provider>/<modelId>`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub by_provider: IndexMap<String, ProviderToolPolicy>,
 }
 
