@@ -664,6 +664,13 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_an_error_not_a_silent_default() {
+        let typo = serde_json::from_str::<PruningSettings>(r#"{"mode":"cache-ttl","tll":"1h"}"#)
+            .expect_err("a typo must not leave the TTL at its default unnoticed");
+        assert!(typo.to_string().contains("unknown field `tll`"), "{typo}");
+    }
+
+    #[test]
     fn configured_values_are_clamped_floored_and_trimmed() {
         let effective = settings_from(
             r#"{
@@ -675,8 +682,7 @@ mod tests {
                 "minPrunableToolChars": 12.9,
                 "softTrim": {"maxChars": 10.7, "headChars": 2, "tailChars": 3},
                 "hardClear": {"enabled": false, "placeholder": "   "},
-                "tools": {"deny": ["Exec"]},
-                "somethingNew": true
+                "tools": {"deny": ["Exec"]}
             }"#,
         )
         .resolve()
