@@ -88,7 +88,10 @@ fn example_configs() -> Vec<PathBuf> {
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join("examples"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml")
+        })
         .collect();
     examples.sort();
     examples.push(root.join("events/clawless.yaml"));
@@ -249,7 +252,11 @@ fn config_check_without_a_file_says_what_is_missing() {
         "{stderr}"
     );
     // --config names the file too.
-    std::fs::write(dir.path().join("other.yaml"), "session: {dmScope: per-peer}\n").unwrap();
+    std::fs::write(
+        dir.path().join("other.yaml"),
+        "session: {dmScope: per-peer}\n",
+    )
+    .unwrap();
     let output = clawless_in(
         dir.path(),
         &["config", "--config", "other.yaml", "check"],
@@ -287,7 +294,12 @@ fn each_property(node: &Value, path: &str, check: &mut dyn FnMut(&str, &Value, b
         }
     }
     for key in ["anyOf", "oneOf", "allOf"] {
-        for sub in object.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for sub in object
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             each_property(sub, &format!("{path}/{key}"), check);
         }
     }
@@ -412,7 +424,11 @@ fn every_yaml_block_in_the_docs_is_a_valid_config() {
             let at = format!("{}:{line}", relative(&document));
             let file = dir.path().join(format!("block-{checked}.yaml"));
             std::fs::write(&file, &block).unwrap();
-            let output = clawless_in(dir.path(), &["config", "check", file.to_str().unwrap()], &[]);
+            let output = clawless_in(
+                dir.path(),
+                &["config", "check", file.to_str().unwrap()],
+                &[],
+            );
             assert!(
                 output.status.success() && output.stderr.is_empty(),
                 "{at}: {}",

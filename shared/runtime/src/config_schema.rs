@@ -19,7 +19,9 @@ pub const SCHEMA_TITLE: &str = "clawless.yaml";
 /// its own description.
 pub fn config_schema() -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
-    let schema = generator.into_root_schema_for::<ClawlessConfig>().to_value();
+    let schema = generator
+        .into_root_schema_for::<ClawlessConfig>()
+        .to_value();
     let Value::Object(mut generated) = schema else {
         return schema;
     };
