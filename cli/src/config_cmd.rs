@@ -21,8 +21,8 @@ const DEFAULT_CONFIG: &str = "clawless.yaml";
 /// `clawless config` options.
 #[derive(Debug, Args)]
 pub(crate) struct ConfigArgs {
-    /// clawless.yaml (default: ./clawless.yaml).
-    #[arg(long, global = true, env = CONFIG_ENV, value_name = "FILE")]
+    /// clawless.yaml (default: $CLAWLESS_CONFIG, else ./clawless.yaml).
+    #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: ConfigCommand,
@@ -56,8 +56,14 @@ pub(crate) async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ConfigCommand::Check { file } => {
+            // A blank $CLAWLESS_CONFIG counts as unset, as for `clawless skills`.
+            let from_env = std::env::var(CONFIG_ENV)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+                .map(PathBuf::from);
             let path = file
                 .or(args.config)
+                .or(from_env)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
             check(&path)
         }

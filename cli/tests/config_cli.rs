@@ -251,7 +251,7 @@ fn config_check_without_a_file_says_what_is_missing() {
         stderr.starts_with("error: cannot read config clawless.yaml"),
         "{stderr}"
     );
-    // --config names the file too.
+    // --config names the file too, before $CLAWLESS_CONFIG; a blank variable is unset.
     std::fs::write(
         dir.path().join("other.yaml"),
         "session: {dmScope: per-peer}\n",
@@ -260,9 +260,16 @@ fn config_check_without_a_file_says_what_is_missing() {
     let output = clawless_in(
         dir.path(),
         &["config", "--config", "other.yaml", "check"],
-        &[],
+        &[("CLAWLESS_CONFIG", "elsewhere.yaml")],
     );
     assert_eq!(succeeded(&output), "ok: other.yaml\n");
+    std::fs::write(dir.path().join("clawless.yaml"), "").unwrap();
+    let output = clawless_in(
+        dir.path(),
+        &["config", "check"],
+        &[("CLAWLESS_CONFIG", " ")],
+    );
+    assert_eq!(succeeded(&output), "ok: clawless.yaml\n");
 }
 
 /// Walks every schema in `node`, calling `check` with each object property's path, its schema
