@@ -1,9 +1,11 @@
-//! `clawless.yaml`: the deployment's configuration, as far as it is built. The whole document
-//! is also kept as JSON so skills can gate on any dotted path (`requires.config`).
-
-use std::path::{Path, PathBuf};
+//! `clawless.yaml`: the deployment's configuration, as far as it is built. Every section it
+//! reads denies unknown keys, so a typo is an error naming its line, column and key path; the
+//! top level stays open, and the whole document is also kept as JSON, so skills can gate on
+//! any dotted path (`requires.config`). With the `schema` feature the types also describe
+//! themselves as a JSON Schema (see `config_schema`).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use clawless_core::object_store::StoreError;
 use clawless_core::session::key::DmScope;
@@ -100,7 +102,7 @@ pub struct ClawlessConfig {
     /// TELEGRAM_BOT_TOKEN`): each is fetched once at start-up from SSM Parameter Store or
     /// Secrets Manager and looked up before the process environment.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
-    pub secrets: std::collections::BTreeMap<String, crate::secrets::SecretSource>,
+    pub secrets: BTreeMap<String, crate::secrets::SecretSource>,
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,
