@@ -1,11 +1,13 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
 //! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
 //! (pairing codes and the node registry), `clawless node …` (this machine as a node host),
-//! `clawless sessions …` (what sessions did), `clawless doctor` (check a deployment) and
-//! `clawless workspace init` (a new agent workspace's default bootstrap files).
+//! `clawless sessions …` (what sessions did), `clawless doctor` (check a deployment),
+//! `clawless workspace init` (a new agent workspace's default bootstrap files) and
+//! `clawless config …` (the schema of `clawless.yaml`, checking a file against it).
 
 mod admin_client;
 mod channels_cmd;
+mod config_cmd;
 mod doctor_cmd;
 mod exec_cmd;
 mod local_cmd;
@@ -48,6 +50,8 @@ enum Command {
     Doctor(doctor_cmd::DoctorArgs),
     /// Agent workspaces: give one the default bootstrap files (`workspace init`).
     Workspace(workspace_cmd::WorkspaceArgs),
+    /// clawless.yaml: print its JSON Schema, check a file.
+    Config(config_cmd::ConfigArgs),
 }
 
 #[tokio::main]
@@ -65,6 +69,7 @@ async fn main() -> ExitCode {
         Command::Sessions(args) => sessions_cmd::run(args).await,
         Command::Doctor(args) => doctor_cmd::run(args).await,
         Command::Workspace(args) => workspace_cmd::run(args).await,
+        Command::Config(args) => config_cmd::run(args).await,
     };
     match outcome {
         Ok(code) => code,

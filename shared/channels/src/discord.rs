@@ -104,32 +104,39 @@ const STALE_COMMANDS_HINT: &str = "If the command looks different in Discord, it
 
 /// `channels.discord` in `clawless.yaml`.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DiscordConfig {
-    /// The application id (a snowflake).
+    /// The application id, a numeric snowflake (Developer Portal, General Information).
+    /// Required.
     pub application_id: String,
     /// The application's Ed25519 public key, 64 hex digits (Developer Portal, General
-    /// Information).
+    /// Information). Required: every interaction's signature is checked with it.
     pub public_key: String,
-    /// The bot token, inline. Only registering commands needs it.
+    /// The bot token, inline; only registering commands needs it. Prefer `botTokenEnv`;
+    /// set at most one of the two.
     #[serde(default)]
     pub bot_token: Option<String>,
-    /// The environment variable holding the bot token (instead of `botToken`).
+    /// The name of the environment variable (or `secrets:` entry) holding the bot token.
     #[serde(default)]
     pub bot_token_env: Option<String>,
-    /// Discord's API base URL (tests point it at a fake).
+    /// Discord's API base URL (a proxy; tests point it at a fake).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,
-    /// User ids of the agent's owners.
+    /// Discord user ids of the agent's owners: always allowed, and the only ones who may use
+    /// owner-only tools and `/approve`.
     #[serde(default)]
     pub owners: Vec<String>,
-    /// User ids allowed to talk to the agent (owners always are).
+    /// Discord user ids of other people allowed to talk to the agent (`*`: anyone).
     #[serde(default)]
     pub allow_from: Vec<String>,
-    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    /// Who may talk to the agent in group chats: `open` (anyone in a group the bot is in),
+    /// `allowlist` (owners and `allowFrom` only) or `disabled` (group messages start no turn).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = crate::webhook::GroupPolicy::default())))]
     pub group_policy: Option<crate::webhook::GroupPolicy>,
-    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     #[serde(default)]
     pub unauthorized_reply: Option<String>,
 }

@@ -96,37 +96,44 @@ const PERMANENT_ERRORS: &[&str] = &[
 /// `channels.slack` in the config. Each secret is given either literally or as the name of
 /// an environment variable holding it, never both.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SlackConfig {
-    /// The bot token (`xoxb-…`), literally.
+    /// The bot token (`xoxb-…`), inline. Prefer `botTokenEnv`; set exactly one of the two.
     #[serde(default)]
     pub bot_token: Option<String>,
-    /// The environment variable holding the bot token.
+    /// The name of the environment variable (or `secrets:` entry) holding the bot token.
     #[serde(default)]
     pub bot_token_env: Option<String>,
-    /// The app's signing secret, literally.
+    /// The app's signing secret, inline. Prefer `signingSecretEnv`; set exactly one of the
+    /// two.
     #[serde(default)]
     pub signing_secret: Option<String>,
-    /// The environment variable holding the signing secret.
+    /// The name of the environment variable (or `secrets:` entry) holding the signing
+    /// secret.
     #[serde(default)]
     pub signing_secret_env: Option<String>,
-    /// Web API base URL (default [`DEFAULT_API_BASE_URL`]; tests point it at a fake).
+    /// Web API base URL (a proxy; tests point it at a fake).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,
-    /// Slack user ids of the agent's owners.
+    /// Slack user ids of the agent's owners: always allowed, and the only ones who may use
+    /// owner-only tools and `/approve`.
     #[serde(default)]
     pub owners: Vec<String>,
-    /// Slack user ids allowed to talk to the agent.
+    /// Slack user ids of other people allowed to talk to the agent (`*`: anyone).
     #[serde(default)]
     pub allow_from: Vec<String>,
-    /// The bot's own user id (`U…`), to recognise mentions; when absent, the id Slack puts
-    /// in each event's `authorizations` is used.
+    /// The bot's own user id (`U…`), to recognise mentions; unset, the id Slack puts in each
+    /// event's `authorizations` is used.
     #[serde(default)]
     pub bot_user_id: Option<String>,
-    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    /// Who may talk to the agent in group chats: `open` (anyone in a group the bot is in),
+    /// `allowlist` (owners and `allowFrom` only) or `disabled` (group messages start no turn).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = crate::webhook::GroupPolicy::default())))]
     pub group_policy: Option<crate::webhook::GroupPolicy>,
-    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     #[serde(default)]
     pub unauthorized_reply: Option<String>,
 }

@@ -64,6 +64,9 @@ const MAX_DESCRIPTION_CHARS: usize = 300;
 /// Longest secret token Telegram accepts.
 const MAX_SECRET_TOKEN_CHARS: usize = 256;
 
+/// Whether group messages must be addressed to the bot when `requireMention` is unset.
+pub const DEFAULT_REQUIRE_MENTION: bool = true;
+
 /// Length of a generated secret token.
 const GENERATED_SECRET_CHARS: usize = 64;
 
@@ -74,32 +77,41 @@ const GENERATED_SECRET_CHARS: usize = 64;
 /// `channels.telegram` in `clawless.yaml`. Each secret is given inline or by the name of an
 /// environment variable, never both.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct TelegramConfig {
-    /// The bot token from BotFather, inline (prefer `botTokenEnv`).
+    /// The bot token from BotFather, inline. Prefer `botTokenEnv`; set exactly one of the
+    /// two.
     pub bot_token: Option<String>,
-    /// Environment variable holding the bot token.
+    /// The name of the environment variable (or `secrets:` entry) holding the bot token.
     pub bot_token_env: Option<String>,
-    /// The webhook secret token, inline (prefer `secretTokenEnv`).
+    /// The webhook's secret token (what `clawless channels telegram set-webhook` prints),
+    /// inline. Prefer `secretTokenEnv`; set exactly one of the two.
     pub secret_token: Option<String>,
-    /// Environment variable holding the webhook secret token.
+    /// The name of the environment variable (or `secrets:` entry) holding the webhook's
+    /// secret token.
     pub secret_token_env: Option<String>,
-    /// Bot API base URL (default [`DEFAULT_API_BASE_URL`]).
+    /// Bot API base URL (a local Bot API server or a proxy; tests point it at a fake).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_API_BASE_URL)))]
     pub api_base_url: Option<String>,
-    /// The bot's `@username` (without or with `@`), to see mentions in groups; `getMe` tells it.
+    /// The bot's `@username` (with or without `@`), to recognise `@username` mentions and
+    /// `/command@username` in groups; unset, only replies to the bot and mentions that carry
+    /// its user id count as addressed to it.
     pub bot_username: Option<String>,
-    /// Telegram user ids of the agent's owners.
-    #[serde(default)]
+    /// Telegram user ids of the agent's owners: always allowed, and the only ones who may
+    /// use owner-only tools and `/approve`.
     pub owners: Vec<String>,
-    /// Telegram user ids allowed to talk to the agent.
-    #[serde(default)]
+    /// Telegram user ids of other people allowed to talk to the agent (`*`: anyone).
     pub allow_from: Vec<String>,
-    /// In groups, answer only messages addressed to the bot (default true).
+    /// In groups, answer only messages that mention the bot or reply to it.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_REQUIRE_MENTION)))]
     pub require_mention: Option<bool>,
-    /// Who may talk in group chats: `open`, `allowlist` (default) or `disabled`.
+    /// Who may talk to the agent in group chats: `open` (anyone in a group the bot is in),
+    /// `allowlist` (owners and `allowFrom` only) or `disabled` (group messages start no turn).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = crate::webhook::GroupPolicy::default())))]
     pub group_policy: Option<crate::webhook::GroupPolicy>,
-    /// Sent to a sender not allowed to talk to the agent (nothing when unset).
+    /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     #[serde(default)]
     pub unauthorized_reply: Option<String>,
 }
@@ -192,7 +204,7 @@ impl std::fmt::Debug for ResolvedTelegram {
 impl TelegramConfig {
     /// Whether unaddressed group messages are skipped (default true).
     pub fn require_mention(&self) -> bool {
-        self.require_mention.unwrap_or(true)
+        self.require_mention.unwrap_or(DEFAULT_REQUIRE_MENTION)
     }
 
     /// Looks up the secrets (`env` reads an environment variable) and checks every value.

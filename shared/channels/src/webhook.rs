@@ -13,11 +13,12 @@ use serde_json::Value;
 
 /// Who may talk to the agent in group chats (`groupPolicy` of a channel's config).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum GroupPolicy {
     /// Anyone in a group the bot is in.
     Open,
-    /// Only owners and `allowFrom` (the default).
+    /// Only owners and `allowFrom` (the default, except on the generic channel).
     #[default]
     Allowlist,
     /// Group messages start no turn.

@@ -50,23 +50,34 @@ pub const DEFAULT_OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 
 /// `models:` in `clawless.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ModelsConfig {
-    /// `provider/model` asked first. Unset: Anthropic or OpenAI if their key is in the
-    /// environment, else the offline model.
+    /// The model asked first, as `provider/model` (e.g. `anthropic/claude-sonnet-4-5`,
+    /// `openai/gpt-4o-mini`, `ollama/llama3.2`, `bedrock/<model id>`). Unset:
+    /// `anthropic/claude-sonnet-4-5` if `ANTHROPIC_API_KEY` is set, else `openai/gpt-4o-mini`
+    /// if `OPENAI_API_KEY` is set, else the offline model (which only says it is offline).
     pub primary: Option<String>,
-    /// `provider/model`s tried in order when the previous one fails (see [`crate::fallback`]).
+    /// `provider/model`s tried in order when the previous one fails in a way another model
+    /// could get past (rate limit, server error, timeout, network, rejected key), each after
+    /// its own retries. Needs `primary`.
     pub fallbacks: Vec<String>,
-    /// More `provider/model`s a session may switch to with `/new <model>` (the primary and
-    /// the fallbacks always may).
+    /// More `provider/model`s a session may choose with `/new <model>` (the primary and the
+    /// fallbacks always may).
     pub allowed: Vec<String>,
-    /// Output token limit per call (read by the turn engine; [`DEFAULT_MAX_TOKENS`]).
+    /// Output token limit of one model call.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MAX_TOKENS)))]
     pub max_tokens: Option<u32>,
-    /// Per-request timeout in seconds ([`DEFAULT_TIMEOUT_SECONDS`]).
+    /// Timeout of one model request, in seconds.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_TIMEOUT_SECONDS)))]
     pub timeout_seconds: Option<u64>,
-    /// Retries per model after its first attempt ([`DEFAULT_MAX_RETRIES`]).
+    /// Retries per model after its first attempt (with backoff, honouring `Retry-After`),
+    /// before the next fallback is tried.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MAX_RETRIES)))]
     pub max_retries: Option<u32>,
-    /// Per-provider settings, by the provider part of the model refs.
+    /// Per-provider settings, keyed by the provider part of the model refs (`anthropic`,
+    /// `openai`, `bedrock`, `ollama`, `vllm` or a name of your own with `api` set).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
@@ -124,6 +135,7 @@ impl ModelsConfig {
 
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderApi {
     /// Anthropic Messages.
@@ -136,18 +148,27 @@ pub enum ProviderApi {
 
 /// One entry of `models.providers`.
 #[derive(Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// Wire format; implied for `anthropic`, `openai`, `bedrock`, `ollama` and `vllm`.
+    /// The wire format the provider speaks: `anthropic`, `openai` (OpenAI Chat Completions
+    /// and compatible servers) or `bedrock`. Unset: implied by the provider's name for
+    /// `anthropic`, `openai`, `bedrock`, `ollama` and `vllm`; required for any other name.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub api: Option<ProviderApi>,
-    /// The key itself (prefer `apiKeyEnv` or the provider's usual variable).
+    /// The API key itself. Prefer `apiKeyEnv` or `secrets:`, which keep it out of the file.
     pub api_key: Option<String>,
-    /// Name of an environment variable holding the key.
+    /// The name of an environment variable (or `secrets:` entry) holding the API key. Unset:
+    /// the provider's usual variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`).
     pub api_key_env: Option<String>,
-    /// Base URL: without `/v1` for Anthropic, with it for OpenAI-compatible servers; the
-    /// endpoint override for Bedrock.
+    /// Base URL of the API: without `/v1` for Anthropic, with it for OpenAI-compatible
+    /// servers (e.g. `http://127.0.0.1:11434/v1`); the endpoint override for Bedrock.
+    /// Unset: `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` for those two providers, else their
+    /// public endpoint; `http://127.0.0.1:11434/v1` for `ollama`; required for any other
+    /// OpenAI-compatible provider.
     pub base_url: Option<String>,
-    /// AWS region (Bedrock only).
+    /// AWS region of Bedrock (Bedrock only). Unset: `AWS_REGION`, else `AWS_DEFAULT_REGION`,
+    /// else the AWS configuration's region.
     pub region: Option<String>,
 }
 

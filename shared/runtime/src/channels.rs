@@ -12,7 +12,7 @@ use clawless_channels::{
 use clawless_core::outbox::Outbox;
 use clawless_core::session::Inbox;
 
-use crate::config::ClawlessConfig;
+use crate::config::{ClawlessConfig, GENERIC_DEFAULT_ALLOW_FROM, GENERIC_DEFAULT_GROUP_POLICY};
 use crate::ingress::{ChannelAccess, ChatChannel, GroupPolicy};
 
 /// Everything about channels that is not in the config file: where secrets come from and the
@@ -175,8 +175,10 @@ impl ChannelSet {
             platform: Arc::new(GenericWebhook::new(secret.as_bytes())),
             access: ChannelAccess {
                 owners,
-                allow_from: generic.allow_from.unwrap_or_else(|| vec!["*".to_owned()]),
-                group_policy: generic.group_policy.unwrap_or(GroupPolicy::Open),
+                allow_from: generic
+                    .allow_from
+                    .unwrap_or_else(|| vec![GENERIC_DEFAULT_ALLOW_FROM.to_owned()]),
+                group_policy: generic.group_policy.unwrap_or(GENERIC_DEFAULT_GROUP_POLICY),
                 require_mention: false,
                 unauthorized_reply: generic.unauthorized_reply,
             },

@@ -1,10 +1,18 @@
-//! `clawless.yaml`: the deployment's configuration, as far as it is built. The whole document
-//! is also kept as JSON so skills can gate on any dotted path (`requires.config`).
+//! `clawless.yaml`: the deployment's configuration, as far as it is built. Every section it
+//! reads denies unknown keys, so a typo is an error naming its line, column and key path; the
+//! top level stays open, and the whole document is also kept as JSON, so skills can gate on
+//! any dotted path (`requires.config`). With the `schema` feature the types also describe
+//! themselves as a JSON Schema (see `config_schema`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clawless_core::object_store::StoreError;
-use clawless_core::skills::SkillsConfig;
+use clawless_core::session::key::DmScope;
+use clawless_core::session::reset::{
+    ResetByType, ResetPolicy, SessionResetConfig, lenient_minutes,
+};
+use clawless_core::skills::{SkillEntryConfig, SkillLimits, SkillsConfig};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -54,27 +62,47 @@ pub enum ConfigError {
     MissingEnv(&'static str),
 }
 
-/// The parts of `clawless.yaml` the system reads so far.
+/// `clawless.yaml`: the configuration of one clawless deployment (the Lambda functions or
+/// `clawless local`). Every section is optional. Unknown keys inside the sections below are
+/// errors; other top-level keys are kept, so that a skill's `requires.config` can gate on
+/// any dotted path (e.g. `browser.enabled`).
 #[derive(Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClawlessConfig {
-    /// `skills:`.
+    /// Where skills come from (bundled, managed, extra sources) and the skills engine's
+    /// settings: the bundled allowlist, per-skill entries and limits.
+    #[cfg_attr(feature = "schema", schemars(with = "SkillsYaml", extend("default" = {})))]
     pub skills: SkillsSection,
-    /// `agents:`.
+    /// The agents: settings every agent inherits (`defaults`) and the agents themselves
+    /// (`list`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub agents: AgentsSection,
-    /// `models:`: primary model, fallbacks, providers.
+    /// The model: primary, fallbacks, limits and per-provider settings.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub models: clawless_llm::ModelsConfig,
-    /// `tools:`: the global tool policy (spec §11).
+    /// The global tool policy: which tools the model is offered (profiles, allow and deny
+    /// lists, per provider, for sub-agents).
     pub tools: clawless_core::tool_policy::ToolsConfig,
-    /// `channels:`: chat channels and where their replies go.
+    /// Chat channels (generic JSON webhook, Telegram, Slack, Discord): their secrets, who may
+    /// talk to the agent and where replies go.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub channels: ChannelsSection,
-    /// `session:`: how messages map to sessions.
+    /// How messages map to sessions, and when a session starts over (automatic resets and
+    /// reset commands).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "SessionYaml", extend("default" = {}))
+    )]
     pub session: SessionSection,
-    /// `exec:`: the default node, timeouts and what happens when nobody answers an approval.
+    /// Commands on node hosts: the default node, timeouts and what happens when nobody
+    /// answers an approval request.
     pub exec: crate::nodes_service::ExecSettings,
-    /// `secrets:`: names that `…Env` keys may use, fetched from SSM Parameter Store or
-    /// Secrets Manager at start-up instead of read from the environment.
-    pub secrets: std::collections::BTreeMap<String, crate::secrets::SecretSource>,
+    /// Secrets kept in AWS, by the name `…Env` keys use (e.g. `botTokenEnv:
+    /// TELEGRAM_BOT_TOKEN`): each is fetched once at start-up from SSM Parameter Store or
+    /// Secrets Manager and looked up before the process environment.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub secrets: BTreeMap<String, crate::secrets::SecretSource>,
     /// The whole document, for `requires.config` paths.
     #[serde(skip)]
     pub document: Value,
@@ -99,7 +127,7 @@ impl std::fmt::Debug for ClawlessConfig {
 
 /// `skills:`: where skills come from, plus the engine's settings.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(from = "SkillsYaml")]
 pub struct SkillsSection {
     /// Bundled skills: a directory or `s3://` URI.
     pub bundled: Option<String>,
@@ -108,93 +136,198 @@ pub struct SkillsSection {
     /// Extra sources, lowest precedence.
     pub extra: Vec<String>,
     /// `allowBundled`, `entries`, `limits`.
-    #[serde(flatten)]
     pub engine: SkillsConfig,
+}
+
+/// `skills:` as written. Its keys are spelled out rather than flattened from [`SkillsConfig`],
+/// so an unknown key is an error with its line and column (serde cannot deny unknown fields
+/// through `#[serde(flatten)]`).
+#[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "SkillsSection"))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct SkillsYaml {
+    /// Skills shipped with clawless: a directory (relative to this file) or an `s3://` URI.
+    /// Unset: the CLI takes `$CLAWLESS_BUNDLED_SKILLS_DIR`, else a `skills/` folder nearby.
+    bundled: Option<String>,
+    /// Skills installed for every agent of the deployment: a directory (relative to this
+    /// file) or an `s3://` URI. They win over bundled skills of the same name.
+    managed: Option<String>,
+    /// More skill sources (directories or `s3://` URIs), with the lowest precedence.
+    extra: Vec<String>,
+    /// When not empty, the only bundled skills allowed, by skill key or name. Managed,
+    /// workspace and extra skills are not affected.
+    allow_bundled: Vec<String>,
+    /// Per-skill settings, keyed by skill key (the skill's `metadata.skillKey`, else its
+    /// name).
+    entries: BTreeMap<String, SkillEntryConfig>,
+    /// Bounds on skill discovery and on the prompt's skills block.
+    limits: SkillLimits,
+}
+
+impl From<SkillsYaml> for SkillsSection {
+    fn from(yaml: SkillsYaml) -> Self {
+        Self {
+            bundled: yaml.bundled,
+            managed: yaml.managed,
+            extra: yaml.extra,
+            engine: SkillsConfig {
+                allow_bundled: yaml.allow_bundled,
+                entries: yaml.entries,
+                limits: yaml.limits,
+            },
+        }
+    }
 }
 
 /// `agents:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AgentsSection {
     /// Settings every agent inherits.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub defaults: AgentDefaults,
-    /// The agents.
+    /// The agents, each with its own id. Unset or empty: one agent, `main`, with the
+    /// defaults.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = [])))]
     pub list: Vec<AgentConfig>,
 }
 
 /// `agents.defaults`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AgentDefaults {
-    /// Workspace root (holds `skills/` and `.agents/skills/`).
+    /// The agent workspace (bootstrap files such as `AGENTS.md`, `memory/`, `skills/` and
+    /// `.agents/skills/`): a directory (relative to this file) or an `s3://` URI. Unset:
+    /// `clawless local` uses `<state dir>/workspace`; the functions use the bucket layout.
     pub workspace: Option<String>,
-    /// Default skill filter.
+    /// The skills an agent may use, by name. Unset: every skill; `[]`: none.
     pub skills: Option<Vec<String>>,
-    /// Model calls allowed in one turn.
+    /// The most model calls one turn may make before it stops with a message.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend("default" = clawless_core::turn::DEFAULT_MAX_MODEL_CALLS))
+    )]
     pub max_model_calls: Option<u32>,
-    /// Per-file cap of injected bootstrap files (default 20,000 chars).
+    /// The most characters of one bootstrap file (`AGENTS.md`, `SOUL.md`, …) put in the
+    /// system prompt; a longer file is cut.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend(
+            "default" = clawless_core::system_prompt::bootstrap::DEFAULT_BOOTSTRAP_MAX_CHARS
+        ))
+    )]
     pub bootstrap_max_chars: Option<usize>,
-    /// Total cap of injected bootstrap files (default 150,000 chars).
+    /// The most characters of all bootstrap files together in the system prompt.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend(
+            "default" = clawless_core::system_prompt::bootstrap::DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
+        ))
+    )]
     pub bootstrap_total_max_chars: Option<usize>,
-    /// The user's time zone, named in the system prompt (never the time itself).
+    /// The user's IANA time zone (e.g. `Europe/Paris`): named in the system prompt (never
+    /// the time itself), and the zone of daily resets and of memory notes' dates. Unset:
+    /// UTC, and the prompt names no zone.
     pub user_timezone: Option<String>,
-    /// The model's context window in tokens (default 200,000). Windows of 8k and up work:
-    /// the reserve, the kept tail and the memory-flush threshold scale with it.
+    /// The model's context window in tokens. Windows of 8k and up work: the reserve, the kept
+    /// tail and the memory-flush threshold scale with it. A provider's overflow error lowers
+    /// it for the session.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend("default" = clawless_core::compaction::plan::DEFAULT_CONTEXT_WINDOW))
+    )]
     pub context_tokens: Option<usize>,
-    /// Compaction and the pre-compaction memory flush (`compaction:`).
+    /// Compaction (summarising older conversation when the context fills up) and the
+    /// memory flush before it.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub compaction: clawless_core::compaction::plan::CompactionConfig,
-    /// Pruning of old tool results in requests (`contextPruning:`; off by default, `cache-ttl`
-    /// with a 1-hour TTL by default for Anthropic models).
+    /// Pruning of old tool results in requests once the provider's prompt cache has gone
+    /// cold (the stored transcript keeps everything).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub context_pruning: Option<clawless_core::compaction::pruning::PruningSettings>,
 }
 
 /// `agents.list[]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentConfig {
-    /// Agent id.
+    /// The agent's id: letters, digits, `_` and `-` (compared case-insensitively). Required.
     pub id: String,
-    /// Workspace root; defaults to `agents.defaults.workspace`.
+    /// This agent's workspace: a directory (relative to this file) or an `s3://` URI.
+    /// Unset: `agents.defaults.workspace`.
+    #[serde(default)]
     pub workspace: Option<String>,
-    /// Skill filter; when present (even empty) it replaces the default entirely.
+    /// This agent's skills, by name. When present (even `[]`) it replaces
+    /// `agents.defaults.skills` entirely; unset, the default applies.
+    #[serde(default)]
     pub skills: Option<Vec<String>>,
-    /// Agent-level tool policy (`agents.list[].tools`).
+    /// This agent's tool policy, applied after the global `tools:`. Unset: the global
+    /// policy alone.
+    #[serde(default)]
     pub tools: Option<clawless_core::tool_policy::AgentToolsConfig>,
 }
 
-/// One agent with its inherited settings resolved.
 /// `channels:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ChannelsSection {
-    /// The generic JSON webhook channel.
+    /// The generic JSON webhook channel (`POST /webhook/generic`, HMAC-signed). Unset:
+    /// `clawless local` still runs it with its own secret and reply URL; the functions
+    /// answer it only with a secret in `CLAWLESS_GENERIC_SECRET`.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub generic: Option<GenericChannelConfig>,
-    /// A Telegram bot (`POST /webhook/telegram`).
+    /// A Telegram bot (`POST /webhook/telegram`). Unset: no Telegram channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub telegram: Option<clawless_channels::TelegramConfig>,
-    /// A Slack app (`POST /webhook/slack`, `POST /webhook/slack/interactive`).
+    /// A Slack app (`POST /webhook/slack`, `POST /webhook/slack/interactive`). Unset: no
+    /// Slack channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub slack: Option<clawless_channels::SlackConfig>,
-    /// A Discord application (`POST /webhook/discord`).
+    /// A Discord application (`POST /webhook/discord`). Unset: no Discord channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub discord: Option<clawless_channels::DiscordConfig>,
 }
 
+/// Who may talk on the generic channel when `allowFrom` is unset: anyone, since its callers
+/// hold the secret already.
+pub const GENERIC_DEFAULT_ALLOW_FROM: &str = "*";
+
+/// The generic channel's group policy when `groupPolicy` is unset.
+pub const GENERIC_DEFAULT_GROUP_POLICY: crate::ingress::GroupPolicy =
+    crate::ingress::GroupPolicy::Open;
+
 /// `channels.generic`.
 #[derive(Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct GenericChannelConfig {
-    /// HMAC secret, inline (prefer `secretEnv`).
+    /// The HMAC-SHA256 secret that signs webhook bodies and replies, inline. Prefer
+    /// `secretEnv`.
     pub secret: Option<String>,
-    /// Environment variable holding the HMAC secret (default `CLAWLESS_GENERIC_SECRET`).
+    /// The name of the environment variable (or `secrets:` entry) holding the HMAC secret.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = GENERIC_SECRET_ENV)))]
     pub secret_env: Option<String>,
-    /// Where replies are POSTed.
+    /// Where replies are POSTed, signed like the webhooks. Unset: `clawless local` uses its
+    /// own `/local/replies` (what `clawless chat` reads).
     pub reply_url: Option<String>,
-    /// Sender ids treated as the owner.
+    /// Sender ids of the agent's owners: always allowed, and the only ones who may use
+    /// owner-only tools and `/approve`. Unset: `clawless local` makes `clawless chat`'s
+    /// sender the owner.
     pub owners: Vec<String>,
-    /// Other sender ids allowed to talk to the agent (`*`: anyone, the generic channel's
-    /// default, its callers holding the secret already).
+    /// Sender ids of other people allowed to talk to the agent; `*` allows anyone (the
+    /// default here: callers hold the secret already).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = [GENERIC_DEFAULT_ALLOW_FROM])))]
     pub allow_from: Option<Vec<String>>,
-    /// Who may talk in group chats (default `open` on this channel).
+    /// Who may talk in group chats: `open` (anyone), `allowlist` (owners and `allowFrom`) or
+    /// `disabled` (group messages start no turn).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = GENERIC_DEFAULT_GROUP_POLICY)))]
     pub group_policy: Option<crate::ingress::GroupPolicy>,
-    /// Sent to a sender not allowed (nothing when unset).
+    /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     pub unauthorized_reply: Option<String>,
 }
 
@@ -227,17 +360,69 @@ impl GenericChannelConfig {
 
 /// `session:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(from = "SessionYaml")]
 pub struct SessionSection {
     /// `main` (default), `per-peer` or `per-channel-peer`.
-    pub dm_scope: clawless_core::session::key::DmScope,
+    pub dm_scope: DmScope,
     /// `reset`, `resetByType`, `resetByChannel`, `idleMinutes` and `resetTriggers`: when a
     /// session starts a new generation on its own (never, by default) and which commands
     /// start one (`/new` and `/reset`).
-    #[serde(flatten)]
-    pub resets: clawless_core::session::reset::SessionResetConfig,
+    pub resets: SessionResetConfig,
 }
 
+/// `session:` as written: [`SessionResetConfig`]'s keys spelled out next to `dmScope`, so an
+/// unknown key is an error with its line and column.
+#[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "SessionSection"))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct SessionYaml {
+    /// How direct messages map to sessions: `main` (every direct message shares the agent's
+    /// main session), `per-peer` (one session per sender) or `per-channel-peer` (one per
+    /// channel and sender).
+    dm_scope: DmScope,
+    /// The base reset policy: when a session starts a new generation on its own. Unset: no
+    /// automatic reset (only `/new`, `/reset` and the other `resetTriggers`).
+    reset: Option<ResetPolicy>,
+    /// Reset policies per kind of conversation (`direct`, `group`, `thread`), over `reset`
+    /// field by field.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    reset_by_type: ResetByType,
+    /// A reset policy per channel (`telegram`, `slack`, `discord`, `generic`) that replaces
+    /// every other reset setting for that channel's sessions.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    reset_by_channel: BTreeMap<String, ResetPolicy>,
+    /// Legacy: idle mode with this many minutes when neither `reset` nor `resetByType` is
+    /// set, and the idle timeout of last resort otherwise. Prefer `reset: {mode: idle,
+    /// idleMinutes: …}`.
+    #[serde(deserialize_with = "lenient_minutes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
+    idle_minutes: Option<u64>,
+    /// Messages that start a new session (a bare trigger, or a trigger followed by the first
+    /// message of the new one). Unset or empty: `/new` and `/reset`.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend("default" = clawless_core::session::reset::DEFAULT_RESET_TRIGGERS))
+    )]
+    reset_triggers: Vec<String>,
+}
+
+impl From<SessionYaml> for SessionSection {
+    fn from(yaml: SessionYaml) -> Self {
+        Self {
+            dm_scope: yaml.dm_scope,
+            resets: SessionResetConfig {
+                reset: yaml.reset,
+                reset_by_type: yaml.reset_by_type,
+                reset_by_channel: yaml.reset_by_channel,
+                idle_minutes: yaml.idle_minutes,
+                reset_triggers: yaml.reset_triggers,
+            },
+        }
+    }
+}
+
+/// One agent with its inherited settings resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedAgent {
     /// Agent id.
@@ -260,9 +445,22 @@ fn yaml_error(origin: &str, key_path: Option<&str>, err: &serde_yaml::Error) -> 
         .split_once(" at line ")
         .map_or(message.as_str(), |(head, _)| head);
     match key_path.filter(|path| !path.is_empty() && *path != ".") {
-        Some(path) => format!("{at}: {path}: {message}"),
+        // serde_yaml names the path (or its parent) itself when it knows it; it is said once.
+        Some(path) => {
+            let message = match message.split_once(": ") {
+                Some((head, rest)) if is_path_prefix(head, path) => rest,
+                _ => message,
+            };
+            format!("{at}: {path}: {message}")
+        }
         None => format!("{at}: {message}"),
     }
+}
+
+/// Whether `prefix` is `path` or one of its ancestors (`a.b` of `a.b.c` and `a.b[0]`).
+fn is_path_prefix(prefix: &str, path: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 impl ClawlessConfig {
@@ -527,8 +725,10 @@ channels:
             panic!("{err:?}")
         };
         assert!(
-            reason.starts_with("clawless.yaml:6:21: channels.telegram.requireMention: "),
-            "{reason}"
+            reason.starts_with(
+                "clawless.yaml:6:21: channels.telegram.requireMention: invalid type: "
+            ),
+            "the key path is said once: {reason}"
         );
         let err = ClawlessConfig::from_yaml("skills: [\n", "broken.yaml").unwrap_err();
         assert!(err.to_string().contains("broken.yaml:"), "{err}");
@@ -569,7 +769,7 @@ channels:
             ("skills: [1, 2]\n", "skills"),
             (
                 "skills:\n  limits:\n    maxSkillsInPrompt: lots\n",
-                "skills: invalid type: string \"lots\", expected usize",
+                "clawless.yaml:3:24: skills.limits.maxSkillsInPrompt: invalid type: string \"lots\", expected usize",
             ),
             (
                 "skills:\n  limits:\n    maxSkilsInPrompt: 3\n",
@@ -583,6 +783,99 @@ channels:
             assert!(err.contains("clawless.yaml"), "{err}");
             assert!(err.contains(needle), "{text:?} → {err}");
         }
+    }
+
+    /// `(document, error at)`: a typo in every section clawless reads is an error naming its
+    /// line, column and key path, including the sections whose keys come from several types.
+    const TYPOS: &[(&str, &str)] = &[
+        (
+            "agents:\n  defaults:\n    contxtTokens: 1000\n",
+            "t.yaml:3:5: agents.defaults.contxtTokens: unknown field `contxtTokens`, expected one of",
+        ),
+        (
+            "skills:\n  bundled: ./skills\n  allowBundle: [weather]\n",
+            "t.yaml:3:3: skills.allowBundle: unknown field `allowBundle`, expected one of",
+        ),
+        (
+            "skills:\n  entries:\n    weather: { enabeld: false }\n",
+            "t.yaml:3:16: skills.entries.weather.enabeld: unknown field `enabeld`",
+        ),
+        (
+            "session:\n  dmScope: per-peer\n  resetTrigger: [/new]\n",
+            "t.yaml:3:3: session.resetTrigger: unknown field `resetTrigger`, expected one of",
+        ),
+        (
+            "session:\n  reset: { mode: daily, atHours: 4 }\n",
+            "t.yaml:2:25: session.reset.atHours: unknown field `atHours`",
+        ),
+        (
+            "session:\n  idleMinutes: 30\n  reset: { mode: weekly }\n",
+            "t.yaml:3:18: session.reset.mode: unknown variant `weekly`",
+        ),
+        (
+            "channels:\n  whatsapp: {}\n",
+            "t.yaml:2:3: channels.whatsapp: unknown field `whatsapp`",
+        ),
+        (
+            "channels:\n  generic: { replyURL: http://x }\n",
+            "t.yaml:2:14: channels.generic.replyURL: unknown field `replyURL`",
+        ),
+        (
+            "agents:\n  list:\n    - id: main\n      skils: []\n",
+            "t.yaml:4:7: agents.list[0].skils: unknown field `skils`",
+        ),
+        (
+            "agents:\n  list:\n    - workspace: ./ws\n",
+            "t.yaml:3:7: agents.list[0]: missing field `id`",
+        ),
+        (
+            "agents:\n  defaults:\n    compaction: { memoryFlush: { softThreshold: 1 } }\n",
+            "agents.defaults.compaction.memoryFlush.softThreshold: unknown field",
+        ),
+        (
+            "agents:\n  defaults:\n    contextPruning: { softTrim: { max: 1 } }\n",
+            "agents.defaults.contextPruning.softTrim.max: unknown field",
+        ),
+        (
+            "tools:\n  byProvider: { openai: { denny: [exec] } }\n",
+            "tools.byProvider.openai.denny: unknown field",
+        ),
+    ];
+
+    #[test]
+    fn an_unknown_key_inside_a_section_is_an_error_at_its_line() {
+        for (text, expected) in TYPOS {
+            let err = ClawlessConfig::from_yaml(text, "t.yaml").unwrap_err();
+            let ConfigError::Invalid { reason, .. } = err else {
+                panic!("{err:?}")
+            };
+            assert!(reason.contains(expected), "{text:?}\n  → {reason}");
+        }
+    }
+
+    #[test]
+    fn unknown_top_level_keys_are_kept_for_skills_requires_config() {
+        let text = "browser:\n  enabled: false\nagents: {}\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        assert_eq!(config.document["browser"]["enabled"], false);
+    }
+
+    #[test]
+    fn the_session_and_skills_sections_build_the_core_settings() {
+        let text = "session:\n  dmScope: per-channel-peer\n  reset: { mode: idle, idleMinutes: 90 }\n  resetByType: { dm: { mode: daily } }\n  resetByChannel: { slack: { mode: none } }\n  idleMinutes: \"45\"\n  resetTriggers: [/fresh]\nskills:\n  allowBundled: [weather]\n  entries: { weather: { config: { units: metric } } }\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        assert_eq!(config.session.dm_scope, DmScope::PerChannelPeer);
+        let resets = &config.session.resets;
+        assert_eq!(resets.reset.as_ref().unwrap().idle_minutes, Some(90));
+        assert!(resets.reset_by_type.direct.is_some(), "`dm` is `direct`");
+        assert!(resets.reset_by_channel.contains_key("slack"));
+        assert_eq!(resets.idle_minutes, Some(45), "lenient as before");
+        assert_eq!(resets.triggers(), ["/fresh"]);
+        assert_eq!(config.skills.engine.allow_bundled, ["weather"]);
+        assert_eq!(
+            config.skills.engine.entries["weather"].config["units"],
+            "metric"
+        );
     }
 
     #[test]

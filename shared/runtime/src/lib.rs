@@ -5,13 +5,16 @@
 //! Business rules live in `clawless-core`; this crate only assembles adapters around them.
 //!
 //! Features keep each binary lean: `local` (SQLite, `clawless local`) is for the CLI only,
-//! so no Lambda function links SQLite; `bedrock` adds the Bedrock model client.
+//! so no Lambda function links SQLite; `bedrock` adds the Bedrock model client; `schema`
+//! (the JSON Schema of `clawless.yaml`) is for the CLI only too.
 
 pub mod aws_app;
 pub mod aws_env;
 pub mod channels;
 pub mod clock;
 pub mod config;
+#[cfg(feature = "schema")]
+pub mod config_schema;
 pub mod ingress;
 pub mod listed_store;
 #[cfg(feature = "local")]

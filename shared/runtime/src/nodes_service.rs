@@ -64,22 +64,25 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// Exec settings of a deployment (`exec:` in `clawless.yaml`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ExecSettings {
-    /// The node used when the model names none (else the only active node).
+    /// The node host that runs a command when the model names none. Unset: the only active
+    /// node, if there is exactly one.
     pub node: Option<String>,
-    /// Default command timeout, seconds.
+    /// Command timeout in seconds when the model gives none (a model may ask for at most an
+    /// hour).
     pub timeout_sec: u64,
-    /// How long an approval waits for an answer, seconds.
+    /// How long an approval request waits for an owner's `/approve`, in seconds.
     pub approval_timeout_sec: u64,
-    /// What happens when nobody answers (spec §7.8): `deny` (default), `allowlist`
-    /// (treated as an allowlist miss: the node already said the allowlist does not cover
-    /// it) or `full` (run).
+    /// What happens when nobody answers an approval request in time: `deny` (the command
+    /// does not run), `allowlist` (treated as an allowlist miss: the node already said its
+    /// allowlist does not cover the command, so it does not run either) or `full` (it runs).
     pub ask_fallback: Security,
-    /// A node not seen for this long is offline, seconds (two heartbeat intervals).
+    /// Seconds after which a node not heard from is offline (two heartbeat intervals).
     pub node_offline_after_sec: u64,
-    /// Time a job may wait in the queue and report back on top of its command timeout,
-    /// seconds; its deadline timer fires after both.
+    /// Seconds a job may wait in the queue and take to report back on top of its command
+    /// timeout; its deadline fires after both.
     pub deadline_grace_sec: u64,
 }
 

@@ -27,13 +27,17 @@ pub const SECRETS_ENV: &str = "CLAWLESS_SECRETS";
 
 /// Where one secret is kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SecretSource {
-    /// An SSM parameter name (`/clawless/…`), read with decryption.
+    /// An SSM Parameter Store parameter name (e.g. `/clawless/telegram/bot-token`), read
+    /// with decryption. Set exactly one of `ssm` and `secretsManager`.
     pub ssm: Option<String>,
-    /// A Secrets Manager secret id or ARN.
+    /// A Secrets Manager secret name or ARN (e.g. `clawless/slack`). Set exactly one of
+    /// `ssm` and `secretsManager`.
     pub secrets_manager: Option<String>,
-    /// With `secretsManager`: the key to take from the secret's JSON object.
+    /// With `secretsManager`: the key to take from the secret's JSON object; unset, the
+    /// whole secret string is the value.
     pub key: Option<String>,
 }
 

@@ -25,45 +25,77 @@ pub const DEFAULT_KEEP_RECENT: u64 = 20_000;
 /// The memory flush's distance below the compaction threshold (`softThresholdTokens`).
 pub const DEFAULT_FLUSH_SOFT_THRESHOLD: u64 = 4_000;
 
+/// Whether compaction runs on its own when `enabled` is unset.
+pub const DEFAULT_AUTO_COMPACTION: bool = true;
+
+/// Whether the memory flush runs when `memoryFlush.enabled` is unset.
+pub const DEFAULT_MEMORY_FLUSH: bool = true;
+
+/// The reserve asked for when `reserveTokens` is unset (then raised to the floor).
+pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
+
+/// Better summaries the quality check may ask for when `qualityGuardRetries` is unset.
+pub const DEFAULT_QUALITY_GUARD_RETRIES: u32 = 1;
+
+/// The most better summaries the quality check may ask for, whatever is configured.
+pub const MAX_QUALITY_GUARD_RETRIES: u32 = 3;
+
 /// `agents.defaults.compaction` in `clawless.yaml`. Every field is optional; see
 /// [`ContextBudget::new`] for how the defaults scale with the window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompactionConfig {
-    /// `false` turns off compaction when the context reaches its threshold; overflow
-    /// recovery and `/compact` still work.
+    /// Whether the conversation is summarised automatically when a request would cross the
+    /// window minus the reserve. `false` leaves only overflow recovery and `/compact`.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_AUTO_COMPACTION)))]
     pub enabled: Option<bool>,
-    /// Tokens kept free for the answer (and estimation error).
+    /// Tokens kept free for the answer (and estimation error): at least
+    /// `reserveTokensFloor`, at most a quarter of the window.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_RESERVE_TOKENS)))]
     pub reserve_tokens: Option<u64>,
-    /// The smallest reserve, for windows large enough to afford it (default 20 000).
+    /// The smallest reserve, for windows large enough to afford it (the reserve is still at
+    /// most a quarter of the window).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_RESERVE_FLOOR)))]
     pub reserve_tokens_floor: Option<u64>,
-    /// Recent tokens kept verbatim after a compaction (default 20 000).
+    /// Recent tokens kept verbatim after a compaction, at most an eighth of the window; 0
+    /// means the default.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_KEEP_RECENT)))]
     pub keep_recent_tokens: Option<u64>,
-    /// Instructions added to every summary request (`/compact <text>` replaces them).
+    /// Instructions added to every summary request (`/compact <text>` replaces them for
+    /// that one compaction); unset, none.
     #[serde(default)]
     pub custom_instructions: Option<String>,
-    /// The pre-compaction memory flush.
+    /// The silent pre-compaction turn in which the model may save durable notes to
+    /// `memory/YYYY-MM-DD.md`.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub memory_flush: MemoryFlushConfig,
-    /// How many better summaries the quality check may ask for (default 1, at most 3).
+    /// How many better summaries the quality check may ask for when a summary misses its
+    /// sections (at most 3).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_QUALITY_GUARD_RETRIES)))]
     pub quality_guard_retries: Option<u32>,
 }
 
 /// `agents.defaults.compaction.memoryFlush`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryFlushConfig {
-    /// Default true.
+    /// Whether the memory flush runs before an automatic compaction (once per compaction
+    /// cycle; skipped where the tool policy denies `write`).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MEMORY_FLUSH)))]
     pub enabled: Option<bool>,
-    /// How far below the compaction threshold the flush runs (default 4 000, scaled down for
-    /// small windows).
+    /// How far below the compaction threshold the flush runs, in tokens (at most a
+    /// twentieth of the window).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_FLUSH_SOFT_THRESHOLD)))]
     pub soft_threshold_tokens: Option<u64>,
 }
 
@@ -101,7 +133,7 @@ impl ContextBudget {
         let floor = config.reserve_tokens_floor.unwrap_or(DEFAULT_RESERVE_FLOOR);
         let reserve = config
             .reserve_tokens
-            .unwrap_or(16_384)
+            .unwrap_or(DEFAULT_RESERVE_TOKENS)
             .max(floor)
             .min(window / 4)
             .max(1);
@@ -121,9 +153,12 @@ impl ContextBudget {
             keep_recent,
             flush_threshold: window.saturating_sub(reserve).saturating_sub(soft),
             summary_max_tokens: (reserve * 4 / 5).min(window / 10).max(256),
-            auto_compaction: config.enabled.unwrap_or(true),
-            memory_flush: config.memory_flush.enabled.unwrap_or(true),
-            quality_retries: config.quality_guard_retries.unwrap_or(1).min(3),
+            auto_compaction: config.enabled.unwrap_or(DEFAULT_AUTO_COMPACTION),
+            memory_flush: config.memory_flush.enabled.unwrap_or(DEFAULT_MEMORY_FLUSH),
+            quality_retries: config
+                .quality_guard_retries
+                .unwrap_or(DEFAULT_QUALITY_GUARD_RETRIES)
+                .min(MAX_QUALITY_GUARD_RETRIES),
         }
     }
 

@@ -50,6 +50,9 @@ pub const DEFAULT_SOFT_TRIM_HEAD_CHARS: usize = 1_500;
 /// Default number of trailing characters a soft-trimmed result keeps.
 pub const DEFAULT_SOFT_TRIM_TAIL_CHARS: usize = 1_500;
 
+/// Whether hard clear may replace whole tool results when `hardClear.enabled` is unset.
+pub const DEFAULT_HARD_CLEAR_ENABLED: bool = true;
+
 /// Default text that replaces a hard-cleared tool result.
 pub const DEFAULT_HARD_CLEAR_PLACEHOLDER: &str = "[Old tool result content cleared]";
 
@@ -64,59 +67,79 @@ const CJK_CHAR_WEIGHT: usize = 4;
 /// Numbers are read as JSON numbers of any kind and made sane by [`PruningSettings::resolve`]:
 /// ratios are clamped to `0..=1`, counts are floored and never negative.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PruningSettings {
-    /// `off` (the default) or [`CACHE_TTL_MODE`]; anything else is off.
+    /// `cache-ttl` turns pruning on; `off` or anything else leaves it off. Unset: `cache-ttl`
+    /// for Anthropic models, off for every other provider.
     pub mode: Option<String>,
-    /// Time since the last model call before pruning may run, as a duration such as `5m`, `1h`,
-    /// `30s`, `500ms`, `1d` or a bare number of minutes (see [`parse_ttl_ms`]).
+    /// Time since the last model call before pruning may run (the provider's prompt cache has
+    /// gone cold by then), as a duration such as `5m`, `1h`, `30s`, `500ms`, `1d` or a bare
+    /// number of minutes. Unset (or not a duration): `1h` for Anthropic models, else `5m`.
     pub ttl: Option<String>,
-    /// How many of the latest assistant messages (and what follows them) are protected.
+    /// How many of the latest assistant messages (and what follows them) are never pruned.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_KEEP_LAST_ASSISTANTS, "minimum" = 0)))]
     pub keep_last_assistants: Option<f64>,
-    /// Context share at which soft trim starts.
+    /// Share of the context window (estimated characters over window characters, 0 to 1) from
+    /// which long tool results are soft-trimmed to their head and tail.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_SOFT_TRIM_RATIO)))]
     pub soft_trim_ratio: Option<f64>,
-    /// Context share at which hard clear starts.
+    /// Share of the context window (0 to 1) from which whole tool results are replaced by the
+    /// placeholder, oldest first, until the share is below it again.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_HARD_CLEAR_RATIO)))]
     pub hard_clear_ratio: Option<f64>,
-    /// Minimum characters the prunable tool results must hold before any is cleared.
+    /// Characters the prunable tool results must hold together before any is cleared.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MIN_PRUNABLE_TOOL_CHARS, "minimum" = 0)))]
     pub min_prunable_tool_chars: Option<f64>,
-    /// Soft-trim limits.
+    /// How long tool results are soft-trimmed.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub soft_trim: Option<SoftTrimSettings>,
-    /// Hard-clear switch and placeholder.
+    /// Whether and how whole tool results are replaced.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub hard_clear: Option<HardClearSettings>,
-    /// Which tools' results may be pruned.
+    /// Which tools' results may be pruned (default: every tool's).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub tools: Option<ToolMatchSettings>,
 }
 
 /// The `softTrim` block of [`PruningSettings`].
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct SoftTrimSettings {
-    /// Length above which a tool result is soft-trimmed.
+    /// Tool results longer than this many characters are soft-trimmed.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_SOFT_TRIM_MAX_CHARS, "minimum" = 0)))]
     pub max_chars: Option<f64>,
-    /// Leading characters kept.
+    /// Leading characters a soft-trimmed result keeps.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_SOFT_TRIM_HEAD_CHARS, "minimum" = 0)))]
     pub head_chars: Option<f64>,
-    /// Trailing characters kept.
+    /// Trailing characters a soft-trimmed result keeps.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_SOFT_TRIM_TAIL_CHARS, "minimum" = 0)))]
     pub tail_chars: Option<f64>,
 }
 
 /// The `hardClear` block of [`PruningSettings`].
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct HardClearSettings {
-    /// Whether whole tool results may be replaced.
+    /// Whether whole tool results may be replaced by the placeholder.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_HARD_CLEAR_ENABLED)))]
     pub enabled: Option<bool>,
-    /// The replacement text; blank means the default.
+    /// The text a cleared tool result is replaced with; blank means the default.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_HARD_CLEAR_PLACEHOLDER)))]
     pub placeholder: Option<String>,
 }
 
 /// The `tools` block of [`PruningSettings`]: glob lists over tool names (`*` matches any run of
 /// characters, comparison ignores case).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolMatchSettings {
-    /// When not empty, only tools matching one of these are prunable.
+    /// When not empty, only the results of tools matching one of these globs are pruned.
     pub allow: Vec<String>,
-    /// Tools matching one of these are never prunable, even when allowed.
+    /// The results of tools matching one of these globs are never pruned, even when allowed.
     pub deny: Vec<String>,
 }
 
@@ -288,7 +311,7 @@ pub struct HardClear {
 impl Default for HardClear {
     fn default() -> Self {
         Self {
-            enabled: true,
+            enabled: DEFAULT_HARD_CLEAR_ENABLED,
             placeholder: DEFAULT_HARD_CLEAR_PLACEHOLDER.to_owned(),
         }
     }
@@ -641,6 +664,13 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_an_error_not_a_silent_default() {
+        let typo = serde_json::from_str::<PruningSettings>(r#"{"mode":"cache-ttl","tll":"1h"}"#)
+            .expect_err("a typo must not leave the TTL at its default unnoticed");
+        assert!(typo.to_string().contains("unknown field `tll`"), "{typo}");
+    }
+
+    #[test]
     fn configured_values_are_clamped_floored_and_trimmed() {
         let effective = settings_from(
             r#"{
@@ -652,8 +682,7 @@ mod tests {
                 "minPrunableToolChars": 12.9,
                 "softTrim": {"maxChars": 10.7, "headChars": 2, "tailChars": 3},
                 "hardClear": {"enabled": false, "placeholder": "   "},
-                "tools": {"deny": ["Exec"]},
-                "somethingNew": true
+                "tools": {"deny": ["Exec"]}
             }"#,
         )
         .resolve()

@@ -79,6 +79,7 @@ impl Platform {
 
 /// How much a node lets run (spec §7.1), ordered from strictest to loosest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Security {
     /// Nothing runs.

@@ -49,6 +49,7 @@ pub fn is_valid_agent_id(id: &str) -> bool {
 
 /// How direct messages map to sessions (`session.dmScope`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum DmScope {
     /// Every direct message shares the agent's main session.

@@ -49,6 +49,7 @@ const MINUTE_MS: u64 = 60_000;
 
 /// What resets a session automatically.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ResetMode {
     /// A new session on the first message after the daily boundary (`atHour:00` local time),
@@ -67,39 +68,60 @@ pub enum ResetMode {
 /// `session.resetByChannel.<channel>`). Absent fields fall back field by field, see
 /// [`resolve_policy`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ResetPolicy {
-    /// `daily`, `idle` or `none`.
+    /// What resets the session automatically: `daily` (the first message after `atHour`, or
+    /// after `idleMinutes` without interaction, whichever comes first), `idle` (after
+    /// `idleMinutes` without interaction) or `none` (only the reset commands; `manual` is
+    /// another name for it). Unset: a `resetByType` entry takes `session.reset`'s; otherwise
+    /// `none`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub mode: Option<ResetMode>,
-    /// Local hour (0–23) of the daily boundary. Parsed leniently: numbers are floored and
-    /// clamped to 0..=23, numeric strings count as numbers, anything else means 4.
+    /// Local hour (0–23, in `agents.defaults.userTimezone`) of the daily boundary. Unset: a
+    /// `resetByType` entry takes `session.reset`'s; otherwise 4. Parsed leniently: numbers are
+    /// floored and clamped to 0–23, numeric strings count as numbers, anything else means 4.
     #[serde(
         deserialize_with = "lenient_at_hour",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<u8>", range(max = 23), extend("default" = null))
+    )]
     pub at_hour: Option<u8>,
-    /// Minutes without interaction after which the session expires (0: never). Numbers are
-    /// floored, negatives count as 0, and a value that is not a number is ignored.
+    /// Minutes without interaction after which the session expires (0: never), in `daily`
+    /// and `idle` mode. Unset: a `resetByType` entry takes `session.reset`'s; otherwise 0.
+    /// Numbers are floored, negatives count as 0, and a value that is not a number is ignored.
     #[serde(
         deserialize_with = "lenient_minutes",
         skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<u64>", extend("default" = null))
     )]
     pub idle_minutes: Option<u64>,
 }
 
 /// `session.resetByType`: a policy per kind of conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ResetByType {
-    /// Direct messages (legacy name `dm`; giving both is an error).
+    /// Direct (one-to-one) conversations; `dm` is the legacy name (giving both is an error).
+    /// Unset: `session.reset` applies.
     #[serde(alias = "dm", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub direct: Option<ResetPolicy>,
-    /// Group chats, rooms and channels.
+    /// Group chats, rooms and channels. Unset: `session.reset` applies.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub group: Option<ResetPolicy>,
-    /// Threads (and Telegram forum topics) inside either.
+    /// Threads (and Telegram forum topics) inside either. Unset: `session.reset` applies.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub thread: Option<ResetPolicy>,
 }
 
@@ -671,8 +693,11 @@ fn lenient_at_hour<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
         }))
 }
 
-/// `idleMinutes`: floored, at least 0; not a number or null → unset.
-fn lenient_minutes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+/// `idleMinutes` (serde `deserialize_with`): floored, at least 0; not a number or null →
+/// unset.
+pub fn lenient_minutes<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
     Ok(deserializer
         .deserialize_any(LenientVisitor)?
         .and_then(|value| match value {

@@ -20,14 +20,22 @@ pub struct SkillsConfig {
 
 /// `skills.entries.<skillKey>`. `Debug` shows neither the API key nor environment values.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SkillEntryConfig {
-    /// `false` turns the skill off.
+    /// `false` turns the skill off for every agent; unset or `true` leaves it to the skill's
+    /// own requirements.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = true)))]
     pub enabled: Option<bool>,
-    /// Satisfies the skill's `primaryEnv` requirement.
+    /// An API key for the skill: it satisfies the skill's requirement on the environment
+    /// variable it names as `primaryEnv`.
     pub api_key: Option<String>,
-    /// Environment the skill's commands get; also satisfies `requires.env`.
+    /// Environment variables for the skill, by name; each one satisfies the skill's
+    /// `requires.env` for that name.
     pub env: BTreeMap<String, String>,
+    /// Free-form settings for the skill. clawless reads none of them itself; a skill's
+    /// `requires.config` may gate on them (`skills.entries.<key>.config.<name>`).
+    pub config: serde_json::Map<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for SkillEntryConfig {
@@ -36,6 +44,7 @@ impl std::fmt::Debug for SkillEntryConfig {
             .field("enabled", &self.enabled)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("config", &self.config.keys().collect::<Vec<_>>())
             .finish()
     }
 }

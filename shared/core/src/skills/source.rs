@@ -77,19 +77,22 @@ impl SkillSource {
 
 /// Bounds on discovery and on the prompt (OpenClaw's `skills.limits.*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SkillLimits {
-    /// Directories examined per source before discovery stops.
+    /// Directories examined per skill source before discovery stops; the rest of the source
+    /// is skipped with a warning.
     pub max_candidates_per_root: usize,
-    /// Skills kept per source.
+    /// Skills kept per source; further ones are skipped with a warning.
     pub max_skills_loaded_per_source: usize,
-    /// Skills listed in the prompt before the count cap applies.
+    /// Most skills listed in the prompt's skills block; the rest are left out (and counted).
     pub max_skills_in_prompt: usize,
-    /// Characters (UTF-16 units) the skills block may take.
+    /// Most characters (UTF-16 units) the prompt's skills block may take; skills that do not
+    /// fit are left out.
     pub max_skills_prompt_chars: usize,
-    /// Largest `SKILL.md` read, in bytes.
+    /// Largest `SKILL.md` read, in bytes; a larger one is skipped.
     pub max_skill_file_bytes: u64,
-    /// Objects listed per store before the listing is cut short.
+    /// Objects listed per store (directory or S3 prefix) before the listing is cut short.
     pub max_listed_objects: usize,
 }
 

@@ -15,16 +15,21 @@ use super::catalog::{expand_tool_groups, normalize_tool_name};
 /// Entries are tool names, group names (`group:fs`) or globs where `*` matches any run of
 /// characters; all are compared after [`normalize_tool_name`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolPolicy {
-    /// Only these tools. Absent or `[]` allows every tool.
+    /// Only these tools (names, `group:…` names or `*` globs). Unset or `[]` allows every
+    /// tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub allow: Option<Vec<String>>,
-    /// Never these tools, whatever the allowlist says.
+    /// Never these tools (names, `group:…` names or `*` globs), whatever the allowlist says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub deny: Option<Vec<String>>,
     /// Added to a non-empty allowlist (or a profile); never narrows anything by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub also_allow: Option<Vec<String>>,
 }
 
@@ -77,32 +82,47 @@ impl ToolPolicy {
 
 /// The global `tools` config section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolsConfig {
-    /// Base profile (`minimal`, `coding`, `messaging`, `full`); an agent's profile wins.
+    /// Base tool profile: `minimal`, `coding`, `messaging` or `full`. An agent's own profile
+    /// replaces it; unset, no profile restricts the tools (an unknown name restricts nothing
+    /// and logs a warning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub profile: Option<String>,
-    /// Global allowlist.
+    /// Global allowlist: tool names, `group:…` names or `*` globs. Unset or `[]` allows every
+    /// tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub allow: Option<Vec<String>>,
-    /// Global denylist.
+    /// Global denylist: tool names, `group:…` names or `*` globs. Deny always wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub deny: Option<Vec<String>>,
-    /// Additions to the profile and to a non-empty global allowlist.
+    /// Tools added to the profile and to a non-empty global allowlist; never narrows
+    /// anything by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub also_allow: Option<Vec<String>>,
-    /// Policies per `<provider>` or `<provider>/<modelId>` (keys compared lowercased).
+    /// Policies per `<provider>` or `<provider>/<modelId>` (keys compared lowercased; the
+    /// model's entry wins over its provider's), applied after the global ones.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub by_provider: IndexMap<String, ProviderToolPolicy>,
-    /// Sub-agent policy.
+    /// The tool policy of sub-agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub subagents: Option<SubagentToolsConfig>,
-    /// Exec tool settings; being present at all implies `exec` and `process` for the profile.
+    /// Exec tool settings (free-form, not read yet). Being present at all adds `exec` and
+    /// `process` to the profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub exec: Option<serde_json::Value>,
-    /// File tool settings; being present at all implies `read`, `write` and `edit` for the
-    /// profile.
+    /// File tool settings (free-form, not read yet). Being present at all adds `read`,
+    /// `write` and `edit` to the profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub fs: Option<serde_json::Value>,
 }
 
@@ -119,23 +139,31 @@ impl ToolsConfig {
 
 /// `agents.<id>.tools`: per-agent settings, applied after the global ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentToolsConfig {
-    /// Replaces the global profile for this agent.
+    /// This agent's tool profile (`minimal`, `coding`, `messaging` or `full`), replacing
+    /// `tools.profile`; unset, the global profile applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub profile: Option<String>,
-    /// Agent allowlist (can only narrow what the global steps let through).
+    /// Agent allowlist: it can only narrow what the global policies let through. Unset or
+    /// `[]` narrows nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub allow: Option<Vec<String>>,
-    /// Agent denylist.
+    /// Agent denylist, on top of the global one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub deny: Option<Vec<String>>,
-    /// Additions to the profile (replacing the global `alsoAllow`) and to a non-empty agent
+    /// Tools added to the profile (replacing the global `alsoAllow`) and to a non-empty agent
     /// allowlist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub also_allow: Option<Vec<String>>,
-    /// Agent policies per `<provider>` or `<provider>/<modelId>`.
+    /// This agent's policies per `<provider>` or `<provider>/<modelId>`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub by_provider: IndexMap<String, ProviderToolPolicy>,
 }
 
@@ -152,19 +180,25 @@ impl AgentToolsConfig {
 
 /// `tools.byProvider.<key>` (and the agent-level equivalent).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderToolPolicy {
-    /// Profile applied on top of the base profile for this provider or model.
+    /// Profile (`minimal`, `coding`, `messaging` or `full`) applied on top of the base
+    /// profile for this provider or model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub profile: Option<String>,
-    /// Allowlist for this provider or model.
+    /// Allowlist for this provider or model. Unset or `[]` narrows nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub allow: Option<Vec<String>>,
     /// Denylist for this provider or model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub deny: Option<Vec<String>>,
-    /// Additions to this entry's profile and to its non-empty allowlist.
+    /// Tools added to this entry's profile and to its non-empty allowlist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub also_allow: Option<Vec<String>>,
 }
 
@@ -181,10 +215,11 @@ impl ProviderToolPolicy {
 
 /// `tools.subagents`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubagentToolsConfig {
-    /// `allow`/`alsoAllow` entries lift matching built-in sub-agent denies (and `allow`
-    /// also restricts); `deny` adds more.
+    /// Sub-agents' tools: `allow`/`alsoAllow` entries lift matching built-in sub-agent
+    /// denies (and `allow` also restricts); `deny` adds more.
     #[serde(default)]
     pub tools: ToolPolicy,
 }
@@ -535,10 +570,9 @@ mod tests {
             "byProvider": {"OpenAI/GPT-5": {"profile": "minimal", "deny": ["exec"]}},
             "subagents": {"tools": {"alsoAllow": ["sessions_send"]}},
             "exec": {"host": "sandbox"},
-            "fs": {},
-            "web": {"search": {"enabled": true}}
+            "fs": {}
         }))
-        .expect("parses, ignoring sections this module does not own");
+        .expect("parses");
         assert_eq!(config.profile.as_deref(), Some("coding"));
         assert_eq!(
             config.by_provider["OpenAI/GPT-5"].deny,
@@ -549,6 +583,12 @@ mod tests {
         assert_eq!(
             subagents.tools.also_allow,
             Some(vec!["sessions_send".to_owned()])
+        );
+        let unknown = serde_json::from_value::<ToolsConfig>(serde_json::json!({"web": {}}))
+            .expect_err("a section clawless does not model is a typo, not a setting");
+        assert!(
+            unknown.to_string().contains("unknown field `web`"),
+            "{unknown}"
         );
     }
 
