@@ -7,8 +7,8 @@
 //! - a `cargo` line's packages (`-p`) and features (`--features`) must exist in the workspace;
 //! - anything else must be one of the few outside tools the docs use (`sam`, `aws`, …).
 //!
-//! Every `yaml` block is a `clawless.yaml` document and passes `clawless config check`; every
-//! relative link points at a file that exists; the README stays at most 300 lines.
+//! Every relative link points at a file that exists, and the README stays at most 300 lines
+//! (`config_cli.rs` checks that every `yaml` block is a valid `clawless.yaml`).
 //! So a renamed flag, a removed subcommand or a stale example fails CI.
 
 #![allow(
@@ -24,7 +24,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Outside tools a doc may show; they are not run.
-const OUTSIDE_TOOLS: &[&str] = &["sam", "aws", "export", "git", "curl", "cd", "jq"];
+const OUTSIDE_TOOLS: &[&str] = &["sam", "aws", "export", "git", "curl", "cd", "jq", "echo"];
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -546,38 +546,6 @@ fn the_checker_catches_a_renamed_flag_and_a_removed_subcommand() {
         commands("a --x 'b # c' # note\nd \\\n  e && f | g"),
         vec!["a --x 'b # c'", "d    e", "f", "g"]
     );
-}
-
-#[test]
-fn every_yaml_block_in_the_docs_is_a_valid_clawless_yaml() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for (page, text) in doc_pages() {
-        for block in fenced_blocks(&page, &text) {
-            if !matches!(block.lang.as_str(), "yaml" | "yml") {
-                continue;
-            }
-            checked += 1;
-            let file = dir.path().join("clawless.yaml");
-            std::fs::write(&file, &block.text).unwrap();
-            let output = Command::new(env!("CARGO_BIN_EXE_clawless"))
-                .args(["config", "check"])
-                .arg(&file)
-                .output()
-                .unwrap();
-            if !output.status.success() {
-                failures.push(format!(
-                    "{}: {}{}",
-                    block.at,
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ));
-            }
-        }
-    }
-    assert!(checked >= 5, "only {checked} yaml blocks found");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
