@@ -253,10 +253,11 @@ fn clawless_help(path: &[String]) -> HelpLevel {
         }
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
-        if section == "Commands:" && indent == 2 {
-            if let Some(name) = trimmed.split_whitespace().next() {
-                level.subcommands.insert(name.to_owned());
-            }
+        if section == "Commands:"
+            && indent == 2
+            && let Some(name) = trimmed.split_whitespace().next()
+        {
+            level.subcommands.insert(name.to_owned());
         }
         if trimmed.starts_with('-') && indent <= 6 {
             // `-j, --json`, `--config <CONFIG>`, `-n <N>`.
@@ -269,10 +270,10 @@ fn clawless_help(path: &[String]) -> HelpLevel {
                 let flag = flag.split(['=', '[']).next().unwrap();
                 if let Some(long) = flag.strip_prefix("--") {
                     level.long_flags.insert(long.to_owned(), takes_value);
-                } else if let Some(short) = flag.strip_prefix('-') {
-                    if let Some(c) = short.chars().next() {
-                        level.short_flags.insert(c, takes_value);
-                    }
+                } else if let Some(short) = flag.strip_prefix('-')
+                    && let Some(c) = short.chars().next()
+                {
+                    level.short_flags.insert(c, takes_value);
                 }
             }
         }
@@ -390,15 +391,15 @@ fn check_cargo(
     workspace: &BTreeMap<String, BTreeSet<String>>,
 ) -> Result<(), String> {
     // `cargo run … -p clawless -- <clawless arguments>`
-    if args.first().map(String::as_str) == Some("run") {
-        if let Some(split) = args.iter().position(|arg| arg == "--") {
-            let package = args
-                .windows(2)
-                .find(|pair| pair[0] == "-p")
-                .map(|pair| pair[1].as_str());
-            if package == Some("clawless") {
-                return check_clawless(at, command, &args[split + 1..]);
-            }
+    if args.first().map(String::as_str) == Some("run")
+        && let Some(split) = args.iter().position(|arg| arg == "--")
+    {
+        let package = args
+            .windows(2)
+            .find(|pair| pair[0] == "-p")
+            .map(|pair| pair[1].as_str());
+        if package == Some("clawless") {
+            return check_clawless(at, command, &args[split + 1..]);
         }
     }
     let mut packages = Vec::new();
