@@ -392,20 +392,41 @@ impl HeartbeatVisibility {
 /// `every` (serde `deserialize_with`): a string, or a number standing for that many minutes
 /// (YAML `every: 30` arrives as a number).
 fn duration_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Text {
-        String(String),
-        Integer(i64),
-        Float(f64),
+    struct DurationText;
+
+    impl<'de> serde::de::Visitor<'de> for DurationText {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a duration such as \"30m\" or \"1h30m\", or a number of minutes")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(text.to_owned()))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<Self::Value, E> {
+            Ok(Some(number.to_string()))
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<Self::Value, E> {
+            Ok(Some(number.to_string()))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<Self::Value, E> {
+            Ok(Some(number.to_string()))
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
     }
-    Ok(
-        Option::<Text>::deserialize(deserializer)?.map(|value| match value {
-            Text::String(text) => text,
-            Text::Integer(number) => number.to_string(),
-            Text::Float(number) => number.to_string(),
-        }),
-    )
+
+    deserializer.deserialize_any(DurationText)
 }
 
 #[cfg(test)]
@@ -459,7 +480,12 @@ mod tests {
     fn every_may_be_a_bare_number_of_minutes() {
         assert_eq!(config(json!({"every": 30})).interval_ms(), Some(1_800_000));
         assert_eq!(config(json!({"every": 0})).interval_ms(), None);
+        assert_eq!(config(json!({"every": 1.5})).interval_ms(), Some(90_000));
         assert_eq!(config(json!({"every": null})).every, None);
+        let error = serde_json::from_value::<HeartbeatConfig>(json!({"every": true}))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("a duration such as"), "{error}");
     }
 
     #[test]
@@ -525,6 +551,35 @@ mod tests {
             heartbeat_agents(&HeartbeatConfig::default(), &[], "main").len(),
             1
         );
+    }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn every_setting_has_a_description_and_a_default_in_the_schema() {
+        fn check_properties(schema: &serde_json::Value, expected: usize) {
+            let properties = schema["properties"].as_object().expect("properties");
+            assert_eq!(properties.len(), expected);
+            for (key, property) in properties {
+                let description = property["description"].as_str().unwrap_or_default();
+                assert!(!description.is_empty(), "{key} has no description");
+                assert!(property.get("default").is_some(), "{key} has no default");
+            }
+        }
+        let schema = schemars::schema_for!(HeartbeatConfig).to_value();
+        check_properties(&schema, 16);
+        assert_eq!(schema["additionalProperties"], json!(false));
+        let properties = &schema["properties"];
+        assert_eq!(properties["every"]["default"], json!("30m"));
+        assert_eq!(properties["ackMaxChars"]["default"], json!(300));
+        assert_eq!(properties["target"]["default"], json!("none"));
+        assert_eq!(
+            properties["prompt"]["default"],
+            json!(DEFAULT_HEARTBEAT_PROMPT)
+        );
+        assert_eq!(properties["directPolicy"]["default"], json!("allow"));
+        check_properties(&schema["$defs"]["ActiveHoursConfig"], 3);
+        let visibility = schemars::schema_for!(HeartbeatVisibilityConfig).to_value();
+        check_properties(&visibility, 3);
     }
 
     #[test]

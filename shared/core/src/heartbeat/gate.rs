@@ -5,8 +5,7 @@
 
 use crate::time::TimeZone;
 
-use super::config::HeartbeatConfig;
-use super::config::HeartbeatVisibility;
+use super::config::{HeartbeatConfig, HeartbeatVisibility};
 use super::file::{
     HeartbeatFile, HeartbeatTaskState, context_outside_tasks, due_tasks, is_effectively_empty,
     parse_tasks,
@@ -75,7 +74,7 @@ pub enum HeartbeatDecision {
     Run(HeartbeatRunPlan),
     /// Do not; report this reason. After [`SkipReason::NoTasksDue`] the pending events that
     /// were looked at count as consumed.
-    Skip(SkipReason),
+    Skipped(SkipReason),
 }
 
 /// Runs OpenClaw's gates, in order:
@@ -97,13 +96,13 @@ pub enum HeartbeatDecision {
 pub fn decide_heartbeat_run(facts: &HeartbeatRunFacts<'_>) -> HeartbeatDecision {
     let config = match facts.config {
         Some(config) if facts.heartbeats_enabled && config.interval_ms().is_some() => config,
-        _ => return HeartbeatDecision::Skip(SkipReason::Disabled),
+        _ => return HeartbeatDecision::Skipped(SkipReason::Disabled),
     };
     if !is_within_active_hours(config.active_hours.as_ref(), facts.now_ms, facts.user_tz) {
-        return HeartbeatDecision::Skip(SkipReason::QuietHours);
+        return HeartbeatDecision::Skipped(SkipReason::QuietHours);
     }
     if facts.main_lane_busy {
-        return HeartbeatDecision::Skip(SkipReason::RequestsInFlight);
+        return HeartbeatDecision::Skipped(SkipReason::RequestsInFlight);
     }
     let bypass_file = facts.reason.bypasses_heartbeat_file()
         || facts
@@ -116,10 +115,10 @@ pub fn decide_heartbeat_run(facts: &HeartbeatRunFacts<'_>) -> HeartbeatDecision 
     };
     let tasks = file_text.map(parse_tasks).unwrap_or_default();
     if tasks.is_empty() && is_effectively_empty(file_text) {
-        return HeartbeatDecision::Skip(SkipReason::EmptyHeartbeatFile);
+        return HeartbeatDecision::Skipped(SkipReason::EmptyHeartbeatFile);
     }
     if facts.session_busy {
-        return HeartbeatDecision::Skip(SkipReason::RequestsInFlight);
+        return HeartbeatDecision::Skipped(SkipReason::RequestsInFlight);
     }
 
     let deliverable = facts.delivery_resolved && facts.visibility.show_alerts;
@@ -129,7 +128,7 @@ pub fn decide_heartbeat_run(facts: &HeartbeatRunFacts<'_>) -> HeartbeatDecision 
     } else {
         let due = due_tasks(&tasks, facts.task_state, facts.now_ms);
         if due.is_empty() {
-            return HeartbeatDecision::Skip(SkipReason::NoTasksDue);
+            return HeartbeatDecision::Skipped(SkipReason::NoTasksDue);
         }
         let context = file_text.map(context_outside_tasks).unwrap_or_default();
         let names = due.iter().map(|task| task.name.clone()).collect();
@@ -140,7 +139,7 @@ pub fn decide_heartbeat_run(facts: &HeartbeatRunFacts<'_>) -> HeartbeatDecision 
         )
     };
     if facts.visibility.shows_nothing() {
-        return HeartbeatDecision::Skip(SkipReason::AlertsDisabled);
+        return HeartbeatDecision::Skipped(SkipReason::AlertsDisabled);
     }
     HeartbeatDecision::Run(HeartbeatRunPlan {
         prompt: with_current_time(&body, facts.now_ms, facts.user_tz),
@@ -245,7 +244,7 @@ mod tests {
         fn plan(&self) -> HeartbeatRunPlan {
             match self.decide() {
                 HeartbeatDecision::Run(plan) => plan,
-                HeartbeatDecision::Skip(reason) => panic!("skipped: {reason}"),
+                HeartbeatDecision::Skipped(reason) => panic!("skipped: {reason}"),
             }
         }
     }
@@ -265,13 +264,13 @@ mod tests {
         scenario.main_lane_busy = true;
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::RequestsInFlight)
+            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
         );
         let mut session_busy = Scenario::new();
         session_busy.session_busy = true;
         assert_eq!(
             session_busy.decide(),
-            HeartbeatDecision::Skip(SkipReason::RequestsInFlight)
+            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
         );
     }
 
@@ -286,7 +285,7 @@ mod tests {
         };
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::AlertsDisabled)
+            HeartbeatDecision::Skipped(SkipReason::AlertsDisabled)
         );
     }
 
@@ -298,7 +297,7 @@ mod tests {
         scenario.task_state = HeartbeatTaskState::from([("inbox".into(), NOW - 10 * MINUTE)]);
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::NoTasksDue)
+            HeartbeatDecision::Skipped(SkipReason::NoTasksDue)
         );
 
         scenario.task_state.clear();
@@ -324,7 +323,7 @@ mod tests {
         scenario.main_lane_busy = true;
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::Disabled)
+            HeartbeatDecision::Skipped(SkipReason::Disabled)
         );
 
         let config = HeartbeatConfig::default();
@@ -346,7 +345,7 @@ mod tests {
             };
             assert_eq!(
                 decide_heartbeat_run(&facts),
-                HeartbeatDecision::Skip(SkipReason::Disabled)
+                HeartbeatDecision::Skipped(SkipReason::Disabled)
             );
         }
     }
@@ -362,7 +361,7 @@ mod tests {
         scenario.main_lane_busy = true;
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::QuietHours)
+            HeartbeatDecision::Skipped(SkipReason::QuietHours)
         );
     }
 
@@ -372,13 +371,13 @@ mod tests {
         scenario.file = Some("# Heartbeat\n\n- [ ]\n");
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::EmptyHeartbeatFile)
+            HeartbeatDecision::Skipped(SkipReason::EmptyHeartbeatFile)
         );
         // The empty file is checked before the session lane.
         scenario.session_busy = true;
         assert_eq!(
             scenario.decide(),
-            HeartbeatDecision::Skip(SkipReason::EmptyHeartbeatFile)
+            HeartbeatDecision::Skipped(SkipReason::EmptyHeartbeatFile)
         );
 
         let missing = Scenario::new().plan();
