@@ -6,6 +6,7 @@
 
 pub mod compaction;
 pub mod exec;
+pub mod heartbeat;
 pub mod model;
 pub mod nodes;
 pub mod object_store;

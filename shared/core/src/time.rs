@@ -1,5 +1,5 @@
-//! Wall-clock time for people: RFC 3339 timestamps, the user's IANA time zone, local dates,
-//! the `Current time:` line the model sees, and the daily reset boundary.
+//! Wall-clock time for people: RFC 3339 timestamps, the user's IANA time zone, local dates and
+//! times of day, the `Current time:` line the model sees, and the daily reset boundary.
 //!
 //! Everything takes milliseconds since the Unix epoch (`u64`, as the rest of clawless stores
 //! them) and does its calendar work with [`jiff`]. The IANA time zone database is compiled into
@@ -64,6 +64,14 @@ pub fn rfc3339_utc(ms: u64) -> String {
 /// The calendar date (`YYYY-MM-DD`) at `ms` in `tz`.
 pub fn local_date(ms: u64, tz: &TimeZone) -> String {
     tz.to_datetime(timestamp(ms)).date().to_string()
+}
+
+/// Minutes since local midnight (0..=1439) at `ms` in `tz`: the wall-clock `HH:MM` as a
+/// number, for comparing against configured windows such as heartbeat active hours.
+pub fn local_minute_of_day(ms: u64, tz: &TimeZone) -> u16 {
+    let local = tz.to_datetime(timestamp(ms));
+    // hour() is 0..=23 and minute() 0..=59, so the sum always fits.
+    u16::try_from(i32::from(local.hour()) * 60 + i32::from(local.minute())).unwrap_or(0)
 }
 
 /// The local dates of the last `days` days in `tz`, newest first: today, yesterday, …
@@ -240,6 +248,18 @@ mod tests {
         assert_eq!(
             local_date(at("2026-11-27T03:00:00Z"), &zone("America/New_York")),
             "2026-11-26"
+        );
+    }
+
+    #[test]
+    fn minute_of_day_is_the_local_wall_clock() {
+        let ms = at("2026-11-26T23:30:00Z");
+        assert_eq!(local_minute_of_day(ms, &TimeZone::UTC), 23 * 60 + 30);
+        // Berlin is UTC+1 in November: already 00:30 on the next day.
+        assert_eq!(local_minute_of_day(ms, &zone("Europe/Berlin")), 30);
+        assert_eq!(
+            local_minute_of_day(at("2026-11-26T00:00:00Z"), &TimeZone::UTC),
+            0
         );
     }
 
