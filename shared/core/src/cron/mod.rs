@@ -1,0 +1,20 @@
+//! Cron: scheduled jobs and reminders, as pure logic with no I/O.
+//!
+//! This module owns the data (jobs, schedules, run-log lines, `cron:` config), the `cron`
+//! tool's contract (description, schema, argument parsing, exact errors), normalisation and
+//! validation of new jobs, schedule computation (croner expressions in IANA zones, stagger,
+//! backoff), what a finished run does to its job, the start-up catch-up plan, run-log paging,
+//! and the texts runs and alerts use. Every function takes the clock as epoch milliseconds.
+//!
+//! It knows nothing of storage, timers (EventBridge Scheduler, SQLite), the turn service or
+//! channels: the runtime keeps the jobs, fires them, runs the turns and sends the messages,
+//! calling in here for every decision. Firings are keyed by `(job id, scheduled slot)`
+//! ([`schedule::FiringSlot`]) so an at-least-once timer can run each slot once.
+
+pub mod config;
+pub mod expr;
+pub mod schedule;
+pub mod types;
+
+pub use config::CronConfig;
+pub use types::*;
