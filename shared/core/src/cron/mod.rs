@@ -13,8 +13,31 @@
 
 pub mod config;
 pub mod expr;
+pub mod normalize;
 pub mod schedule;
 pub mod types;
+pub mod validate;
 
 pub use config::CronConfig;
 pub use types::*;
+
+/// A refused cron request: the exact sentence the caller (model, CLI user) sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CronInputError {
+    message: String,
+}
+
+impl CronInputError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
