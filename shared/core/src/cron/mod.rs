@@ -15,6 +15,7 @@ pub mod config;
 pub mod expr;
 pub mod normalize;
 pub mod schedule;
+pub mod tool;
 pub mod types;
 pub mod validate;
 
