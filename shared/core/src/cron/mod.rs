@@ -12,8 +12,10 @@
 //! ([`schedule::FiringSlot`]) so an at-least-once timer can run each slot once.
 
 pub mod config;
+pub mod delivery;
 pub mod expr;
 pub mod normalize;
+pub mod outcome;
 pub mod schedule;
 pub mod tool;
 pub mod types;
