@@ -231,6 +231,26 @@ fn check_rules(
     Ok(())
 }
 
+/// Why a stored job cannot run as it is (a store edited by hand, or written by an older
+/// version): the rule checks of `add`, without the `at` window. `None` when it is fine.
+pub fn job_spec_error(job: &CronJob, ctx: &ValidationContext<'_>) -> Option<CronInputError> {
+    let create = CronJobCreate {
+        agent_id: job.agent_id.clone(),
+        session_key: job.session_key.clone(),
+        name: job.name.clone(),
+        description: job.description.clone(),
+        enabled: job.enabled,
+        delete_after_run: job.delete_after_run,
+        schedule: job.schedule.clone(),
+        session_target: job.session_target.clone(),
+        wake_mode: job.wake_mode,
+        payload: job.payload.clone(),
+        delivery: job.delivery.clone(),
+        failure_alert: job.failure_alert.clone(),
+    };
+    check_rules(&create, ctx, false).err()
+}
+
 /// Checks that an `at` schedule parses and lies between a minute ago and ten years ahead:
 /// `schedule.at is in the past: <iso> (<n> minutes ago). Current time: <iso>` /
 /// `schedule.at is too far in the future: <iso> (<n> years ahead). Maximum allowed: 10 years`.
@@ -964,6 +984,17 @@ mod tests {
         assert_eq!(
             patch(&mut job, json!({"name": " "}), later),
             Err(NAME_REQUIRED.to_owned())
+        );
+    }
+
+    #[test]
+    fn stored_jobs_that_break_the_rules_are_reported() {
+        let mut job = stored(json!({"schedule": {"everyMs": 5}, "text": "t"}));
+        assert_eq!(job_spec_error(&job, &ctx(at(NOW))), None);
+        job.session_target = SessionTarget::Isolated;
+        assert_eq!(
+            job_spec_error(&job, &ctx(at(NOW))).map(|e| e.to_string()),
+            Some(ISOLATED_REQUIRES_AGENT_TURN.to_owned())
         );
     }
 
