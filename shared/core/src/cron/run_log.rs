@@ -225,7 +225,7 @@ fn clamp_limit(limit: Option<u64>, default: usize) -> usize {
         .clamp(1, MAX_PAGE_LIMIT)
 }
 
-fn cut<'a, T>(items: &'a [T], offset: Option<u64>, limit: usize) -> (usize, &'a [T], bool) {
+fn cut<T>(items: &[T], offset: Option<u64>, limit: usize) -> (usize, &[T], bool) {
     let offset = offset
         .and_then(|offset| usize::try_from(offset).ok())
         .unwrap_or(0)

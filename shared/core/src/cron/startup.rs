@@ -78,11 +78,12 @@ pub fn plan_startup(jobs: &mut [CronJob], now_ms: u64, default_tz: &TimeZone) ->
             }
             continue;
         }
-        if job.state.next_run_at_ms.is_none() && !job.is_one_shot() {
-            if let Some(disabled) = refresh_next_run(job, now_ms, default_tz) {
-                plan.schedule_disabled.push(disabled);
-                continue;
-            }
+        if job.state.next_run_at_ms.is_none()
+            && !job.is_one_shot()
+            && let Some(disabled) = refresh_next_run(job, now_ms, default_tz)
+        {
+            plan.schedule_disabled.push(disabled);
+            continue;
         }
         let backing_off = job.state.consecutive_errors.unwrap_or(0) > 0;
         let Some(last_run) = job.state.last_run_at_ms else {
