@@ -446,4 +446,45 @@ mod tests {
             assert_eq!(parse_duration_ms(bad, MINUTE_MS), None, "{bad:?}");
         }
     }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn the_schema_documents_every_key_with_its_default() {
+        let schema = serde_json::to_value(schemars::schema_for!(CronConfig)).expect("schema");
+        let properties = &schema["properties"];
+        let keys: Vec<&str> = properties
+            .as_object()
+            .map(|object| object.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            keys,
+            [
+                "enabled",
+                "maxConcurrentRuns",
+                "retry",
+                "webhookToken",
+                "webhookTokenEnv",
+                "sessionRetention",
+                "runLog",
+                "failureAlert",
+                "failureDestination"
+            ]
+        );
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(properties["enabled"]["default"], true);
+        assert_eq!(properties["sessionRetention"]["default"], "24h");
+        for key in keys {
+            assert!(
+                properties[key]["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty()),
+                "{key} has no description"
+            );
+        }
+        let retry = &schema["$defs"]["CronRetryConfig"]["properties"];
+        assert_eq!(
+            retry["backoffMs"]["default"],
+            serde_json::json!([30_000, 60_000, 300_000])
+        );
+    }
 }
