@@ -328,6 +328,36 @@ mod tests {
     }
 
     #[test]
+    fn croner_extensions_work_through_the_adapter() {
+        // Last day of the month, last Friday, second Tuesday, nearest weekday, nicknames.
+        assert_eq!(
+            next("0 0 L * *", "UTC", "2026-02-10T00:00:00Z"),
+            at("2026-02-28T00:00:00Z")
+        );
+        assert_eq!(
+            next("0 9 * * 5#L", "UTC", "2026-02-01T00:00:00Z"),
+            at("2026-02-27T09:00:00Z")
+        );
+        assert_eq!(
+            next("0 9 * * TUE#2", "UTC", "2026-02-01T00:00:00Z"),
+            at("2026-02-10T09:00:00Z")
+        );
+        // The 15th of August 2026 is a Saturday: 15W fires on Friday the 14th.
+        assert_eq!(
+            next("0 9 15W * *", "UTC", "2026-08-01T00:00:00Z"),
+            at("2026-08-14T09:00:00Z")
+        );
+        assert_eq!(
+            next("@daily", "UTC", "2026-02-01T10:00:00Z"),
+            at("2026-02-02T00:00:00Z")
+        );
+        assert_eq!(
+            next("0 9 ? * 7", "UTC", "2026-02-01T10:00:00Z"),
+            at("2026-02-08T09:00:00Z")
+        );
+    }
+
+    #[test]
     fn impossible_dates_never_match() {
         let expr = CronExpr::parse("0 0 30 2 *").expect("parses");
         assert_eq!(

@@ -8,7 +8,9 @@
 //! its defaults: name, session target, wake mode, `deleteAfterRun` for one-shots, the
 //! top-of-hour stagger, and announce delivery for isolated agent turns.
 //!
-//! Anything this cannot make sense of is left in place for `validate` to report.
+//! Unreadable optional values are dropped, as upstream does (an unknown session target, a
+//! non-boolean `enabled`, a non-list `toolsAllow`); anything else odd is left in place for
+//! `validate` to report.
 
 use serde_json::{Map, Value};
 
