@@ -5,6 +5,7 @@
 //! (S3) and `clawless-local` (a directory tree).
 
 pub mod compaction;
+pub mod cron;
 pub mod exec;
 pub mod heartbeat;
 pub mod model;

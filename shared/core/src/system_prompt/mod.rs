@@ -245,7 +245,7 @@ pub fn core_tool_summary(name: &str) -> Option<&'static str> {
         "browser" => "Drive a web browser",
         "canvas" => "Show and inspect the canvas",
         "nodes" => "List paired node hosts and act on them",
-        "cron" => "Schedule, list and remove timed jobs and reminders",
+        "cron" => crate::cron::tool::CRON_TOOL_SUMMARY,
         "message" => "Send messages and channel actions",
         "gateway" => "Inspect or restart the clawless service",
         "agents_list" => "List the agent ids you may hand work to",
