@@ -294,6 +294,8 @@ fn millis(duration: Duration) -> u64 {
 ///   is left alone for the queue's redrive policy, with a warning.
 /// - `ack` deletes the message. Scheduling one id twice sends two messages: SQS standard
 ///   queues do not deduplicate, so consumers rely on the turn queue's deduplication id.
+/// - `cancel` does nothing: a delayed message cannot be withdrawn, so a cancelled timer still
+///   fires, and handlers check that a firing is still wanted.
 #[derive(Debug, Clone)]
 pub struct SqsTimers {
     client: Client,
@@ -456,6 +458,15 @@ impl Timers for SqsTimers {
             .send()
             .await
             .map_err(|err| self.failed("DeleteMessage", err))?;
+        Ok(())
+    }
+
+    /// Does nothing: a message sent with a delay cannot be withdrawn from SQS (only deleted
+    /// once received, and finding it would mean receiving every timer). The timer fires
+    /// anyway, and whoever handles it checks that it is still wanted.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, timer_id = %timer_id))]
+    async fn cancel(&self, timer_id: &str) -> Result<(), QueueError> {
+        tracing::debug!("an SQS timer cannot be withdrawn; it will fire and be ignored");
         Ok(())
     }
 }
