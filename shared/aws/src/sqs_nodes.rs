@@ -281,6 +281,12 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The message body of `timer` on the timer queue: the timer as JSON. [`SqsTimers`] sends it,
+/// the Scheduler adapter makes it a schedule's input, and the `timers` function reads it.
+pub(crate) fn timer_body(timer: &Timer) -> Result<String, QueueError> {
+    serde_json::to_string(timer).map_err(|err| QueueError::new("encoding a timer as JSON", err))
+}
+
 /// Durable timers on one SQS standard queue (the timer queue; give it a dead-letter queue in
 /// the template so a message that can never be read ends there).
 ///
@@ -420,8 +426,7 @@ impl SqsTimers {
 impl Timers for SqsTimers {
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, timer_id = %timer.timer_id))]
     async fn schedule(&self, timer: &Timer) -> Result<(), QueueError> {
-        let body = serde_json::to_string(timer)
-            .map_err(|err| QueueError::new("encoding a timer as JSON", err))?;
+        let body = timer_body(timer)?;
         let delay = timer_redelivery_within(timer.due_at_ms, wall_ms(), self.max_delay);
         self.send_timer(&body, delay).await
     }
