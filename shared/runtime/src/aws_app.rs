@@ -86,7 +86,7 @@ fn schedule_target(
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<ScheduleTarget>, AwsAppError> {
     let names = [SCHEDULE_GROUP_ENV, SCHEDULER_ROLE_ENV, TIMER_QUEUE_ARN_ENV];
-    match names.map(|name| lookup(name)) {
+    match names.map(&lookup) {
         [Some(group_name), Some(role_arn), Some(queue_arn)] => Ok(Some(ScheduleTarget {
             group_name,
             queue_arn,
