@@ -12,6 +12,8 @@
 //!   same table (items in [`dynamo_nodes`]).
 //! - [`SqsExecQueue`] and [`SqsTimers`]: one SQS standard queue (plus dead-letter queue) per
 //!   node, and durable timers on a standard queue with chained delays.
+//! - [`ScheduledTimers`]: timers of any length: short ones on that queue, long ones as
+//!   one-time EventBridge Scheduler schedules that send them to it when due.
 //! - [`StsQueueCredentials`]: short-lived credentials for one node queue, from STS AssumeRole.
 //!
 //! This crate translates between the ports and the AWS SDK; it holds no agent logic. With the
@@ -20,6 +22,7 @@
 pub mod dynamo;
 pub mod dynamo_nodes;
 mod s3;
+pub mod scheduler;
 mod sqs;
 mod sqs_nodes;
 pub mod sts;
@@ -27,6 +30,7 @@ pub mod sts;
 pub use dynamo::{DynamoInbox, DynamoSessionStore};
 pub use dynamo_nodes::{DynamoExecJobs, DynamoNodeRegistry};
 pub use s3::S3ObjectStore;
+pub use scheduler::{ScheduleTarget, ScheduledTimers};
 pub use sqs::{SqsTurnQueue, sqs_id};
 pub use sqs_nodes::{SqsExecQueue, SqsTimers};
 pub use sts::StsQueueCredentials;

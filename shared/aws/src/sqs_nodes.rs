@@ -281,6 +281,12 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The message body of `timer` on the timer queue: the timer as JSON. [`SqsTimers`] sends it,
+/// the Scheduler adapter makes it a schedule's input, and the `timers` function reads it.
+pub(crate) fn timer_body(timer: &Timer) -> Result<String, QueueError> {
+    serde_json::to_string(timer).map_err(|err| QueueError::new("encoding a timer as JSON", err))
+}
+
 /// Durable timers on one SQS standard queue (the timer queue; give it a dead-letter queue in
 /// the template so a message that can never be read ends there).
 ///
@@ -294,6 +300,8 @@ fn millis(duration: Duration) -> u64 {
 ///   is left alone for the queue's redrive policy, with a warning.
 /// - `ack` deletes the message. Scheduling one id twice sends two messages: SQS standard
 ///   queues do not deduplicate, so consumers rely on the turn queue's deduplication id.
+/// - `cancel` does nothing: a delayed message cannot be withdrawn, so a cancelled timer still
+///   fires, and handlers check that a firing is still wanted.
 #[derive(Debug, Clone)]
 pub struct SqsTimers {
     client: Client,
@@ -418,8 +426,7 @@ impl SqsTimers {
 impl Timers for SqsTimers {
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, timer_id = %timer.timer_id))]
     async fn schedule(&self, timer: &Timer) -> Result<(), QueueError> {
-        let body = serde_json::to_string(timer)
-            .map_err(|err| QueueError::new("encoding a timer as JSON", err))?;
+        let body = timer_body(timer)?;
         let delay = timer_redelivery_within(timer.due_at_ms, wall_ms(), self.max_delay);
         self.send_timer(&body, delay).await
     }
@@ -456,6 +463,15 @@ impl Timers for SqsTimers {
             .send()
             .await
             .map_err(|err| self.failed("DeleteMessage", err))?;
+        Ok(())
+    }
+
+    /// Does nothing: a message sent with a delay cannot be withdrawn from SQS (only deleted
+    /// once received, and finding it would mean receiving every timer). The timer fires
+    /// anyway, and whoever handles it checks that it is still wanted.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, timer_id = %timer_id))]
+    async fn cancel(&self, timer_id: &str) -> Result<(), QueueError> {
+        tracing::debug!("an SQS timer cannot be withdrawn; it will fire and be ignored");
         Ok(())
     }
 }

@@ -11,7 +11,8 @@
 //!
 //! [`fresh_table`] and [`fresh_fifo_queue`] create the DynamoDB table and SQS FIFO queue the
 //! session, inbox and turn-queue adapters expect, under unique names; [`fresh_standard_queue`]
-//! the timer queue, and [`unique_queue_prefix`] a prefix for per-node queues.
+//! the timer queue, and [`unique_queue_prefix`] a prefix for per-node queues;
+//! [`fresh_schedule_group`] a schedule group for the Scheduler adapter.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -123,6 +124,63 @@ pub fn sqs_client_with_counter(
         .interceptor(counter.clone())
         .build();
     aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// An EventBridge Scheduler client for the emulator.
+pub fn scheduler_client(config: &SdkConfig) -> aws_sdk_scheduler::Client {
+    aws_sdk_scheduler::Client::new(config)
+}
+
+/// An EventBridge Scheduler client for the emulator whose requests add to `counter`.
+pub fn scheduler_client_with_counter(
+    config: &SdkConfig,
+    counter: &RequestCounter,
+) -> aws_sdk_scheduler::Client {
+    let conf = aws_sdk_scheduler::config::Builder::from(config)
+        .interceptor(counter.clone())
+        .build();
+    aws_sdk_scheduler::Client::from_conf(conf)
+}
+
+/// Creates a schedule group under a unique name and returns the name (schedules of parallel
+/// tests and earlier runs on the same emulator never meet).
+///
+/// # Panics
+/// When the emulator refuses (a test setup failure).
+pub async fn fresh_schedule_group(client: &aws_sdk_scheduler::Client) -> String {
+    let name = format!("clawless-test-{}", unique_suffix());
+    if let Err(err) = client.create_schedule_group().name(&name).send().await {
+        panic!(
+            "creating test schedule group {name} failed: {}",
+            aws_sdk_scheduler::error::DisplayErrorContext(err)
+        );
+    }
+    name
+}
+
+/// The ARN of the queue at `queue_url`.
+///
+/// # Panics
+/// When the emulator refuses or answers without one (a test setup failure).
+pub async fn queue_arn(client: &aws_sdk_sqs::Client, queue_url: &str) -> String {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let output = client
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap_or_else(|err| {
+            panic!(
+                "reading the ARN of {queue_url} failed: {}",
+                aws_sdk_sqs::error::DisplayErrorContext(err)
+            )
+        });
+    output
+        .attributes()
+        .and_then(|attributes| attributes.get(&QueueAttributeName::QueueArn))
+        .cloned()
+        .unwrap_or_else(|| panic!("{queue_url} has no ARN"))
 }
 
 /// An STS client for the emulator.

@@ -16,9 +16,11 @@ use clawless_core::testing::{
     timers_contract,
 };
 
-/// SQS standard queues do not deduplicate: a timer scheduled twice is delivered twice.
+/// SQS standard queues do not deduplicate: a timer scheduled twice is delivered twice; and a
+/// delayed message cannot be withdrawn: a cancelled timer still fires.
 const SQS_TIMERS: TimersDeviations = TimersDeviations {
     schedule_is_not_idempotent: true,
+    cancel_does_not_withdraw: true,
 };
 
 fn wall_ms() -> u64 {

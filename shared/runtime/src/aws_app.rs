@@ -1,12 +1,15 @@
 //! The system assembled on AWS, once per Lambda cold start: DynamoDB sessions, inbox, node
 //! registry and exec jobs; the SQS FIFO turn queue, the timer queue and one exec queue per
-//! node; STS for node-queue credentials; S3 for skills, workspaces and transcript blobs.
+//! node; EventBridge Scheduler for timers further away than a queue message can wait; STS
+//! for node-queue credentials; S3 for skills, workspaces and transcript blobs.
 //!
 //! Names come from the environment the template sets (`CLAWLESS_TABLE`,
 //! `CLAWLESS_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`, `CLAWLESS_TIMER_QUEUE_URL`,
-//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, plus `CLAWLESS_BUCKET` or
-//! `CLAWLESS_CONFIG` for the configuration); endpoints and credentials follow the standard
-//! AWS environment (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
+//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, the Scheduler trio
+//! `CLAWLESS_SCHEDULE_GROUP`, `CLAWLESS_SCHEDULER_ROLE_ARN`, `CLAWLESS_TIMER_QUEUE_ARN` (plus
+//! the optional `CLAWLESS_TIMER_DLQ_ARN`), and `CLAWLESS_BUCKET` or `CLAWLESS_CONFIG` for the
+//! configuration); endpoints and credentials follow the standard AWS environment
+//! (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
 //!
 //! Secrets (channel secrets, model keys, the admin token) are looked up by name: first among
 //! the values fetched from SSM or Secrets Manager (`secrets:` in the config and
@@ -20,8 +23,9 @@ use std::sync::{Arc, OnceLock};
 use axum::Router;
 use clawless_aws::{
     DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore, S3ObjectStore,
-    SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
+    ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
 };
+use clawless_core::nodes::Timers;
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::SessionStore;
 use clawless_core::session::offload::OffloadingSessionStore;
@@ -51,6 +55,17 @@ pub const TURN_QUEUE_ENV: &str = "CLAWLESS_TURN_QUEUE_URL";
 pub const BLOB_BUCKET_ENV: &str = "CLAWLESS_BLOB_BUCKET";
 /// URL of the standard timer queue (job deadlines, approval timeouts).
 pub const TIMER_QUEUE_ENV: &str = "CLAWLESS_TIMER_QUEUE_URL";
+/// The EventBridge Scheduler group timers due beyond the SQS delay limit are scheduled in.
+/// With [`SCHEDULER_ROLE_ENV`] and [`TIMER_QUEUE_ARN_ENV`] it turns Scheduler on; without
+/// all three, every timer chains on the timer queue (older deployments).
+pub const SCHEDULE_GROUP_ENV: &str = "CLAWLESS_SCHEDULE_GROUP";
+/// The role Scheduler assumes to send a fired timer to the timer queue.
+pub const SCHEDULER_ROLE_ENV: &str = "CLAWLESS_SCHEDULER_ROLE_ARN";
+/// ARN of the timer queue (the schedules' target).
+pub const TIMER_QUEUE_ARN_ENV: &str = "CLAWLESS_TIMER_QUEUE_ARN";
+/// ARN of the timer queue's dead-letter queue, where Scheduler puts a firing it could not
+/// deliver for 24 hours (optional).
+pub const TIMER_DLQ_ARN_ENV: &str = "CLAWLESS_TIMER_DLQ_ARN";
 /// Prefix of the per-node exec queues' names (`<prefix>node-<node id>`).
 pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
 /// The role the `nodes` function assumes to vend node-queue credentials.
@@ -63,6 +78,37 @@ pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
 const READ_ON_DEMAND: [&str; 1] = [ADMIN_TOKEN_ENV];
 /// Where generic-channel replies go when the config does not say.
 pub const GENERIC_REPLY_URL_ENV: &str = "CLAWLESS_GENERIC_REPLY_URL";
+
+/// Where long timers' schedules go, from the variables `lookup` reads: `None` without any of
+/// [`SCHEDULE_GROUP_ENV`], [`SCHEDULER_ROLE_ENV`] and [`TIMER_QUEUE_ARN_ENV`] (timers chain
+/// on the queue alone), an error naming the missing ones with only some of them.
+fn schedule_target(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<ScheduleTarget>, AwsAppError> {
+    let names = [SCHEDULE_GROUP_ENV, SCHEDULER_ROLE_ENV, TIMER_QUEUE_ARN_ENV];
+    match names.map(&lookup) {
+        [Some(group_name), Some(role_arn), Some(queue_arn)] => Ok(Some(ScheduleTarget {
+            group_name,
+            queue_arn,
+            role_arn,
+            dead_letter_arn: lookup(TIMER_DLQ_ARN_ENV),
+        })),
+        [None, None, None] => Ok(None),
+        partial => {
+            let missing: Vec<&str> = names
+                .iter()
+                .zip(&partial)
+                .filter(|(_, value)| value.is_none())
+                .map(|(name, _)| *name)
+                .collect();
+            Err(AwsAppError::Setup(format!(
+                "EventBridge Scheduler for timers needs {}; {} not set",
+                names.join(", "),
+                missing.join(", ")
+            )))
+        }
+    }
+}
 
 /// Why the app could not be assembled (fails the cold start).
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +165,9 @@ pub struct AwsApp {
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     sts: OnceLock<aws_sdk_sts::Client>,
+    /// EventBridge Scheduler, built at the first timer that needs it (a long one, or a
+    /// cancel), never at cold start: most invocations set no such timer.
+    scheduler: Arc<OnceLock<aws_sdk_scheduler::Client>>,
     secrets: SecretValues,
     /// The clients `on_demand` is read with.
     secret_clients: SecretClients,
@@ -222,6 +271,7 @@ impl AwsApp {
             sdk,
             stores,
             sts,
+            scheduler: Arc::default(),
             secrets,
             secret_clients,
             on_demand,
@@ -234,6 +284,23 @@ impl AwsApp {
         self.sts
             .get_or_init(|| aws_sdk_sts::Client::new(&self.sdk))
             .clone()
+    }
+
+    /// The durable timers: on the timer queue alone, or, when the Scheduler variables are
+    /// set ([`SCHEDULE_GROUP_ENV`]), with Scheduler for the ones due beyond the queue's
+    /// 15-minute delay. Some of those variables without the others is a setup error.
+    fn timers(&self) -> Result<Arc<dyn Timers>, AwsAppError> {
+        let short = SqsTimers::new(self.sqs.clone(), required(TIMER_QUEUE_ENV)?);
+        let Some(target) = schedule_target(env)? else {
+            return Ok(Arc::new(short));
+        };
+        let (sdk, built) = (self.sdk.clone(), Arc::clone(&self.scheduler));
+        let scheduler = move || {
+            built
+                .get_or_init(|| aws_sdk_scheduler::Client::new(&sdk))
+                .clone()
+        };
+        Ok(Arc::new(ScheduledTimers::new(short, scheduler, target)))
     }
 
     /// A value an `…Env` key names: a fetched secret (`secrets:`), else the environment.
@@ -251,7 +318,7 @@ impl AwsApp {
                 self.sqs.clone(),
                 required(NODE_QUEUE_PREFIX_ENV)?,
             )),
-            timers: Arc::new(SqsTimers::new(self.sqs.clone(), required(TIMER_QUEUE_ENV)?)),
+            timers: self.timers()?,
             turns: Arc::new(SqsTurnQueue::new(
                 self.sqs.clone(),
                 required(TURN_QUEUE_ENV)?,
@@ -416,5 +483,73 @@ impl AwsApp {
         })
         .with_yield(yield_policy)
         .with_model_factory(model_factory))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        |name| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn without_the_scheduler_variables_timers_stay_on_the_queue() {
+        assert!(schedule_target(lookup(&[])).unwrap().is_none());
+        assert!(
+            schedule_target(lookup(&[(TIMER_DLQ_ARN_ENV, "arn:dlq")]))
+                .unwrap()
+                .is_none(),
+            "the dead-letter queue alone turns nothing on"
+        );
+    }
+
+    #[test]
+    fn with_all_three_long_timers_go_to_scheduler() {
+        let vars = [
+            (SCHEDULE_GROUP_ENV, "stack-timers"),
+            (
+                SCHEDULER_ROLE_ENV,
+                "arn:aws:iam::123456789012:role/scheduler",
+            ),
+            (
+                TIMER_QUEUE_ARN_ENV,
+                "arn:aws:sqs:us-east-1:123456789012:timers",
+            ),
+        ];
+        let target = schedule_target(lookup(&vars)).unwrap().unwrap();
+        assert_eq!(
+            target,
+            ScheduleTarget {
+                group_name: "stack-timers".into(),
+                queue_arn: "arn:aws:sqs:us-east-1:123456789012:timers".into(),
+                role_arn: "arn:aws:iam::123456789012:role/scheduler".into(),
+                dead_letter_arn: None,
+            }
+        );
+        let with_dlq = [vars.as_slice(), &[(TIMER_DLQ_ARN_ENV, "arn:dlq")]].concat();
+        let target = schedule_target(lookup(&with_dlq)).unwrap().unwrap();
+        assert_eq!(target.dead_letter_arn.as_deref(), Some("arn:dlq"));
+    }
+
+    #[test]
+    fn some_of_the_scheduler_variables_without_the_others_fail_the_cold_start() {
+        let err = schedule_target(lookup(&[(SCHEDULE_GROUP_ENV, "stack-timers")])).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains(SCHEDULER_ROLE_ENV) && message.contains(TIMER_QUEUE_ARN_ENV),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(&format!(
+                "{SCHEDULER_ROLE_ENV}, {TIMER_QUEUE_ARN_ENV} not set"
+            )),
+            "{message}"
+        );
     }
 }

@@ -61,6 +61,15 @@ pub trait Timers: Send + Sync + std::fmt::Debug {
 
     /// Acknowledges a taken timer (its event was delivered): it never fires again.
     async fn ack(&self, receipt: &str) -> Result<(), QueueError>;
+
+    /// Cancels the pending timer `timer_id`, where the backend can: it never fires. Cancelling
+    /// an id that is unknown, already fired or already cancelled does nothing and is `Ok`.
+    ///
+    /// Some backends cannot withdraw every timer (an SQS message once sent with a delay is
+    /// delivered), and every backend delivers at least once, so whoever handles a firing must
+    /// still check that it is wanted (the job it times out is still running, the attempt
+    /// matches); cancelling only saves the work of that check.
+    async fn cancel(&self, timer_id: &str) -> Result<(), QueueError>;
 }
 
 /// The delay to send a timer with so that it arrives when due: `None` when it is due already

@@ -337,6 +337,7 @@ impl ExecQueue for SqliteExecQueue {
 /// - `take_due` hands out timers with `due_at_ms` and their visibility time at or before the
 ///   caller's clock (plus the time spent waiting), earliest due first, and hides them for the
 ///   visibility timeout; `ack` deletes by receipt (`<timer id>#<take count>`).
+/// - `cancel` deletes by timer id, taken or not.
 ///
 /// Several timer sets can share one database under different names.
 #[derive(Debug, Clone)]
@@ -489,6 +490,22 @@ impl Timers for SqliteTimers {
             })
             .await
             .map_err(|err| self.failed("ack", err))?;
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(timers = %self.name, timer_id = %timer_id))]
+    async fn cancel(&self, timer_id: &str) -> Result<(), QueueError> {
+        let name = self.name.clone();
+        let id = timer_id.to_owned();
+        self.db
+            .run(move |connection| {
+                connection.execute(
+                    "DELETE FROM timers WHERE queue = ?1 AND timer_id = ?2",
+                    params![name, id],
+                )
+            })
+            .await
+            .map_err(|err| self.failed("cancel", err))?;
         Ok(())
     }
 }

@@ -31,8 +31,8 @@ struct MemTimer {
 }
 
 /// An in-memory [`Timers`]: timers by id, taken in due order, hidden for the visibility
-/// timeout after a take until acked. Scheduling an id that is still pending does nothing.
-/// Clones share the same timers.
+/// timeout after a take until acked. Scheduling an id that is still pending does nothing;
+/// cancelling removes the id. Clones share the same timers.
 #[derive(Debug, Clone)]
 pub struct InMemoryTimers {
     timers: Arc<Mutex<BTreeMap<String, MemTimer>>>,
@@ -127,6 +127,11 @@ impl Timers for InMemoryTimers {
         lock_state(&self.timers).retain(|_, entry| entry.receipt.as_deref() != Some(receipt));
         Ok(())
     }
+
+    async fn cancel(&self, timer_id: &str) -> Result<(), QueueError> {
+        lock_state(&self.timers).remove(timer_id);
+        Ok(())
+    }
 }
 
 /// How a timers backend may knowingly differ from the in-memory and SQLite ones in
@@ -137,6 +142,11 @@ pub struct TimersDeviations {
     /// deduplication, so the AWS adapter does; the turn queue's deduplication id (derived
     /// from the event) and the turn engine drop the second delivery.
     pub schedule_is_not_idempotent: bool,
+    /// A cancelled timer still fires. A message sent to an SQS queue with a delay cannot be
+    /// withdrawn, so the SQS adapter's `cancel` does nothing (and the Scheduler adapter's
+    /// does nothing for timers short enough to go through SQS); whoever handles a firing
+    /// checks that it is still wanted.
+    pub cancel_does_not_withdraw: bool,
 }
 
 /// Visibility timeout of the timers the contract asks for: a taken, unacked timer returns
@@ -156,7 +166,7 @@ pub fn sample_session_event(call_id: &str) -> SessionEvent {
 }
 
 /// Runs the [`Timers`] contract, panicking with a description of the first broken
-/// expectation. Takes about 15 seconds (due times and visibility timeouts follow the real
+/// expectation. Takes about 20 seconds (due times and visibility timeouts follow the real
 /// clock).
 ///
 /// `fresh_timers()` must return an empty timers store of its own whose taken timers return
@@ -190,6 +200,12 @@ where
         .await;
     suite
         .events_round_trip_exactly(&*fresh_timers().await)
+        .await;
+    suite
+        .a_timer_cancelled_before_it_is_due_never_fires(&*fresh_timers().await)
+        .await;
+    suite
+        .cancelling_an_unknown_id_is_harmless(&*fresh_timers().await)
         .await;
 }
 
@@ -453,5 +469,49 @@ impl TimersContract {
         for due in &taken {
             Self::ack(timers, due).await;
         }
+    }
+
+    async fn a_timer_cancelled_before_it_is_due_never_fires(&self, timers: &dyn Timers) {
+        let due_at = wall_ms() + 1_500;
+        let cancelled = self.timer("cancelled", due_at);
+        let kept = self.timer("kept", due_at);
+        Self::schedule(timers, &cancelled).await;
+        Self::schedule(timers, &kept).await;
+        timers
+            .cancel(&cancelled.timer_id)
+            .await
+            .unwrap_or_else(|err| panic!("cancel {}: {err}", cancelled.timer_id));
+        // Everything that fires, until well after both were due.
+        let mut ids = Vec::new();
+        while wall_ms() < due_at + 2_500 {
+            for due in Self::take(timers, 10, Duration::from_secs(1)).await {
+                Self::ack(timers, &due).await;
+                ids.push(due.timer.timer_id);
+            }
+        }
+        ids.sort();
+        let expected = if self.deviations.cancel_does_not_withdraw {
+            vec![cancelled.timer_id.clone(), kept.timer_id.clone()]
+        } else {
+            vec![kept.timer_id.clone()]
+        };
+        assert_eq!(
+            ids, expected,
+            "a cancelled timer never fires (unless the backend cannot withdraw it); the other does"
+        );
+    }
+
+    async fn cancelling_an_unknown_id_is_harmless(&self, timers: &dyn Timers) {
+        let unknown = format!("{}-never-scheduled", self.run);
+        timers
+            .cancel(&unknown)
+            .await
+            .unwrap_or_else(|err| panic!("cancel of an unknown id: {err}"));
+        // Twice, as a cancel retried after a lost answer would.
+        timers
+            .cancel(&unknown)
+            .await
+            .unwrap_or_else(|err| panic!("second cancel of an unknown id: {err}"));
+        Self::expect_nothing(timers, "cancelling an unknown id schedules nothing").await;
     }
 }
