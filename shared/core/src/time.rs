@@ -177,6 +177,58 @@ fn ordinal_suffix(day: i8) -> &'static str {
     }
 }
 
+/// Parses a duration as OpenClaw's config does: a decimal number with a unit (`ms`, `s`, `m`,
+/// `h`, `d`), several written together (`1h30m`), or a bare number in `default_unit_ms`.
+/// Case and surrounding whitespace do not matter; anything else (`1h foo`, `-5m`, `1e3`,
+/// `abc`, empty) is `None`. Fractions are rounded to the nearest millisecond (`1.5s` is 1500).
+pub fn parse_duration_ms(text: &str, default_unit_ms: u64) -> Option<u64> {
+    let text = text.trim().to_ascii_lowercase();
+    if text.is_empty() {
+        return None;
+    }
+    if let Some(number) = parse_decimal(&text) {
+        return rounded_millis(number * default_unit_ms as f64);
+    }
+    let mut rest = text.as_str();
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value = parse_decimal(&rest[..number_len])?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let unit_ms = match &rest[..unit_len] {
+            "ms" => 1.0,
+            "s" => 1_000.0,
+            "m" => 60_000.0,
+            "h" => 3_600_000.0,
+            "d" => 86_400_000.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += value * unit_ms;
+    }
+    rounded_millis(total)
+}
+
+/// Digits with at most one decimal point and at least one digit (`30`, `1.5`, `.5`); no
+/// sign, no exponent.
+fn parse_decimal(text: &str) -> Option<f64> {
+    let valid = !text.is_empty()
+        && text.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && text.chars().filter(|c| *c == '.').count() <= 1
+        && text.chars().any(|c| c.is_ascii_digit());
+    if valid { text.parse().ok() } else { None }
+}
+
+fn rounded_millis(ms: f64) -> Option<u64> {
+    // `as` saturates, so absurdly long durations become u64::MAX rather than wrapping.
+    ms.is_finite().then(|| ms.round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,9 @@ use serde::Deserialize;
 
 use super::types::{AlertMode, FailureDestination};
 
+/// Durations in `cron:` (`sessionRetention`) read as everywhere in the config.
+pub use crate::time::parse_duration_ms;
+
 /// Whether the scheduler fires jobs when `enabled` is unset.
 pub const DEFAULT_CRON_ENABLED: bool = true;
 
@@ -304,48 +307,6 @@ pub const HOUR_MS: u64 = 3_600_000;
 
 /// Milliseconds in a minute.
 pub const MINUTE_MS: u64 = 60_000;
-
-/// Parses a duration: a number with a unit (`ms`, `s`, `m`, `h`, `d`), several of them in a
-/// row (`1h30m`), or a bare number in `default_unit_ms`. Fractions are allowed (`1.5h`).
-/// `None` for anything else, including an empty string.
-pub fn parse_duration_ms(raw: &str, default_unit_ms: u64) -> Option<u64> {
-    let text = raw.trim().to_ascii_lowercase();
-    if text.is_empty() {
-        return None;
-    }
-    if let Ok(number) = text.parse::<f64>() {
-        return to_ms(number, default_unit_ms);
-    }
-    let mut total = 0u64;
-    let mut rest = text.as_str();
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_end] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => MINUTE_MS,
-            "h" => HOUR_MS,
-            "d" => 24 * HOUR_MS,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total = total.checked_add(to_ms(number, unit)?)?;
-    }
-    Some(total)
-}
-
-fn to_ms(number: f64, unit_ms: u64) -> Option<u64> {
-    let ms = (number * unit_ms as f64).floor();
-    // `as` saturates; anything that large is not a real duration anyway.
-    (number.is_finite() && number >= 0.0).then_some(ms as u64)
-}
 
 #[cfg(test)]
 mod tests {

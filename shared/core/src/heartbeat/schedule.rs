@@ -24,60 +24,13 @@ pub const BUSY_RETRY_DELAY_MS: u64 = 1_000;
 /// and surrounding whitespace do not matter; anything else (`1h foo`, `-5m`, `abc`, empty)
 /// is `None`. Fractions are rounded to the nearest millisecond: `1.5s` is 1500.
 pub fn parse_duration_ms(text: &str) -> Option<u64> {
-    let text = text.trim().to_ascii_lowercase();
-    if text.is_empty() {
-        return None;
-    }
-    if let Ok(minutes) = parse_decimal(&text) {
-        return to_millis(minutes * 60_000.0);
-    }
-    let mut rest = text.as_str();
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value = parse_decimal(&rest[..number_len]).ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
-        let unit_ms = match &rest[..unit_len] {
-            "ms" => 1.0,
-            "s" => 1_000.0,
-            "m" => 60_000.0,
-            "h" => 3_600_000.0,
-            "d" => 86_400_000.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * unit_ms;
-    }
-    to_millis(total)
+    crate::time::parse_duration_ms(text, 60_000)
 }
 
 /// The heartbeat interval `every` gives: [`parse_duration_ms`], with zero and unreadable
 /// values meaning heartbeats are off (`None`).
 pub fn parse_interval_ms(every: &str) -> Option<u64> {
     parse_duration_ms(every).filter(|ms| *ms > 0)
-}
-
-/// Digits with at most one decimal point and at least one digit (`30`, `1.5`, `.5`); no
-/// sign, no exponent.
-fn parse_decimal(text: &str) -> Result<f64, ()> {
-    let valid = !text.is_empty()
-        && text.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && text.chars().filter(|c| *c == '.').count() <= 1
-        && text.chars().any(|c| c.is_ascii_digit());
-    if !valid {
-        return Err(());
-    }
-    text.parse().map_err(|_| ())
-}
-
-fn to_millis(ms: f64) -> Option<u64> {
-    // `as` saturates, so absurdly long durations become u64::MAX rather than wrapping.
-    ms.is_finite().then(|| ms.round() as u64)
 }
 
 /// The agent's offset inside the interval: the first four bytes of
