@@ -405,9 +405,10 @@ pub trait CronStore: Send + Sync + fmt::Debug {
 
     /// A page of one job's log (`Some(job_id)`; empty when it has none) or of every log
     /// (`None`, including logs of removed jobs), filtered, sorted and cut by
-    /// [`page_runs`](super::run_log::page_runs). Lines with the same `ts` keep log order
-    /// (across logs: by job id, then log order). Lines are returned as logged; the caller
-    /// adds `jobName` for `scope: "all"`.
+    /// [`page_runs`](super::run_log::page_runs). The lines reach `page_runs` in job-id order,
+    /// then log order, so lines with the same `ts` come out in that order (reversed for
+    /// `desc`) on every backend. Lines are returned as logged; the caller adds `jobName` for
+    /// `scope: "all"`.
     async fn runs(
         &self,
         job_id: Option<&str>,

@@ -78,7 +78,8 @@ impl JobRow {
     }
 }
 
-/// The cron store port on a [`SqliteDb`], laid out as the [module docs](self) say.
+/// The cron store port on a [`SqliteDb`], in the tables `cron_jobs` (one row per job: id,
+/// version, JSON body, reserved-slot marks) and `cron_runs` (one row per run-log line).
 ///
 /// - `put_job` creates with `INSERT … ON CONFLICT DO NOTHING` (no row inserted is a
 ///   conflict) and replaces with `UPDATE … WHERE version = expected`, telling a moved-on
