@@ -18,9 +18,12 @@
 //! | node | `nodes` | `node#<node id>` | see [`dynamo_nodes`](crate::dynamo_nodes) |
 //! | pairing code | `pairing#<code hash>` | `code` | see [`dynamo_nodes`](crate::dynamo_nodes) |
 //! | exec job | `job#<job id>` | `job` | see [`dynamo_nodes`](crate::dynamo_nodes) |
+//! | cron job | `cron` | `job#<job id>` | see [`dynamo_cron`](crate::dynamo_cron) |
+//! | cron run-log head | `cron` | `runlog#<job id>` | see [`dynamo_cron`](crate::dynamo_cron) |
+//! | cron run-log line | `cronruns#<job id>` | `run#<seq, 20 digits>` | see [`dynamo_cron`](crate::dynamo_cron) |
 //!
 //! Session keys always start with `agent:`, so they never meet the `inbox#`, `nodes`,
-//! `pairing#` or `job#` items. Zero-padded
+//! `pairing#`, `job#`, `cron` or `cronruns#` items. Zero-padded
 //! step keys sort numerically and after `meta`, so one `Query` by `pk` returns the meta and then
 //! every step in `seq` order. A turn reads only the live part: a consistent `GetItem` of the
 //! meta, then a consistent `Query` of the steps between its `live_from` and `last_seq`, so

@@ -10,6 +10,8 @@
 //!   FIFO queue.
 //! - [`DynamoNodeRegistry`] and [`DynamoExecJobs`]: the node registry and exec job ports on the
 //!   same table (items in [`dynamo_nodes`]).
+//! - [`DynamoCronStore`]: the [`CronStore`](clawless_core::cron::CronStore) port (cron jobs,
+//!   slot reservations, run logs) on the same table (items in [`dynamo_cron`]).
 //! - [`SqsExecQueue`] and [`SqsTimers`]: one SQS standard queue (plus dead-letter queue) per
 //!   node, and durable timers on a standard queue with chained delays.
 //! - [`ScheduledTimers`]: timers of any length: short ones on that queue, long ones as
@@ -20,6 +22,7 @@
 //! `test-support` feature, `testing` connects SDK clients to the local AWS emulator.
 
 pub mod dynamo;
+pub mod dynamo_cron;
 pub mod dynamo_nodes;
 mod s3;
 pub mod scheduler;
@@ -28,6 +31,7 @@ mod sqs_nodes;
 pub mod sts;
 
 pub use dynamo::{DynamoInbox, DynamoSessionStore};
+pub use dynamo_cron::DynamoCronStore;
 pub use dynamo_nodes::{DynamoExecJobs, DynamoNodeRegistry};
 pub use s3::S3ObjectStore;
 pub use scheduler::{ScheduleTarget, ScheduledTimers};

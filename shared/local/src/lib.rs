@@ -7,6 +7,8 @@
 //!   DynamoDB and SQS FIFO (module [`sqlite`]).
 //! - [`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`] and [`SqliteTimers`]: the
 //!   node-host ports on the same file, with the semantics of their DynamoDB and SQS adapters.
+//! - [`SqliteCronStore`]: the cron store port (jobs, slot reservations, run logs) on the same
+//!   file.
 //!
 //! This crate must not know AWS; it is what `clawless local` runs on.
 
@@ -18,6 +20,6 @@ pub mod sqlite;
 pub use dir_store::DirObjectStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{
-    SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
-    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+    SqliteCronStore, SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox,
+    SqliteNodeRegistry, SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
 };

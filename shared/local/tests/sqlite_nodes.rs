@@ -380,7 +380,7 @@ fn a_file_from_before_the_node_tables_is_upgraded() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
 }
 
 #[tokio::test]

@@ -8,6 +8,8 @@
 //! The same holds for the session storage ports: [`InMemorySessionStore`], [`InMemoryInbox`]
 //! and [`InMemoryTurnQueue`] are checked by [`session_store_contract`], [`inbox_contract`] and
 //! [`turn_queue_contract`], which the DynamoDB/SQS and SQLite adapters run too.
+//! [`InMemoryCronStore`] is checked by [`cron_store_contract`], which the SQLite and DynamoDB
+//! cron stores run too.
 //! Compiled only for tests and with the `test-support` feature; nothing here touches disk or network.
 //!
 //! Layout, one file per port on each side (everything is re-exported here, so the public path of
@@ -15,12 +17,14 @@
 //! - `fakes/object_store.rs`: [`InMemoryObjectStore`], [`CountingObjectStore`].
 //! - `fakes/sessions.rs`: [`InMemorySessionStore`], [`IN_MEMORY_MAX_RECORD_BYTES`].
 //! - `fakes/inbox.rs`: [`InMemoryInbox`].
+//! - `fakes/cron_store.rs`: [`InMemoryCronStore`].
 //! - `fakes/turn_queue.rs`: [`InMemoryTurnQueue`], [`DEFAULT_VISIBILITY_TIMEOUT`],
 //!   [`DEDUP_WINDOW`].
 //! - `contracts/object_store.rs`: [`object_store_contract`], [`object_store_if_absent_race`].
 //! - `contracts/sessions.rs`: [`session_store_contract`], [`SessionStoreDeviations`],
 //!   [`session_lister_contract`].
 //! - `contracts/inbox.rs`: [`inbox_contract`].
+//! - `contracts/cron_store.rs`: [`cron_store_contract`], [`CronStoreDeviations`].
 //! - `contracts/turn_queue.rs`: [`turn_queue_contract`], [`QueueDeviations`],
 //!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
 //! - `support.rs`: [`join_all`], [`sized_json_body`] and crate-internal helpers (run ids and
@@ -32,13 +36,14 @@ mod fakes;
 mod support;
 
 pub use contracts::{
-    CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
-    SessionStoreDeviations, inbox_contract, object_store_contract, object_store_if_absent_race,
-    session_lister_contract, session_store_contract, turn_queue_contract,
+    CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, CronStoreDeviations,
+    QueueDeviations, SessionStoreDeviations, cron_store_contract, inbox_contract,
+    object_store_contract, object_store_if_absent_race, session_lister_contract,
+    session_store_contract, turn_queue_contract,
 };
 pub use fakes::{
     CountingObjectStore, DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES,
-    InMemoryInbox, InMemoryObjectStore, InMemorySessionStore, InMemoryTurnQueue,
+    InMemoryCronStore, InMemoryInbox, InMemoryObjectStore, InMemorySessionStore, InMemoryTurnQueue,
 };
 pub use support::{join_all, sized_json_body};
 pub(crate) use support::{lock_state, next_id, sleep};

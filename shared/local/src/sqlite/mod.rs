@@ -1,6 +1,7 @@
 //! The storage ports on one SQLite file (bundled SQLite), all built on a shared [`SqliteDb`]
-//! handle: sessions ([`SqliteSessionStore`], [`SqliteInbox`], [`SqliteTurnQueue`]) and node
-//! hosts ([`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`], [`SqliteTimers`]).
+//! handle: sessions ([`SqliteSessionStore`], [`SqliteInbox`], [`SqliteTurnQueue`]), node
+//! hosts ([`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`], [`SqliteTimers`])
+//! and cron jobs with their run logs ([`SqliteCronStore`]).
 //!
 //! This module owns opening the database (WAL, a busy timeout, the schema and its version)
 //! and running statements off the async executor: every call takes the connection's lock
@@ -20,11 +21,13 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
+mod cron;
 mod node_queues;
 mod nodes;
 mod queue;
 mod sessions;
 
+pub use cron::SqliteCronStore;
 pub use node_queues::{DEFAULT_TIMERS, SqliteExecQueue, SqliteTimers};
 pub use nodes::{SqliteExecJobs, SqliteNodeRegistry};
 pub use queue::{DEDUP_WINDOW, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT, SqliteTurnQueue};
@@ -40,7 +43,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 /// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
 /// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
@@ -139,11 +142,25 @@ CREATE INDEX IF NOT EXISTS timers_by_due ON timers (queue, due_at_ms);
 -- scan of every id sent in the last five minutes, per send.
 CREATE INDEX IF NOT EXISTS queue_dedup_by_time ON queue_dedup (queue, sent_at_ms);
 CREATE INDEX IF NOT EXISTS timers_by_receipt ON timers (queue, receipt);
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    job_id TEXT PRIMARY KEY NOT NULL,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    scheduled_slot_ms INTEGER,
+    manual_slot_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS cron_runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cron_runs_by_job ON cron_runs (job_id, seq);
 ";
 
 /// Brings tables created by an older schema up to date (`CREATE TABLE IF NOT EXISTS` leaves
 /// them as they were). Version 3 added `nodes.exec`, the node's reported exec facts; version 4
-/// `sessions.live_from`, where a session's live transcript starts.
+/// `sessions.live_from`, where a session's live transcript starts. Version 5 added only new
+/// tables (`cron_jobs`, `cron_runs`), which [`SCHEMA`] creates in an older file.
 fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
     let has_live_from: bool = connection.query_row(
         "SELECT COUNT(*) > 0 FROM pragma_table_info('sessions') WHERE name = 'live_from'",
