@@ -35,8 +35,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use clawless_core::session::{
     Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionLister, SessionStore,
@@ -247,6 +249,46 @@ fn cancelled_by_another_writer(err: &TransactWriteItemsError) -> bool {
                 Some("ConditionalCheckFailed" | "TransactionConflict")
             )
         })
+}
+
+/// A DynamoDB item as the SDK hands it over.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// True when a `PutItem` failed only because its condition did not hold.
+pub(crate) fn put_condition_failed<R>(err: &SdkError<PutItemError, R>) -> bool {
+    matches!(
+        err,
+        SdkError::ServiceError(context)
+            if matches!(context.err(), PutItemError::ConditionalCheckFailedException(_))
+    )
+}
+
+/// `Some(old item, if returned)` when an `UpdateItem` failed only because its condition did
+/// not hold.
+pub(crate) fn update_condition_failed<R>(
+    err: &SdkError<UpdateItemError, R>,
+) -> Option<Option<&Item>> {
+    match err {
+        SdkError::ServiceError(context) => match context.err() {
+            UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `Some(old item, if returned)` when a `DeleteItem` failed only because its condition did
+/// not hold.
+pub(crate) fn delete_condition_failed<R>(
+    err: &SdkError<DeleteItemError, R>,
+) -> Option<Option<&Item>> {
+    match err {
+        SdkError::ServiceError(context) => match context.err() {
+            DeleteItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 pub(crate) fn attribute_str<'a>(

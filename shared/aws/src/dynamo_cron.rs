@@ -22,14 +22,8 @@
 //! `last_seq - keep_lines`, found without counting the log. Nothing here has a TTL: a log
 //! outlives its job, as upstream's file does.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
 };
@@ -43,9 +37,10 @@ use clawless_core::cron::{
     RunsPage, StoredCronJob,
 };
 
-use crate::dynamo::{ITEM_BUDGET, NAME_PK, PK, SK, attribute_str, n, s};
-
-type Item = HashMap<String, AttributeValue>;
+use crate::dynamo::{
+    ITEM_BUDGET, Item, NAME_PK, PK, SK, attribute_str, delete_condition_failed, n,
+    put_condition_failed, s, update_condition_failed,
+};
 
 /// Partition of every job and run-log head.
 const CRON_PK: &str = "cron";
@@ -94,39 +89,6 @@ fn mark_attribute(slot: RunSlot) -> &'static str {
 fn slot_ms(slot: RunSlot) -> u64 {
     match slot {
         RunSlot::Scheduled(ms) | RunSlot::Manual(ms) => ms,
-    }
-}
-
-/// True when a `PutItem` failed only because its condition did not hold.
-fn put_condition_failed<R>(err: &SdkError<PutItemError, R>) -> bool {
-    matches!(
-        err,
-        SdkError::ServiceError(context)
-            if matches!(context.err(), PutItemError::ConditionalCheckFailedException(_))
-    )
-}
-
-/// `Some(old item, if returned)` when an `UpdateItem` failed only because its condition did
-/// not hold.
-fn update_condition_failed<R>(err: &SdkError<UpdateItemError, R>) -> Option<Option<&Item>> {
-    match err {
-        SdkError::ServiceError(context) => match context.err() {
-            UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// `Some(old item, if returned)` when a `DeleteItem` failed only because its condition did
-/// not hold.
-fn delete_condition_failed<R>(err: &SdkError<DeleteItemError, R>) -> Option<Option<&Item>> {
-    match err {
-        SdkError::ServiceError(context) => match context.err() {
-            DeleteItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
-            _ => None,
-        },
-        _ => None,
     }
 }
 

@@ -17,13 +17,8 @@
 //! single `Query` in node-id order; a deployment has a handful of nodes, far from any
 //! partition limit. Codes and jobs have a partition each.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
@@ -32,9 +27,10 @@ use clawless_core::nodes::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::dynamo::{EXPIRES_AT, ITEM_BUDGET, NAME_PK, PK, SK, attribute_str, n, s};
-
-type Item = HashMap<String, AttributeValue>;
+use crate::dynamo::{
+    EXPIRES_AT, ITEM_BUDGET, Item, NAME_PK, PK, SK, attribute_str, n, put_condition_failed, s,
+    update_condition_failed,
+};
 
 /// Partition of every node item.
 const NODES_PK: &str = "nodes";
@@ -217,27 +213,6 @@ fn job_from_item(item: &Item, table: &str) -> Result<ExecJobRecord, NodeStoreErr
         result: read.optional_string("result"),
         resolved_at_ms: read.optional_number("resolved_at_ms")?,
     })
-}
-
-/// True when a `PutItem` failed only because its condition did not hold.
-fn put_condition_failed<R>(err: &SdkError<PutItemError, R>) -> bool {
-    matches!(
-        err,
-        SdkError::ServiceError(context)
-            if matches!(context.err(), PutItemError::ConditionalCheckFailedException(_))
-    )
-}
-
-/// `Some(old item, if returned)` when an `UpdateItem` failed only because its condition did
-/// not hold.
-fn update_condition_failed<R>(err: &SdkError<UpdateItemError, R>) -> Option<Option<&Item>> {
-    match err {
-        SdkError::ServiceError(context) => match context.err() {
-            UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// The node registry port on the sessions table, laid out as the [module docs](self) say.
