@@ -82,16 +82,19 @@ pub enum ResetReason {
     Daily,
     /// The session was idle longer than allowed.
     Idle,
+    /// An isolated heartbeat session (`isolatedSession`) starts every run afresh.
+    Heartbeat,
 }
 
 impl ResetReason {
-    /// `new`, `reset`, `daily` or `idle`.
+    /// `new`, `reset`, `daily`, `idle` or `heartbeat`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::New => "new",
             Self::Reset => "reset",
             Self::Daily => "daily",
             Self::Idle => "idle",
+            Self::Heartbeat => "heartbeat",
         }
     }
 
@@ -572,6 +575,12 @@ impl SessionState {
     /// True when the job was sent in this invocation.
     pub(crate) fn was_dispatched(&self, job_id: &str) -> bool {
         self.dispatched_jobs.contains(job_id)
+    }
+
+    /// Marks meta as changed by the caller (without touching `updated_at_ms`), so the next
+    /// commit stores it.
+    pub fn touch_meta(&mut self) {
+        self.meta_dirty = true;
     }
 
     /// Marks meta as changed.
