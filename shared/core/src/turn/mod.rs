@@ -722,6 +722,22 @@ impl TurnEngine {
         if state.model_calls_this_turn() < self.settings.max_model_calls {
             return Derived::Effect(Effect::CallModel);
         }
+        if state.heartbeat_delivery().is_some() {
+            // A heartbeat that will not finish says so in the transcript, not in the chat.
+            let text = format!(
+                "reached the limit of {} model calls",
+                self.settings.max_model_calls
+            );
+            state.push(
+                StepBody::HeartbeatOutcome {
+                    status: "failed".to_owned(),
+                    reason: Some(text),
+                },
+                now_ms,
+            );
+            close_turn(state, now_ms);
+            return Derived::Changed;
+        }
         let reply_id = reply_id(state, "limit");
         let already = state.current_turn_steps().iter().any(
             |step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id),
