@@ -900,6 +900,18 @@ channels:
             "tools:\n  byProvider: { openai: { denny: [exec] } }\n",
             "tools.byProvider.openai.denny: unknown field",
         ),
+        (
+            "agents:\n  defaults:\n    heartbeat: { evry: 5m }\n",
+            "agents.defaults.heartbeat.evry: unknown field",
+        ),
+        (
+            "agents:\n  list:\n    - id: main\n      heartbeat: { activeHours: { from: \"08:00\" } }\n",
+            "agents.list[0].heartbeat.activeHours.from: unknown field",
+        ),
+        (
+            "channels:\n  defaults:\n    heartbeat: { showOK: true }\n",
+            "channels.defaults.heartbeat.showOK: unknown field",
+        ),
     ];
 
     #[test]
@@ -911,6 +923,28 @@ channels:
             };
             assert!(reason.contains(expected), "{text:?}\n  → {reason}");
         }
+    }
+
+    #[test]
+    fn heartbeats_run_for_the_default_agent_unless_agents_have_their_own() {
+        let config = ClawlessConfig::from_yaml("", "t").unwrap();
+        let agents = config.heartbeat_agents();
+        assert_eq!(agents.len(), 1);
+        assert_eq!(agents[0].agent_id, "main");
+        assert_eq!(agents[0].config.interval_ms(), Some(30 * 60_000));
+        assert!(config.heartbeat_visibility().show_alerts);
+        assert!(!config.heartbeat_visibility().show_ok);
+
+        let text = "agents:\n  defaults:\n    heartbeat: { every: 1h, target: last }\n  list:\n    - id: main\n    - id: Ops\n      heartbeat: { every: 15m }\nchannels:\n  defaults:\n    heartbeat: { showOk: true }\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        let agents = config.heartbeat_agents();
+        let ids: Vec<&str> = agents.iter().map(|agent| agent.agent_id.as_str()).collect();
+        assert_eq!(ids, ["ops"], "only agents with a block, once any has one");
+        assert_eq!(agents[0].config.interval_ms(), Some(15 * 60_000));
+        assert_eq!(agents[0].config.target.as_deref(), Some("last"));
+        assert!(config.heartbeat_agent("OPS").is_some());
+        assert!(config.heartbeat_agent("main").is_none());
+        assert!(config.heartbeat_visibility().show_ok);
     }
 
     #[test]

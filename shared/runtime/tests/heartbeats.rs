@@ -4,7 +4,7 @@
 //! repeat within 24 hours does not; a redelivered firing of a slot runs once; a busy session
 //! retries the same slot without advancing the schedule; a user's message queued with a
 //! heartbeat is answered either way round; `isolatedSession` keeps heartbeats out of the
-//! conversation but still alerts its chat.
+//! conversation but still alerts its chat; a changed `every` ends the old chain of timers.
 
 mod support;
 
@@ -67,30 +67,19 @@ impl Harness {
         }
         let model = ScriptedServer::start().await;
         let receiver = ReplyReceiver::start().await;
-        let yaml = format!(
-            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n    \
-             heartbeat: {heartbeat_yaml}\nmodels:\n  primary: anthropic/claude-test\n  \
-             maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      \
-             baseUrl: {base}\ntools:\n  deny: [web_fetch]\n",
-            skills = dir.path().join("skills").display(),
-            workspace = workspace.display(),
-            base = model.base_url(),
-        );
-        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
         let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
         let clock = Arc::new(TestClock(AtomicU64::new(T0)));
         let timers = InMemoryTimers::new();
-        let turns = support::turn_service(
-            &config,
-            Arc::clone(&sessions),
-            &receiver.url,
-            Arc::clone(&clock) as Arc<dyn Clock>,
-        )
-        .with_heartbeats(HeartbeatTimers {
-            timers: Arc::new(timers.clone()),
-            seed: "heartbeat-test".to_owned(),
-        });
+        let turns = build_turns(
+            dir.path(),
+            &model,
+            &receiver,
+            &sessions,
+            &clock,
+            &timers,
+            heartbeat_yaml,
+        );
         Self {
             dir,
             model,
@@ -101,6 +90,19 @@ impl Harness {
             turns,
             sent: 0,
         }
+    }
+
+    /// The same deployment restarted with other heartbeat settings.
+    fn reconfigure(&mut self, heartbeat_yaml: &str) {
+        self.turns = build_turns(
+            self.dir.path(),
+            &self.model,
+            &self.receiver,
+            &self.sessions,
+            &self.clock,
+            &self.timers,
+            heartbeat_yaml,
+        );
     }
 
     fn set_time(&self, at_ms: u64) {
@@ -212,6 +214,39 @@ impl Harness {
             .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
             .collect()
     }
+}
+
+/// The turn service of the deployment in `dir` with `heartbeat_yaml` as
+/// `agents.defaults.heartbeat`.
+fn build_turns(
+    dir: &std::path::Path,
+    model: &ScriptedServer,
+    receiver: &ReplyReceiver,
+    sessions: &Arc<dyn SessionStore>,
+    clock: &Arc<TestClock>,
+    timers: &InMemoryTimers,
+    heartbeat_yaml: &str,
+) -> TurnService {
+    let yaml = format!(
+        "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n    \
+         heartbeat: {heartbeat_yaml}\nmodels:\n  primary: anthropic/claude-test\n  \
+         maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      \
+         baseUrl: {base}\ntools:\n  deny: [web_fetch]\n",
+        skills = dir.join("skills").display(),
+        workspace = dir.join("workspace").display(),
+        base = model.base_url(),
+    );
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    support::turn_service(
+        &config,
+        Arc::clone(sessions),
+        &receiver.url,
+        Arc::clone(clock) as Arc<dyn Clock>,
+    )
+    .with_heartbeats(HeartbeatTimers {
+        timers: Arc::new(timers.clone()),
+        seed: "heartbeat-test".to_owned(),
+    })
 }
 
 fn seeded_heartbeat_md() -> &'static str {
@@ -538,4 +573,31 @@ async fn an_isolated_heartbeat_session_alerts_the_main_chat_and_starts_afresh() 
     h.fire_next(ISOLATED).await;
     // THEN the next heartbeat costs nothing
     assert_eq!(h.model_calls(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_interval_drops_the_old_chain_and_arms_the_new_one() {
+    // GIVEN heartbeats every 30 minutes, armed by a conversation
+    let mut h = Harness::new("{every: 30m, target: last}", Some(DISK_TASK)).await;
+    h.say("hi", "Hello!").await;
+    let old_slot = h.next_slot(MAIN).await;
+
+    // WHEN the deployment restarts with every 7 minutes (not a divisor of 30), arming itself,
+    // and the old chain's firing arrives
+    h.reconfigure("{every: 7m, target: last}");
+    let armed = h.turns.arm_heartbeats().await.expect("arm");
+    let new_slot = armed[0].due_at_ms;
+    assert_eq!(armed[0].timer_id, format!("heartbeat:main:{new_slot}"));
+    assert!(new_slot > T0 && new_slot <= T0 + 7 * MINUTE);
+    h.script("HEARTBEAT_OK");
+    let fired = h.fire_due_at(new_slot.max(old_slot)).await;
+
+    // THEN the old slot ran nothing and only the new grid's slots run from now on
+    assert_eq!(fired.len(), if new_slot == old_slot { 1 } else { 2 });
+    assert_eq!(h.model_calls(), 2, "one heartbeat ran: the new slot's");
+    let heartbeat = h.heartbeat_state(MAIN).await;
+    assert_eq!(heartbeat.last_slot_ms, Some(new_slot));
+    let schedule = heartbeat.schedule.expect("schedule");
+    assert_eq!(schedule.interval_ms, 7 * MINUTE);
+    assert_eq!(schedule.next_due_ms % (7 * MINUTE), new_slot % (7 * MINUTE));
 }

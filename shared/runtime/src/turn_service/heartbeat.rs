@@ -11,7 +11,8 @@
 //!   FIFO group (the agent's main session, or `<key>:heartbeat` with `isolatedSession`).
 //! - **Exactly once per slot.** The session's meta records the latest slot handled. A firing
 //!   of that slot or an earlier one (a redelivery, a duplicate timer) does nothing but re-arm
-//!   the next firing; a firing off the current grid (the interval changed) does nothing.
+//!   the next firing; a firing off the current grid (the interval changed) runs nothing and
+//!   arms the current grid's next slot instead.
 //! - **Chaining.** After a slot is handled (run or skipped) the next slot is armed, after the
 //!   meta recording the handled slot is committed. A busy session (a turn waiting on a node or
 //!   an approval) does not advance the schedule: the same slot is retried after 1 s, doubling
@@ -240,8 +241,30 @@ impl TurnService {
             ) {
                 Firing::Act => {}
                 Firing::Stale => {
+                    // A chain armed under another `every`: it ends here, and the current
+                    // schedule's next slot is armed in its place (on AWS a redeployed config
+                    // reaches the chain this way).
                     tracing::info!(session = %state.key, slot_ms, "heartbeat slot not on the current schedule; dropped");
-                    return Ok(HeartbeatStart::default());
+                    if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
+                        return Ok(HeartbeatStart::default());
+                    }
+                    state
+                        .meta
+                        .heartbeat
+                        .get_or_insert_with(Default::default)
+                        .schedule = Some(fresh);
+                    state.touch_meta();
+                    return Ok(HeartbeatStart {
+                        arm: Some(heartbeat_timer(
+                            &agent.agent_id,
+                            &state.key,
+                            fresh.next_due_ms,
+                            0,
+                            fresh.next_due_ms,
+                        )),
+                        changed: true,
+                        incoming: None,
+                    });
                 }
                 Firing::Duplicate => {
                     tracing::info!(session = %state.key, slot_ms, "heartbeat slot handled already");
