@@ -12,6 +12,9 @@
 //! finish: it persists, puts a [`TurnEvent::Continue`] for the session on the turn queue and
 //! returns, and the continuation picks the turn up in a fresh invocation. The first model call
 //! of an invocation is always made, so every invocation advances some turn.
+//!
+//! A heartbeat firing goes through its gates first (`heartbeat`): it becomes a poll turn or a
+//! skip recorded in the session's meta, and the next firing is armed once that is committed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
