@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use clawless_aws::{DynamoSessionStore, S3ObjectStore};
+use clawless_core::heartbeat::{AlertTarget, HeartbeatState};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionKey, SessionLister, SessionStore, StoredSession};
@@ -427,6 +428,9 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     chat.chat_type
                 );
             }
+            if let Some(heartbeat) = &meta.heartbeat {
+                push_line!(out, "{}", heartbeat_line(heartbeat));
+            }
             if !meta.follow_ups.is_empty() {
                 push_line!(
                     out,
@@ -469,6 +473,7 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 text,
                 dispatch,
                 heartbeat,
+                heartbeat_delivery,
                 compact,
             } => {
                 let what = match (heartbeat, compact) {
@@ -477,6 +482,18 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     (false, None) => "USER",
                 };
                 push_line!(out, "{what} {sender_id} (message {message_id})");
+                if let Some(delivery) = heartbeat_delivery {
+                    let slot = delivery
+                        .slot_ms
+                        .map_or_else(|| "a wake".to_owned(), |slot| format!("slot {}", utc(slot)));
+                    let target = match &delivery.target {
+                        AlertTarget::Chat { chat } => format!("{} {}", chat.channel, chat.chat_id),
+                        AlertTarget::TargetNone => "nowhere (target none)".to_owned(),
+                        AlertTarget::NoTarget => "nowhere (no target)".to_owned(),
+                        AlertTarget::DmBlocked => "nowhere (direct chats blocked)".to_owned(),
+                    };
+                    push_line!(out, "    ({slot}; an alert goes to {target})");
+                }
                 indent(&mut out, &cut(text, full).0);
                 if let Some(dispatch) = dispatch {
                     push_line!(
@@ -554,8 +571,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 push_line!(out, "PENDING {tool} [{call_id}] job {job_id}: {state}");
                 pending.insert(call_id.clone(), (job_id.clone(), *awaiting_approval));
             }
-            StepBody::Reply { reply_id, text } => {
-                push_line!(out, "REPLY {reply_id}");
+            StepBody::Reply { reply_id, text, to } => {
+                match to {
+                    Some(chat) => {
+                        push_line!(out, "REPLY {reply_id} to {} {}", chat.channel, chat.chat_id);
+                    }
+                    None => push_line!(out, "REPLY {reply_id}"),
+                }
                 indent(&mut out, &cut(text, full).0);
             }
             StepBody::Reset {
@@ -594,6 +616,18 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"
                 ),
             },
+            StepBody::HeartbeatOutcome { status, reason } => {
+                let reason = reason.as_deref().unwrap_or("no reason given");
+                match status.as_str() {
+                    "ok-token" | "ok-empty" => push_line!(
+                        out,
+                        "=== HEARTBEAT ACK ({status}): nothing needed attention; nothing sent"
+                    ),
+                    "sent" => push_line!(out, "=== HEARTBEAT ALERT: sent (the reply below)"),
+                    "failed" => push_line!(out, "=== HEARTBEAT FAILED: {reason}"),
+                    _ => push_line!(out, "=== HEARTBEAT ALERT not sent: {reason}"),
+                }
+            }
             StepBody::ReplySent { reply_id, rejected } => match rejected {
                 Some(reason) => {
                     push_line!(out, "REPLY REJECTED {reply_id}: {reason}");
@@ -623,6 +657,32 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
         }
     }
     out
+}
+
+/// `heartbeats: next slot … · last ran|skipped (reason) at … · last alert at …`.
+fn heartbeat_line(heartbeat: &HeartbeatState) -> String {
+    let mut parts = Vec::new();
+    if let Some(schedule) = &heartbeat.schedule {
+        parts.push(format!(
+            "next slot {} (every {}s)",
+            utc(schedule.next_due_ms),
+            schedule.interval_ms / 1000
+        ));
+    }
+    if let Some(run) = &heartbeat.last_run {
+        let reason = run
+            .reason
+            .as_ref()
+            .map_or_else(String::new, |reason| format!(" ({reason})"));
+        parts.push(format!("last {}{reason} at {}", run.status, utc(run.at_ms)));
+    }
+    if let Some(alert) = &heartbeat.last_alert {
+        parts.push(format!("last alert at {}", utc(alert.sent_at_ms)));
+    }
+    if parts.is_empty() {
+        parts.push("none yet".to_owned());
+    }
+    format!("heartbeats: {}", parts.join(" · "))
 }
 
 fn indent(out: &mut String, text: &str) {

@@ -140,6 +140,7 @@ fn commit(big_result: &str) -> SessionCommit {
         last_prompt_tokens: None,
         observed_window: None,
         model_override: None,
+        heartbeat: None,
     };
     let steps = vec![
         step(
@@ -151,6 +152,7 @@ fn commit(big_result: &str) -> SessionCommit {
                 text: "how full is my disk?".to_owned(),
                 dispatch: None,
                 heartbeat: false,
+                heartbeat_delivery: None,
                 compact: None,
             },
         ),
@@ -182,6 +184,7 @@ fn commit(big_result: &str) -> SessionCommit {
             StepBody::Reply {
                 reply_id: "r-1".to_owned(),
                 text: "Your disk is 40% full.".to_owned(),
+                to: None,
             },
         ),
         step(
@@ -451,6 +454,7 @@ fn two_generations() -> SessionCommit {
         text: text.to_owned(),
         dispatch: None,
         heartbeat: false,
+        heartbeat_delivery: None,
         compact: None,
     };
     let next = commit.steps.len() as u64 + 1;

@@ -45,7 +45,9 @@ use crate::secrets::{
 };
 use crate::skills_service::SkillsService;
 use crate::sources::StoreFactory;
-use crate::turn_service::{HostFacts, TurnDeps, TurnService, YIELD_MARGIN, YieldPolicy};
+use crate::turn_service::{
+    HeartbeatTimers, HostFacts, TurnDeps, TurnService, YIELD_MARGIN, YieldPolicy,
+};
 
 /// Table of sessions and inbox claims.
 pub const TABLE_ENV: &str = "CLAWLESS_TABLE";
@@ -461,7 +463,7 @@ impl AwsApp {
                 required(TURN_QUEUE_ENV)?,
             )),
         };
-        Ok(TurnService::new(TurnDeps {
+        let turns = TurnService::new(TurnDeps {
             skills,
             stores: Arc::clone(&self.stores),
             sessions,
@@ -482,7 +484,17 @@ impl AwsApp {
             nodes,
         })
         .with_yield(yield_policy)
-        .with_model_factory(model_factory))
+        .with_model_factory(model_factory);
+        // Heartbeats are armed by the events of each agent's main session (see
+        // `turn_service::heartbeat`); without a timer queue there are none.
+        let turns = match env(TIMER_QUEUE_ENV) {
+            Some(timer_queue) => turns.with_heartbeats(HeartbeatTimers {
+                timers: Arc::new(SqsTimers::new(self.sqs.clone(), timer_queue)),
+                seed: required(TABLE_ENV)?,
+            }),
+            None => turns,
+        };
+        Ok(turns)
     }
 }
 

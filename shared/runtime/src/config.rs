@@ -7,6 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use clawless_core::heartbeat::{
+    HeartbeatAgent, HeartbeatConfig, HeartbeatVisibility, HeartbeatVisibilityConfig,
+    heartbeat_agents,
+};
 use clawless_core::object_store::StoreError;
 use clawless_core::session::key::DmScope;
 use clawless_core::session::reset::{
@@ -248,6 +252,12 @@ pub struct AgentDefaults {
     /// cold (the stored transcript keeps everything).
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub context_pruning: Option<clawless_core::compaction::pruning::PruningSettings>,
+    /// Heartbeats: a periodic turn in which the agent reads `HEARTBEAT.md` and either answers
+    /// `HEARTBEAT_OK` (never sent to a chat) or sends an alert. Unset: the default agent gets
+    /// one every 30 minutes, which costs nothing while `HEARTBEAT.md` has only headings.
+    /// When any agent in `list` has its own `heartbeat`, only those agents run heartbeats.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub heartbeat: Option<HeartbeatConfig>,
 }
 
 /// `agents.list[]`.
@@ -269,6 +279,12 @@ pub struct AgentConfig {
     /// policy alone.
     #[serde(default)]
     pub tools: Option<clawless_core::tool_policy::AgentToolsConfig>,
+    /// This agent's heartbeat settings, each unset key taken from
+    /// `agents.defaults.heartbeat`. Once any agent has this block, only such agents run
+    /// heartbeats.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub heartbeat: Option<HeartbeatConfig>,
 }
 
 /// `channels:`.
@@ -291,6 +307,20 @@ pub struct ChannelsSection {
     /// A Discord application (`POST /webhook/discord`). Unset: no Discord channel.
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub discord: Option<clawless_channels::DiscordConfig>,
+    /// Settings for every channel.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub defaults: ChannelDefaults,
+}
+
+/// `channels.defaults`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ChannelDefaults {
+    /// What heartbeats may show in a chat: `showOk` (send `HEARTBEAT_OK` when nothing needs
+    /// attention; default false) and `showAlerts` (send alerts; default true).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub heartbeat: Option<HeartbeatVisibilityConfig>,
 }
 
 /// Who may talk on the generic channel when `allowFrom` is unset: anyone, since its callers
@@ -567,6 +597,36 @@ impl ClawlessConfig {
             .find(|agent| agent.id.eq_ignore_ascii_case(id.trim()))
     }
 
+    /// The agents that run heartbeats, each with its settings merged over
+    /// `agents.defaults.heartbeat` (spec §1.2): those with a `heartbeat` block when any has
+    /// one, else the default agent.
+    pub fn heartbeat_agents(&self) -> Vec<HeartbeatAgent> {
+        let defaults = self.agents.defaults.heartbeat.clone().unwrap_or_default();
+        let listed: Vec<(String, Option<HeartbeatConfig>)> = self
+            .agents
+            .list
+            .iter()
+            .map(|agent| (agent.id.trim().to_owned(), agent.heartbeat.clone()))
+            .collect();
+        heartbeat_agents(&defaults, &listed, DEFAULT_AGENT_ID)
+            .into_iter()
+            .filter(|agent| self.agent(&agent.agent_id).is_some())
+            .collect()
+    }
+
+    /// The heartbeat settings of this agent, when it runs heartbeats.
+    pub fn heartbeat_agent(&self, agent_id: &str) -> Option<HeartbeatAgent> {
+        self.heartbeat_agents()
+            .into_iter()
+            .find(|agent| agent.agent_id.eq_ignore_ascii_case(agent_id.trim()))
+    }
+
+    /// What heartbeats may show in a chat (`channels.defaults.heartbeat` over the built-in
+    /// defaults).
+    pub fn heartbeat_visibility(&self) -> HeartbeatVisibility {
+        HeartbeatVisibility::resolve(&[self.channels.defaults.heartbeat.as_ref()])
+    }
+
     /// Makes relative directory locations relative to `base`.
     fn rebase_dirs(&mut self, base: &Path) {
         let rebase = |location: &mut String| {
@@ -840,6 +900,18 @@ channels:
             "tools:\n  byProvider: { openai: { denny: [exec] } }\n",
             "tools.byProvider.openai.denny: unknown field",
         ),
+        (
+            "agents:\n  defaults:\n    heartbeat: { evry: 5m }\n",
+            "agents.defaults.heartbeat.evry: unknown field",
+        ),
+        (
+            "agents:\n  list:\n    - id: main\n      heartbeat: { activeHours: { from: \"08:00\" } }\n",
+            "agents.list[0].heartbeat.activeHours.from: unknown field",
+        ),
+        (
+            "channels:\n  defaults:\n    heartbeat: { showOK: true }\n",
+            "channels.defaults.heartbeat.showOK: unknown field",
+        ),
     ];
 
     #[test]
@@ -851,6 +923,28 @@ channels:
             };
             assert!(reason.contains(expected), "{text:?}\n  → {reason}");
         }
+    }
+
+    #[test]
+    fn heartbeats_run_for_the_default_agent_unless_agents_have_their_own() {
+        let config = ClawlessConfig::from_yaml("", "t").unwrap();
+        let agents = config.heartbeat_agents();
+        assert_eq!(agents.len(), 1);
+        assert_eq!(agents[0].agent_id, "main");
+        assert_eq!(agents[0].config.interval_ms(), Some(30 * 60_000));
+        assert!(config.heartbeat_visibility().show_alerts);
+        assert!(!config.heartbeat_visibility().show_ok);
+
+        let text = "agents:\n  defaults:\n    heartbeat: { every: 1h, target: last }\n  list:\n    - id: main\n    - id: Ops\n      heartbeat: { every: 15m }\nchannels:\n  defaults:\n    heartbeat: { showOk: true }\n";
+        let config = ClawlessConfig::from_yaml(text, "t").unwrap();
+        let agents = config.heartbeat_agents();
+        let ids: Vec<&str> = agents.iter().map(|agent| agent.agent_id.as_str()).collect();
+        assert_eq!(ids, ["ops"], "only agents with a block, once any has one");
+        assert_eq!(agents[0].config.interval_ms(), Some(15 * 60_000));
+        assert_eq!(agents[0].config.target.as_deref(), Some("last"));
+        assert!(config.heartbeat_agent("OPS").is_some());
+        assert!(config.heartbeat_agent("main").is_none());
+        assert!(config.heartbeat_visibility().show_ok);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::routes::skills_bins_router;
 use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
 use crate::sources::{SourceUri, StoreFactory};
-use crate::turn_service::{HostFacts, TurnDeps, TurnService};
+use crate::turn_service::{HeartbeatTimers, HostFacts, TurnDeps, TurnService};
 use crate::turn_worker::run_worker;
 
 /// Default port of `clawless local`.
@@ -274,8 +274,18 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
                 move |name: &str| secrets.lookup(name),
                 clawless_llm::ModelBuild::default(),
             )
+        })
+        // Heartbeat firings wait in the same timers table as job deadlines, and reach the
+        // turn queue the same way.
+        .with_heartbeats(HeartbeatTimers {
+            timers: Arc::new(SqliteTimers::new(db.clone())),
+            seed: state_dir.display().to_string(),
         }),
     );
+    turns
+        .arm_heartbeats()
+        .await
+        .map_err(|err| LocalError::Setup(format!("cannot arm the heartbeats: {err}")))?;
     let ingress = Arc::new(Ingress {
         inbox,
         queue: Arc::clone(&queue),

@@ -12,6 +12,9 @@
 //! finish: it persists, puts a [`TurnEvent::Continue`] for the session on the turn queue and
 //! returns, and the continuation picks the turn up in a fresh invocation. The first model call
 //! of an invocation is always made, so every invocation advances some turn.
+//!
+//! A heartbeat firing goes through its gates first (`heartbeat`): it becomes a poll turn or a
+//! skip recorded in the session's meta, and the next firing is armed once that is committed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,7 +57,10 @@ use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 
 mod context_keeper;
+mod heartbeat;
 mod prepare;
+
+pub use heartbeat::{HeartbeatTimers, heartbeat_timer};
 
 /// Why an event could not be processed. Everything but [`TurnError::BadEvent`] is worth a
 /// redelivery: storage was left consistent.
@@ -87,6 +93,9 @@ pub enum TurnError {
     /// The continuation of a yielding turn could not be queued.
     #[error("turn continuation not queued: {0}")]
     Continue(#[from] QueueError),
+    /// A heartbeat's next firing could not be scheduled.
+    #[error("heartbeat timer not scheduled: {0}")]
+    Timer(#[source] QueueError),
 }
 
 impl TurnError {
@@ -217,6 +226,7 @@ pub struct TurnService {
     objects: Arc<ObjectCache>,
     tools_run: AtomicU64,
     yield_policy: Option<YieldPolicy>,
+    heartbeats: Option<HeartbeatTimers>,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -268,6 +278,7 @@ impl TurnService {
             objects: Arc::new(ObjectCache::default()),
             tools_run: AtomicU64::new(0),
             yield_policy: None,
+            heartbeats: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -282,8 +293,15 @@ impl TurnService {
     /// The model this session's turns use: its choice (`/new <model>`) when one is made and
     /// can be built, else the configured one.
     fn model(&self, state: &SessionState) -> Arc<dyn ModelProvider> {
-        let (Some(chosen), Some(factory)) = (&state.meta.model_override, &self.model_factory)
-        else {
+        // A heartbeat turn may have a model of its own (`heartbeat.model`).
+        let heartbeat_model = self
+            .heartbeat_turn_config(state)
+            .and_then(|config| config.model)
+            .filter(|model| !model.trim().is_empty());
+        let chosen = heartbeat_model
+            .as_ref()
+            .or(state.meta.model_override.as_ref());
+        let (Some(chosen), Some(factory)) = (chosen, &self.model_factory) else {
             return Arc::clone(&self.deps.model);
         };
         let mut built = self
@@ -311,6 +329,13 @@ impl TurnService {
         self
     }
 
+    /// Schedules heartbeats on `timers` (see the `heartbeat` module): each firing is handled,
+    /// and the next one armed, by this service. Without it no heartbeat is ever scheduled.
+    pub fn with_heartbeats(mut self, timers: HeartbeatTimers) -> Self {
+        self.heartbeats = Some(timers);
+        self
+    }
+
     /// Tools run in-process since start (an operational counter).
     pub fn tools_run(&self) -> u64 {
         self.tools_run.load(Ordering::Relaxed)
@@ -331,6 +356,30 @@ impl TurnService {
         &self,
         event: &SessionEvent,
         deadline: Option<&Deadline>,
+    ) -> Result<TurnReport, TurnError> {
+        let mut arm = None;
+        let report = self.handle_inner(event, deadline, &mut arm).await?;
+        // Armed only once the session recording why is committed.
+        if let Some(timer) = arm {
+            match self.schedule_timer(&timer).await {
+                Ok(()) => {}
+                // A heartbeat's redelivery re-arms its next firing.
+                Err(err) if matches!(event.event, TurnEvent::Heartbeat { .. }) => return Err(err),
+                Err(err) => {
+                    tracing::warn!(error = %err, timer = %timer.timer_id, "heartbeat not armed; the next event of the session tries again");
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// [`TurnService::handle_until`] before arming `arm`, the heartbeat timer the event asks
+    /// for.
+    async fn handle_inner(
+        &self,
+        event: &SessionEvent,
+        deadline: Option<&Deadline>,
+        arm: &mut Option<clawless_core::nodes::Timer>,
     ) -> Result<TurnReport, TurnError> {
         let key = SessionKey::parse(&event.session_key).ok_or_else(|| {
             TurnError::BadEvent(format!("bad session key {:?}", event.session_key))
@@ -362,7 +411,34 @@ impl TurnService {
         if matches!(event.event, TurnEvent::Continue { .. }) {
             // Nothing new to record: the transcript says what is left.
             report.acceptance = Some("Continued".to_owned());
+        } else if let TurnEvent::Heartbeat {
+            heartbeat_id,
+            slot_ms,
+            reason,
+            attempt,
+        } = &event.event
+        {
+            let firing = heartbeat::FiringEvent {
+                heartbeat_id,
+                slot_ms: *slot_ms,
+                reason,
+                attempt: *attempt,
+            };
+            let start = self.start_heartbeat(&agent.id, &mut state, firing).await?;
+            *arm = start.arm;
+            match start.incoming {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None if !start.changed && state.version == 0 => {
+                    // Nothing to record in a session that does not exist.
+                    return Ok(report);
+                }
+                None => report.acceptance = Some("HeartbeatHandled".to_owned()),
+            }
         } else {
+            *arm = self.arm_if_needed(&agent.id, &mut state);
             let Some(incoming) = self
                 .prepare(&agent.id, &event.event, &state, &scope)
                 .await?
@@ -401,6 +477,7 @@ impl TurnService {
                         return Ok(report);
                     }
                     if let Some(chat) = &state.meta.chat
+                        && !state.is_heartbeat_turn()
                         && let Err(err) = self.deps.outbox.typing(chat).await
                     {
                         tracing::debug!(error = %err, "typing indicator not shown");
@@ -672,7 +749,23 @@ impl TurnService {
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
         let workspace = self.workspace(agent_id)?;
         let defaults = &self.config().agents.defaults;
-        let kind = BootstrapKind::for_session_key(state.key.as_str());
+        let heartbeat = state.is_heartbeat_turn();
+        let heartbeat_config = self
+            .config()
+            .heartbeat_agent(agent_id)
+            .map(|agent| agent.config);
+        let kind = match &heartbeat_config {
+            Some(config) if heartbeat && config.light_context() => {
+                BootstrapKind::Lightweight { heartbeat: true }
+            }
+            _ => BootstrapKind::for_session_key(state.key.as_str()),
+        };
+        let heartbeat_guidance = heartbeat_config.as_ref().is_some_and(|config| {
+            clawless_core::heartbeat::prompt::heartbeat_guidance_enabled(
+                config,
+                agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
+            )
+        });
         let listing = self.deps.skills.recent_listing(
             agent_id,
             &workspace.store.identity(),
@@ -690,6 +783,13 @@ impl TurnService {
             }
             None => load_bootstrap_files(workspace.store.as_ref(), &workspace.prefix, kind).await?,
         };
+        // `HEARTBEAT.md` is for heartbeats, and for ordinary turns of an agent told about them.
+        let mut files = files;
+        if !heartbeat && !heartbeat_guidance {
+            files.retain(|file| {
+                file.name != clawless_core::system_prompt::bootstrap::HEARTBEAT_FILE_NAME
+            });
+        }
         let (context_files, warnings) = build_bootstrap_context_files(
             &files,
             defaults
@@ -707,15 +807,6 @@ impl TurnService {
         let default_model = self.deps.model.model_ref();
         let workspace_dir = workspace.display_root();
         let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
-        let heartbeat = state.current_turn_steps().first().is_some_and(|step| {
-            matches!(
-                step.body,
-                clawless_core::turn::state::StepBody::Inbound {
-                    heartbeat: true,
-                    ..
-                }
-            )
-        });
         let runtime = RuntimeLine {
             agent_id: Some(agent_id),
             host: self.deps.host.host.as_deref(),
@@ -734,7 +825,7 @@ impl TurnService {
             workspace_dir: &workspace_dir,
             context_files: &context_files,
             user_timezone: defaults.user_timezone.as_deref(),
-            heartbeat_prompt: heartbeat.then_some("HEARTBEAT"),
+            heartbeat_guidance,
             runtime,
             ..SystemPromptParams::default()
         };

@@ -107,7 +107,9 @@ impl Harness {
             agent_id: "main".to_owned(),
             event: TurnEvent::Heartbeat {
                 heartbeat_id: format!("h-{}", self.sent),
-                prompt: "Check HEARTBEAT.md".to_owned(),
+                slot_ms: None,
+                reason: "manual".to_owned(),
+                attempt: 0,
             },
         };
         self.turns.handle(&event).await.expect("heartbeat");

@@ -103,20 +103,23 @@ pub struct HeartbeatConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = "allow")))]
     pub direct_policy: Option<DirectPolicy>,
-    /// The account to send from, on a channel that has several. An account the channel does
-    /// not know means no delivery.
+    /// The account to send from, on a channel that has several. Accepted as in OpenClaw;
+    /// clawless channels have one account each, so it has no effect yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub account_id: Option<String>,
-    /// Leave out the warnings about failed tools from heartbeat replies.
+    /// Leave out the warnings about failed tools from heartbeat replies. clawless sends no
+    /// such warnings to chats, so it has no effect yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub suppress_tool_error_warnings: Option<bool>,
-    /// The longest a heartbeat turn may run, in seconds. Unset: the agent's own limit.
+    /// The longest a heartbeat turn may run, in seconds. Not enforced yet: heartbeat turns
+    /// have the limits of any turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub timeout_seconds: Option<u64>,
-    /// Also send the model's `Reasoning:` messages along with an alert.
+    /// Also send the model's `Reasoning:` messages along with an alert. clawless sends no
+    /// reasoning messages, so it has no effect yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub include_reasoning: Option<bool>,
@@ -338,7 +341,8 @@ pub struct HeartbeatVisibilityConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = true)))]
     pub show_alerts: Option<bool>,
-    /// Show the heartbeat's outcome as a status indicator where the channel has one.
+    /// Show the heartbeat's outcome as a status indicator where the channel has one (none
+    /// does yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = true)))]
     pub use_indicator: Option<bool>,

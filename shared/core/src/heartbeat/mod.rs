@@ -5,7 +5,8 @@
 //! heartbeats ([`config`]), when they are due ([`schedule`]), why one was asked for
 //! ([`reason`]), `HEARTBEAT.md` and its tasks ([`file`]), which session a heartbeat runs in
 //! ([`session`]), the gates and the prompt ([`gate`], [`prompt`]), what becomes of the reply
-//! ([`reply`]), and keeping acknowledged polls out of later context ([`hygiene`]).
+//! ([`reply`]), keeping acknowledged polls out of later context ([`hygiene`]), and what a
+//! session keeps between heartbeats and which timer firings count ([`state`]).
 //!
 //! It performs no I/O and reads no clock: the caller (the turn service) passes the time as
 //! epoch milliseconds, the file's text, the lane state and the durable per-agent state
@@ -21,6 +22,11 @@
 //! 4. Run the turn; [`reply::decide_heartbeat_reply`] → a [`reply::HeartbeatOutcome`].
 //! 5. [`file::record_task_runs`] unless skipped; [`schedule::HeartbeatSchedule::after_run`]
 //!    and [`schedule::retry_delay_ms`] for the next wake.
+//!
+//! The turn service drives this from durable timers: each firing names a slot of the agent's
+//! phase grid, [`state::judge_firing`] lets each slot act once, and the run's reply rules
+//! travel with the turn as a [`state::HeartbeatDelivery`], so the turn engine decides the
+//! reply ([`state::HeartbeatDelivery::decide`]) from persisted facts.
 
 pub mod config;
 pub mod file;
@@ -32,6 +38,7 @@ pub mod reply;
 pub mod run;
 pub mod schedule;
 pub mod session;
+pub mod state;
 
 pub use config::{
     ActiveHoursConfig, DirectPolicy, HeartbeatAgent, HeartbeatConfig, HeartbeatTarget,
@@ -49,3 +56,7 @@ pub use reply::{
 pub use run::{HeartbeatRunResult, SkipReason};
 pub use schedule::HeartbeatSchedule;
 pub use session::{HeartbeatSession, resolve_heartbeat_session};
+pub use state::{
+    AlertTarget, Firing, HeartbeatDelivery, HeartbeatRunRecord, HeartbeatState, SentAlert,
+    judge_firing,
+};

@@ -216,7 +216,17 @@ pub fn heartbeat_guidance_enabled(config: &HeartbeatConfig, is_default_agent: bo
 }
 
 /// The `## Heartbeats` section of the system prompt, for the full prompt mode when
-/// [`heartbeat_guidance_enabled`]; `None` otherwise. Lines joined with `\n`:
+/// [`heartbeat_guidance_enabled`]; `None` otherwise. See [`heartbeats_section`].
+pub fn heartbeats_system_prompt_section(
+    config: &HeartbeatConfig,
+    is_default_agent: bool,
+    full_prompt_mode: bool,
+) -> Option<String> {
+    (full_prompt_mode && heartbeat_guidance_enabled(config, is_default_agent))
+        .then(heartbeats_section)
+}
+
+/// The text of the `## Heartbeats` section (spec §1.10), lines joined with `\n`:
 ///
 /// ```text
 /// ## Heartbeats
@@ -224,23 +234,17 @@ pub fn heartbeat_guidance_enabled(config: &HeartbeatConfig, is_default_agent: bo
 /// HEARTBEAT_OK
 /// If something needs attention, do NOT include "HEARTBEAT_OK"; reply with the alert text instead.
 /// ```
-pub fn heartbeats_system_prompt_section(
-    config: &HeartbeatConfig,
-    is_default_agent: bool,
-    full_prompt_mode: bool,
-) -> Option<String> {
-    (full_prompt_mode && heartbeat_guidance_enabled(config, is_default_agent)).then(|| {
-        [
-            "## Heartbeats".to_owned(),
-            "If the current user message is a heartbeat poll and nothing needs attention, reply exactly:"
-                .to_owned(),
-            HEARTBEAT_OK_TOKEN.to_owned(),
-            format!(
-                "If something needs attention, do NOT include \"{HEARTBEAT_OK_TOKEN}\"; reply with the alert text instead."
-            ),
-        ]
-        .join("\n")
-    })
+pub fn heartbeats_section() -> String {
+    [
+        "## Heartbeats".to_owned(),
+        "If the current user message is a heartbeat poll and nothing needs attention, reply exactly:"
+            .to_owned(),
+        HEARTBEAT_OK_TOKEN.to_owned(),
+        format!(
+            "If something needs attention, do NOT include \"{HEARTBEAT_OK_TOKEN}\"; reply with the alert text instead."
+        ),
+    ]
+    .join("\n")
 }
 
 #[cfg(test)]

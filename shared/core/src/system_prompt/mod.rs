@@ -200,8 +200,9 @@ pub struct SystemPromptParams<'a> {
     pub user_timezone: Option<&'a str>,
     /// Extra instructions from the caller (sub-agent task or group chat context).
     pub extra_system_prompt: Option<&'a str>,
-    /// The heartbeat prompt, when heartbeats are configured.
-    pub heartbeat_prompt: Option<&'a str>,
+    /// Whether the agent is told about heartbeats (the `## Heartbeats` section, full mode
+    /// only); see [`crate::heartbeat::prompt::heartbeat_guidance_enabled`].
+    pub heartbeat_guidance: bool,
     /// Sender ids allowlisted to talk to the agent, already rendered (raw or hashed).
     pub authorized_senders: &'a [String],
     /// The `## Runtime` section.
@@ -220,7 +221,7 @@ impl Default for SystemPromptParams<'_> {
             context_files: &[],
             user_timezone: None,
             extra_system_prompt: None,
-            heartbeat_prompt: None,
+            heartbeat_guidance: false,
             authorized_senders: &[],
             runtime: RuntimeLine::default(),
         }
@@ -330,8 +331,8 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
         };
         lines.extend([heading.to_owned(), extra.to_owned()]);
     }
-    if full && let Some(prompt) = non_blank(params.heartbeat_prompt) {
-        heartbeats_section(&mut lines, prompt);
+    if full && params.heartbeat_guidance {
+        lines.push(crate::heartbeat::prompt::heartbeats_section());
     }
     lines.extend([
         "## Runtime".to_owned(),
@@ -657,19 +658,6 @@ fn dynamic_context_section(lines: &mut Vec<String>, files: &[&ContextFile], no_s
     push_files(lines, files);
 }
 
-fn heartbeats_section(lines: &mut Vec<String>, prompt: &str) {
-    lines.extend([
-        "## Heartbeats".to_owned(),
-        format!("Heartbeat prompt: {prompt}"),
-        "If the current user message is a heartbeat poll and nothing needs attention, reply exactly:"
-            .to_owned(),
-        HEARTBEAT_OK_TOKEN.to_owned(),
-        format!(
-            "If something does need attention, leave {HEARTBEAT_OK_TOKEN} out and reply with the alert itself."
-        ),
-    ]);
-}
-
 fn push_files(lines: &mut Vec<String>, files: &[&ContextFile]) {
     for file in files {
         lines.push(format!("## {}", file.path.trim()));
@@ -773,7 +761,7 @@ mod tests {
                 context_files: &self.files,
                 user_timezone: Some("Europe/Berlin"),
                 extra_system_prompt: Some("Be brief."),
-                heartbeat_prompt: Some("Read HEARTBEAT.md."),
+                heartbeat_guidance: true,
                 authorized_senders: &self.senders,
                 runtime: RuntimeLine {
                     agent_id: Some("main"),
@@ -1291,9 +1279,10 @@ mod tests {
         let fixture = Fixture::new();
         let prompt = build_system_prompt(&fixture.params(PromptMode::Full));
         assert!(prompt.contains(
-            "## Heartbeats\nHeartbeat prompt: Read HEARTBEAT.md.\n\
+            "## Heartbeats\n\
              If the current user message is a heartbeat poll and nothing needs attention, reply exactly:\n\
-             HEARTBEAT_OK\n"
+             HEARTBEAT_OK\n\
+             If something needs attention, do NOT include \"HEARTBEAT_OK\"; reply with the alert text instead.\n"
         ));
     }
 

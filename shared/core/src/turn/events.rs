@@ -97,13 +97,25 @@ pub enum TurnEvent {
         /// The answer.
         decision: ApprovalDecision,
     },
-    /// A periodic wake-up: the agent checks HEARTBEAT.md when idle.
+    /// A heartbeat firing (spec `openclaw-automation.md` §1) for the session's agent
+    /// (`SessionEvent::agent_id`): the gates and the prompt are worked out when it is handled,
+    /// from the config and `HEARTBEAT.md` of that moment. An event of the older shape (with a
+    /// `prompt`) still parses: without a slot it is a wake outside the schedule.
     #[serde(rename_all = "camelCase")]
     Heartbeat {
-        /// Unique id of this heartbeat (deduplicates redeliveries).
+        /// Unique id of this firing (`<agent>:<slot>`, plus `:retry<n>` for a busy retry):
+        /// the turn queue's deduplication id.
         heartbeat_id: String,
-        /// The heartbeat prompt sent as the user message.
-        prompt: String,
+        /// The slot of the agent's phase grid it fires for (epoch ms); each slot is handled
+        /// once. Unset: a wake outside the schedule.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot_ms: Option<u64>,
+        /// Why it fires, as OpenClaw spells it (`interval`, `retry`, `manual`, `cron:<id>`, …).
+        #[serde(default = "requested_reason")]
+        reason: String,
+        /// How many times this slot was already retried because the session was busy.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        attempt: u32,
     },
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
@@ -114,6 +126,14 @@ pub enum TurnEvent {
         /// enqueues its continuation once.
         continuation_id: String,
     },
+}
+
+fn requested_reason() -> String {
+    "requested".to_owned()
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// A queued event with the session it belongs to.
@@ -194,6 +214,34 @@ mod tests {
         );
         let back: SessionEvent = serde_json::from_value(json).unwrap();
         assert_eq!(back, continuation("v7"));
+    }
+
+    #[test]
+    fn a_heartbeat_carries_its_slot_and_reason_and_the_old_shape_still_parses() {
+        let event = TurnEvent::Heartbeat {
+            heartbeat_id: "main:1000".into(),
+            slot_ms: Some(1_000),
+            reason: "interval".into(),
+            attempt: 0,
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "heartbeat", "heartbeatId": "main:1000", "slotMs": 1000, "reason": "interval"})
+        );
+        let old: TurnEvent = serde_json::from_value(
+            serde_json::json!({"kind": "heartbeat", "heartbeatId": "h-1", "prompt": "Read HEARTBEAT.md"}),
+        )
+        .unwrap();
+        assert_eq!(
+            old,
+            TurnEvent::Heartbeat {
+                heartbeat_id: "h-1".into(),
+                slot_ms: None,
+                reason: "requested".into(),
+                attempt: 0,
+            }
+        );
     }
 
     #[test]

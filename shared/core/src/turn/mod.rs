@@ -18,6 +18,8 @@ pub mod state;
 
 use std::collections::BTreeSet;
 
+use crate::heartbeat::reply::{HeartbeatOutcome, strip_stray_heartbeat_token};
+use crate::heartbeat::state::{HeartbeatDelivery, SentAlert};
 use crate::model::ModelResponse;
 use crate::tools::ToolOutput;
 use crate::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
@@ -447,7 +449,14 @@ impl TurnEngine {
             return;
         }
         let reply_id = reply_id(state, "compact");
-        state.push(StepBody::Reply { reply_id, text }, now_ms);
+        state.push(
+            StepBody::Reply {
+                reply_id,
+                text,
+                to: None,
+            },
+            now_ms,
+        );
     }
 
     /// Records a tool's output (capped for the transcript).
@@ -551,10 +560,14 @@ impl TurnEngine {
             return self.derive_command(state, routing, call, now_ms);
         }
         let last_assistant = turn_steps.iter().rev().find_map(|step| match &step.body {
-            StepBody::Assistant { content, .. } => Some((step.seq, content.clone())),
+            StepBody::Assistant {
+                content,
+                stop_reason,
+                ..
+            } => Some((step.seq, content.clone(), *stop_reason == StopReason::Error)),
             _ => None,
         });
-        let Some((assistant_seq, content)) = last_assistant else {
+        let Some((assistant_seq, content, failed)) = last_assistant else {
             return self.call_model_or_stop(state, now_ms);
         };
         let calls: Vec<ToolCall> = content
@@ -565,7 +578,7 @@ impl TurnEngine {
             })
             .collect();
         if calls.is_empty() {
-            return self.finish_with_answer(state, assistant_seq, &content, now_ms);
+            return self.finish_with_answer(state, assistant_seq, &content, failed, now_ms);
         }
         let mut waiting = false;
         for call in &calls {
@@ -657,6 +670,7 @@ impl TurnEngine {
                     StepBody::Reply {
                         reply_id,
                         text: reply,
+                        to: None,
                     },
                     now_ms,
                 );
@@ -671,22 +685,33 @@ impl TurnEngine {
         state: &mut SessionState,
         assistant_seq: u64,
         content: &[AssistantBlock],
+        failed: bool,
         now_ms: u64,
     ) -> Derived {
+        if let Some(delivery) = state.heartbeat_delivery().cloned() {
+            return finish_heartbeat(state, assistant_seq, content, failed, &delivery, now_ms);
+        }
         let text = assistant_text(content);
         let text = text.trim();
-        if has_reply_after(state, assistant_seq)
-            || text.is_empty()
-            || SILENT_REPLIES.contains(&text)
-        {
-            close_turn(state, now_ms);
-            return Derived::Changed;
-        }
+        // A stray `HEARTBEAT_OK` at either end of an ordinary reply is not for the chat.
+        let text = if SILENT_REPLIES.contains(&text) {
+            None
+        } else {
+            strip_stray_heartbeat_token(text)
+        };
+        let text = match text {
+            Some(text) if !text.trim().is_empty() && !has_reply_after(state, assistant_seq) => text,
+            _ => {
+                close_turn(state, now_ms);
+                return Derived::Changed;
+            }
+        };
         let reply_id = reply_id(state, &assistant_seq.to_string());
         state.push(
             StepBody::Reply {
                 reply_id,
-                text: text.to_owned(),
+                text,
+                to: None,
             },
             now_ms,
         );
@@ -696,6 +721,22 @@ impl TurnEngine {
     fn call_model_or_stop(&self, state: &mut SessionState, now_ms: u64) -> Derived {
         if state.model_calls_this_turn() < self.settings.max_model_calls {
             return Derived::Effect(Effect::CallModel);
+        }
+        if state.heartbeat_delivery().is_some() {
+            // A heartbeat that will not finish says so in the transcript, not in the chat.
+            let text = format!(
+                "reached the limit of {} model calls",
+                self.settings.max_model_calls
+            );
+            state.push(
+                StepBody::HeartbeatOutcome {
+                    status: "failed".to_owned(),
+                    reason: Some(text),
+                },
+                now_ms,
+            );
+            close_turn(state, now_ms);
+            return Derived::Changed;
         }
         let reply_id = reply_id(state, "limit");
         let already = state.current_turn_steps().iter().any(
@@ -708,7 +749,14 @@ impl TurnEngine {
                 "⚠️ Stopped: this turn reached its limit of {} model calls.",
                 self.settings.max_model_calls
             );
-            state.push(StepBody::Reply { reply_id, text }, now_ms);
+            state.push(
+                StepBody::Reply {
+                    reply_id,
+                    text,
+                    to: None,
+                },
+                now_ms,
+            );
         }
         Derived::Changed
     }
@@ -725,13 +773,17 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
     if let Some(reset) = &message.reset {
         start_generation(state, reset, now_ms);
     }
-    if !message.heartbeat {
-        state.meta.last_interaction_at_ms = now_ms;
-    }
     state.meta.turn += 1;
     state.meta.turn_open = true;
-    state.meta.chat = Some(message.message.chat.clone());
-    state.meta.turn_message_id = Some(message.message.message_id.clone());
+    if message.heartbeat {
+        // A heartbeat neither counts as interaction nor moves the session's chat; nothing
+        // it sends replies to a message.
+        state.meta.turn_message_id = None;
+    } else {
+        state.meta.last_interaction_at_ms = now_ms;
+        state.meta.chat = Some(message.message.chat.clone());
+        state.meta.turn_message_id = Some(message.message.message_id.clone());
+    }
     state.meta.sender_is_owner = message.message.sender_is_owner;
     state.push(
         StepBody::Inbound {
@@ -740,6 +792,7 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
             text: message.text,
             dispatch: message.dispatch,
             heartbeat: message.heartbeat,
+            heartbeat_delivery: message.heartbeat_delivery,
             compact: message.compact,
         },
         now_ms,
@@ -786,6 +839,78 @@ fn close_turn(state: &mut SessionState, now_ms: u64) {
     state.touch(now_ms);
 }
 
+/// Ends a heartbeat turn with its final answer: the outcome is decided once from the turn's
+/// [`HeartbeatDelivery`] and recorded as a step; an alert to send follows as a reply to the
+/// target, and becomes the session's last alert. An acknowledgement (or any answer with
+/// nowhere to go) closes the turn without a word to the chat. A failed model call is recorded
+/// as `failed` and not sent.
+fn finish_heartbeat(
+    state: &mut SessionState,
+    assistant_seq: u64,
+    content: &[AssistantBlock],
+    failed: bool,
+    delivery: &HeartbeatDelivery,
+    now_ms: u64,
+) -> Derived {
+    let decided = state.current_turn_steps().iter().any(|step| {
+        step.seq > assistant_seq && matches!(step.body, StepBody::HeartbeatOutcome { .. })
+    });
+    if decided {
+        close_turn(state, now_ms);
+        return Derived::Changed;
+    }
+    let text = assistant_text(content);
+    let heartbeat = state.meta.heartbeat.get_or_insert_with(Default::default);
+    let outcome = if failed {
+        None
+    } else {
+        Some(delivery.decide(&text, heartbeat.last_alert.as_ref(), now_ms))
+    };
+    let (status, reason, send) = match &outcome {
+        None => ("failed", Some(text.trim().to_owned()), None),
+        Some(outcome) => {
+            let send = match outcome {
+                HeartbeatOutcome::Alert { text, .. } => {
+                    heartbeat.last_alert = Some(SentAlert {
+                        text: text.clone(),
+                        sent_at_ms: now_ms,
+                    });
+                    Some(text.clone())
+                }
+                HeartbeatOutcome::AckShowOk { text, .. } => Some(text.clone()),
+                _ => None,
+            };
+            (
+                outcome.event_status(),
+                outcome.event_reason().map(str::to_owned),
+                send,
+            )
+        }
+    };
+    state.push(
+        StepBody::HeartbeatOutcome {
+            status: status.to_owned(),
+            reason,
+        },
+        now_ms,
+    );
+    match (send, delivery.target.chat()) {
+        (Some(text), Some(chat)) => {
+            let reply_id = reply_id(state, &format!("heartbeat-{assistant_seq}"));
+            state.push(
+                StepBody::Reply {
+                    reply_id,
+                    text,
+                    to: Some(chat.clone()),
+                },
+                now_ms,
+            );
+        }
+        _ => close_turn(state, now_ms),
+    }
+    Derived::Changed
+}
+
 fn push_result(
     state: &mut SessionState,
     call_id: &str,
@@ -813,7 +938,14 @@ fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String
         .iter()
         .any(|step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id));
     if !already {
-        state.push(StepBody::Reply { reply_id, text }, now_ms);
+        state.push(
+            StepBody::Reply {
+                reply_id,
+                text,
+                to: None,
+            },
+            now_ms,
+        );
     }
 }
 
@@ -840,17 +972,16 @@ fn record_reply_outcome(
 /// The first reply of the current turn that has no delivery record.
 fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
     let steps = state.current_turn_steps();
-    let chat = state.meta.chat.clone()?;
     steps.iter().find_map(|step| {
         match &step.body {
-        StepBody::Reply { reply_id, text }
+        StepBody::Reply { reply_id, text, to }
             if !steps.iter().any(|other| {
                 matches!(&other.body, StepBody::ReplySent { reply_id: sent, .. } if sent == reply_id)
             }) =>
         {
             Some(OutboundReply {
                 reply_id: reply_id.clone(),
-                chat: chat.clone(),
+                chat: to.clone().or_else(|| state.meta.chat.clone())?,
                 text: text.clone(),
                 approval_code: approval_code_of(state, steps, reply_id),
                 in_reply_to: state.meta.turn_message_id.clone(),

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::exec::Security;
+use crate::heartbeat::state::HeartbeatDelivery;
 use crate::skills::commands::{
     SkillCommandSpec, dispatched_tool_call, may_be_skill_command, normalize_command_body,
     resolve_skill_command, skill_rewrite_text,
@@ -88,10 +89,18 @@ pub fn parse_approve_command(body: &str) -> Option<(String, ApprovalDecision)> {
     words.next().is_none().then_some((id, decision))
 }
 
-/// A heartbeat poll, answered in the session's latest chat.
-pub fn heartbeat_message(chat: ChatRef, heartbeat_id: &str, prompt: &str) -> PreparedMessage {
+/// A heartbeat poll: `prompt` as the owner's message, with the reply rules the run's answer
+/// is decided by (an alert goes to `delivery`'s target, never to `chat` as such: `chat` is
+/// only where the poll is said to come from). `run_id` names the run (`<agent>:<slot>`); the
+/// message id is `heartbeat:<run_id>`.
+pub fn heartbeat_message(
+    chat: ChatRef,
+    run_id: &str,
+    prompt: &str,
+    delivery: HeartbeatDelivery,
+) -> PreparedMessage {
     let message = InboundMessage {
-        message_id: format!("heartbeat:{heartbeat_id}"),
+        message_id: format!("heartbeat:{run_id}"),
         chat,
         sender_id: "heartbeat".to_owned(),
         text: prompt.to_owned(),
@@ -99,6 +108,7 @@ pub fn heartbeat_message(chat: ChatRef, heartbeat_id: &str, prompt: &str) -> Pre
     };
     let mut prepared = PreparedMessage::plain(message);
     prepared.heartbeat = true;
+    prepared.heartbeat_delivery = Some(delivery);
     prepared
 }
 
@@ -221,8 +231,20 @@ mod tests {
 
     #[test]
     fn heartbeats_are_owner_messages_marked_as_heartbeats() {
-        let prepared = heartbeat_message(message("", false).chat, "h1", "Check HEARTBEAT.md");
+        let delivery = HeartbeatDelivery::new(
+            &crate::heartbeat::HeartbeatConfig::default(),
+            crate::heartbeat::HeartbeatVisibility::default(),
+            crate::heartbeat::AlertTarget::TargetNone,
+            Some(1_000),
+        );
+        let prepared = heartbeat_message(
+            message("", false).chat,
+            "main:1000",
+            "Check HEARTBEAT.md",
+            delivery.clone(),
+        );
         assert!(prepared.heartbeat && prepared.message.sender_is_owner);
-        assert_eq!(prepared.message.message_id, "heartbeat:h1");
+        assert_eq!(prepared.message.message_id, "heartbeat:main:1000");
+        assert_eq!(prepared.heartbeat_delivery, Some(delivery));
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::heartbeat::state::{HeartbeatDelivery, HeartbeatState};
 use crate::model::Usage;
 use crate::session::{SessionCommit, SessionKey, StoredSession, StoredStep};
 use crate::skills::snapshot::SkillSnapshot;
@@ -41,6 +42,10 @@ pub struct PreparedMessage {
     /// True for heartbeat polls.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub heartbeat: bool,
+    /// A heartbeat's reply rules: its final answer is an acknowledgement (never sent) or an
+    /// alert for the target (see [`HeartbeatDelivery::decide`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_delivery: Option<HeartbeatDelivery>,
     /// Set when the message starts a new generation of the session first (`/new`, `/reset`,
     /// or a daily or idle reset found when it arrived).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +63,7 @@ impl PreparedMessage {
             message,
             dispatch: None,
             heartbeat: false,
+            heartbeat_delivery: None,
             reset: None,
             compact: None,
         }
@@ -76,16 +82,19 @@ pub enum ResetReason {
     Daily,
     /// The session was idle longer than allowed.
     Idle,
+    /// An isolated heartbeat session (`isolatedSession`) starts every run afresh.
+    Heartbeat,
 }
 
 impl ResetReason {
-    /// `new`, `reset`, `daily` or `idle`.
+    /// `new`, `reset`, `daily`, `idle` or `heartbeat`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::New => "new",
             Self::Reset => "reset",
             Self::Daily => "daily",
             Self::Idle => "idle",
+            Self::Heartbeat => "heartbeat",
         }
     }
 
@@ -180,6 +189,9 @@ pub enum StepBody {
         /// True for heartbeat polls.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         heartbeat: bool,
+        /// A heartbeat's reply rules, fixed when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        heartbeat_delivery: Option<HeartbeatDelivery>,
         /// Set for `/compact`: the turn compacts; the text never reaches the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         compact: Option<CompactRequest>,
@@ -228,6 +240,19 @@ pub enum StepBody {
         reply_id: String,
         /// The text.
         text: String,
+        /// Where it goes when not to the session's chat (a heartbeat alert's target).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<ChatRef>,
+    },
+    /// What a heartbeat's final answer became (`ok-token`, `ok-empty`, `sent`, `skipped`,
+    /// `failed`), decided once: an alert to send follows as a [`StepBody::Reply`].
+    #[serde(rename_all = "camelCase")]
+    HeartbeatOutcome {
+        /// `ok-empty`, `ok-token`, `sent`, `skipped` or `failed`.
+        status: String,
+        /// Why nothing was sent, for `skipped` (`duplicate`, `target-none`, …) and `failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A new generation starts after this step (`/new`, `/reset`, daily, idle). Steps before
     /// it are the archived generations: stored, readable, never sent to the model again.
@@ -363,6 +388,9 @@ pub struct SessionMeta {
     /// A model chosen for this session (`/new <model>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_override: Option<String>,
+    /// Heartbeats run in this session: their schedule, the last slot handled, the last alert.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<HeartbeatState>,
 }
 
 impl SessionMeta {
@@ -447,6 +475,7 @@ impl SessionState {
                 last_prompt_tokens: None,
                 observed_window: None,
                 model_override: None,
+                heartbeat: None,
             },
             steps: Vec::new(),
             committed_steps: 0,
@@ -548,6 +577,12 @@ impl SessionState {
         self.dispatched_jobs.contains(job_id)
     }
 
+    /// Marks meta as changed by the caller (without touching `updated_at_ms`), so the next
+    /// commit stores it.
+    pub fn touch_meta(&mut self) {
+        self.meta_dirty = true;
+    }
+
     /// Marks meta as changed.
     pub(crate) fn touch(&mut self, now_ms: u64) {
         self.meta.updated_at_ms = now_ms;
@@ -577,6 +612,27 @@ impl SessionState {
             .rposition(|step| step.turn != turn)
             .map_or(0, |index| index + 1);
         &self.steps[start..]
+    }
+
+    /// True when the current turn is a heartbeat poll.
+    pub fn is_heartbeat_turn(&self) -> bool {
+        matches!(
+            self.current_turn_steps().first().map(|step| &step.body),
+            Some(StepBody::Inbound {
+                heartbeat: true,
+                ..
+            })
+        )
+    }
+
+    /// The reply rules of the current turn when it is a heartbeat started with them.
+    pub fn heartbeat_delivery(&self) -> Option<&HeartbeatDelivery> {
+        match self.current_turn_steps().first().map(|step| &step.body) {
+            Some(StepBody::Inbound {
+                heartbeat_delivery, ..
+            }) => heartbeat_delivery.as_ref(),
+            _ => None,
+        }
     }
 
     /// Model calls made in the current turn.

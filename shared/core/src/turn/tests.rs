@@ -133,6 +133,7 @@ struct World {
     model_calls: usize,
     tool_runs: BTreeMap<String, usize>,
     delivered: Vec<(String, String)>,
+    delivered_to: Vec<String>,
     approval_codes: Vec<Option<String>>,
     node_jobs: Vec<String>,
     persists: usize,
@@ -186,6 +187,7 @@ impl World {
                 Effect::SendReply(reply) => {
                     self.delivered
                         .push((reply.reply_id.clone(), reply.text.clone()));
+                    self.delivered_to.push(reply.chat.chat_id.clone());
                     self.approval_codes.push(reply.approval_code.clone());
                     engine.record_reply_sent(&mut state, &reply.reply_id, 5);
                 }
@@ -814,4 +816,155 @@ fn a_turn_killed_after_any_persist_of_a_reset_resumes_into_one_generation() {
         let replies: Vec<_> = world.delivered.iter().filter(|(_, t)| t == "new").collect();
         assert_eq!(replies.len(), 1, "one reply after crash {crash_after}");
     }
+}
+
+fn heartbeat(slot: u64, target: crate::heartbeat::AlertTarget) -> Incoming {
+    let delivery = crate::heartbeat::HeartbeatDelivery::new(
+        &crate::heartbeat::HeartbeatConfig::default(),
+        crate::heartbeat::HeartbeatVisibility::default(),
+        target,
+        Some(slot),
+    );
+    let poll = prepare::heartbeat_message(
+        message("unused", "").message.chat,
+        &format!("main:{slot}"),
+        "Read HEARTBEAT.md if it exists (workspace context).",
+        delivery,
+    );
+    Incoming::Message(Box::new(poll))
+}
+
+fn alert_chat() -> crate::heartbeat::AlertTarget {
+    crate::heartbeat::AlertTarget::Chat {
+        chat: ChatRef {
+            channel: "generic".to_owned(),
+            chat_id: "alerts".to_owned(),
+            chat_type: ChatType::Direct,
+        },
+    }
+}
+
+fn heartbeat_outcomes(world: &World) -> Vec<String> {
+    world
+        .stored
+        .all_steps()
+        .into_iter()
+        .filter_map(|body| match body {
+            StepBody::HeartbeatOutcome { status, .. } => Some(status),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_heartbeat_ack_is_recorded_and_never_sent_and_an_alert_goes_to_its_target_once() {
+    let mut world = World::default();
+    world.model.push_back(text_response("Hello!"));
+    world.say(&routing(&[]), "m1", "hi");
+    // An acknowledgement with a short remainder: recorded, not sent.
+    world.model.push_back(text_response("HEARTBEAT_OK 🦞"));
+    assert_eq!(
+        world.send(&routing(&[]), heartbeat(1_000, alert_chat())),
+        Some(Effect::Idle)
+    );
+    assert_eq!(world.delivered.len(), 1);
+    // An alert: sent to the target chat, and remembered as the last alert.
+    world.model.push_back(text_response("Disk almost full"));
+    world.send(&routing(&[]), heartbeat(2_000, alert_chat()));
+    assert_eq!(world.delivered.len(), 2);
+    assert_eq!(world.delivered[1].1, "Disk almost full");
+    assert_eq!(world.delivered_to, ["c1", "alerts"]);
+    let state = world.stored.load();
+    assert_eq!(
+        state
+            .meta
+            .heartbeat
+            .as_ref()
+            .and_then(|h| h.last_alert.as_ref())
+            .map(|a| a.text.as_str()),
+        Some("Disk almost full")
+    );
+    // Heartbeats leave the session's chat and interaction time alone.
+    assert_eq!(
+        state.meta.chat.as_ref().map(|c| c.chat_id.as_str()),
+        Some("c1")
+    );
+    // The same alert again (within 24 h): recorded as a duplicate, not sent.
+    world.model.push_back(text_response("Disk almost full"));
+    world.send(&routing(&[]), heartbeat(3_000, alert_chat()));
+    assert_eq!(world.delivered.len(), 2);
+    assert_eq!(heartbeat_outcomes(&world), ["ok-token", "sent", "skipped"]);
+}
+
+#[test]
+fn a_heartbeat_alert_is_decided_once_across_crashes() {
+    for crash_after in 1..=3 {
+        // GIVEN a heartbeat whose alert delivery is interrupted after the n-th persist
+        let mut world = World::default();
+        world.model.push_back(text_response("Disk almost full"));
+        world.deliver(
+            &engine(),
+            &routing(&[]),
+            heartbeat(1_000, alert_chat()),
+            Stop::AfterPersist(crash_after),
+        );
+        // WHEN the event is redelivered (the model would now say something else)
+        world.model.push_back(text_response("HEARTBEAT_OK"));
+        world.send(&routing(&[]), heartbeat(1_000, alert_chat()));
+        // THEN the alert was decided once and sent once
+        let sent: Vec<&str> = world
+            .delivered
+            .iter()
+            .map(|(_, text)| text.as_str())
+            .collect();
+        assert_eq!(
+            sent,
+            ["Disk almost full"],
+            "crash after persist {crash_after}"
+        );
+        assert_eq!(
+            heartbeat_outcomes(&world),
+            ["sent"],
+            "crash after persist {crash_after}"
+        );
+    }
+}
+
+#[test]
+fn a_heartbeat_with_nowhere_to_send_or_a_failed_model_stays_out_of_the_chat() {
+    let mut world = World::default();
+    world.model.push_back(text_response("Disk almost full"));
+    world.send(
+        &routing(&[]),
+        heartbeat(1_000, crate::heartbeat::AlertTarget::TargetNone),
+    );
+    let mut failed = text_response("⚠️ The model could not be reached: down");
+    failed.stop_reason = StopReason::Error;
+    world.model.push_back(failed);
+    world.send(&routing(&[]), heartbeat(2_000, alert_chat()));
+    // A heartbeat that loops on tools stops quietly at the limit.
+    for i in 0..3 {
+        world
+            .model
+            .push_back(tool_response(&format!("t{i}"), "read", json!({})));
+    }
+    world.deliver(
+        &TurnEngine::new(TurnSettings { max_model_calls: 2 }),
+        &routing(&["read"]),
+        heartbeat(3_000, alert_chat()),
+        Stop::Never,
+    );
+    assert!(world.delivered.is_empty(), "{:?}", world.delivered);
+    assert_eq!(heartbeat_outcomes(&world), ["skipped", "failed", "failed"]);
+    assert!(!world.stored.load().meta.turn_open);
+}
+
+#[test]
+fn a_stray_heartbeat_token_is_stripped_from_an_ordinary_reply() {
+    let mut world = World::default();
+    world
+        .model
+        .push_back(text_response("All clear. HEARTBEAT_OK"));
+    world.say(&routing(&[]), "m1", "anything new?");
+    assert_eq!(world.delivered[0].1, "All clear.");
 }

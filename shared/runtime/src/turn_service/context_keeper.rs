@@ -137,10 +137,22 @@ impl TurnService {
         ContextBudget::new(window, &defaults.compaction)
     }
 
-    /// The messages a request carries now: the live view, repaired, with old tool results
-    /// pruned when the cache has gone cold and oversized ones shortened.
+    /// The messages a request carries now: the live view without acknowledged heartbeat
+    /// polls, repaired, with old tool results pruned when the cache has gone cold and
+    /// oversized ones shortened.
     fn request_messages(&self, state: &SessionState, budget: &ContextBudget) -> Vec<Message> {
-        let repaired = repair_transcript(&state.messages());
+        // Heartbeat polls answered with an acknowledgement are left out (spec §1.7.9).
+        let heartbeat = self
+            .config()
+            .heartbeat_agent(&state.meta.agent_id)
+            .map(|agent| agent.config)
+            .unwrap_or_default();
+        let messages = clawless_core::heartbeat::drop_heartbeat_acks(
+            &state.messages(),
+            heartbeat.prompt_body(),
+            heartbeat.ack_max_chars(),
+        );
+        let repaired = repair_transcript(&messages);
         let pruning = self.pruning_settings(state);
         let last_call =
             state.view().steps.iter().rev().find_map(|step| {

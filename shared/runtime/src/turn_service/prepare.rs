@@ -1,6 +1,6 @@
 //! Turning a queued event into engine input: slash commands (the session's own `/new`,
 //! `/reset`, `/compact` and `/status`, then `/approve` and skill commands), daily and idle
-//! resets found when a message arrives, heartbeats, node results and approval timeouts.
+//! resets found when a message arrives, node results and approval timeouts.
 //! What a command means is decided by core functions (`clawless_core::session::reset`,
 //! `clawless_core::turn::prepare`); this module reads what they need (memory notes for a
 //! bare reset's startup context, skill command specs) and builds the engine's event.
@@ -18,8 +18,7 @@ use clawless_core::tools::ToolOutput;
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ApprovalDecision, InboundMessage, TurnEvent};
 use clawless_core::turn::prepare::{
-    ChatInput, approval_timeout_outcome, heartbeat_message, needs_skill_commands,
-    prepare_chat_message,
+    ChatInput, approval_timeout_outcome, needs_skill_commands, prepare_chat_message,
 };
 use clawless_core::turn::state::{
     CommandDispatch, CompactRequest, PreparedMessage, ResetReason, ResetRequest, SessionState,
@@ -35,8 +34,8 @@ const STARTUP_NOTE_DAYS: usize = 2;
 
 impl TurnService {
     /// Turns a queued event into an engine event, resolving slash commands (spec §5).
-    /// Heartbeats are answered in the session's latest chat. `None` when the event needs
-    /// nothing: a heartbeat before any chat, or an `/approve` from someone not the owner.
+    /// `None` when the event needs nothing here: an `/approve` from someone not the owner, or
+    /// a continuation or heartbeat (handled before this).
     pub(super) async fn prepare(
         &self,
         agent_id: &str,
@@ -154,17 +153,9 @@ impl TurnService {
                     notice,
                 }
             }
-            // Handled before `prepare`: a continuation records nothing.
-            TurnEvent::Continue { .. } => return Ok(None),
-            TurnEvent::Heartbeat {
-                heartbeat_id,
-                prompt,
-            } => {
-                let Some(chat) = state.meta.chat.clone() else {
-                    return Ok(None);
-                };
-                Incoming::Message(Box::new(heartbeat_message(chat, heartbeat_id, prompt)))
-            }
+            // Handled before `prepare`: a continuation records nothing, and a heartbeat goes
+            // through its gates (`heartbeat.rs`).
+            TurnEvent::Continue { .. } | TurnEvent::Heartbeat { .. } => return Ok(None),
         }))
     }
 

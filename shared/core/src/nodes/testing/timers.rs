@@ -447,8 +447,10 @@ impl TimersContract {
                 session_key: "agent:main:main".into(),
                 agent_id: "main".into(),
                 event: TurnEvent::Heartbeat {
-                    heartbeat_id: "hb-1".into(),
-                    prompt: "Read HEARTBEAT.md".into(),
+                    heartbeat_id: "main:1000".into(),
+                    slot_ms: Some(1_000),
+                    reason: "interval".into(),
+                    attempt: 0,
                 },
             },
         };
