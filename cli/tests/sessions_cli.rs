@@ -141,6 +141,8 @@ fn commit(big_result: &str) -> SessionCommit {
         observed_window: None,
         model_override: None,
         heartbeat: None,
+        pending_events: Vec::new(),
+        cron_run: None,
     };
     let steps = vec![
         step(

@@ -102,6 +102,10 @@ pub struct ClawlessConfig {
     /// Commands on node hosts: the default node, timeouts and what happens when nobody
     /// answers an approval request.
     pub exec: crate::nodes_service::ExecSettings,
+    /// Scheduled jobs and reminders (the `cron` tool and `clawless cron`): whether they fire,
+    /// retries, run-log limits, webhook token, failure alerts.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub cron: clawless_core::cron::CronConfig,
     /// Secrets kept in AWS, by the name `…Env` keys use (e.g. `botTokenEnv:
     /// TELEGRAM_BOT_TOKEN`): each is fetched once at start-up from SSM Parameter Store or
     /// Secrets Manager and looked up before the process environment.
@@ -124,6 +128,7 @@ impl std::fmt::Debug for ClawlessConfig {
             .field("channels", &self.channels)
             .field("session", &self.session)
             .field("exec", &self.exec)
+            .field("cron", &self.cron)
             .field("secrets", &self.secrets)
             .finish_non_exhaustive()
     }

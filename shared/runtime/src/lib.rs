@@ -13,6 +13,7 @@ pub mod aws_env;
 pub mod channels;
 pub mod clock;
 pub mod config;
+pub mod cron_service;
 #[cfg(feature = "schema")]
 pub mod config_schema;
 pub mod ingress;

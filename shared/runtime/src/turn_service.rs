@@ -45,6 +45,7 @@ use clawless_core::turn::{
     Acceptance, Effect, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
 };
 
+use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
@@ -57,6 +58,7 @@ use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 
 mod context_keeper;
+mod cron;
 mod heartbeat;
 mod prepare;
 
@@ -93,9 +95,12 @@ pub enum TurnError {
     /// The continuation of a yielding turn could not be queued.
     #[error("turn continuation not queued: {0}")]
     Continue(#[from] QueueError),
-    /// A heartbeat's next firing could not be scheduled.
-    #[error("heartbeat timer not scheduled: {0}")]
+    /// A heartbeat's or cron job's next firing could not be scheduled.
+    #[error("timer not scheduled: {0}")]
     Timer(#[source] QueueError),
+    /// The cron store could not be read or written.
+    #[error(transparent)]
+    Cron(clawless_core::cron::CronStoreError),
 }
 
 impl TurnError {
@@ -227,6 +232,9 @@ pub struct TurnService {
     tools_run: AtomicU64,
     yield_policy: Option<YieldPolicy>,
     heartbeats: Option<HeartbeatTimers>,
+    cron: Option<Arc<crate::cron_service::CronService>>,
+    /// Posts webhook deliveries of cron jobs.
+    webhook_http: Option<reqwest::Client>,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -279,6 +287,8 @@ impl TurnService {
             tools_run: AtomicU64::new(0),
             yield_policy: None,
             heartbeats: None,
+            cron: None,
+            webhook_http: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -334,6 +344,19 @@ impl TurnService {
     pub fn with_heartbeats(mut self, timers: HeartbeatTimers) -> Self {
         self.heartbeats = Some(timers);
         self
+    }
+
+    /// Offers the `cron` tool (to owners) and runs the jobs of `cron` (see the `cron`
+    /// module). Without it there is no `cron` tool and cron firings are dropped.
+    pub fn with_cron(mut self, cron: Arc<crate::cron_service::CronService>) -> Self {
+        self.cron = Some(cron);
+        self.webhook_http = clawless_http::client_builder().build().ok();
+        self
+    }
+
+    /// The cron jobs, when this service runs them.
+    pub fn cron(&self) -> Option<&Arc<crate::cron_service::CronService>> {
+        self.cron.as_ref()
     }
 
     /// Tools run in-process since start (an operational counter).
@@ -437,6 +460,44 @@ impl TurnService {
                 }
                 None => report.acceptance = Some("HeartbeatHandled".to_owned()),
             }
+        } else if let TurnEvent::SystemEvent {
+            event_id,
+            text,
+            wake,
+        } = &event.event
+        {
+            let start = self
+                .queue_system_event(&agent.id, &mut state, event_id, text, *wake)
+                .await?;
+            match start {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None => report.acceptance = Some("SystemEventQueued".to_owned()),
+            }
+        } else if let TurnEvent::CronFire {
+            job_id,
+            slot_ms,
+            manual_ms,
+            only_if_due,
+        } = &event.event
+        {
+            let firing = cron::CronFiring {
+                job_id,
+                slot_ms: *slot_ms,
+                manual_ms: *manual_ms,
+                only_if_due: *only_if_due,
+            };
+            let start = self.start_cron_run(&agent.id, &mut state, firing).await?;
+            match start.incoming {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None if !start.changed => return Ok(report),
+                None => report.acceptance = Some("CronHandled".to_owned()),
+            }
         } else {
             *arm = self.arm_if_needed(&agent.id, &mut state);
             let Some(incoming) = self
@@ -461,6 +522,7 @@ impl TurnService {
                 .per_turn(&agent.id, &state, &mut current, scope.exec_ready)
                 .routing;
             let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
+            let cron_offered = routing.offered.contains(CRON_TOOL_NAME);
             match effect {
                 Effect::Persist => {
                     let commit = state.pending_commit()?;
@@ -528,6 +590,12 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
+                        None if call.name == CRON_TOOL_NAME && cron_offered =>
+                        {
+                            report.tools_run += 1;
+                            self.tools_run.fetch_add(1, Ordering::Relaxed);
+                            self.run_cron_tool(&call, &state).await
+                        }
                         Some(tool) => {
                             let mut tool_context = ctx.tool_context.clone();
                             tool_context.session = self.session_facts(&state);
@@ -588,7 +656,15 @@ impl TurnService {
                     report.waiting = true;
                     return Ok(report);
                 }
-                Effect::Idle => return Ok(report),
+                Effect::Idle => {
+                    if self.finish_cron_run(&mut state).await? {
+                        let commit = state.pending_commit()?;
+                        let version = self.deps.sessions.commit(&key, &commit).await?;
+                        state.mark_committed(version);
+                        report.commits += 1;
+                    }
+                    return Ok(report);
+                }
             }
         }
     }
@@ -710,6 +786,9 @@ impl TurnService {
         let mut candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
         if exec_ready {
             candidates.push(EXEC_TOOL);
+        }
+        if self.cron.is_some() {
+            candidates.push(CRON_TOOL_NAME);
         }
         let agent_tools = self
             .config()
@@ -838,6 +917,7 @@ impl TurnService {
                 None if name == EXEC_TOOL && routing.remote.contains(name) => {
                     Some(exec_tool_spec())
                 }
+                None if name == CRON_TOOL_NAME && self.cron.is_some() => Some(cron_tool_spec()),
                 None => None,
             })
             .collect();

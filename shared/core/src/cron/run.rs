@@ -8,6 +8,50 @@
 use super::types::{CronJob, CronPayload, RunStatus, SessionTarget, WakeMode};
 use crate::session::key::normalize_agent_id;
 
+/// A run in progress in a session: kept in the session's meta from the firing that started
+/// it until the turn it started has ended and the job records the run. Its message id names
+/// that turn's first step, so the run's outcome is read from the transcript.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronRunMark {
+    /// The job.
+    pub job_id: String,
+    /// The scheduled slot it runs for, or…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_ms: Option<u64>,
+    /// …the manual run it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_ms: Option<u64>,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// The id of the message that starts its turn (`cron:<jobId>:<slot>`).
+    pub message_id: String,
+}
+
+/// Who a cron run's turn is from, as its first step records it.
+pub const CRON_SENDER_ID: &str = "cron";
+
+/// The message id of a run's turn: `cron:<jobId>:<slot>` or `cron:<jobId>:manual:<ms>`.
+pub fn run_message_id(job_id: &str, slot_ms: Option<u64>, manual_ms: Option<u64>) -> String {
+    match (slot_ms, manual_ms) {
+        (_, Some(manual)) => format!("cron:{job_id}:manual:{manual}"),
+        (Some(slot), None) => format!("cron:{job_id}:{slot}"),
+        (None, None) => format!("cron:{job_id}"),
+    }
+}
+
+/// The first line of the error an exec call that needs approval gets in a cron run: nobody
+/// is there to answer (spec `openclaw-behaviors.md`, exec approvals).
+pub const HEADLESS_EXEC_DENIED: &str =
+    "exec denied: Cron runs cannot wait for interactive exec approval.";
+
+/// The whole error of such a call: [`HEADLESS_EXEC_DENIED`] and what to do about it.
+pub fn headless_exec_denied_message(command_summary: &str) -> String {
+    format!(
+        "{HEADLESS_EXEC_DENIED}\nThe command needs a person's approval under the node's exec policy, and a scheduled run has nobody to ask: {command_summary}\nAllow it in the node's exec approvals (allowlist) or run it from a chat, then schedule the job again."
+    )
+}
+
 /// Appended to an isolated run's message when its result is delivered.
 pub const DELIVERY_INSTRUCTION: &str = "Return your summary as plain text; it will be delivered automatically. If the task explicitly calls for messaging a specific external recipient, note who/where it should go instead of sending it yourself.";
 

@@ -254,6 +254,7 @@ mod tests {
             text: text.into(),
             context_key: Some("cron:job-1".into()),
             exec_completion: false,
+            at_ms: 0,
         }
     }
 
@@ -447,6 +448,7 @@ mod tests {
             text: "Exec finished (code 0)".into(),
             context_key: None,
             exec_completion: true,
+            at_ms: 0,
         };
         // Exec beats cron.
         let mut scenario = Scenario::new();
@@ -496,6 +498,7 @@ mod tests {
             text: "Exec finished".into(),
             context_key: None,
             exec_completion: true,
+            at_ms: 0,
         }];
         assert_eq!(scenario.plan().kind, HeartbeatPromptKind::Poll);
         scenario.reason = HeartbeatReason::ExecEvent;

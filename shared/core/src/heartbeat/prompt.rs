@@ -74,15 +74,22 @@ impl HeartbeatPromptKind {
     }
 }
 
-/// A pending system event of the heartbeat's session, as far as prompts care.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A pending system event of the heartbeat's session, as far as prompts care. Kept in the
+/// session's meta until a turn takes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PendingSystemEvent {
     /// The event's text.
     pub text: String,
     /// Its context key, such as `cron:<jobId>` for a cron job's reminder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_key: Option<String>,
     /// True when it reports a finished background command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exec_completion: bool,
+    /// When it was queued (epoch ms).
+    #[serde(default)]
+    pub at_ms: u64,
 }
 
 impl PendingSystemEvent {
@@ -271,6 +278,7 @@ mod tests {
             text: text.into(),
             context_key: context_key.map(str::to_owned),
             exec_completion,
+            at_ms: 0,
         }
     }
 

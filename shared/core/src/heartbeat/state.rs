@@ -126,6 +126,11 @@ pub struct HeartbeatDelivery {
     pub show_alerts: bool,
     /// Where an alert goes.
     pub target: AlertTarget,
+    /// A cron run's reply rules rather than a heartbeat's: a reminder or a job's result is
+    /// meant to repeat, so the 24-hour duplicate suppression is off, and a reply of exactly
+    /// `NO_REPLY` is silent (spec `openclaw-automation.md` §2.8).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cron_run: bool,
 }
 
 impl HeartbeatDelivery {
@@ -142,6 +147,7 @@ impl HeartbeatDelivery {
             show_ok: visibility.show_ok,
             show_alerts: visibility.show_alerts,
             target,
+            cron_run: false,
         }
     }
 
@@ -153,6 +159,12 @@ impl HeartbeatDelivery {
         last_alert: Option<&SentAlert>,
         now_ms: u64,
     ) -> HeartbeatOutcome {
+        let text = if self.cron_run && text.trim() == crate::cron::delivery::NO_REPLY {
+            ""
+        } else {
+            text
+        };
+        let last_alert = if self.cron_run { None } else { last_alert };
         let config = HeartbeatConfig {
             ack_max_chars: Some(i64::try_from(self.ack_max_chars).unwrap_or(i64::MAX)),
             ..HeartbeatConfig::default()

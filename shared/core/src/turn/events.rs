@@ -117,6 +117,37 @@ pub enum TurnEvent {
         #[serde(default, skip_serializing_if = "is_zero")]
         attempt: u32,
     },
+    /// A cron job's firing (spec `openclaw-automation.md` §2): for its scheduled slot, or a
+    /// manual run. It goes to the FIFO group of the session the job runs in; the job is read
+    /// when it is handled, and the firing starts a run only if it reserves its slot in the
+    /// cron store, so a redelivery or a stale timer does nothing.
+    #[serde(rename_all = "camelCase")]
+    CronFire {
+        /// The job.
+        job_id: String,
+        /// The scheduled slot (the job's `nextRunAtMs` it fires for), epoch ms.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot_ms: Option<u64>,
+        /// For a manual run (`cron run`): when it was requested, epoch ms.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manual_ms: Option<u64>,
+        /// `cron run`'s mode `due`: run only if the job is due when handled.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        only_if_due: bool,
+    },
+    /// A system event for the session (`cron` `wake`, `clawless cron wake`): queued as a
+    /// pending event that the next heartbeat (or turn) sees; with `wake`, a heartbeat runs
+    /// at once with reason `wake`.
+    #[serde(rename_all = "camelCase")]
+    SystemEvent {
+        /// Unique id of the request: the turn queue's deduplication id.
+        event_id: String,
+        /// The event text.
+        text: String,
+        /// Run a heartbeat now rather than waiting for the next one.
+        #[serde(default)]
+        wake: bool,
+    },
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
     /// recorded for it.
@@ -162,6 +193,17 @@ impl SessionEvent {
             TurnEvent::Approval { call_id, .. } => format!("approval:{call_id}"),
             TurnEvent::Heartbeat { heartbeat_id, .. } => format!("heartbeat:{heartbeat_id}"),
             TurnEvent::Continue { continuation_id } => format!("continue:{continuation_id}"),
+            TurnEvent::SystemEvent { event_id, .. } => format!("system:{event_id}"),
+            TurnEvent::CronFire {
+                job_id,
+                slot_ms,
+                manual_ms,
+                ..
+            } => match (slot_ms, manual_ms) {
+                (_, Some(manual)) => format!("cron:{job_id}:manual:{manual}"),
+                (Some(slot), None) => format!("cron:{job_id}:{slot}"),
+                (None, None) => format!("cron:{job_id}"),
+            },
         };
         dedup_token(&format!("{}|{raw}", self.session_key))
     }

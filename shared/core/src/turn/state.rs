@@ -84,10 +84,12 @@ pub enum ResetReason {
     Idle,
     /// An isolated heartbeat session (`isolatedSession`) starts every run afresh.
     Heartbeat,
+    /// An isolated cron job's session starts every run afresh.
+    Cron,
 }
 
 impl ResetReason {
-    /// `new`, `reset`, `daily`, `idle` or `heartbeat`.
+    /// `new`, `reset`, `daily`, `idle`, `heartbeat` or `cron`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::New => "new",
@@ -95,6 +97,7 @@ impl ResetReason {
             Self::Daily => "daily",
             Self::Idle => "idle",
             Self::Heartbeat => "heartbeat",
+            Self::Cron => "cron",
         }
     }
 
@@ -391,6 +394,13 @@ pub struct SessionMeta {
     /// Heartbeats run in this session: their schedule, the last slot handled, the last alert.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<HeartbeatState>,
+    /// System events waiting for the session's next turn (a cron reminder waiting for the
+    /// next heartbeat, a job's result for the main session's awareness), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_events: Vec<crate::heartbeat::PendingSystemEvent>,
+    /// The cron run in progress in this session, until the job records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron_run: Option<crate::cron::run::CronRunMark>,
 }
 
 impl SessionMeta {
@@ -476,6 +486,8 @@ impl SessionState {
                 observed_window: None,
                 model_override: None,
                 heartbeat: None,
+                pending_events: Vec::new(),
+                cron_run: None,
             },
             steps: Vec::new(),
             committed_steps: 0,

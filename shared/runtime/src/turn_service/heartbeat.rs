@@ -79,6 +79,8 @@ pub(super) struct HeartbeatStart {
     pub arm: Option<Timer>,
     /// The session's meta changed (a slot was recorded).
     pub changed: bool,
+    /// Why the heartbeat did not run, when it was skipped.
+    pub skipped: Option<SkipReason>,
 }
 
 /// The timer of `agent_id`'s firing of `slot_ms` (its `attempt`-th busy retry when above 0),
@@ -224,8 +226,24 @@ impl TurnService {
             tracing::info!(agent = %agent_id, "heartbeat for an agent that runs none; dropped");
             return Ok(HeartbeatStart::default());
         };
-        let config = &agent.config;
-        let session = resolve_heartbeat_session(&agent.agent_id, config, None);
+        let reason = HeartbeatReason::parse(firing.reason);
+        // A cron job's wake reaches the last chat whatever the heartbeat's own target
+        // (spec §1.8); its run key is the job's session (checked when the job fired).
+        let forced;
+        let config = if reason.is_cron() {
+            forced = HeartbeatConfig {
+                target: Some("last".to_owned()),
+                ..agent.config.clone()
+            };
+            &forced
+        } else {
+            &agent.config
+        };
+        let session = if reason.is_cron() {
+            resolve_heartbeat_session(&agent.agent_id, config, Some(state.key.as_str()))
+        } else {
+            resolve_heartbeat_session(&agent.agent_id, config, None)
+        };
         if session.run_key != state.key {
             tracing::info!(session = %state.key, "heartbeat for a session heartbeats no longer run in; dropped");
             return Ok(HeartbeatStart::default());
@@ -264,6 +282,7 @@ impl TurnService {
                         )),
                         changed: true,
                         incoming: None,
+                        skipped: None,
                     });
                 }
                 Firing::Duplicate => {
@@ -290,7 +309,6 @@ impl TurnService {
                 }
             }
         }
-        let reason = HeartbeatReason::parse(firing.reason);
         let last_chat = if session.fresh_each_run {
             match self.deps.sessions.load_live(&session.base_key).await? {
                 Some(stored) => {
@@ -333,7 +351,7 @@ impl TurnService {
             // of it runs. A turn left open (waiting on a node or an approval) is gate 5.
             main_lane_busy: false,
             session_busy: state.meta.turn_open || !state.meta.follow_ups.is_empty(),
-            pending_events: &[],
+            pending_events: &state.meta.pending_events,
             heartbeat_file,
             task_state: &heartbeat_state.task_runs,
             visibility,
@@ -351,6 +369,7 @@ impl TurnService {
                 let delay = busy_retry_delay_ms(firing.attempt);
                 tracing::info!(session = %state.key, slot_ms, delay_ms = delay, "heartbeat skipped: requests-in-flight; retrying");
                 return Ok(HeartbeatStart {
+                    skipped: Some(SkipReason::RequestsInFlight),
                     arm: Some(heartbeat_timer(
                         &agent.agent_id,
                         &state.key,
@@ -368,6 +387,7 @@ impl TurnService {
                     arm,
                     changed: true,
                     incoming: None,
+                    skipped: Some(skip),
                 });
             }
             HeartbeatDecision::Run(plan) => plan,
@@ -377,7 +397,13 @@ impl TurnService {
         if let Some(heartbeat) = state.meta.heartbeat.as_mut() {
             record_task_runs(&mut heartbeat.task_runs, &plan.due_tasks, now);
         }
-        let delivery = HeartbeatDelivery::new(config, visibility, target, firing.slot_ms);
+        let mut delivery = HeartbeatDelivery::new(config, visibility, target, firing.slot_ms);
+        delivery.cron_run = reason.is_cron();
+        // The events are in the prompt now; the cron reminder is not repeated.
+        if !state.meta.pending_events.is_empty() {
+            state.meta.pending_events.clear();
+            state.touch_meta();
+        }
         let chat = last_chat.unwrap_or_else(|| ChatRef {
             channel: "heartbeat".to_owned(),
             chat_id: agent.agent_id.clone(),
@@ -398,6 +424,7 @@ impl TurnService {
             incoming: Some(Incoming::Message(Box::new(prepared))),
             arm,
             changed: true,
+            skipped: None,
         })
     }
 

@@ -131,10 +131,16 @@ impl TurnService {
                 decision: *decision,
                 notice: None,
             },
-            TurnEvent::ApprovalNeeded { call_id, text } => Incoming::ApprovalNeeded {
-                call_id: call_id.clone(),
-                text: text.clone(),
-            },
+            TurnEvent::ApprovalNeeded { call_id, text } => {
+                // A cron run has nobody to ask.
+                match self.headless_approval(state, call_id) {
+                    Some(denied) => denied,
+                    None => Incoming::ApprovalNeeded {
+                        call_id: call_id.clone(),
+                        text: text.clone(),
+                    },
+                }
+            }
             TurnEvent::ApprovalTimeout { call_id } => {
                 // Nobody answered: askFallback decides (spec §7.8).
                 let fallback = self
@@ -153,9 +159,12 @@ impl TurnService {
                     notice,
                 }
             }
-            // Handled before `prepare`: a continuation records nothing, and a heartbeat goes
-            // through its gates (`heartbeat.rs`).
-            TurnEvent::Continue { .. } | TurnEvent::Heartbeat { .. } => return Ok(None),
+            // Handled before `prepare`: a continuation records nothing, a heartbeat goes
+            // through its gates (`heartbeat.rs`), a cron firing through its job (`cron.rs`).
+            TurnEvent::Continue { .. }
+            | TurnEvent::Heartbeat { .. }
+            | TurnEvent::CronFire { .. }
+            | TurnEvent::SystemEvent { .. } => return Ok(None),
         }))
     }
 
