@@ -22,8 +22,9 @@ use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use clawless_aws::{
-    DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore, S3ObjectStore,
-    ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
+    DynamoCronStore, DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore,
+    S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue,
+    StsQueueCredentials,
 };
 use clawless_core::nodes::Timers;
 use clawless_core::object_store::ObjectStore;
@@ -34,6 +35,7 @@ use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
+use crate::cron_service::{CronDeps, CronService};
 use crate::ingress::{Ingress, webhook_router};
 use crate::node_routes::{
     AdminToken, QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
@@ -486,15 +488,34 @@ impl AwsApp {
         .with_yield(yield_policy)
         .with_model_factory(model_factory);
         // Heartbeats are armed by the events of each agent's main session (see
-        // `turn_service::heartbeat`); without a timer queue there are none.
+        // `turn_service::heartbeat`); without a timer queue there are none, nor cron jobs.
         let turns = match env(TIMER_QUEUE_ENV) {
-            Some(timer_queue) => turns.with_heartbeats(HeartbeatTimers {
-                timers: Arc::new(SqsTimers::new(self.sqs.clone(), timer_queue)),
-                seed: required(TABLE_ENV)?,
-            }),
+            Some(_) => turns
+                .with_heartbeats(HeartbeatTimers {
+                    timers: self.timers()?,
+                    seed: required(TABLE_ENV)?,
+                })
+                .with_cron(Arc::new(self.cron_service()?)),
             None => turns,
         };
         Ok(turns)
+    }
+
+    /// The cron jobs (in the session table) and their timers: the timer queue, and
+    /// EventBridge Scheduler for firings due beyond 15 minutes.
+    pub fn cron_service(&self) -> Result<CronService, AwsAppError> {
+        let table = required(TABLE_ENV)?;
+        Ok(CronService::new(CronDeps {
+            store: Arc::new(DynamoCronStore::new(self.dynamodb.clone(), &table)),
+            timers: self.timers()?,
+            queue: Arc::new(SqsTurnQueue::new(
+                self.sqs.clone(),
+                required(TURN_QUEUE_ENV)?,
+            )),
+            clock: Arc::new(SystemClock),
+            config: Arc::new(self.config.clone()),
+            store_label: Some(format!("dynamodb:{table}")),
+        }))
     }
 }
 

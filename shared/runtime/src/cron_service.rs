@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use clawless_core::cron::run_log::{ListQuery, RunsQuery, cron_status, page_jobs};
-use clawless_core::cron::schedule::firing_slot;
+use clawless_core::cron::schedule::{STUCK_RUN_MS, firing_slot};
 use clawless_core::cron::startup::{
-    INTERRUPTED_ONE_SHOT_ERROR, ManualRunResponse, NotRunReason, manual_run_id, plan_startup,
+    INTERRUPTED_ONE_SHOT_ERROR, ManualRunResponse, manual_run_id, plan_startup,
     preflight_manual_run,
 };
 use clawless_core::cron::tool::{CronAction, CronCaller, prepare_add, prepare_patch};
@@ -158,7 +158,8 @@ impl CronService {
         match action {
             CronAction::Status => {
                 let jobs = self.jobs().await?;
-                let status = cron_status(&self.deps.config.cron, &jobs, self.deps.store_label.clone());
+                let status =
+                    cron_status(&self.deps.config.cron, &jobs, self.deps.store_label.clone());
                 Ok(serde_json::to_value(status).unwrap_or(Value::Null))
             }
             CronAction::List { include_disabled } => {
@@ -235,7 +236,10 @@ impl CronService {
                 crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
                     .await
                     .map_err(CronServiceError::Queue)?;
-                Ok(serde_json::to_value(ManualRunResponse::enqueued(run_id)).unwrap_or(Value::Null))
+                Ok(
+                    serde_json::to_value(ManualRunResponse::enqueued(run_id))
+                        .unwrap_or(Value::Null),
+                )
             }
             CronAction::Runs { job_id } => {
                 let page = self
@@ -301,8 +305,7 @@ impl CronService {
                     .heartbeat_agent(&agent_id)
                     .map(|agent| agent.config)
                     .unwrap_or_default();
-                resolve_heartbeat_session(&agent_id, &heartbeat, job.session_key.as_deref())
-                    .run_key
+                resolve_heartbeat_session(&agent_id, &heartbeat, job.session_key.as_deref()).run_key
             }
             _ => clawless_core::cron::run::run_session(job, &agent_id, "")
                 .and_then(|session| SessionKey::parse(&session.session_key))
@@ -349,14 +352,32 @@ impl CronService {
         Ok(Some(timer))
     }
 
-    /// Start-up (spec §2.11), for a process that was stopped (`clawless local`): markers of
-    /// runs that died with the last process are cleared, interrupted one-shots are not run
-    /// again, missed jobs fire now (several missed slots of one job once), and every job's
-    /// next firing is armed. On AWS nothing stops, so nothing calls this.
+    /// Start-up (spec §2.11), for a process that was stopped (`clawless local`): missed
+    /// jobs fire now (several missed slots of one job once; beyond five, 5 s apart), and
+    /// every job's next firing is armed.
+    ///
+    /// Unlike OpenClaw, a run the last process left running is not cut off: its turn is in
+    /// the session and resumes from there, and records itself on the job when it ends. So
+    /// jobs running for less than the stuck limit (2 h) are left alone, and only older
+    /// markers go through OpenClaw's rule (cleared; a one-shot is not run again). On AWS
+    /// nothing stops, so nothing calls this.
     pub async fn start_up(&self) -> Result<StartupReport, CronServiceError> {
-        let stored = self.deps.store.list_jobs().await?;
-        let mut jobs: Vec<CronJob> = stored.iter().map(|stored| stored.job.clone()).collect();
         let now = self.now();
+        let stored: Vec<_> = self
+            .deps
+            .store
+            .list_jobs()
+            .await?
+            .into_iter()
+            .filter(|stored| {
+                !stored
+                    .job
+                    .state
+                    .running_at_ms
+                    .is_some_and(|started| now.saturating_sub(started) < STUCK_RUN_MS)
+            })
+            .collect();
+        let mut jobs: Vec<CronJob> = stored.iter().map(|stored| stored.job.clone()).collect();
         let plan = plan_startup(&mut jobs, now, &self.default_tz());
         let mut report = StartupReport {
             interrupted: plan.interrupted_one_shots.clone(),
@@ -387,11 +408,6 @@ impl CronService {
             .map(|slot| slot.job_id.clone())
             .collect();
         Ok(report)
-    }
-
-    /// The reason a manual run could not start, as `cron run` reports it.
-    pub fn not_run_reason(reason: NotRunReason) -> Value {
-        serde_json::to_value(ManualRunResponse::not_run(reason)).unwrap_or(Value::Null)
     }
 }
 

@@ -13,9 +13,9 @@ pub mod aws_env;
 pub mod channels;
 pub mod clock;
 pub mod config;
-pub mod cron_service;
 #[cfg(feature = "schema")]
 pub mod config_schema;
+pub mod cron_service;
 pub mod ingress;
 pub mod listed_store;
 #[cfg(feature = "local")]

@@ -19,14 +19,15 @@ use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_core::system_prompt::seed::{SeedScope, seed_workspace};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{
-    SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry, SqliteSessionStore,
-    SqliteTimers, SqliteTurnQueue,
+    SqliteCronStore, SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
+    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
 };
 use tokio::net::TcpListener;
 
 use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::ClawlessConfig;
+use crate::cron_service::{CronDeps, CronService};
 use crate::ingress::{Ingress, webhook_router};
 use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
@@ -247,6 +248,13 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         sent_chunks: Arc::clone(&inbox),
     });
     let bins = declared_bins(&skills).await;
+    let cron = Arc::new(local_cron_service(
+        &db,
+        &state_dir,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.clone(),
+    ));
     let turns = Arc::new(
         TurnService::new(TurnDeps {
             skills: Arc::clone(&skills),
@@ -275,17 +283,23 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
                 clawless_llm::ModelBuild::default(),
             )
         })
-        // Heartbeat firings wait in the same timers table as job deadlines, and reach the
-        // turn queue the same way.
+        // Heartbeat and cron firings wait in the same timers table as job deadlines, and
+        // reach the turn queue the same way.
         .with_heartbeats(HeartbeatTimers {
             timers: Arc::new(SqliteTimers::new(db.clone())),
             seed: state_dir.display().to_string(),
-        }),
+        })
+        .with_cron(Arc::clone(&cron)),
     );
     turns
         .arm_heartbeats()
         .await
         .map_err(|err| LocalError::Setup(format!("cannot arm the heartbeats: {err}")))?;
+    let started = cron
+        .start_up()
+        .await
+        .map_err(|err| LocalError::Setup(format!("cannot start the cron jobs: {err}")))?;
+    tracing::info!(armed = started.armed, caught_up = ?started.caught_up, interrupted = ?started.interrupted, "cron jobs armed");
     let ingress = Arc::new(Ingress {
         inbox,
         queue: Arc::clone(&queue),
@@ -351,6 +365,25 @@ pub fn local_nodes_service(
         turns,
         clock,
         settings,
+    })
+}
+
+/// The cron jobs of local mode, in the same SQLite database as the sessions, with their
+/// firings in its timers table. `clawless cron` opens the same.
+pub fn local_cron_service(
+    db: &SqliteDb,
+    state_dir: &Path,
+    turns: Arc<dyn TurnQueue>,
+    clock: Arc<dyn Clock>,
+    config: ClawlessConfig,
+) -> CronService {
+    CronService::new(CronDeps {
+        store: Arc::new(SqliteCronStore::new(db.clone())),
+        timers: Arc::new(SqliteTimers::new(db.clone())),
+        queue: turns,
+        clock,
+        config: Arc::new(config),
+        store_label: Some(state_dir.join("clawless.db").display().to_string()),
     })
 }
 

@@ -590,8 +590,7 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
-                        None if call.name == CRON_TOOL_NAME && cron_offered =>
-                        {
+                        None if call.name == CRON_TOOL_NAME && cron_offered => {
                             report.tools_run += 1;
                             self.tools_run.fetch_add(1, Ordering::Relaxed);
                             self.run_cron_tool(&call, &state).await

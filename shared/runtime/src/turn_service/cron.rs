@@ -35,7 +35,7 @@ use clawless_core::cron::tool::{
 use clawless_core::cron::types::{
     CronJob, CronPayload, CronRunLogEntry, DeliveryMode, RunStatus, RunUsage, SessionTarget,
 };
-use clawless_core::cron::{RunSlot, Reservation};
+use clawless_core::cron::{Reservation, RunSlot};
 use clawless_core::heartbeat::config::DEFAULT_HEARTBEAT_ACK_MAX_CHARS;
 use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery, PendingSystemEvent};
 use clawless_core::session::key::ChatType;
@@ -120,7 +120,11 @@ impl TurnService {
             return Ok(CronStart::default());
         };
         let store = cron.store();
-        let Some(stored) = store.get_job(firing.job_id).await.map_err(TurnError::Cron)? else {
+        let Some(stored) = store
+            .get_job(firing.job_id)
+            .await
+            .map_err(TurnError::Cron)?
+        else {
             tracing::info!(job_id = %firing.job_id, "cron firing for a removed job; dropped");
             return Ok(CronStart::default());
         };
@@ -283,9 +287,7 @@ impl TurnService {
         let CronPayload::AgentTurn(turn) = &job.payload else {
             let result = TurnResult {
                 status: Some(RunStatus::Skipped),
-                error: Some(
-                    clawless_core::cron::validate::ISOLATED_REQUIRES_AGENT_TURN.to_owned(),
-                ),
+                error: Some(clawless_core::cron::validate::ISOLATED_REQUIRES_AGENT_TURN.to_owned()),
                 ..TurnResult::default()
             };
             self.record_run(&mark, result, state).await?;
@@ -372,7 +374,10 @@ impl TurnService {
         for key in origins.into_iter().flatten() {
             if let Some(stored) = self.deps.sessions.load_live(&key).await? {
                 let origin = SessionState::from_stored(key, &stored)?;
-                if let Some(chat) = origin.meta.chat.filter(|chat| chat.channel != CRON_SENDER_ID)
+                if let Some(chat) = origin
+                    .meta
+                    .chat
+                    .filter(|chat| chat.channel != CRON_SENDER_ID)
                 {
                     last_chat = Some(chat);
                     break;
@@ -452,7 +457,11 @@ impl TurnService {
 
     /// An exec that needs approval in a cron run is refused: nobody is there to answer.
     /// `Some` with the call's result when `state`'s current turn is a cron run.
-    pub(super) fn headless_approval(&self, state: &SessionState, call_id: &str) -> Option<Incoming> {
+    pub(super) fn headless_approval(
+        &self,
+        state: &SessionState,
+        call_id: &str,
+    ) -> Option<Incoming> {
         let mark = state.meta.cron_run.as_ref()?;
         let current = state.current_turn_steps().first()?;
         let StepBody::Inbound { message_id, .. } = &current.body else {
@@ -467,16 +476,18 @@ impl TurnService {
             .iter()
             .rev()
             .find_map(|step| match &step.body {
-                StepBody::Assistant { content, .. } => content.iter().find_map(|block| match block {
-                    AssistantBlock::ToolCall(call) if call.id == call_id => Some(
-                        call.input
-                            .get("command")
-                            .and_then(serde_json::Value::as_str)
-                            .unwrap_or("exec")
-                            .to_owned(),
-                    ),
-                    _ => None,
-                }),
+                StepBody::Assistant { content, .. } => {
+                    content.iter().find_map(|block| match block {
+                        AssistantBlock::ToolCall(call) if call.id == call_id => Some(
+                            call.input
+                                .get("command")
+                                .and_then(serde_json::Value::as_str)
+                                .unwrap_or("exec")
+                                .to_owned(),
+                        ),
+                        _ => None,
+                    })
+                }
                 _ => None,
             })
             .unwrap_or_else(|| "exec".to_owned());
@@ -489,7 +500,10 @@ impl TurnService {
 
     /// When the cron run marked in `state` has finished its turn, records it on the job and
     /// clears the mark. True when the meta changed.
-    pub(super) async fn finish_cron_run(&self, state: &mut SessionState) -> Result<bool, TurnError> {
+    pub(super) async fn finish_cron_run(
+        &self,
+        state: &mut SessionState,
+    ) -> Result<bool, TurnError> {
         let Some(mark) = state.meta.cron_run.clone() else {
             return Ok(false);
         };
@@ -562,7 +576,10 @@ impl TurnService {
             };
             let applied = apply_run_outcome(&mut job, &outcome, config, &tz);
             let written = if applied.remove_job {
-                store.delete_job(&job.id, Some(stored.version)).await.map(|_| ())
+                store
+                    .delete_job(&job.id, Some(stored.version))
+                    .await
+                    .map(|_| ())
             } else {
                 store.put_job(&job, Some(stored.version)).await.map(|_| ())
             };
@@ -624,10 +641,12 @@ impl TurnService {
             }
             return Ok(());
         }
-        Err(TurnError::Cron(clawless_core::cron::CronStoreError::Conflict {
-            job_id: mark.job_id.clone(),
-            expected: None,
-        }))
+        Err(TurnError::Cron(
+            clawless_core::cron::CronStoreError::Conflict {
+                job_id: mark.job_id.clone(),
+                expected: None,
+            },
+        ))
     }
 
     /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set.
@@ -686,8 +705,7 @@ fn turn_result(state: &SessionState, turn: u64) -> TurnResult {
                     result.model = Some(model.clone());
                 }
                 usage.input_tokens = Some(usage.input_tokens.unwrap_or(0) + used.input_tokens);
-                usage.output_tokens =
-                    Some(usage.output_tokens.unwrap_or(0) + used.output_tokens);
+                usage.output_tokens = Some(usage.output_tokens.unwrap_or(0) + used.output_tokens);
             }
             StepBody::HeartbeatOutcome { status, reason } => match status.as_str() {
                 "failed" => {
