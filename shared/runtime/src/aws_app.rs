@@ -35,6 +35,7 @@ use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
+use crate::cron_routes::cron_admin_router;
 use crate::cron_service::{CronDeps, CronService};
 use crate::ingress::{Ingress, webhook_router};
 use crate::node_routes::{
@@ -74,8 +75,9 @@ pub const TIMER_DLQ_ARN_ENV: &str = "CLAWLESS_TIMER_DLQ_ARN";
 pub const NODE_QUEUE_PREFIX_ENV: &str = "CLAWLESS_NODE_QUEUE_PREFIX";
 /// The role the `nodes` function assumes to vend node-queue credentials.
 pub const NODE_QUEUE_ROLE_ENV: &str = "CLAWLESS_NODE_QUEUE_ROLE_ARN";
-/// Name of the bearer token of the operator routes (`/nodes/admin/*`): a secret (read at the
-/// first operator request), else the environment; unset disables the routes.
+/// Name of the bearer token of the operator routes (`/nodes/admin/*`, `/cron/admin/call`): a
+/// secret (read at the first operator request), else the environment; unset disables the
+/// routes.
 pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
 /// Secrets read when first needed, not at cold start: the admin token, which only the
 /// operator routes use (see [`AdminToken::on_demand`]).
@@ -333,7 +335,8 @@ impl AwsApp {
     }
 
     /// The `nodes` function's routes: node pairing, heartbeats, results and queue credentials,
-    /// plus the operator routes when the [`ADMIN_TOKEN_ENV`] secret is set.
+    /// plus the operator routes when the [`ADMIN_TOKEN_ENV`] secret is set (`/nodes/admin/*`,
+    /// and `/cron/admin/call` when the timer queue is configured).
     pub fn nodes_router(&self, nodes: Arc<NodesService>) -> Result<Router, AwsAppError> {
         let region = self
             .sqs
@@ -362,9 +365,16 @@ impl AwsApp {
                 .map_err(|err| AwsAppError::Setup(err.to_string()))?,
         };
         match token {
-            Some(token) => router = router.merge(admin_router(nodes, token)),
+            Some(token) => {
+                router = router.merge(admin_router(nodes, token.clone()));
+                // `clawless cron --url`: the jobs' timers need the timer queue.
+                if env(TIMER_QUEUE_ENV).is_some() {
+                    let cron = Arc::new(self.cron_service()?);
+                    router = router.merge(cron_admin_router(cron, token));
+                }
+            }
             None => tracing::warn!(
-                "{ADMIN_TOKEN_ENV} is not set: the operator routes /nodes/admin/* answer 404"
+                "{ADMIN_TOKEN_ENV} is not set: the operator routes /nodes/admin/* and /cron/admin/call answer 404"
             ),
         }
         Ok(router)

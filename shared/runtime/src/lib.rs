@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 #[cfg(feature = "schema")]
 pub mod config_schema;
+pub mod cron_routes;
 pub mod cron_service;
 pub mod ingress;
 pub mod listed_store;

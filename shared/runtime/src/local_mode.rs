@@ -24,14 +24,16 @@ use clawless_local::sqlite::{
 };
 use tokio::net::TcpListener;
 
+use crate::aws_app::ADMIN_TOKEN_ENV;
 use crate::channels::{ChannelSet, ChannelSetup};
 use crate::clock::{Clock, SystemClock};
 use crate::config::ClawlessConfig;
+use crate::cron_routes::cron_admin_router;
 use crate::cron_service::{CronDeps, CronService};
 use crate::ingress::{Ingress, webhook_router};
 use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
-use crate::node_routes::{RegistryNodeAuth, nodes_router};
+use crate::node_routes::{AdminToken, RegistryNodeAuth, nodes_router};
 use crate::nodes_service::{NodesDeps, NodesService};
 use crate::random::random_hex;
 use crate::routes::skills_bins_router;
@@ -309,13 +311,20 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         clock,
     });
     let replies = LocalReplies::new(secret.as_bytes());
-    let app = webhook_router(ingress)
+    let mut app = webhook_router(ingress)
         .merge(skills_bins_router(
             skills,
             Arc::new(RegistryNodeAuth::new(Arc::clone(&nodes))),
         ))
         .merge(nodes_router(Arc::clone(&nodes), true))
         .merge(replies.clone().router());
+    // `clawless cron` opens the database itself; `clawless cron --url` (the operator route of
+    // the `nodes` function) is served too once an admin token is set, and never without one.
+    if let Some(token) = options.secrets.lookup(ADMIN_TOKEN_ENV) {
+        let token = AdminToken::known(ADMIN_TOKEN_ENV, &token)
+            .map_err(|err| LocalError::Setup(err.to_string()))?;
+        app = app.merge(cron_admin_router(Arc::clone(&cron), token));
+    }
     let server = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             tracing::error!(error = ?err, "local server stopped");

@@ -344,25 +344,32 @@ pub fn admin_router(nodes: Arc<NodesService>, token: AdminToken) -> Router {
         .with_state(state)
 }
 
-/// Compares digests, not the tokens, so the comparison's timing says nothing about the token.
-/// A request without a bearer token is refused before the token is ever read.
-async fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let presented = headers
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .ok_or(ApiError::Unauthorized)?;
-    let expected = state
-        .token
-        .digest()
-        .await
-        .map_err(|err| ApiError::Internal(Box::new(err)))?;
-    if secret_hash(presented.trim()) == expected {
-        Ok(())
-    } else {
-        tracing::warn!("operator request with a wrong token refused");
-        Err(ApiError::Unauthorized)
+impl AdminToken {
+    /// `Ok` when `headers` carry `Authorization: Bearer <this token>`, else 401 (500 when
+    /// the token itself cannot be read). Compares digests, not the tokens, so the
+    /// comparison's timing says nothing about the token. A request without a bearer token is
+    /// refused before the token is ever read.
+    pub async fn authorize(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let presented = headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or(ApiError::Unauthorized)?;
+        let expected = self
+            .digest()
+            .await
+            .map_err(|err| ApiError::Internal(Box::new(err)))?;
+        if secret_hash(presented.trim()) == expected {
+            Ok(())
+        } else {
+            tracing::warn!("operator request with a wrong token refused");
+            Err(ApiError::Unauthorized)
+        }
     }
+}
+
+async fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), ApiError> {
+    state.token.authorize(headers).await
 }
 
 async fn admin_pairing_code(

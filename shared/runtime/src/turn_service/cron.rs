@@ -150,28 +150,51 @@ impl TurnService {
             return Ok(CronStart::default());
         }
         if let Some(mark) = &state.meta.cron_run {
+            if mark.job_id == job.id
+                && mark.slot_ms == firing.slot_ms
+                && mark.manual_ms == firing.manual_ms
+            {
+                // This firing's own run, redelivered after a failure: its turn goes on.
+                tracing::info!(job_id = %job.id, "cron firing redelivered; resuming its run");
+                return Ok(CronStart {
+                    incoming: None,
+                    changed: true,
+                });
+            }
             // One run per session at a time: the session's lane is busy with another run.
             tracing::warn!(job_id = %job.id, running = %mark.job_id, "a cron run is still in progress in this session; this firing is skipped");
             return Ok(CronStart::default());
         }
-        let reserved = match store
+        let slot_value = match slot {
+            RunSlot::Scheduled(ms) | RunSlot::Manual(ms) => ms,
+        };
+        let (job, started_at_ms) = match store
             .reserve_run(&job.id, slot, now, stored.version)
             .await
             .map_err(TurnError::Cron)?
         {
-            Reservation::Reserved(reserved) => reserved,
+            Reservation::Reserved(reserved) => (reserved.job, now),
+            // Reserved by an earlier delivery of this firing that failed before the session
+            // recorded the run (the session's lane handles one event at a time, and a run
+            // that was recorded clears the job's running marker): start it again.
+            Reservation::AlreadyTaken { last_slot_ms }
+                if last_slot_ms == slot_value && job.state.running_at_ms.is_some() =>
+            {
+                tracing::info!(job_id = %job.id, %slot, "cron run reserved but not started; starting it");
+                let started = job.state.running_at_ms.unwrap_or(now);
+                (job.clone(), started)
+            }
             Reservation::AlreadyTaken { last_slot_ms } => {
                 tracing::info!(job_id = %job.id, %slot, last_slot_ms, "cron slot already run; duplicate firing ignored");
                 return Ok(CronStart::default());
             }
         };
-        let job = reserved.job;
         let message_id = run_message_id(&job.id, firing.slot_ms, firing.manual_ms);
         let mark = CronRunMark {
             job_id: job.id.clone(),
             slot_ms: firing.slot_ms,
             manual_ms: firing.manual_ms,
-            started_at_ms: now,
+            started_at_ms,
             message_id: message_id.clone(),
         };
         tracing::info!(job_id = %job.id, %slot, session = %state.key, "cron run starts");

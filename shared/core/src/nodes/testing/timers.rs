@@ -69,6 +69,14 @@ impl InMemoryTimers {
         self.len() == 0
     }
 
+    /// The timers scheduled and not yet acked, by id.
+    pub fn pending(&self) -> Vec<Timer> {
+        lock_state(&self.timers)
+            .values()
+            .map(|pending| pending.timer.clone())
+            .collect()
+    }
+
     fn try_take(&self, now_ms: u64, max: usize) -> Vec<DueTimer> {
         let mut timers = lock_state(&self.timers);
         let mut due: Vec<&mut MemTimer> = timers

@@ -1,0 +1,515 @@
+//! Cron through the turn service, on a clock the test moves and timers it fires by hand,
+//! with the real SQLite cron store: the model schedules a reminder with OpenClaw's `cron`
+//! schema and it reaches the chat once, through the heartbeat path; a redelivered firing
+//! does nothing; a recurring isolated job announces each run once; an acknowledgement is
+//! not announced; a failed one-shot is retried after the backoff; the tool is the owner's.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use clawless_core::cron::run_log::RunsQuery;
+use clawless_core::cron::tool::{CronCaller, parse_cron_call};
+use clawless_core::cron::types::RunStatus;
+use clawless_core::cron::{CronStore, StoredCronJob};
+use clawless_core::nodes::testing::InMemoryTimers;
+use clawless_core::nodes::{Timer, Timers};
+use clawless_core::session::key::ChatType;
+use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
+use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
+use clawless_core::turn::state::SessionState;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use clawless_local::sqlite::{SqliteCronStore, SqliteDb, SqliteSessionStore, SqliteTurnQueue};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::clock::Clock;
+use clawless_runtime::cron_service::{CronDeps, CronService};
+use clawless_runtime::turn_service::{HeartbeatTimers, TurnService};
+use serde_json::{Value, json};
+use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
+
+/// 2026-01-18 03:00 UTC.
+const T0: u64 = 1_768_705_200_000;
+const SECOND: u64 = 1_000;
+const MESSAGES: &str = "/v1/messages";
+const MAIN: &str = "agent:main:main";
+
+#[derive(Debug, Default)]
+struct TestClock(AtomicU64);
+
+impl Clock for TestClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    model: ScriptedServer,
+    receiver: ReplyReceiver,
+    clock: Arc<TestClock>,
+    sessions: Arc<dyn SessionStore>,
+    store: Arc<SqliteCronStore>,
+    timers: InMemoryTimers,
+    cron: Arc<CronService>,
+    turns: TurnService,
+    sent: u64,
+}
+
+impl Harness {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("test fixture");
+        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).expect("test fixture");
+        let model = ScriptedServer::start().await;
+        let receiver = ReplyReceiver::start().await;
+        let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
+        let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
+        let store = Arc::new(SqliteCronStore::new(db.clone()));
+        let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db));
+        let clock = Arc::new(TestClock(AtomicU64::new(T0)));
+        let timers = InMemoryTimers::new();
+        let yaml = format!(
+            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n    \
+             heartbeat: {{every: 30m}}\nmodels:\n  primary: anthropic/claude-test\n  \
+             maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      \
+             baseUrl: {base}\ntools:\n  deny: [web_fetch]\n",
+            skills = dir.path().join("skills").display(),
+            workspace = workspace.display(),
+            base = model.base_url(),
+        );
+        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+        let cron = Arc::new(CronService::new(CronDeps {
+            store: Arc::clone(&store) as Arc<dyn CronStore>,
+            timers: Arc::new(timers.clone()),
+            queue,
+            clock: Arc::clone(&clock) as Arc<dyn Clock>,
+            config: Arc::new(config.clone()),
+            store_label: None,
+        }));
+        let turns = support::turn_service(
+            &config,
+            Arc::clone(&sessions),
+            &receiver.url,
+            Arc::clone(&clock) as Arc<dyn Clock>,
+        )
+        .with_heartbeats(HeartbeatTimers {
+            timers: Arc::new(timers.clone()),
+            seed: "cron-test".to_owned(),
+        })
+        .with_cron(Arc::clone(&cron));
+        Self {
+            _dir: dir,
+            model,
+            receiver,
+            clock,
+            sessions,
+            store,
+            timers,
+            cron,
+            turns,
+            sent: 0,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    fn script_text(&self, text: &str) {
+        self.model
+            .push(MESSAGES, ScriptedReply::json(anthropic_text(text)));
+    }
+
+    fn script_tool(&self, name: &str, input: Value) {
+        self.model.push(
+            MESSAGES,
+            ScriptedReply::json(anthropic_tool_use("toolu_1", name, input)),
+        );
+    }
+
+    fn model_calls(&self) -> usize {
+        self.model.requests_to(MESSAGES).len()
+    }
+
+    async fn say(&mut self, text: &str, owner: bool) {
+        self.sent += 1;
+        let event = SessionEvent {
+            session_key: MAIN.to_owned(),
+            agent_id: "main".to_owned(),
+            event: TurnEvent::Inbound(InboundMessage {
+                message_id: format!("m-{}", self.sent),
+                chat: ChatRef {
+                    channel: "generic".to_owned(),
+                    chat_id: "c-1".to_owned(),
+                    chat_type: ChatType::Direct,
+                },
+                sender_id: "u-1".to_owned(),
+                text: text.to_owned(),
+                sender_is_owner: owner,
+            }),
+        };
+        self.turns.handle(&event).await.expect("turn");
+    }
+
+    /// Fires every timer due by `at_ms` (the clock moves there first), as the timer loop
+    /// does. Returns the timers fired.
+    async fn fire_due_at(&self, at_ms: u64) -> Vec<Timer> {
+        self.clock.0.store(self.now().max(at_ms), Ordering::SeqCst);
+        let due = self
+            .timers
+            .take_due(self.now(), 10, Duration::ZERO)
+            .await
+            .expect("timers");
+        let mut fired = Vec::new();
+        for due in due {
+            self.turns.handle(&due.timer.event).await.expect("firing");
+            self.timers.ack(&due.receipt).await.expect("ack");
+            fired.push(due.timer);
+        }
+        fired
+    }
+
+    /// The cron timers waiting, as `(timer id, due)`.
+    async fn cron_timers(&self) -> Vec<(String, u64)> {
+        self.timers
+            .pending()
+            .into_iter()
+            .filter(|timer| timer.timer_id.starts_with("cron:"))
+            .map(|timer| (timer.timer_id, timer.due_at_ms))
+            .collect()
+    }
+
+    async fn jobs(&self) -> Vec<StoredCronJob> {
+        self.store.list_jobs().await.expect("jobs")
+    }
+
+    async fn runs(&self, job_id: &str) -> Vec<clawless_core::cron::types::CronRunLogEntry> {
+        self.store
+            .runs(Some(job_id), &RunsQuery::default())
+            .await
+            .expect("runs")
+            .entries
+    }
+
+    async fn state(&self, key: &str) -> SessionState {
+        let key = SessionKey::parse(key).expect("key");
+        let stored = self
+            .sessions
+            .load(&key)
+            .await
+            .expect("load")
+            .expect("stored");
+        SessionState::from_stored(key, &stored).expect("state")
+    }
+
+    fn chat_texts(&self) -> Vec<String> {
+        self.receiver
+            .posted()
+            .iter()
+            .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Adds a job as the main chat's owner would through the tool.
+    async fn add(&self, job: Value) -> Value {
+        let action = parse_cron_call(&json!({"action": "add", "job": job})).expect("a cron call");
+        self.cron
+            .call(
+                action,
+                &CronCaller {
+                    session_key: Some(MAIN),
+                    agent_id: Some("main"),
+                },
+            )
+            .await
+            .expect("added")
+    }
+}
+
+/// The texts of the last model request's messages.
+fn last_request_texts(model: &ScriptedServer) -> String {
+    let requests = model.requests_to(MESSAGES);
+    let request = requests.last().expect("a request");
+    request.body["messages"].to_string()
+}
+
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_set_through_the_tool_reaches_the_chat_once() {
+    let mut h = Harness::new().await;
+    // GIVEN the model answers "remind me in 8 s" with OpenClaw's cron schema
+    h.script_tool(
+        "cron",
+        json!({
+            "action": "add",
+            "job": {
+                "name": "Stretch",
+                "schedule": {"kind": "at", "at": "2026-01-18T03:00:08Z"},
+                "sessionTarget": "main",
+                "wakeMode": "now",
+                "payload": {"kind": "systemEvent", "text": "Reminder: stand up and stretch."}
+            }
+        }),
+    );
+    h.script_text("Okay, I'll remind you in 8 seconds.");
+    h.say("remind me in 8 s to stretch", true).await;
+
+    // THEN the tool was offered, the job is stored and its firing armed at its slot
+    let first = &h.model.requests_to(MESSAGES)[0];
+    assert!(offered_tools(&first.body).contains(&"cron".to_owned()));
+    let jobs = h.jobs().await;
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0].job;
+    let due = T0 + 8 * SECOND;
+    assert_eq!(job.state.next_run_at_ms, Some(due));
+    assert_eq!(job.session_key.as_deref(), Some(MAIN));
+    assert_eq!(
+        h.cron_timers().await,
+        [(format!("cron:{}:{due}", job.id), due)]
+    );
+    assert_eq!(h.chat_texts(), ["Okay, I'll remind you in 8 seconds."]);
+
+    // WHEN it comes due, the heartbeat path runs with the cron reminder prompt
+    h.script_text("⏰ Time to stand up and stretch!");
+    let fired = h.fire_due_at(due).await;
+    assert_eq!(fired.len(), 1);
+    let prompt = last_request_texts(&h.model);
+    assert!(
+        prompt.contains("A scheduled reminder has been triggered")
+            && prompt.contains("Reminder: stand up and stretch."),
+        "{prompt}"
+    );
+
+    // THEN the chat gets it once, the one-shot is gone and its run is logged
+    assert_eq!(
+        h.chat_texts(),
+        [
+            "Okay, I'll remind you in 8 seconds.",
+            "⏰ Time to stand up and stretch!"
+        ]
+    );
+    assert!(
+        h.jobs().await.is_empty(),
+        "a one-shot is removed after success"
+    );
+    let runs = h.runs(&job.id).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, Some(RunStatus::Ok));
+    assert_eq!(runs[0].delivered, Some(true));
+    let main = h.state(MAIN).await;
+    assert!(main.meta.cron_run.is_none() && main.meta.pending_events.is_empty());
+
+    // AND a redelivered firing changes nothing
+    let calls = h.model_calls();
+    h.turns.handle(&fired[0].event).await.expect("redelivery");
+    assert_eq!(h.model_calls(), calls);
+    assert_eq!(h.chat_texts().len(), 2);
+    assert_eq!(h.runs(&job.id).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recurring_isolated_job_announces_each_run_once() {
+    let mut h = Harness::new().await;
+    h.script_text("Hello!");
+    h.say("hi", true).await;
+    // GIVEN an isolated job every 10 s, created from the main chat
+    let added = h
+        .add(json!({
+            "name": "Sheep",
+            "schedule": {"kind": "every", "everyMs": 10_000},
+            "payload": {"kind": "agentTurn", "message": "Count one sheep."}
+        }))
+        .await;
+    assert_eq!(added["sessionTarget"], "isolated");
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+
+    // WHEN three slots come round (each answered), and the first is redelivered
+    let mut fired = Vec::new();
+    for n in 1..=3 {
+        h.script_text(&format!("Sheep number {n}."));
+        let slot = h.jobs().await[0].job.state.next_run_at_ms.expect("next");
+        let timers = h.fire_due_at(slot).await;
+        assert_eq!(timers.len(), 1, "one firing per slot");
+        fired.extend(timers);
+    }
+    let calls = h.model_calls();
+    h.turns.handle(&fired[0].event).await.expect("redelivery");
+
+    // THEN each run was announced to the chat once, in its own session generation
+    assert_eq!(h.model_calls(), calls, "a redelivered slot runs nothing");
+    assert_eq!(
+        h.chat_texts(),
+        [
+            "Hello!",
+            "Sheep number 1.",
+            "Sheep number 2.",
+            "Sheep number 3."
+        ]
+    );
+    let runs = h.runs(&job_id).await;
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|run| run.status == Some(RunStatus::Ok)));
+    let isolated = h.state(&format!("agent:main:cron:{job_id}")).await;
+    assert_eq!(isolated.meta.generation, 2, "a fresh generation per run");
+    let prompt = last_request_texts(&h.model);
+    assert!(
+        prompt.contains(&format!("[cron:{job_id} Sheep] Count one sheep.")),
+        "{prompt}"
+    );
+    // The next slot is armed, 10 s on.
+    let next = h.jobs().await[0].job.state.next_run_at_ms.expect("next");
+    assert_eq!(
+        h.cron_timers().await,
+        [(format!("cron:{job_id}:{next}"), next)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledgement_is_not_announced_and_a_failed_run_is_retried() {
+    let h = Harness::new().await;
+    let added = h
+        .add(json!({
+            "name": "Inbox",
+            "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+            "payload": {"kind": "agentTurn", "message": "Anything new?"},
+            "delivery": {"mode": "announce", "channel": "generic", "to": "c-1"}
+        }))
+        .await;
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+    // A model that refuses while overloaded: the one-shot fails with a transient error…
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"the service is temporarily overloaded"}}"#,
+        ),
+    );
+    let first = T0 + 60 * SECOND;
+    assert_eq!(h.fire_due_at(first).await.len(), 1);
+    let job = h.jobs().await.remove(0).job;
+    assert_eq!(job.state.last_status, Some(RunStatus::Error));
+    let retry_at = job.state.next_run_at_ms.expect("a retry");
+    assert!(
+        retry_at >= first + 30 * SECOND,
+        "first retry after 30 s: {retry_at}"
+    );
+    assert!(
+        h.chat_texts().is_empty(),
+        "a failure is not announced as a result"
+    );
+
+    // …and its retry answers HEARTBEAT_OK: ok, nothing announced, the one-shot removed.
+    h.script_text("HEARTBEAT_OK");
+    assert_eq!(h.fire_due_at(retry_at).await.len(), 1);
+    assert!(h.chat_texts().is_empty());
+    assert!(h.jobs().await.is_empty());
+    let runs = h.runs(&job_id).await;
+    let statuses: Vec<_> = runs.iter().map(|run| run.status).collect();
+    assert!(statuses.contains(&Some(RunStatus::Error)) && statuses.contains(&Some(RunStatus::Ok)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_turn_failed_resumes_on_redelivery() {
+    let h = Harness::new().await;
+    let added = h
+        .add(json!({
+            "name": "Report",
+            "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+            "payload": {"kind": "agentTurn", "message": "Write the report."},
+            "delivery": {"mode": "announce", "channel": "generic", "to": "c-1"}
+        }))
+        .await;
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+    // GIVEN a firing whose model call fails in a way worth retrying (the queue redelivers)
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+    );
+    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    let due = h
+        .timers
+        .take_due(h.now(), 10, Duration::ZERO)
+        .await
+        .expect("timers");
+    assert_eq!(due.len(), 1);
+    let event = due[0].timer.event.clone();
+    assert!(h.turns.handle(&event).await.is_err(), "left for redelivery");
+    // WHEN the same firing is redelivered
+    h.script_text("Report: all green.");
+    h.turns.handle(&event).await.expect("redelivery");
+    // THEN the run goes on and is announced and recorded once
+    assert_eq!(h.chat_texts(), ["Report: all green."]);
+    let runs = h.runs(&job_id).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, Some(RunStatus::Ok));
+    h.turns.handle(&event).await.expect("another redelivery");
+    assert_eq!(h.chat_texts().len(), 1);
+    assert_eq!(h.runs(&job_id).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cron_tool_is_offered_to_the_owner_only() {
+    let mut h = Harness::new().await;
+    h.script_text("Hi stranger.");
+    h.say("hello", false).await;
+    h.script_text("Hi owner.");
+    h.say("hello again", true).await;
+    let requests = h.model.requests_to(MESSAGES);
+    assert!(!offered_tools(&requests[0].body).contains(&"cron".to_owned()));
+    assert!(offered_tools(&requests[1].body).contains(&"cron".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_or_moved_job_ignores_its_old_timer() {
+    let h = Harness::new().await;
+    let added = h
+        .add(json!({
+            "name": "Water",
+            "schedule": {"kind": "at", "at": "2026-01-18T03:00:30Z"},
+            "payload": {"kind": "systemEvent", "text": "Drink water."}
+        }))
+        .await;
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+    // Moved to a later time: the old slot's timer fires and does nothing.
+    let update = parse_cron_call(&json!({
+        "action": "update", "jobId": job_id,
+        "patch": {"schedule": {"kind": "at", "at": "2026-01-18T03:02:00Z"}}
+    }))
+    .expect("a call");
+    h.cron
+        .call(update, &CronCaller::default())
+        .await
+        .expect("updated");
+    let old = h.fire_due_at(T0 + 30 * SECOND).await;
+    assert_eq!(old.len(), 1);
+    assert_eq!(h.model_calls(), 0);
+    assert!(h.runs(&job_id).await.is_empty());
+    // Removed: its timer is cancelled, and a stray firing finds no job.
+    let remove = parse_cron_call(&json!({"action": "remove", "jobId": job_id})).expect("a call");
+    let removed = h
+        .cron
+        .call(remove, &CronCaller::default())
+        .await
+        .expect("removed");
+    assert_eq!(removed, json!({"ok": true, "removed": true}));
+    assert!(h.cron_timers().await.is_empty());
+    h.turns.handle(&old[0].event).await.expect("stray firing");
+    assert_eq!(h.model_calls(), 0);
+}
