@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use clawless_aws::{DynamoSessionStore, S3ObjectStore};
+use clawless_core::cron::run::CRON_SENDER_ID;
 use clawless_core::heartbeat::{AlertTarget, HeartbeatState};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
@@ -431,6 +432,21 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             if let Some(heartbeat) = &meta.heartbeat {
                 push_line!(out, "{}", heartbeat_line(heartbeat));
             }
+            if let Some(run) = &meta.cron_run {
+                push_line!(
+                    out,
+                    "cron run in progress: job {} since {}",
+                    run.job_id,
+                    utc(run.started_at_ms)
+                );
+            }
+            if !meta.pending_events.is_empty() {
+                push_line!(
+                    out,
+                    "{} system event(s) waiting for the next heartbeat",
+                    meta.pending_events.len()
+                );
+            }
             if !meta.follow_ups.is_empty() {
                 push_line!(
                     out,
@@ -449,6 +465,8 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
     }
     let mut calls: BTreeMap<String, String> = BTreeMap::new();
     let mut pending: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    // Whether the turn being shown was started by a cron job.
+    let mut cron_turn = false;
     for stored_step in &stored.steps {
         out.push('\n');
         let step: Step = match serde_json::from_str(&stored_step.body) {
@@ -476,13 +494,20 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 heartbeat_delivery,
                 compact,
             } => {
+                cron_turn =
+                    sender_id == CRON_SENDER_ID || message_id.starts_with("heartbeat:cron:");
                 let what = match (heartbeat, compact) {
+                    (true, _) if cron_turn => "CRON REMINDER (heartbeat)",
                     (true, _) => "HEARTBEAT",
+                    (false, _) if cron_turn => "CRON RUN",
                     (false, Some(_)) => "USER /compact",
                     (false, None) => "USER",
                 };
                 push_line!(out, "{what} {sender_id} (message {message_id})");
-                if let Some(delivery) = heartbeat_delivery {
+                if let Some(delivery) = heartbeat_delivery
+                    .as_ref()
+                    .filter(|_| !cron_turn || *heartbeat)
+                {
                     let slot = delivery
                         .slot_ms
                         .map_or_else(|| "a wake".to_owned(), |slot| format!("slot {}", utc(slot)));
@@ -616,6 +641,17 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"
                 ),
             },
+            StepBody::HeartbeatOutcome { status, reason } if cron_turn => {
+                let reason = reason.as_deref().unwrap_or("no reason given");
+                match status.as_str() {
+                    "ok-token" | "ok-empty" => {
+                        push_line!(out, "=== CRON RESULT ({status}): nothing to announce")
+                    }
+                    "sent" => push_line!(out, "=== CRON RESULT: announced (the reply below)"),
+                    "failed" => push_line!(out, "=== CRON RUN FAILED: {reason}"),
+                    _ => push_line!(out, "=== CRON RESULT not announced: {reason}"),
+                }
+            }
             StepBody::HeartbeatOutcome { status, reason } => {
                 let reason = reason.as_deref().unwrap_or("no reason given");
                 match status.as_str() {
