@@ -312,15 +312,19 @@ pub enum AlertMode {
 pub struct FailureDestination {
     /// Channel id (`telegram`, `slack`, …) or `last`, for `announce`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = "last")))]
     pub channel: Option<String>,
     /// Recipient (chat id), or the URL for `webhook`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub to: Option<String>,
     /// Account of a multi-account channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub account_id: Option<String>,
     /// `announce` (a chat message) or `webhook` (a JSON POST to `to`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = "announce")))]
     pub mode: Option<AlertMode>,
 }
 
