@@ -1,5 +1,5 @@
-//! The operator's HTTP client for a deployed backend's node routes (`/nodes/admin/…`), used by
-//! `clawless nodes --url URL …`. Every call carries `Authorization: Bearer <admin token>`; the
+//! The operator's HTTP client for a deployed backend's operator routes (`/nodes/admin/…`,
+//! `/cron/admin/call`), used by `clawless nodes --url URL …` and `clawless cron --url URL …`. Every call carries `Authorization: Bearer <admin token>`; the
 //! token comes from `CLAWLESS_ADMIN_TOKEN` (never a flag, so it stays out of process lists and
 //! shell history).
 //!
@@ -144,6 +144,44 @@ impl AdminClient {
         match self.call(reqwest::Method::GET, &["nodes", node_id]).await? {
             Some(body) => Ok(Some(Self::parse(&body, "a node")?)),
             None => Ok(None),
+        }
+    }
+
+    /// One `cron` call (the tool's JSON arguments) through `POST <base>/cron/admin/call`: the
+    /// backend's answer, or its error sentence when it refused the call (400).
+    pub(crate) async fn cron_call(&self, args: &Value) -> anyhow::Result<Value> {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(["cron", "admin", "call"]);
+        }
+        let response = self
+            .http
+            .post(url.clone())
+            .header(reqwest::header::AUTHORIZATION, &self.authorization)
+            .json(args)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
+        let status = response.status();
+        let body = response
+            .text()
+            .await
+            .with_context(|| format!("reading the answer of {url}"))?;
+        match status.as_u16() {
+            200..=299 => Self::parse(&body, "a cron call"),
+            400 => {
+                let refused: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                match refused.get("error").and_then(Value::as_str) {
+                    Some(error) => bail!("{error}"),
+                    None => bail!("POST {url} answered {status}: {}", body.trim()),
+                }
+            }
+            401 | 403 => bail!(
+                "the backend at {} refused the admin token ({ADMIN_TOKEN_ENV})",
+                self.base
+            ),
+            404 => bail!("this backend has no cron operator route (404 on {url})"),
+            _ => bail!("POST {url} answered {status}: {}", body.trim()),
         }
     }
 

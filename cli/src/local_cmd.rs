@@ -148,13 +148,19 @@ pub(crate) struct ChatArgs {
     timeout: u64,
 }
 
-fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
+/// The configuration `clawless local` reads: `path`, else ./clawless.yaml when present, else
+/// the defaults (`clawless cron` reads the same).
+pub(crate) fn read_config(path: Option<&Path>) -> anyhow::Result<ClawlessConfig> {
     let default = Path::new("clawless.yaml");
-    let mut config = match &args.config {
+    Ok(match path {
         Some(path) => ClawlessConfig::from_file(path)?,
         None if default.is_file() => ClawlessConfig::from_file(default)?,
         None => ClawlessConfig::default(),
-    };
+    })
+}
+
+fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
+    let mut config = read_config(args.config.as_deref())?;
     if config.skills.bundled.is_none() && looks_like_skills_dir(Path::new("skills")) {
         let bundled = std::env::current_dir()?.join("skills");
         config.skills.bundled = Some(bundled.display().to_string());

@@ -1,13 +1,15 @@
 //! The `clawless` command line: `clawless local` (the whole system on one machine),
 //! `clawless chat` (talk to it), `clawless skills …`, `clawless exec check`, `clawless nodes …`
 //! (pairing codes and the node registry), `clawless node …` (this machine as a node host),
-//! `clawless sessions …` (what sessions did), `clawless doctor` (check a deployment),
-//! `clawless workspace init` (a new agent workspace's default bootstrap files) and
-//! `clawless config …` (the schema of `clawless.yaml`, checking a file against it).
+//! `clawless sessions …` (what sessions did), `clawless cron …` (scheduled jobs and
+//! reminders), `clawless doctor` (check a deployment), `clawless workspace init` (a new agent
+//! workspace's default bootstrap files) and `clawless config …` (the schema of
+//! `clawless.yaml`, checking a file against it).
 
 mod admin_client;
 mod channels_cmd;
 mod config_cmd;
+mod cron_cmd;
 mod doctor_cmd;
 mod exec_cmd;
 mod local_cmd;
@@ -46,6 +48,8 @@ enum Command {
     Channels(channels_cmd::ChannelsArgs),
     /// What sessions did: list them, show one's transcript with its tool calls.
     Sessions(sessions_cmd::SessionsArgs),
+    /// Cron jobs and reminders: add, list, change, run them; wake the main session.
+    Cron(cron_cmd::CronArgs),
     /// Check a deployment (or --local state) and say what to fix.
     Doctor(doctor_cmd::DoctorArgs),
     /// Agent workspaces: give one the default bootstrap files (`workspace init`).
@@ -67,6 +71,7 @@ async fn main() -> ExitCode {
         Command::Exec(args) => exec_cmd::run(args).await,
         Command::Channels(args) => channels_cmd::run(args).await,
         Command::Sessions(args) => sessions_cmd::run(args).await,
+        Command::Cron(args) => cron_cmd::run(args).await,
         Command::Doctor(args) => doctor_cmd::run(args).await,
         Command::Workspace(args) => workspace_cmd::run(args).await,
         Command::Config(args) => config_cmd::run(args).await,

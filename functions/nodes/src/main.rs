@@ -1,6 +1,6 @@
 //! `nodes`: the HTTP API of node hosts (`POST /nodes/pair`, `/nodes/heartbeat`,
-//! `/nodes/results`, `/nodes/credentials`) and of their operator (`/nodes/admin/*`, behind
-//! `CLAWLESS_ADMIN_TOKEN`). A result is recorded with a conditional write (the first wins)
+//! `/nodes/results`, `/nodes/credentials`) and of their operator (`/nodes/admin/*` and
+//! `POST /cron/admin/call`, behind `CLAWLESS_ADMIN_TOKEN`). A result is recorded with a conditional write (the first wins)
 //! and resumes its turn through the turn queue. Wiring only; runs once per cold start.
 
 use std::sync::Arc;
