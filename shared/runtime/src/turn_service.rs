@@ -490,6 +490,7 @@ impl TurnService {
                 only_if_due: *only_if_due,
             };
             let start = self.start_cron_run(&agent.id, &mut state, firing).await?;
+            *arm = start.arm;
             match start.incoming {
                 Some(incoming) => {
                     let acceptance = engine.accept(&mut state, incoming, now);

@@ -513,3 +513,66 @@ async fn a_removed_or_moved_job_ignores_its_old_timer() {
     h.turns.handle(&old[0].event).await.expect("stray firing");
     assert_eq!(h.model_calls(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_for_a_busy_session_waits_for_it_then_arrives_once() {
+    let mut h = Harness::new().await;
+    h.script_text("Hello!");
+    h.say("hi", true).await;
+    let added = h
+        .add(json!({
+            "name": "Call",
+            "schedule": {"kind": "at", "at": "2026-01-18T03:00:20Z"},
+            "payload": {"kind": "systemEvent", "text": "Reminder: call the plumber."}
+        }))
+        .await;
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+    // GIVEN the session's turn is open (as while it waits on a node or an approval)
+    let key = SessionKey::parse(MAIN).expect("key");
+    let mut state = h.state(MAIN).await;
+    state.meta.turn_open = true;
+    state.touch_meta();
+    let commit = state.pending_commit().expect("commit");
+    h.sessions.commit(&key, &commit).await.expect("commit");
+
+    // WHEN the reminder comes due
+    let due = T0 + 20 * SECOND;
+    assert_eq!(h.fire_due_at(due).await.len(), 1);
+
+    // THEN nothing is sent yet: the event waits in the session and a wake retries in 1 s
+    assert_eq!(h.model_calls(), 1);
+    let state = h.state(MAIN).await;
+    assert_eq!(state.meta.pending_events.len(), 1);
+    assert_eq!(
+        h.runs(&job_id).await[0].status,
+        Some(RunStatus::Ok),
+        "the job's part is done: its event is queued"
+    );
+    let waiting: Vec<String> = h
+        .timers
+        .pending()
+        .into_iter()
+        .map(|timer| timer.timer_id)
+        .filter(|id| id.contains(":wake"))
+        .collect();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+
+    // WHEN the turn has ended by the retry
+    let mut state = h.state(MAIN).await;
+    state.meta.turn_open = false;
+    state.touch_meta();
+    let commit = state.pending_commit().expect("commit");
+    h.sessions.commit(&key, &commit).await.expect("commit");
+    h.script_text("📞 Don't forget to call the plumber!");
+    assert_eq!(h.fire_due_at(due + SECOND).await.len(), 1);
+
+    // THEN the reminder arrives once and the event is used up
+    assert_eq!(
+        h.chat_texts(),
+        ["Hello!", "📞 Don't forget to call the plumber!"]
+    );
+    assert!(last_request_texts(&h.model).contains("Reminder: call the plumber."));
+    assert!(h.state(MAIN).await.meta.pending_events.is_empty());
+    assert!(h.fire_due_at(due + 120 * SECOND).await.is_empty());
+    assert_eq!(h.chat_texts().len(), 2);
+}

@@ -66,6 +66,8 @@ pub(super) struct CronStart {
     pub incoming: Option<Incoming>,
     /// The session's meta changed (a mark, a pending event, a heartbeat record).
     pub changed: bool,
+    /// A timer to schedule once the session is committed (a busy reminder's wake).
+    pub arm: Option<clawless_core::nodes::Timer>,
 }
 
 /// How a finished run's turn ended, read from the transcript.
@@ -159,6 +161,7 @@ impl TurnService {
                 return Ok(CronStart {
                     incoming: None,
                     changed: true,
+                    arm: None,
                 });
             }
             // One run per session at a time: the session's lane is busy with another run.
@@ -268,8 +271,10 @@ impl TurnService {
             return Ok(CronStart {
                 incoming: Some(incoming),
                 changed: true,
+                arm: None,
             });
         }
+        let arm = start.arm;
         let skipped = start
             .skipped
             .map_or_else(|| "disabled".to_owned(), |skip| skip.as_str().to_owned());
@@ -285,7 +290,7 @@ impl TurnService {
                 summary,
                 ..TurnResult::default()
             },
-            // Busy: the event stays pending for the session's next heartbeat.
+            // Busy: the event stays pending, and the wake armed above retries it.
             MainJobStep::RetryAfter { .. } | MainJobStep::RequestWakeAndFinish => TurnResult {
                 status: Some(RunStatus::Ok),
                 summary: Some(text),
@@ -295,6 +300,7 @@ impl TurnService {
         self.record_run(&mark, result, state).await?;
         Ok(CronStart {
             changed: true,
+            arm,
             ..CronStart::default()
         })
     }
@@ -373,6 +379,7 @@ impl TurnService {
         Ok(CronStart {
             incoming: Some(Incoming::Message(Box::new(prepared))),
             changed: true,
+            arm: None,
         })
     }
 

@@ -43,6 +43,10 @@ use clawless_core::turn::state::{ResetReason, ResetRequest, SessionState};
 
 use super::{TurnError, TurnService};
 
+/// How many times a cron reminder's wake waits for a busy session (1 s, doubling up to a
+/// minute: about a quarter of an hour) before its event is left for the next heartbeat.
+const CRON_WAKE_ATTEMPTS: u32 = 20;
+
 /// What heartbeats are scheduled with: the durable timers and the deployment's phase seed.
 #[derive(Clone)]
 pub struct HeartbeatTimers {
@@ -377,6 +381,40 @@ impl TurnService {
                         firing.attempt + 1,
                         now + delay,
                     )),
+                    ..HeartbeatStart::default()
+                });
+            }
+            // A cron reminder's wake in a busy session waits for it (the coalesced wake of
+            // spec §2.7), backing off like a busy slot, for up to CRON_WAKE_ATTEMPTS tries;
+            // its event stays pending meanwhile.
+            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
+                if firing.slot_ms.is_none()
+                    && reason.is_cron()
+                    && firing.attempt < CRON_WAKE_ATTEMPTS =>
+            {
+                let delay = busy_retry_delay_ms(firing.attempt);
+                tracing::info!(session = %state.key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
+                let base = firing
+                    .heartbeat_id
+                    .split(":wake")
+                    .next()
+                    .unwrap_or(firing.heartbeat_id);
+                return Ok(HeartbeatStart {
+                    skipped: Some(SkipReason::RequestsInFlight),
+                    arm: Some(Timer {
+                        timer_id: format!("heartbeat:{base}:wake{}", firing.attempt + 1),
+                        due_at_ms: now + delay,
+                        event: SessionEvent {
+                            session_key: state.key.to_string(),
+                            agent_id: agent.agent_id.clone(),
+                            event: TurnEvent::Heartbeat {
+                                heartbeat_id: format!("{base}:wake{}", firing.attempt + 1),
+                                slot_ms: None,
+                                reason: firing.reason.to_owned(),
+                                attempt: firing.attempt + 1,
+                            },
+                        },
+                    }),
                     ..HeartbeatStart::default()
                 });
             }
