@@ -368,11 +368,14 @@ impl TurnService {
             job.session_target,
             SessionTarget::Isolated | SessionTarget::Current
         );
+        let model = turn.model.clone().filter(|model| !model.trim().is_empty());
         if fresh && state.meta.turn > 0 {
             prepared.reset = Some(ResetRequest {
                 reason: ResetReason::Cron,
-                model: None,
+                model,
             });
+        } else if fresh {
+            state.meta.model_override = model;
         }
         state.meta.cron_run = Some(mark);
         state.touch_meta();
