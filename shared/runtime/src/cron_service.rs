@@ -370,11 +370,11 @@ impl CronService {
             .await?
             .into_iter()
             .filter(|stored| {
-                !stored
+                stored
                     .job
                     .state
                     .running_at_ms
-                    .is_some_and(|started| now.saturating_sub(started) < STUCK_RUN_MS)
+                    .is_none_or(|started| now.saturating_sub(started) >= STUCK_RUN_MS)
             })
             .collect();
         let mut jobs: Vec<CronJob> = stored.iter().map(|stored| stored.job.clone()).collect();
