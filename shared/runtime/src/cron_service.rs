@@ -191,10 +191,21 @@ impl CronService {
                     return Err(unknown_job_error(&job_id).into());
                 };
                 let mut job = stored.job;
+                let before = firing_slot(&job).filter(|_| job.enabled);
                 apply_patch(&mut job, &patch, &ctx)?;
                 job.updated_at_ms = now;
                 self.deps.store.put_job(&job, Some(stored.version)).await?;
-                self.arm(&job).await?;
+                let armed = self.arm(&job).await?;
+                if let Some(before) = before
+                    && armed
+                        .as_ref()
+                        .is_none_or(|timer| timer.timer_id != before.key())
+                {
+                    // Best effort: the old slot's firing would find the job moved on anyway.
+                    if let Err(err) = self.deps.timers.cancel(&before.key()).await {
+                        tracing::warn!(job_id = %job.id, error = %err, "the old slot's timer was not cancelled; its firing will do nothing");
+                    }
+                }
                 Ok(serde_json::to_value(&job).unwrap_or(Value::Null))
             }
             CronAction::Remove { job_id } => {
@@ -212,6 +223,8 @@ impl CronService {
                 let Some(stored) = self.deps.store.get_job(&job_id).await? else {
                     return Err(unknown_job_error(&job_id).into());
                 };
+                // Manual runs are reserved in increasing order: after the latest one.
+                let manual_ms = now.max(stored.reserved.manual_ms.map_or(0, |last| last + 1));
                 let mut job = stored.job;
                 if let Err((reason, error)) = preflight_manual_run(&mut job, mode, &ctx) {
                     if let Some(error) = error {
@@ -229,7 +242,7 @@ impl CronService {
                     event: TurnEvent::CronFire {
                         job_id: job_id.clone(),
                         slot_ms: None,
-                        manual_ms: Some(now.saturating_add(n % 1_000)),
+                        manual_ms: Some(manual_ms),
                         only_if_due: mode == clawless_core::cron::tool::RunMode::Due,
                     },
                 };

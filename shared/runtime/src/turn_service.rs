@@ -42,7 +42,7 @@ use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
 use clawless_core::turn::{
-    Acceptance, Effect, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
+    Acceptance, Effect, Incoming, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
 };
 
 use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
@@ -233,8 +233,8 @@ pub struct TurnService {
     yield_policy: Option<YieldPolicy>,
     heartbeats: Option<HeartbeatTimers>,
     cron: Option<Arc<crate::cron_service::CronService>>,
-    /// Posts webhook deliveries of cron jobs.
-    webhook_http: Option<reqwest::Client>,
+    /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy.
+    webhooks: Option<Arc<crate::web_fetcher::HttpWebFetcher>>,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -288,7 +288,7 @@ impl TurnService {
             yield_policy: None,
             heartbeats: None,
             cron: None,
-            webhook_http: None,
+            webhooks: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -350,7 +350,16 @@ impl TurnService {
     /// module). Without it there is no `cron` tool and cron firings are dropped.
     pub fn with_cron(mut self, cron: Arc<crate::cron_service::CronService>) -> Self {
         self.cron = Some(cron);
-        self.webhook_http = clawless_http::client_builder().build().ok();
+        match crate::web_fetcher::HttpWebFetcher::new() {
+            Ok(poster) => self.webhooks = Some(Arc::new(poster)),
+            Err(err) => tracing::warn!(error = %err, "cron webhook deliveries are off"),
+        }
+        self
+    }
+
+    /// Posts cron webhook deliveries with `poster` (tests allow a loopback receiver with it).
+    pub fn with_cron_webhooks(mut self, poster: crate::web_fetcher::HttpWebFetcher) -> Self {
+        self.webhooks = Some(Arc::new(poster));
         self
     }
 
@@ -501,13 +510,27 @@ impl TurnService {
             }
         } else {
             *arm = self.arm_if_needed(&agent.id, &mut state);
-            let Some(incoming) = self
+            let Some(mut incoming) = self
                 .prepare(&agent.id, &event.event, &state, &scope)
                 .await?
             else {
                 tracing::info!(session = %key, "nothing to do for this event; skipped");
                 return Ok(TurnReport::default());
             };
+            // Pending system events reach the model with the next message, once.
+            if let Incoming::Message(prepared) = &mut incoming
+                && !state.meta.pending_events.is_empty()
+                && prepared.compact.is_none()
+                && !state.has_seen_message(&prepared.message.message_id)
+            {
+                let lines =
+                    clawless_core::heartbeat::system_event_lines(&state.meta.pending_events);
+                if !lines.is_empty() {
+                    prepared.text = format!("{lines}\n\n{}", prepared.text);
+                }
+                state.meta.pending_events.clear();
+                state.touch_meta();
+            }
             let acceptance = engine.accept(&mut state, incoming, now);
             report.acceptance = Some(format!("{acceptance:?}"));
             if acceptance == Acceptance::AlreadyHandled {
@@ -804,7 +827,16 @@ impl TurnService {
         for warning in allowed.warnings() {
             tracing::warn!(%warning, "tool policy");
         }
-        tool_routing(allowed.names().iter().cloned(), &[EXEC_TOOL])
+        // A cron job's `toolsAllow` narrows its runs further.
+        let tools_allow = cron::current_cron_run(state).and_then(|run| run.tools_allow.as_ref());
+        let names = allowed.names().iter().filter(|name| {
+            tools_allow.is_none_or(|allow| {
+                allow
+                    .iter()
+                    .any(|allowed| allowed.eq_ignore_ascii_case(name))
+            })
+        });
+        tool_routing(names.cloned(), &[EXEC_TOOL])
     }
 
     /// Builds the system prompt, tool specs and tool context for this turn.
@@ -833,9 +865,13 @@ impl TurnService {
             .config()
             .heartbeat_agent(agent_id)
             .map(|agent| agent.config);
+        let cron_run = cron::current_cron_run(state).cloned();
         let kind = match &heartbeat_config {
             Some(config) if heartbeat && config.light_context() => {
                 BootstrapKind::Lightweight { heartbeat: true }
+            }
+            _ if cron_run.as_ref().is_some_and(|run| run.light_context) => {
+                BootstrapKind::Lightweight { heartbeat: false }
             }
             _ => BootstrapKind::for_session_key(state.key.as_str()),
         };
@@ -897,7 +933,12 @@ impl TurnService {
             ..RuntimeLine::default()
         };
         let params = SystemPromptParams {
-            mode: PromptMode::for_session_key(state.key.as_str(), false),
+            mode: PromptMode::for_session_key(
+                state.key.as_str(),
+                cron_run
+                    .as_ref()
+                    .is_some_and(|run| run.tools_allow.is_some()),
+            ),
             tool_names: &tool_names,
             skills_prompt: &snapshot.prompt,
             include_memory_section: true,

@@ -156,6 +156,36 @@ impl HttpWebFetcher {
     }
 }
 
+impl HttpWebFetcher {
+    /// POSTs `body` as JSON to `url` under the same address policy as a fetch (a cron job's
+    /// webhook delivery, spec `openclaw-automation.md` §2.8): no redirects followed, no
+    /// internal address reached, at most `timeout`, with `Authorization: Bearer <token>`
+    /// when a token is given. Returns the HTTP status.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+        bearer: Option<&str>,
+        timeout: Duration,
+    ) -> Result<u16, FetchError> {
+        let url = Url::parse(url.trim())
+            .map_err(|error| FetchError::InvalidUrl(format!("{url}: {error}")))?;
+        self.check(&url)?;
+        let mut request = self.client.post(url).timeout(timeout).json(body);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(map_error)?;
+        if let Some(remote) = response.remote_addr()
+            && !self.is_allowed(remote)
+            && let Some(reason) = address_is_refused(remote.ip())
+        {
+            return Err(FetchError::Refused(format!("{} ({reason})", remote.ip())));
+        }
+        Ok(response.status().as_u16())
+    }
+}
+
 #[async_trait]
 impl WebFetcher for HttpWebFetcher {
     #[tracing::instrument(skip_all, fields(max_bytes = max_bytes, timeout_ms = timeout.as_millis()))]

@@ -26,6 +26,7 @@ use clawless_runtime::ClawlessConfig;
 use clawless_runtime::clock::Clock;
 use clawless_runtime::cron_service::{CronDeps, CronService};
 use clawless_runtime::turn_service::{HeartbeatTimers, TurnService};
+use clawless_runtime::web_fetcher::HttpWebFetcher;
 use serde_json::{Value, json};
 use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
 
@@ -45,12 +46,15 @@ impl Clock for TestClock {
 }
 
 struct Harness {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     model: ScriptedServer,
+    /// A webhook receiver the deployment may reach (loopback is otherwise refused).
+    hook: ScriptedServer,
     receiver: ReplyReceiver,
     clock: Arc<TestClock>,
     sessions: Arc<dyn SessionStore>,
     store: Arc<SqliteCronStore>,
+    queue: Arc<dyn TurnQueue>,
     timers: InMemoryTimers,
     cron: Arc<CronService>,
     turns: TurnService,
@@ -64,6 +68,7 @@ impl Harness {
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(&workspace).expect("test fixture");
         let model = ScriptedServer::start().await;
+        let hook = ScriptedServer::start().await;
         let receiver = ReplyReceiver::start().await;
         let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
@@ -84,7 +89,7 @@ impl Harness {
         let cron = Arc::new(CronService::new(CronDeps {
             store: Arc::clone(&store) as Arc<dyn CronStore>,
             timers: Arc::new(timers.clone()),
-            queue,
+            queue: Arc::clone(&queue),
             clock: Arc::clone(&clock) as Arc<dyn Clock>,
             config: Arc::new(config.clone()),
             store_label: None,
@@ -99,14 +104,19 @@ impl Harness {
             timers: Arc::new(timers.clone()),
             seed: "cron-test".to_owned(),
         })
-        .with_cron(Arc::clone(&cron));
+        .with_cron(Arc::clone(&cron))
+        .with_cron_webhooks(
+            HttpWebFetcher::with_allowed_test_addresses([hook.addr()]).expect("test fixture"),
+        );
         Self {
-            _dir: dir,
+            dir,
             model,
+            hook,
             receiver,
             clock,
             sessions,
             store,
+            queue,
             timers,
             cron,
             turns,
@@ -487,7 +497,10 @@ async fn a_removed_or_moved_job_ignores_its_old_timer() {
         }))
         .await;
     let job_id = added["id"].as_str().expect("an id").to_owned();
-    // Moved to a later time: the old slot's timer fires and does nothing.
+    let old_slot = T0 + 30 * SECOND;
+    let old_timer = h.timers.pending().remove(0);
+    assert_eq!(old_timer.timer_id, format!("cron:{job_id}:{old_slot}"));
+    // Moved to a later time: the old slot's timer is cancelled and the new one armed…
     let update = parse_cron_call(&json!({
         "action": "update", "jobId": job_id,
         "patch": {"schedule": {"kind": "at", "at": "2026-01-18T03:02:00Z"}}
@@ -497,8 +510,15 @@ async fn a_removed_or_moved_job_ignores_its_old_timer() {
         .call(update, &CronCaller::default())
         .await
         .expect("updated");
-    let old = h.fire_due_at(T0 + 30 * SECOND).await;
-    assert_eq!(old.len(), 1);
+    let new_slot = T0 + 120 * SECOND;
+    assert_eq!(
+        h.cron_timers().await,
+        [(format!("cron:{job_id}:{new_slot}"), new_slot)]
+    );
+    // …and the old firing, had it been delivered already (a queue cannot take it back),
+    // does nothing.
+    h.clock.0.store(old_slot, Ordering::SeqCst);
+    h.turns.handle(&old_timer.event).await.expect("old firing");
     assert_eq!(h.model_calls(), 0);
     assert!(h.runs(&job_id).await.is_empty());
     // Removed: its timer is cancelled, and a stray firing finds no job.
@@ -510,7 +530,10 @@ async fn a_removed_or_moved_job_ignores_its_old_timer() {
         .expect("removed");
     assert_eq!(removed, json!({"ok": true, "removed": true}));
     assert!(h.cron_timers().await.is_empty());
-    h.turns.handle(&old[0].event).await.expect("stray firing");
+    h.turns
+        .handle(&old_timer.event)
+        .await
+        .expect("stray firing");
     assert_eq!(h.model_calls(), 0);
 }
 
@@ -575,4 +598,151 @@ async fn a_reminder_for_a_busy_session_waits_for_it_then_arrives_once() {
     assert!(h.state(MAIN).await.meta.pending_events.is_empty());
     assert!(h.fire_due_at(due + 120 * SECOND).await.is_empty());
     assert_eq!(h.chat_texts().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_reaches_the_model_as_a_system_line_once() {
+    let mut h = Harness::new().await;
+    h.script_text("Hello!");
+    h.say("hi", true).await;
+    // WHEN the tool's `wake` asks for a heartbeat now with an event
+    let wake =
+        parse_cron_call(&json!({"action": "wake", "text": "The build finished.", "mode": "now"}))
+            .expect("a call");
+    let answer = h
+        .cron
+        .call(wake, &CronCaller::default())
+        .await
+        .expect("woken");
+    assert_eq!(answer, json!({"ok": true}));
+    // THEN a system event for the main session is on the turn queue…
+    let queued = h
+        .queue
+        .receive(10, Duration::from_millis(100))
+        .await
+        .expect("receive");
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].group, MAIN);
+    let event: SessionEvent = serde_json::from_str(&queued[0].body).expect("an event");
+    // …which runs a heartbeat whose poll carries it as a `System:` line, once
+    h.script_text("HEARTBEAT_OK");
+    h.turns.handle(&event).await.expect("wake");
+    let prompt = last_request_texts(&h.model);
+    assert!(
+        prompt.contains("System: [2026-01-18T03:00:00Z] The build finished."),
+        "{prompt}"
+    );
+    assert!(h.state(MAIN).await.meta.pending_events.is_empty());
+    h.turns.handle(&event).await.expect("redelivery");
+    assert_eq!(h.model_calls(), 2, "a redelivered wake runs nothing");
+    // AND a queued-only event (next heartbeat) rides along with the next user message
+    let queued_only = SessionEvent {
+        session_key: MAIN.to_owned(),
+        agent_id: "main".to_owned(),
+        event: TurnEvent::SystemEvent {
+            event_id: "e-2".to_owned(),
+            text: "Disk at 80%.".to_owned(),
+            wake: false,
+        },
+    };
+    h.turns.handle(&queued_only).await.expect("queued");
+    assert_eq!(h.model_calls(), 2);
+    h.script_text("Noted.");
+    h.say("anything new?", true).await;
+    let prompt = last_request_texts(&h.model);
+    assert!(
+        prompt.contains("System: [2026-01-18T03:00:00Z] Disk at 80%."),
+        "{prompt}"
+    );
+    assert!(h.state(MAIN).await.meta.pending_events.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_job_posts_its_run_and_never_to_an_internal_address() {
+    let h = Harness::new().await;
+    let blocked = ScriptedServer::start().await;
+    let add = |name: &str, url: String| {
+        json!({
+            "name": name,
+            "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+            "payload": {"kind": "agentTurn", "message": "Summarize the day."},
+            "delivery": {"mode": "webhook", "to": url}
+        })
+    };
+    // GIVEN one job posting to the allowed receiver, one to a loopback address not allowed
+    let posted = h
+        .add(add("Posted", format!("{}/hook", h.hook.base_url())))
+        .await;
+    let refused = h
+        .add(add("Refused", format!("{}/hook", blocked.base_url())))
+        .await;
+    h.hook
+        .push("/hook", ScriptedReply::json(json!({"ok": true})));
+    blocked.push("/hook", ScriptedReply::json(json!({"ok": true})));
+    h.model.always(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("A quiet day.")),
+    );
+
+    // WHEN both fire
+    assert_eq!(h.fire_due_at(T0 + 60 * SECOND).await.len(), 2);
+
+    // THEN the run's JSON reaches the receiver once, nothing reaches the chat, and the
+    // internal address is never contacted; both runs are recorded
+    let hooks = h.hook.requests_to("/hook");
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0].body["jobId"], posted["id"]);
+    assert_eq!(hooks[0].body["summary"], "A quiet day.");
+    assert_eq!(hooks[0].body["status"], "ok");
+    assert!(blocked.requests_to("/hook").is_empty());
+    assert!(h.chat_texts().is_empty());
+    for job in [&posted, &refused] {
+        let runs = h.runs(job["id"].as_str().expect("an id")).await;
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status, Some(RunStatus::Ok));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_run_keeps_to_its_tools_allow_and_light_context() {
+    let h = Harness::new().await;
+    std::fs::write(
+        h.dir.path().join("workspace/AGENTS.md"),
+        "# Agents\nMARKER-FROM-AGENTS-MD\n",
+    )
+    .expect("fixture");
+    let add = |name: &str, extra: Value| {
+        let mut payload = json!({"kind": "agentTurn", "message": "Check the news."});
+        if let (Some(payload), Some(extra)) = (payload.as_object_mut(), extra.as_object()) {
+            payload.extend(extra.clone());
+        }
+        json!({
+            "name": name,
+            "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+            "payload": payload,
+            "delivery": {"mode": "none"}
+        })
+    };
+    // GIVEN a job limited to `read` with a light context, and one without limits
+    h.add(add(
+        "Narrow",
+        json!({"toolsAllow": ["read"], "lightContext": true}),
+    ))
+    .await;
+    h.model.always(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Nothing new.")),
+    );
+    assert_eq!(h.fire_due_at(T0 + 60 * SECOND).await.len(), 1);
+    // (the wide job is due at once: its time is now)
+    h.add(add("Wide", json!({}))).await;
+    assert_eq!(h.fire_due_at(T0 + 61 * SECOND).await.len(), 1);
+
+    // THEN the narrow run saw only `read` and no workspace file; the others saw more
+    let requests = h.model.requests_to(MESSAGES);
+    assert_eq!(offered_tools(&requests[0].body), ["read"]);
+    assert!(!requests[0].raw_body.contains("MARKER-FROM-AGENTS-MD"));
+    let wide_request = requests.last().expect("a request");
+    assert!(offered_tools(&wide_request.body).len() > 1);
+    assert!(wide_request.raw_body.contains("MARKER-FROM-AGENTS-MD"));
 }

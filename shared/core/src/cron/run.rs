@@ -26,6 +26,13 @@ pub struct CronRunMark {
     pub started_at_ms: u64,
     /// The id of the message that starts its turn (`cron:<jobId>:<slot>`).
     pub message_id: String,
+    /// The job's `toolsAllow`: the run is offered only these tools (and gets the minimal
+    /// prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_allow: Option<Vec<String>>,
+    /// The job's `lightContext`: no workspace files in the run's prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub light_context: bool,
 }
 
 /// Who a cron run's turn is from, as its first step records it.

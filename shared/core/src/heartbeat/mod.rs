@@ -47,7 +47,7 @@ pub use config::{
 pub use file::{HeartbeatFile, HeartbeatTask, HeartbeatTaskState};
 pub use gate::{HeartbeatDecision, HeartbeatRunFacts, HeartbeatRunPlan, decide_heartbeat_run};
 pub use hygiene::drop_heartbeat_acks;
-pub use prompt::{HeartbeatPromptKind, PendingSystemEvent};
+pub use prompt::{HeartbeatPromptKind, PendingSystemEvent, system_event_lines};
 pub use reason::HeartbeatReason;
 pub use reply::{
     DeliveryReadiness, HeartbeatOutcome, HeartbeatReplyFacts, NoTargetReason, ReplyPayload,

@@ -101,6 +101,24 @@ impl PendingSystemEvent {
     }
 }
 
+/// Pending system events as the turn that takes them shows them to the model, one event per
+/// line: `System: [<UTC time>] <text>`, each continuation line of a text prefixed the same
+/// way (spec §1.5). Heartbeat noise is left out. Empty when nothing is left.
+pub fn system_event_lines(events: &[PendingSystemEvent]) -> String {
+    let mut lines = Vec::new();
+    for event in events {
+        let text = event.text.trim();
+        if text.is_empty() || is_heartbeat_noise(text) {
+            continue;
+        }
+        let stamp = crate::time::rfc3339_utc(event.at_ms);
+        for line in text.lines() {
+            lines.push(format!("System: [{stamp}] {line}"));
+        }
+    }
+    lines.join("\n")
+}
+
 /// True for event texts that are about heartbeats themselves rather than news: an
 /// acknowledgement (`HEARTBEAT_OK` at the start, not followed by a letter, digit or `_`, any
 /// case) or a mention of a "heartbeat poll" or "heartbeat wake".
@@ -271,6 +289,18 @@ mod tests {
             interval: "30m".into(),
             prompt: prompt.into(),
         }
+    }
+
+    #[test]
+    fn system_events_become_prefixed_lines_without_heartbeat_noise() {
+        let mut first = event("Build finished.\nAll green.", None, false);
+        first.at_ms = 1_768_705_200_000;
+        let noise = event("HEARTBEAT_OK", None, false);
+        assert_eq!(
+            system_event_lines(&[first, noise]),
+            "System: [2026-01-18T03:00:00Z] Build finished.\nSystem: [2026-01-18T03:00:00Z] All green."
+        );
+        assert_eq!(system_event_lines(&[]), "");
     }
 
     fn event(text: &str, context_key: Option<&str>, exec_completion: bool) -> PendingSystemEvent {

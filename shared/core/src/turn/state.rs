@@ -602,7 +602,7 @@ impl SessionState {
     }
 
     /// Remembers an accepted message id (bounded).
-    pub(crate) fn remember_message_id(&mut self, id: &str) {
+    pub fn remember_message_id(&mut self, id: &str) {
         self.meta.seen_message_ids.push_back(id.to_owned());
         while self.meta.seen_message_ids.len() > SEEN_MESSAGE_IDS {
             self.meta.seen_message_ids.pop_front();

@@ -199,6 +199,8 @@ impl TurnService {
             manual_ms: firing.manual_ms,
             started_at_ms,
             message_id: message_id.clone(),
+            tools_allow: None,
+            light_context: false,
         };
         tracing::info!(job_id = %job.id, %slot, session = %state.key, "cron run starts");
         match job.session_target {
@@ -310,7 +312,7 @@ impl TurnService {
         &self,
         state: &mut SessionState,
         job: &CronJob,
-        mark: CronRunMark,
+        mut mark: CronRunMark,
     ) -> Result<CronStart, TurnError> {
         let now = mark.started_at_ms;
         let CronPayload::AgentTurn(turn) = &job.payload else {
@@ -322,6 +324,8 @@ impl TurnService {
             self.record_run(&mark, result, state).await?;
             return Ok(CronStart::default());
         };
+        mark.tools_allow.clone_from(&turn.tools_allow);
+        mark.light_context = turn.light_context.unwrap_or(false);
         let plan = delivery_plan(job);
         let target = match plan.mode {
             DeliveryMode::Announce => self.announce_target(job, &plan).await?,
@@ -458,11 +462,11 @@ impl TurnService {
         wake: bool,
     ) -> Result<Option<Incoming>, TurnError> {
         let message_id = format!("system:{event_id}");
-        if state.meta.seen_message_ids.contains(&message_id) {
+        if state.has_seen_message(&message_id) {
             tracing::info!(session = %state.key, event_id, "system event already queued");
             return Ok(None);
         }
-        state.meta.seen_message_ids.push_back(message_id);
+        state.remember_message_id(&message_id);
         state.meta.pending_events.push(PendingSystemEvent {
             text: text.to_owned(),
             context_key: None,
@@ -495,14 +499,7 @@ impl TurnService {
         state: &SessionState,
         call_id: &str,
     ) -> Option<Incoming> {
-        let mark = state.meta.cron_run.as_ref()?;
-        let current = state.current_turn_steps().first()?;
-        let StepBody::Inbound { message_id, .. } = &current.body else {
-            return None;
-        };
-        if *message_id != mark.message_id {
-            return None;
-        }
+        let mark = current_cron_run(state)?;
         tracing::warn!(job_id = %mark.job_id, call_id, "{HEADLESS_EXEC_DENIED}");
         let command = state
             .steps
@@ -682,31 +679,40 @@ impl TurnService {
         ))
     }
 
-    /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set.
-    /// A failure is logged; the run stays recorded.
+    /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set,
+    /// no internal addresses. A failure is logged; the run stays recorded.
     async fn post_webhook(&self, url: &str, entry: &CronRunLogEntry, summary: &str) {
-        let Some(http) = &self.webhook_http else {
+        let Some(poster) = &self.webhooks else {
             return;
         };
         let mut body = serde_json::to_value(entry).unwrap_or_default();
         body["summary"] = summary.into();
-        let mut request = http
-            .post(url)
-            .timeout(std::time::Duration::from_secs(10))
-            .json(&body);
         let env = |name: &str| std::env::var(name).ok();
-        if let Some(token) = self.config().cron.webhook_token(&env) {
-            request = request.bearer_auth(token);
-        }
-        match request.send().await {
-            Ok(response) if response.status().is_success() => {
-                tracing::info!(job_id = %entry.job_id, "cron webhook delivered");
+        let token = self.config().cron.webhook_token(&env);
+        match poster
+            .post_json(url, &body, token.as_deref(), WEBHOOK_TIMEOUT)
+            .await
+        {
+            Ok(status) if (200..300).contains(&status) => {
+                tracing::info!(job_id = %entry.job_id, status, "cron webhook delivered");
             }
-            Ok(response) => {
-                tracing::warn!(job_id = %entry.job_id, status = %response.status(), "cron webhook refused");
+            Ok(status) => {
+                tracing::warn!(job_id = %entry.job_id, status, "cron webhook refused");
             }
             Err(err) => tracing::warn!(job_id = %entry.job_id, error = %err, "cron webhook failed"),
         }
+    }
+}
+
+/// How long a webhook delivery may take.
+const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The cron run whose turn is `state`'s current turn, if any.
+pub(super) fn current_cron_run(state: &SessionState) -> Option<&CronRunMark> {
+    let mark = state.meta.cron_run.as_ref()?;
+    match &state.current_turn_steps().first()?.body {
+        StepBody::Inbound { message_id, .. } if *message_id == mark.message_id => Some(mark),
+        _ => None,
     }
 }
 

@@ -437,7 +437,16 @@ impl TurnService {
         }
         let mut delivery = HeartbeatDelivery::new(config, visibility, target, firing.slot_ms);
         delivery.cron_run = reason.is_cron();
-        // The events are in the prompt now; the cron reminder is not repeated.
+        // The events reach the model now: cron reminders in the prompt, the others as
+        // `System:` lines before it. They are not repeated.
+        let other_events: Vec<_> = state
+            .meta
+            .pending_events
+            .iter()
+            .filter(|event| !event.is_cron_tagged())
+            .cloned()
+            .collect();
+        let system_lines = clawless_core::heartbeat::system_event_lines(&other_events);
         if !state.meta.pending_events.is_empty() {
             state.meta.pending_events.clear();
             state.touch_meta();
@@ -451,7 +460,12 @@ impl TurnService {
             Some(slot_ms) => format!("{}:{slot_ms}", agent.agent_id),
             None => firing.heartbeat_id.to_owned(),
         };
-        let mut prepared = heartbeat_message(chat, &run_id, &plan.prompt, delivery);
+        let prompt = if system_lines.is_empty() {
+            plan.prompt.clone()
+        } else {
+            format!("{system_lines}\n\n{}", plan.prompt)
+        };
+        let mut prepared = heartbeat_message(chat, &run_id, &prompt, delivery);
         if session.fresh_each_run && state.meta.turn > 0 {
             prepared.reset = Some(ResetRequest {
                 reason: ResetReason::Heartbeat,
