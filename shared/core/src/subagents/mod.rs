@@ -17,6 +17,8 @@
 //! Which tools a sub-agent is offered is the tool policy's (`crate::tool_policy`, layer 11).
 
 pub mod config;
+pub mod prompt;
+pub mod spawn;
 
 use serde::{Deserialize, Serialize};
 
