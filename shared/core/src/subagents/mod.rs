@@ -16,6 +16,7 @@
 //! fact (depths, counts, times in epoch milliseconds, uuids) these functions decide on.
 //! Which tools a sub-agent is offered is the tool policy's (`crate::tool_policy`, layer 11).
 
+pub mod announce;
 pub mod config;
 pub mod prompt;
 pub mod spawn;
