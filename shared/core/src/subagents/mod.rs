@@ -18,6 +18,7 @@
 
 pub mod announce;
 pub mod config;
+pub mod control;
 pub mod prompt;
 pub mod spawn;
 
