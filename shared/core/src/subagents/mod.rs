@@ -20,6 +20,7 @@ pub mod announce;
 pub mod config;
 pub mod control;
 pub mod prompt;
+pub mod sessions_tools;
 pub mod spawn;
 
 use serde::{Deserialize, Serialize};
