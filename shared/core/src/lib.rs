@@ -14,6 +14,7 @@ pub mod object_store;
 pub mod outbox;
 pub mod session;
 pub mod skills;
+pub mod subagents;
 pub mod system_prompt;
 pub mod time;
 pub mod tool_policy;

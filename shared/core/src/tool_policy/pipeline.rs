@@ -964,6 +964,33 @@ mod tests {
         assert!(allowed.is_allowed("read"));
     }
 
+    /// Spec `openclaw-automation.md` §6 vector 47.
+    #[test]
+    fn vector_47_a_leaf_loses_ten_tools_and_also_allow_brings_sessions_list_back() {
+        let leaf = resolve(&ToolsConfig::default(), None, &subagent(1, 1));
+        for denied in [
+            "gateway",
+            "agents_list",
+            "whatsapp_login",
+            "session_status",
+            "cron",
+            "sessions_send",
+            "subagents",
+            "sessions_list",
+            "sessions_history",
+            "sessions_spawn",
+        ] {
+            assert!(!offered(&leaf).contains(&denied), "{denied}");
+        }
+        let global = with_subagent_tools(ToolPolicy {
+            also_allow: strings(&["sessions_list"]),
+            ..ToolPolicy::default()
+        });
+        let lifted = resolve(&global, None, &subagent(1, 1));
+        assert!(offered(&lifted).contains(&"sessions_list"));
+        assert!(!lifted.is_allowed("sessions_history") && lifted.is_allowed("read"));
+    }
+
     #[test]
     fn subagent_deny_adds_to_the_builtin_denies() {
         let global = with_subagent_tools(ToolPolicy::deny(["exec"]));
