@@ -143,6 +143,8 @@ fn commit(big_result: &str) -> SessionCommit {
         heartbeat: None,
         pending_events: Vec::new(),
         cron_run: None,
+        subagent: None,
+        children: Vec::new(),
     };
     let steps = vec![
         step(

@@ -107,11 +107,26 @@ impl RecordedRequest {
     }
 }
 
-#[derive(Debug, Default)]
+/// Answers a request by what it carries (`None`: fall back to the queued replies).
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> Option<ScriptedReply> + Send + Sync>;
+
+#[derive(Default)]
 struct Script {
     queued: HashMap<String, VecDeque<ScriptedReply>>,
     always: HashMap<String, ScriptedReply>,
+    responders: HashMap<String, Responder>,
     requests: Vec<RecordedRequest>,
+}
+
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("queued", &self.queued)
+            .field("always", &self.always)
+            .field("responders", &self.responders.keys().collect::<Vec<_>>())
+            .field("requests", &self.requests.len())
+            .finish()
+    }
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -198,6 +213,19 @@ impl ScriptedServer {
         self
     }
 
+    /// Answers requests to `route` with `responder` first: for sessions that call the model
+    /// concurrently, a reply chosen by the request's content rather than by arrival order.
+    pub fn respond_with(
+        &self,
+        route: &str,
+        responder: impl Fn(&RecordedRequest) -> Option<ScriptedReply> + Send + Sync + 'static,
+    ) -> &Self {
+        lock(&self.script)
+            .responders
+            .insert(route.to_owned(), Arc::new(responder));
+        self
+    }
+
     /// Answers `route` with `reply` whenever its queue is empty.
     pub fn always(&self, route: &str, reply: ScriptedReply) -> &Self {
         lock(&self.script).always.insert(route.to_owned(), reply);
@@ -269,15 +297,22 @@ async fn answer(State(script): State<Shared>, request: Request) -> Response {
     };
     let reply = {
         let mut script = lock(&script);
-        script.requests.push(RecordedRequest {
+        let recorded = RecordedRequest {
             method: parts.method.as_str().to_owned(),
             path: path.clone(),
             headers,
             body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
             raw_body,
-        });
+        };
         let decoded = percent_decode(&path);
-        let queued = script
+        let responder = script
+            .responders
+            .get(&path)
+            .or_else(|| script.responders.get(&decoded))
+            .cloned();
+        script.requests.push(recorded.clone());
+        let responded = responder.and_then(|responder| responder(&recorded));
+        let queued = responded.or_else(|| script
             .queued
             .get_mut(&path)
             .and_then(VecDeque::pop_front)
@@ -286,7 +321,7 @@ async fn answer(State(script): State<Shared>, request: Request) -> Response {
                     .queued
                     .get_mut(&decoded)
                     .and_then(VecDeque::pop_front)
-            });
+            }));
         queued.or_else(|| {
             script
                 .always

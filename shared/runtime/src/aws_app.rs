@@ -495,6 +495,10 @@ impl AwsApp {
             },
             nodes,
         })
+        .with_subagents(Arc::new(SqsTurnQueue::new(
+            self.sqs.clone(),
+            required(TURN_QUEUE_ENV)?,
+        )))
         .with_yield(yield_policy)
         .with_model_factory(model_factory);
         // Heartbeats are armed by the events of each agent's main session (see

@@ -263,6 +263,10 @@ pub struct AgentDefaults {
     /// When any agent in `list` has its own `heartbeat`, only those agents run heartbeats.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub heartbeat: Option<HeartbeatConfig>,
+    /// Sub-agents (`sessions_spawn`): how deep they may nest, how many run per session, their
+    /// model and time limit, which agents they may run as, when finished ones are archived.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub subagents: Option<clawless_core::subagents::config::SubagentsConfig>,
 }
 
 /// `agents.list[]`.
@@ -290,6 +294,11 @@ pub struct AgentConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub heartbeat: Option<HeartbeatConfig>,
+    /// This agent's sub-agent settings (`model`, `thinking`, `allowAgents`,
+    /// `requireAgentId`) over `agents.defaults.subagents`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub subagents: Option<clawless_core::subagents::config::AgentSubagentsConfig>,
 }
 
 /// `channels:`.

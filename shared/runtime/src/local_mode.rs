@@ -291,7 +291,9 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             timers: Arc::new(SqliteTimers::new(db.clone())),
             seed: state_dir.display().to_string(),
         })
-        .with_cron(Arc::clone(&cron)),
+        .with_cron(Arc::clone(&cron))
+        // Sub-agents are sessions of their own on the same turn queue.
+        .with_subagents(Arc::clone(&queue)),
     );
     turns
         .arm_heartbeats()

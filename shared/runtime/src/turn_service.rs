@@ -46,6 +46,7 @@ use clawless_core::turn::{
 };
 
 use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
+use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
@@ -61,6 +62,7 @@ mod context_keeper;
 mod cron;
 mod heartbeat;
 mod prepare;
+mod subagents;
 
 pub use heartbeat::{HeartbeatTimers, heartbeat_timer};
 
@@ -233,6 +235,9 @@ pub struct TurnService {
     yield_policy: Option<YieldPolicy>,
     heartbeats: Option<HeartbeatTimers>,
     cron: Option<Arc<crate::cron_service::CronService>>,
+    /// Where sub-agents' starts and announces go (the turn queue); without it there is no
+    /// `sessions_spawn`.
+    subagent_queue: Option<Arc<dyn TurnQueue>>,
     /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy.
     webhooks: Option<Arc<crate::web_fetcher::HttpWebFetcher>>,
 }
@@ -289,6 +294,7 @@ impl TurnService {
             heartbeats: None,
             cron: None,
             webhooks: None,
+            subagent_queue: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -360,6 +366,13 @@ impl TurnService {
     /// Posts cron webhook deliveries with `poster` (tests allow a loopback receiver with it).
     pub fn with_cron_webhooks(mut self, poster: crate::web_fetcher::HttpWebFetcher) -> Self {
         self.webhooks = Some(Arc::new(poster));
+        self
+    }
+
+    /// Lets turns spawn sub-agents (`sessions_spawn`), each its own session on `queue`, and
+    /// announces their results back through it.
+    pub fn with_subagents(mut self, queue: Arc<dyn TurnQueue>) -> Self {
+        self.subagent_queue = Some(queue);
         self
     }
 
@@ -485,6 +498,37 @@ impl TurnService {
                 }
                 None => report.acceptance = Some("SystemEventQueued".to_owned()),
             }
+        } else if let TurnEvent::SubagentStart(start) = &event.event {
+            match self.start_subagent(&mut state, start, now) {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None => report.acceptance = Some("SubagentStartRedelivered".to_owned()),
+            }
+        } else if let TurnEvent::SubagentAnnounce {
+            announce_id,
+            run_id,
+            status,
+            text,
+            silent,
+            ..
+        } = &event.event
+        {
+            let facts = subagents::AnnounceFacts {
+                announce_id,
+                run_id,
+                status,
+                text,
+                silent: *silent,
+            };
+            match self.take_announce(&mut state, facts, now) {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None => report.acceptance = Some("AnnounceTaken".to_owned()),
+            }
         } else if let TurnEvent::CronFire {
             job_id,
             slot_ms,
@@ -547,6 +591,7 @@ impl TurnService {
                 .routing;
             let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
             let cron_offered = routing.offered.contains(CRON_TOOL_NAME);
+            let spawn_offered = routing.offered.contains(SESSIONS_SPAWN);
             match effect {
                 Effect::Persist => {
                     let commit = state.pending_commit()?;
@@ -614,6 +659,11 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
+                        None if call.name == SESSIONS_SPAWN && spawn_offered => {
+                            report.tools_run += 1;
+                            self.tools_run.fetch_add(1, Ordering::Relaxed);
+                            self.run_spawn_tool(&call, &mut state).await
+                        }
                         None if call.name == CRON_TOOL_NAME && cron_offered => {
                             report.tools_run += 1;
                             self.tools_run.fetch_add(1, Ordering::Relaxed);
@@ -680,7 +730,9 @@ impl TurnService {
                     return Ok(report);
                 }
                 Effect::Idle => {
-                    if self.finish_cron_run(&mut state).await? {
+                    let cron_done = self.finish_cron_run(&mut state).await?;
+                    let announced = self.announce_if_done(&mut state).await?;
+                    if cron_done || announced {
                         let commit = state.pending_commit()?;
                         let version = self.deps.sessions.commit(&key, &commit).await?;
                         state.mark_committed(version);
@@ -813,6 +865,9 @@ impl TurnService {
         if self.cron.is_some() {
             candidates.push(CRON_TOOL_NAME);
         }
+        if self.subagent_queue.is_some() {
+            candidates.push(SESSIONS_SPAWN);
+        }
         let agent_tools = self
             .config()
             .agents
@@ -822,6 +877,10 @@ impl TurnService {
             .and_then(|agent| agent.tools.as_ref());
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
+        if let Some(run) = &state.meta.subagent {
+            context.subagent_depth = run.start.depth;
+            context.max_spawn_depth = run.start.max_depth;
+        }
         let allowed =
             resolve_allowed_tools(&candidates, &self.config().tools, agent_tools, &context);
         for warning in allowed.warnings() {
@@ -870,7 +929,13 @@ impl TurnService {
             Some(config) if heartbeat && config.light_context() => {
                 BootstrapKind::Lightweight { heartbeat: true }
             }
-            _ if cron_run.as_ref().is_some_and(|run| run.light_context) => {
+            _ if cron_run.as_ref().is_some_and(|run| run.light_context)
+                || state
+                    .meta
+                    .subagent
+                    .as_ref()
+                    .is_some_and(|run| run.start.light_context) =>
+            {
                 BootstrapKind::Lightweight { heartbeat: false }
             }
             _ => BootstrapKind::for_session_key(state.key.as_str()),
@@ -947,6 +1012,11 @@ impl TurnService {
             user_timezone: defaults.user_timezone.as_deref(),
             heartbeat_guidance,
             runtime,
+            extra_system_prompt: state
+                .meta
+                .subagent
+                .as_ref()
+                .map(|run| run.start.extra_system_prompt.as_str()),
             ..SystemPromptParams::default()
         };
         let system = build_system_prompt(&params);
@@ -959,6 +1029,9 @@ impl TurnService {
                     Some(exec_tool_spec())
                 }
                 None if name == CRON_TOOL_NAME && self.cron.is_some() => Some(cron_tool_spec()),
+                None if name == SESSIONS_SPAWN && self.subagent_queue.is_some() => {
+                    Some(sessions_spawn_tool_spec())
+                }
                 None => None,
             })
             .collect();

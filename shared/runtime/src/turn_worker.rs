@@ -63,18 +63,34 @@ pub fn retry_delay(receive_count: u32) -> Duration {
     Duration::from_secs((1u64 << exponent).min(30))
 }
 
+/// How many events local mode handles at once (sessions run in parallel; the queue never
+/// hands out two events of one session at once). OpenClaw's sub-agent lane allows 8.
+pub const LOCAL_CONCURRENCY: usize = 8;
+
 /// Polls `queue` until `shutdown` resolves, handling deliveries of different sessions
-/// concurrently (the queue never hands out two of one session at once).
+/// concurrently, up to [`LOCAL_CONCURRENCY`] at a time: a new event is taken as soon as a
+/// slot is free, so one session's long model call never holds another session's message.
 pub async fn run_worker(
     turns: Arc<TurnService>,
     queue: Arc<dyn TurnQueue>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let mut shutdown = std::pin::pin!(shutdown);
+    let slots = Arc::new(tokio::sync::Semaphore::new(LOCAL_CONCURRENCY));
+    let mut running = tokio::task::JoinSet::new();
     loop {
-        let receive = queue.receive(10, Duration::from_millis(500));
+        // Reap finished handlers (their results are logged where they ran).
+        while running.try_join_next().is_some() {}
+        let free = slots.available_permits();
+        if free == 0 {
+            tokio::select! {
+                () = &mut shutdown => break,
+                _ = running.join_next() => continue,
+            }
+        }
+        let receive = queue.receive(free, Duration::from_millis(500));
         let deliveries = tokio::select! {
-            () = &mut shutdown => return,
+            () = &mut shutdown => break,
             received = receive => received,
         };
         let deliveries = match deliveries {
@@ -85,11 +101,20 @@ pub async fn run_worker(
                 continue;
             }
         };
-        let work = deliveries
-            .into_iter()
-            .map(|delivery| handle_delivery(&turns, queue.as_ref(), delivery));
-        futures_util::future::join_all(work).await;
+        for delivery in deliveries {
+            let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                break;
+            };
+            let turns = Arc::clone(&turns);
+            let queue = Arc::clone(&queue);
+            running.spawn(async move {
+                handle_delivery(&turns, queue.as_ref(), delivery).await;
+                drop(permit);
+            });
+        }
     }
+    // Let the events in hand finish, as before a stop.
+    while running.join_next().await.is_some() {}
 }
 
 async fn handle_delivery(turns: &TurnService, queue: &dyn TurnQueue, delivery: Delivery) {

@@ -33,6 +33,10 @@ pub use config::{
 /// The marker of a sub-agent session in a key (`agent:<id>:subagent:<uuid>`).
 pub const SUBAGENT_KEY_MARKER: &str = ":subagent:";
 
+/// Who a sub-agent's first message and its announce to the parent come from, as the
+/// transcript records them.
+pub const SUBAGENT_SENDER_ID: &str = "subagent";
+
 /// A session's sub-agent depth read from its key: how many `:subagent:` segments it has (0
 /// for a top-level session). The runtime prefers the depth stored with the session and the
 /// `spawnedBy` chain; this is the last resort.

@@ -148,6 +148,28 @@ pub enum TurnEvent {
         #[serde(default)]
         wake: bool,
     },
+    /// A sub-agent's run (spec `openclaw-automation.md` §3), queued by the parent's
+    /// `sessions_spawn` to the child's own session: children run in parallel with their
+    /// parent, each in its FIFO group. The parent worked out everything the child sees.
+    SubagentStart(Box<SubagentStart>),
+    /// A child's completion for the session that spawned it: a turn carrying the announce
+    /// message, taken once (its id is the message id).
+    #[serde(rename_all = "camelCase")]
+    SubagentAnnounce {
+        /// `announce:v1:<childSessionKey>:<runId>`: the queue's and the session's dedup id.
+        announce_id: String,
+        /// The child's session.
+        child_key: String,
+        /// The child's run.
+        run_id: String,
+        /// How the run ended (`ok`, `error`, `timeout`, `killed`).
+        status: String,
+        /// The announce message (the internal completion event block).
+        text: String,
+        /// The child's result was silent (`ANNOUNCE_SKIP`, `NO_REPLY`): record it, run nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        silent: bool,
+    },
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
     /// recorded for it.
@@ -165,6 +187,42 @@ fn requested_reason() -> String {
 
 fn is_zero(value: &u32) -> bool {
     *value == 0
+}
+
+/// What a sub-agent's session is started with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStart {
+    /// The run (unique per spawn; the same for a redelivered spawn).
+    pub run_id: String,
+    /// The session that spawned it, where its result is announced.
+    pub parent_key: String,
+    /// The task, as given.
+    pub task: String,
+    /// The label given to the spawn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The child's spawn depth (1 for a child of a top-level session).
+    pub depth: u32,
+    /// `maxSpawnDepth` when it was spawned.
+    pub max_depth: u32,
+    /// The child's first user message (`[Subagent Context] …`, `[Subagent Task]: …`).
+    pub first_message: String,
+    /// The `## Subagent Context` part of its system prompt.
+    pub extra_system_prompt: String,
+    /// The model it runs on, when not the parent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// No workspace files in its prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub light_context: bool,
+    /// Its run's time limit (ms), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Whether the parent is itself a sub-agent or a cron session (its announce is then an
+    /// internal update, not a message for the user).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parent_is_internal: bool,
 }
 
 /// A queued event with the session it belongs to.
@@ -194,6 +252,8 @@ impl SessionEvent {
             TurnEvent::Heartbeat { heartbeat_id, .. } => format!("heartbeat:{heartbeat_id}"),
             TurnEvent::Continue { continuation_id } => format!("continue:{continuation_id}"),
             TurnEvent::SystemEvent { event_id, .. } => format!("system:{event_id}"),
+            TurnEvent::SubagentStart(start) => format!("subagent:{}", start.run_id),
+            TurnEvent::SubagentAnnounce { announce_id, .. } => announce_id.clone(),
             TurnEvent::CronFire {
                 job_id,
                 slot_ms,

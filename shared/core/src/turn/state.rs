@@ -401,6 +401,55 @@ pub struct SessionMeta {
     /// The cron run in progress in this session, until the job records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron_run: Option<crate::cron::run::CronRunMark>,
+    /// This session is a sub-agent's: how it was started and how its run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<SubagentRun>,
+    /// The sub-agents this session spawned, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildRun>,
+}
+
+/// A sub-agent session's run (spec `openclaw-automation.md` §3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentRun {
+    /// How it was started.
+    pub start: crate::turn::events::SubagentStart,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// When its run ended, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
+    /// `running`, `done`, `error`, `timeout` or `killed`.
+    pub status: String,
+    /// The announce is on the parent's queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub announced: bool,
+    /// Archived after `archiveAfterMinutes`: no longer listed as recent; its transcript stays.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+}
+
+/// A sub-agent a session spawned, as the parent keeps track of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildRun {
+    /// The run.
+    pub run_id: String,
+    /// The child's session.
+    pub child_key: String,
+    /// The task.
+    pub task: String,
+    /// Its label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// When it was spawned.
+    pub started_at_ms: u64,
+    /// When its announce arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
+    /// `running` until its announce arrives, then how it ended.
+    pub status: String,
 }
 
 impl SessionMeta {
@@ -488,6 +537,8 @@ impl SessionState {
                 heartbeat: None,
                 pending_events: Vec::new(),
                 cron_run: None,
+                subagent: None,
+                children: Vec::new(),
             },
             steps: Vec::new(),
             committed_steps: 0,

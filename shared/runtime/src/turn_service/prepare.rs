@@ -164,7 +164,9 @@ impl TurnService {
             TurnEvent::Continue { .. }
             | TurnEvent::Heartbeat { .. }
             | TurnEvent::CronFire { .. }
-            | TurnEvent::SystemEvent { .. } => return Ok(None),
+            | TurnEvent::SystemEvent { .. }
+            | TurnEvent::SubagentStart(_)
+            | TurnEvent::SubagentAnnounce { .. } => return Ok(None),
         }))
     }
 

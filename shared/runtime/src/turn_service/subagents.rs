@@ -1,0 +1,434 @@
+//! Sub-agents in the turn service (spec `openclaw-automation.md` §3): a child's run in its
+//! own session, and its completion pushed back to the session that spawned it.
+//!
+//! - **Spawn.** `sessions_spawn` (in the parent's turn) queues a [`SubagentStart`] for
+//!   `agent:<id>:subagent:<uuid>` on the turn queue and records the child in the parent's
+//!   meta. The child's key and run id derive from the parent's session and the tool call's
+//!   id, so a spawn redone after a crash queues the same child, which the queue and the child
+//!   take once.
+//! - **Parallel.** Each child is its own FIFO group: children of one parent run side by side,
+//!   and the parent keeps answering its chat while they work; nobody waits for anybody.
+//! - **The child's run** sees its task and the sub-agent prompt, never the parent's
+//!   transcript. Its answer goes nowhere by itself (its turn's replies have no target).
+//! - **Completion.** When the child's turn ends, its result becomes an announce event on the
+//!   parent's queue, deduplicated by `announce:v1:<child>:<run>`; the child records that it
+//!   was queued only after it was, so a crash in between queues it again, and the parent
+//!   takes it once (its id is remembered as a message id). There is no retry limit to give
+//!   up at: the event waits on the queue until the parent's session takes it.
+//! - **The parent** turns the announce into a turn of its own (a user-role message with the
+//!   internal completion block), so the model rewrites the result for its chat.
+
+use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery};
+use clawless_core::session::key::ChatType;
+use clawless_core::subagents::announce::{
+    AnnounceOutcome, AnnounceSource, CompletionEvent, RunStats, announce_idempotency_key,
+    announce_task_name, cap_result, is_announce_silent, render_completion_events,
+    reply_instruction, stats_line,
+};
+use clawless_core::subagents::spawn::{CallerFacts, SESSIONS_SPAWN, parse_spawn_call, plan_spawn};
+use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
+use clawless_core::tools::ToolOutput;
+use clawless_core::transcript::{AssistantBlock, ToolCall};
+use clawless_core::turn::Incoming;
+use clawless_core::turn::events::{
+    ChatRef, InboundMessage, SessionEvent, SubagentStart, TurnEvent, dedup_token,
+};
+use clawless_core::turn::state::{ChildRun, PreparedMessage, SessionState, StepBody, SubagentRun};
+
+use super::{TurnError, TurnService};
+
+/// The channel a child's turns name: its replies have nowhere to go.
+const SUBAGENT_CHANNEL: &str = "subagent";
+
+/// How a child's run ended, read from its transcript.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct ChildResult {
+    /// `ok`, `error` or `timeout`.
+    pub status: String,
+    /// The error, for `error`.
+    pub error: Option<String>,
+    /// The latest visible assistant text.
+    pub text: Option<String>,
+    /// Tokens in and out over the run.
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
+impl TurnService {
+    /// Runs a `sessions_spawn` call of `state`'s turn: plans the child (gates, key, prompt),
+    /// queues its start and records it among the session's children. The child's key and
+    /// run id derive from the session and the call, so a spawn redone after a crash names
+    /// the same child, which starts once.
+    pub(super) async fn run_spawn_tool(
+        &self,
+        call: &ToolCall,
+        state: &mut SessionState,
+    ) -> ToolOutput {
+        let Some(queue) = &self.subagent_queue else {
+            return ToolOutput::error(format!("{SESSIONS_SPAWN} is not available here"));
+        };
+        let request = match parse_spawn_call(&call.input) {
+            Ok(request) => request,
+            Err(err) => return ToolOutput::error(err.to_json().to_string()),
+        };
+        let agent_id = state.meta.agent_id.clone();
+        let config = self.subagents_config(&agent_id);
+        let run_id = dedup_token(&format!("{}:{}", state.meta.session_id, call.id));
+        // An earlier attempt of this very call (a crash before the result was recorded)
+        // spawned this child already: answer as it did.
+        let earlier = state
+            .meta
+            .children
+            .iter()
+            .find(|child| child.run_id == run_id)
+            .cloned();
+        let depth = state
+            .meta
+            .subagent
+            .as_ref()
+            .map_or_else(|| caller_depth(state.key.as_str()), |run| run.start.depth);
+        let active = state
+            .meta
+            .children
+            .iter()
+            .filter(|child| child.status == "running" && child.run_id != run_id)
+            .count();
+        let caller = CallerFacts {
+            session_key: state.key.as_str(),
+            agent_id: &agent_id,
+            depth,
+            active_children: u32::try_from(active).unwrap_or(u32::MAX),
+            is_cron: is_cron_session_key(state.key.as_str()),
+        };
+        let agent_ids: Vec<String> = self
+            .config()
+            .agents()
+            .into_iter()
+            .map(|agent| agent.id)
+            .collect();
+        let plan = match plan_spawn(&request, &caller, &config, &agent_ids, &child_uuid(&run_id)) {
+            Ok(plan) => plan,
+            Err(refusal) => return ToolOutput::error(refusal.to_json().to_string()),
+        };
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
+        let start = SubagentStart {
+            run_id: run_id.clone(),
+            parent_key: state.key.to_string(),
+            task: plan.task.clone(),
+            label: plan.label.clone(),
+            depth: plan.depth,
+            max_depth: plan.max_spawn_depth,
+            first_message: plan.task_message(),
+            extra_system_prompt: plan.extra_system_prompt(channel.as_deref()),
+            model: plan.model.clone(),
+            light_context: plan.light_context,
+            timeout_ms: plan.run_timeout_seconds.map(|seconds| seconds.saturating_mul(1_000)),
+            parent_is_internal: clawless_core::subagents::announce::requester_is_internal(
+                state.key.as_str(),
+            ) || state.meta.subagent.is_some(),
+        };
+        let event = start_event(start, &plan.child_session_key, &plan.target_agent_id);
+        if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
+            return ToolOutput::error(format!("Failed to register subagent run: {err}"));
+        }
+        if earlier.is_none() {
+            state.meta.children.push(ChildRun {
+                run_id: run_id.clone(),
+                child_key: plan.child_session_key.clone(),
+                task: plan.task.clone(),
+                label: plan.label.clone(),
+                started_at_ms: self.deps.clock.now_ms(),
+                ended_at_ms: None,
+                status: "running".to_owned(),
+            });
+            state.touch_meta();
+        }
+        tracing::info!(parent = %state.key, child = %plan.child_session_key, %run_id, "sub-agent spawned");
+        let answer = plan.accepted_json(&run_id);
+        ToolOutput::ok(answer.to_string())
+    }
+
+    /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
+    fn subagents_config(&self, agent_id: &str) -> clawless_core::subagents::config::SubagentsConfig {
+        let config = self.config();
+        let defaults = config.agents.defaults.subagents.clone().unwrap_or_default();
+        let own = config
+            .agents
+            .list
+            .iter()
+            .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
+            .and_then(|agent| agent.subagents.as_ref());
+        defaults.for_agent(own)
+    }
+
+    /// The announce of `run`'s end for its parent.
+    fn announce_event(
+        &self,
+        state: &SessionState,
+        run: &SubagentRun,
+        result: &ChildResult,
+        now_ms: u64,
+    ) -> SessionEvent {
+        let start = &run.start;
+        let outcome = match result.status.as_str() {
+            "ok" => AnnounceOutcome::Ok,
+            "timeout" => AnnounceOutcome::Timeout,
+            _ => AnnounceOutcome::Error(result.error.clone()),
+        };
+        let text = result.text.clone().unwrap_or_default();
+        let silent = outcome == AnnounceOutcome::Ok && is_announce_silent(&text);
+        let stats = stats_line(&RunStats {
+            runtime_ms: Some(now_ms.saturating_sub(run.started_at_ms)),
+            input_tokens: Some(result.tokens_in),
+            output_tokens: Some(result.tokens_out),
+            session_total_tokens: None,
+        });
+        let event = CompletionEvent {
+            source: AnnounceSource::Subagent,
+            child_session_key: state.key.to_string(),
+            child_session_id: Some(state.meta.session_id.clone()),
+            task: announce_task_name(start.label.as_deref(), &start.task),
+            status: outcome.status_label(),
+            result: if text.trim().is_empty() {
+                clawless_core::subagents::announce::NO_OUTPUT.to_owned()
+            } else {
+                cap_result(&text)
+            },
+            stats: Some(stats),
+            reply_instruction: reply_instruction(start.parent_is_internal, true).to_owned(),
+        };
+        SessionEvent {
+            session_key: start.parent_key.clone(),
+            agent_id: clawless_core::subagents::agent_id_of_key(&start.parent_key)
+                .unwrap_or_else(|| state.meta.agent_id.clone()),
+            event: TurnEvent::SubagentAnnounce {
+                announce_id: announce_idempotency_key(state.key.as_str(), &start.run_id),
+                child_key: state.key.to_string(),
+                run_id: start.run_id.clone(),
+                status: match result.status.as_str() {
+                    "ok" => "done".to_owned(),
+                    other => other.to_owned(),
+                },
+                text: render_completion_events(&[event]),
+                silent,
+            },
+        }
+    }
+
+    /// Starts a child's run in `state` (the child's session): records how it was started
+    /// and returns its first message. A redelivered start does nothing.
+    pub(super) fn start_subagent(
+        &self,
+        state: &mut SessionState,
+        start: &SubagentStart,
+        now_ms: u64,
+    ) -> Option<Incoming> {
+        if let Some(run) = &state.meta.subagent {
+            if run.start.run_id == start.run_id {
+                tracing::info!(session = %state.key, run_id = %start.run_id, "sub-agent start redelivered");
+            } else {
+                tracing::warn!(session = %state.key, run_id = %start.run_id, "a sub-agent session started twice with different runs; ignored");
+            }
+            return None;
+        }
+        state.meta.subagent = Some(SubagentRun {
+            start: start.clone(),
+            started_at_ms: now_ms,
+            ended_at_ms: None,
+            status: "running".to_owned(),
+            announced: false,
+            archived: false,
+        });
+        if let Some(model) = start.model.clone().filter(|model| !model.trim().is_empty()) {
+            state.meta.model_override = Some(model);
+        }
+        state.touch_meta();
+        let message = InboundMessage {
+            message_id: format!("subagent:{}", start.run_id),
+            chat: ChatRef {
+                channel: SUBAGENT_CHANNEL.to_owned(),
+                chat_id: start.parent_key.clone(),
+                chat_type: ChatType::Direct,
+            },
+            sender_id: SUBAGENT_SENDER_ID.to_owned(),
+            text: start.first_message.clone(),
+            sender_is_owner: false,
+        };
+        let mut prepared = PreparedMessage::plain(message);
+        // Its final answer is its result, for the parent: nothing is sent to any chat.
+        prepared.heartbeat_delivery = Some(HeartbeatDelivery {
+            slot_ms: None,
+            ack_max_chars: 0,
+            show_ok: false,
+            show_alerts: false,
+            target: AlertTarget::TargetNone,
+            cron_run: true,
+        });
+        Some(Incoming::Message(Box::new(prepared)))
+    }
+
+    /// When `state` is a child whose run has ended and whose result is not yet on its
+    /// parent's queue: queues the announce, then records it (the caller commits). True when
+    /// the meta changed.
+    pub(super) async fn announce_if_done(&self, state: &mut SessionState) -> Result<bool, TurnError> {
+        let Some(run) = state.meta.subagent.clone() else {
+            return Ok(false);
+        };
+        if run.announced || state.meta.turn_open || !state.meta.follow_ups.is_empty() {
+            return Ok(false);
+        }
+        let Some(queue) = &self.subagent_queue else {
+            return Ok(false);
+        };
+        let now = self.deps.clock.now_ms();
+        let result = child_result(state);
+        let event = self.announce_event(state, &run, &result, now);
+        crate::ingress::enqueue(queue.as_ref(), &event).await?;
+        tracing::info!(child = %state.key, parent = %run.start.parent_key, run_id = %run.start.run_id, status = %result.status, "sub-agent result announced to its parent");
+        if let Some(run) = state.meta.subagent.as_mut() {
+            run.announced = true;
+            run.ended_at_ms = Some(now);
+            run.status = match result.status.as_str() {
+                "ok" => "done".to_owned(),
+                other => other.to_owned(),
+            };
+        }
+        state.touch_meta();
+        Ok(true)
+    }
+
+    /// Takes a child's announce in the parent's session: the child's record is updated, and
+    /// unless the result was silent the announce becomes a turn. A redelivery does nothing.
+    pub(super) fn take_announce(
+        &self,
+        state: &mut SessionState,
+        announce: AnnounceFacts<'_>,
+        now_ms: u64,
+    ) -> Option<Incoming> {
+        if state.has_seen_message(announce.announce_id) {
+            tracing::info!(session = %state.key, announce = announce.announce_id, "announce already taken");
+            return None;
+        }
+        if let Some(child) = state
+            .meta
+            .children
+            .iter_mut()
+            .find(|child| child.run_id == announce.run_id)
+        {
+            child.status = announce.status.to_owned();
+            child.ended_at_ms = Some(now_ms);
+        }
+        state.touch_meta();
+        if announce.silent {
+            state.remember_message_id(announce.announce_id);
+            return None;
+        }
+        let chat = state.meta.chat.clone().unwrap_or_else(|| ChatRef {
+            channel: SUBAGENT_CHANNEL.to_owned(),
+            chat_id: state.key.to_string(),
+            chat_type: ChatType::Direct,
+        });
+        let message = InboundMessage {
+            message_id: announce.announce_id.to_owned(),
+            chat,
+            sender_id: SUBAGENT_SENDER_ID.to_owned(),
+            text: announce.text.to_owned(),
+            sender_is_owner: state.meta.sender_is_owner,
+        };
+        Some(Incoming::Message(Box::new(PreparedMessage::plain(message))))
+    }
+}
+
+/// A child's announce as its event carries it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AnnounceFacts<'a> {
+    pub announce_id: &'a str,
+    pub run_id: &'a str,
+    pub status: &'a str,
+    pub text: &'a str,
+    pub silent: bool,
+}
+
+/// How the child's run ended, from its transcript: an error when its model failed, the
+/// latest visible assistant text as its result.
+fn child_result(state: &SessionState) -> ChildResult {
+    let mut result = ChildResult {
+        status: "ok".to_owned(),
+        ..ChildResult::default()
+    };
+    for step in &state.steps {
+        match &step.body {
+            StepBody::Assistant {
+                content, usage, ..
+            } => {
+                result.tokens_in += usage.input_tokens;
+                result.tokens_out += usage.output_tokens;
+                let text: Vec<&str> = content
+                    .iter()
+                    .filter_map(|block| match block {
+                        AssistantBlock::Text { text } => Some(text.as_str()),
+                        AssistantBlock::ToolCall(_) => None,
+                    })
+                    .collect();
+                let text = text.join("\n");
+                if !text.trim().is_empty() {
+                    result.text = Some(text.trim().to_owned());
+                }
+            }
+            StepBody::HeartbeatOutcome { status, reason } if status == "failed" => {
+                result.status = "error".to_owned();
+                result.error = reason.clone();
+                result.text = None;
+            }
+            _ => {}
+        }
+    }
+    result
+}
+
+/// The event that takes `event`'s child start to its session.
+pub(super) fn start_event(start: SubagentStart, child_key: &str, agent_id: &str) -> SessionEvent {
+    SessionEvent {
+        session_key: child_key.to_owned(),
+        agent_id: agent_id.to_owned(),
+        event: TurnEvent::SubagentStart(Box::new(start)),
+    }
+}
+
+/// A UUID-shaped (v4 layout) id derived from `run_id`: the child's session is named by the
+/// spawn, so redoing the spawn names the same session.
+fn child_uuid(run_id: &str) -> String {
+    // `dedup_token` hashes text it cannot keep (the space here) to 32 hex digits at its end.
+    let token = dedup_token(&format!("subagent child {run_id}"));
+    let hex = &token[token.len().saturating_sub(32)..];
+    let mut bytes = [0u8; 16];
+    for (index, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2).unwrap_or("00"), 16)
+            .unwrap_or(0);
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spawn_names_its_child_the_same_every_time() {
+        let first = child_uuid("session-1:toolu_1");
+        assert_eq!(first, child_uuid("session-1:toolu_1"));
+        assert_ne!(first, child_uuid("session-1:toolu_2"));
+        assert_eq!(first.len(), 36);
+        assert_eq!(&first[14..15], "4");
+    }
+}
