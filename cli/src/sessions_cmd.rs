@@ -17,6 +17,7 @@ use clawless_core::heartbeat::{AlertTarget, HeartbeatState};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionKey, SessionLister, SessionStore, StoredSession};
+use clawless_core::subagents::SUBAGENT_SENDER_ID;
 use clawless_core::transcript::AssistantBlock;
 use clawless_core::turn::state::{SessionMeta, Step, StepBody};
 use clawless_local::DirObjectStore;
@@ -197,6 +198,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
         rows.push((summary.key, summary.version, meta));
     }
     rows.sort_by_key(|(_, _, meta)| std::cmp::Reverse(meta.as_ref().map(|m| m.updated_at_ms)));
+    let rows = children_under_parents(rows);
     if as_json {
         let items: Vec<Value> = rows
             .iter()
@@ -209,6 +211,8 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
                     "turnOpen": meta.as_ref().map(|m| m.turn_open),
                     "tokensIn": meta.as_ref().map(|m| m.tokens_in),
                     "tokensOut": meta.as_ref().map(|m| m.tokens_out),
+                    "parent": meta.as_ref().and_then(|m| m.subagent.as_ref()).map(|run| run.start.parent_key.clone()),
+                    "subagentStatus": meta.as_ref().and_then(|m| m.subagent.as_ref()).map(|run| run.status.clone()),
                 })
             })
             .collect();
@@ -219,9 +223,16 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
         println!("no sessions in {}", sessions.place);
         return Ok(());
     }
+    let shown = |key: &SessionKey, meta: &Option<SessionMeta>| match meta
+        .as_ref()
+        .and_then(|meta| meta.subagent.as_ref())
+    {
+        Some(_) => format!("  └ {}", key.as_str()),
+        None => key.as_str().to_owned(),
+    };
     let width = rows
         .iter()
-        .map(|(key, _, _)| key.as_str().len())
+        .map(|(key, _, meta)| shown(key, meta).chars().count())
         .max()
         .unwrap_or(0)
         .max(3);
@@ -232,13 +243,17 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
     for (key, _, meta) in &rows {
         match meta {
             Some(meta) => {
-                let mut state = if meta.turn_open { "turn open" } else { "idle" }.to_owned();
+                let mut state = match &meta.subagent {
+                    Some(run) => format!("sub-agent {}", run.status),
+                    None if meta.turn_open => "turn open".to_owned(),
+                    None => "idle".to_owned(),
+                };
                 if !meta.follow_ups.is_empty() {
                     state.push_str(&format!(" +{} queued", meta.follow_ups.len()));
                 }
                 println!(
                     "{:<width$}  {:<20}  {:>5}  {:<14}  {}/{}",
-                    key.as_str(),
+                    shown(key, &Some(meta.clone())),
                     utc(meta.updated_at_ms),
                     meta.turn,
                     state,
@@ -256,6 +271,47 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `rows` with each sub-agent's session right after the session that spawned it (children
+/// in the order given), and every other row in the order given.
+fn children_under_parents(
+    rows: Vec<(SessionKey, u64, Option<SessionMeta>)>,
+) -> Vec<(SessionKey, u64, Option<SessionMeta>)> {
+    let parent_of = |meta: &Option<SessionMeta>| {
+        meta.as_ref()
+            .and_then(|meta| meta.subagent.as_ref())
+            .map(|run| run.start.parent_key.clone())
+    };
+    let keys: Vec<String> = rows.iter().map(|(key, _, _)| key.to_string()).collect();
+    let (children, tops): (Vec<_>, Vec<_>) = rows
+        .into_iter()
+        .partition(|(_, _, meta)| parent_of(meta).is_some_and(|parent| keys.contains(&parent)));
+    let mut ordered = Vec::with_capacity(keys.len());
+    let mut children: Vec<Option<_>> = children.into_iter().map(Some).collect();
+    fn place(
+        row: (SessionKey, u64, Option<SessionMeta>),
+        children: &mut [Option<(SessionKey, u64, Option<SessionMeta>)>],
+        ordered: &mut Vec<(SessionKey, u64, Option<SessionMeta>)>,
+    ) {
+        let key = row.0.to_string();
+        ordered.push(row);
+        for index in 0..children.len() {
+            let is_child = children[index].as_ref().is_some_and(|(_, _, meta)| {
+                meta.as_ref()
+                    .and_then(|meta| meta.subagent.as_ref())
+                    .is_some_and(|run| run.start.parent_key == key)
+            });
+            if is_child && let Some(child) = children[index].take() {
+                place(child, children, ordered);
+            }
+        }
+    }
+    for row in tops {
+        place(row, &mut children, &mut ordered);
+    }
+    ordered.extend(children.into_iter().flatten());
+    ordered
 }
 
 /// Which generation `sessions show` prints.
@@ -432,6 +488,31 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             if let Some(heartbeat) = &meta.heartbeat {
                 push_line!(out, "{}", heartbeat_line(heartbeat));
             }
+            if let Some(run) = &meta.subagent {
+                push_line!(
+                    out,
+                    "sub-agent of {} (run {}, depth {}/{}): {}{}",
+                    run.start.parent_key,
+                    run.start.run_id,
+                    run.start.depth,
+                    run.start.max_depth,
+                    run.status,
+                    if run.announced {
+                        ", result announced"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            for child in &meta.children {
+                push_line!(
+                    out,
+                    "spawned {} ({}): {}",
+                    child.child_key,
+                    child.label.as_deref().unwrap_or(&child.task),
+                    child.status
+                );
+            }
             if let Some(run) = &meta.cron_run {
                 push_line!(
                     out,
@@ -467,6 +548,8 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
     let mut pending: BTreeMap<String, (String, bool)> = BTreeMap::new();
     // Whether the turn being shown was started by a cron job.
     let mut cron_turn = false;
+    // Whether it is a sub-agent's task or a child's announce.
+    let mut subagent_turn = false;
     for stored_step in &stored.steps {
         out.push('\n');
         let step: Step = match serde_json::from_str(&stored_step.body) {
@@ -496,7 +579,12 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             } => {
                 cron_turn =
                     sender_id == CRON_SENDER_ID || message_id.starts_with("heartbeat:cron:");
+                subagent_turn = sender_id == SUBAGENT_SENDER_ID;
                 let what = match (heartbeat, compact) {
+                    _ if subagent_turn && message_id.starts_with("announce:") => {
+                        "SUB-AGENT RESULT (announced)"
+                    }
+                    _ if subagent_turn => "SUB-AGENT TASK",
                     (true, _) if cron_turn => "CRON REMINDER (heartbeat)",
                     (true, _) => "HEARTBEAT",
                     (false, _) if cron_turn => "CRON RUN",
@@ -506,7 +594,7 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 push_line!(out, "{what} {sender_id} (message {message_id})");
                 if let Some(delivery) = heartbeat_delivery
                     .as_ref()
-                    .filter(|_| !cron_turn || *heartbeat)
+                    .filter(|_| (!cron_turn || *heartbeat) && !subagent_turn)
                 {
                     let slot = delivery
                         .slot_ms
@@ -641,6 +729,12 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     "=== MEMORY FLUSH: {appended_bytes} byte(s) appended to {path}"
                 ),
             },
+            StepBody::HeartbeatOutcome { status, .. } if subagent_turn => {
+                push_line!(
+                    out,
+                    "=== SUB-AGENT RUN ended ({status}): its result goes to the parent"
+                );
+            }
             StepBody::HeartbeatOutcome { status, reason } if cron_turn => {
                 let reason = reason.as_deref().unwrap_or("no reason given");
                 match status.as_str() {

@@ -256,7 +256,14 @@ async fn setup() -> Setup {
 async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_parent_talks() {
     let s = setup().await;
     // GIVEN a conversation the child must not see
-    post_message(&s.http, s.port, &s.secret, "m-0", &format!("remember {PARENT_SECRET}")).await;
+    post_message(
+        &s.http,
+        s.port,
+        &s.secret,
+        "m-0",
+        &format!("remember {PARENT_SECRET}"),
+    )
+    .await;
     wait_until(Duration::from_secs(20), "the greeting", || async {
         count(&replies(&s.http, s.port).await, "Hello!") == 1
     })
@@ -264,9 +271,11 @@ async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_pare
 
     // WHEN the parent spawns one child, and the user writes again while it works
     post_message(&s.http, s.port, &s.secret, "m-1", "please spawn one helper").await;
-    wait_until(Duration::from_secs(20), "the spawn is acknowledged", || async {
-        count(&replies(&s.http, s.port).await, "On it.") == 1
-    })
+    wait_until(
+        Duration::from_secs(20),
+        "the spawn is acknowledged",
+        || async { count(&replies(&s.http, s.port).await, "On it.") == 1 },
+    )
     .await;
     post_message(&s.http, s.port, &s.secret, "m-2", "are you there?").await;
 
@@ -279,8 +288,14 @@ async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_pare
     let all = replies(&s.http, s.port).await;
     assert_eq!(count(&all, "Relay: count the words"), 1, "{all:?}");
     let still_here = all.iter().position(|r| r == "Yes, still here.").unwrap();
-    let relay = all.iter().position(|r| r == "Relay: count the words").unwrap();
-    assert!(still_here < relay, "the parent answered while its child worked: {all:?}");
+    let relay = all
+        .iter()
+        .position(|r| r == "Relay: count the words")
+        .unwrap();
+    assert!(
+        still_here < relay,
+        "the parent answered while its child worked: {all:?}"
+    );
 
     // AND the child ran alone: minimal prompt, no sessions_spawn, nothing of the parent's
     let requests = s.model.requests_to(MESSAGES);
@@ -311,7 +326,42 @@ async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_pare
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
-    assert!(listed.contains("agent:main:subagent:"), "{listed}");
+    let lines: Vec<&str> = listed.lines().collect();
+    let parent_line = lines
+        .iter()
+        .position(|line| line.starts_with("agent:main:main "))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        lines[parent_line + 1].starts_with("  └ agent:main:subagent:")
+            && lines[parent_line + 1].contains("sub-agent done"),
+        "the child right under its parent: {listed}"
+    );
+
+    // AND `clawless sessions show` shows the spawn, the child's key and the announce
+    let child_key = lines[parent_line + 1]
+        .trim_start_matches("  └ ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let show = |key: &str| {
+        let shown = Command::new(BIN)
+            .args(["sessions", "--state-dir"])
+            .arg(s.root.path().join("state"))
+            .args(["show", key])
+            .env("HOME", s.root.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&shown.stdout).into_owned()
+    };
+    let parent = show("agent:main:main");
+    assert!(parent.contains("sessions_spawn"), "{parent}");
+    assert!(parent.contains(&format!("spawned {child_key}")), "{parent}");
+    assert!(parent.contains("SUB-AGENT RESULT (announced)"), "{parent}");
+    let child = show(&child_key);
+    assert!(child.contains("SUB-AGENT TASK"), "{child}");
+    assert!(child.contains("sub-agent of agent:main:main"), "{child}");
+    assert!(child.contains("result announced"), "{child}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
