@@ -312,16 +312,18 @@ async fn answer(State(script): State<Shared>, request: Request) -> Response {
             .cloned();
         script.requests.push(recorded.clone());
         let responded = responder.and_then(|responder| responder(&recorded));
-        let queued = responded.or_else(|| script
-            .queued
-            .get_mut(&path)
-            .and_then(VecDeque::pop_front)
-            .or_else(|| {
-                script
-                    .queued
-                    .get_mut(&decoded)
-                    .and_then(VecDeque::pop_front)
-            }));
+        let queued = responded.or_else(|| {
+            script
+                .queued
+                .get_mut(&path)
+                .and_then(VecDeque::pop_front)
+                .or_else(|| {
+                    script
+                        .queued
+                        .get_mut(&decoded)
+                        .and_then(VecDeque::pop_front)
+                })
+        });
         queued.or_else(|| {
             script
                 .always

@@ -46,8 +46,8 @@ use clawless_core::turn::{
 };
 
 use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
-use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
+use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
 

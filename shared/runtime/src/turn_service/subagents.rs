@@ -122,7 +122,9 @@ impl TurnService {
             extra_system_prompt: plan.extra_system_prompt(channel.as_deref()),
             model: plan.model.clone(),
             light_context: plan.light_context,
-            timeout_ms: plan.run_timeout_seconds.map(|seconds| seconds.saturating_mul(1_000)),
+            timeout_ms: plan
+                .run_timeout_seconds
+                .map(|seconds| seconds.saturating_mul(1_000)),
             parent_is_internal: clawless_core::subagents::announce::requester_is_internal(
                 state.key.as_str(),
             ) || state.meta.subagent.is_some(),
@@ -149,7 +151,10 @@ impl TurnService {
     }
 
     /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
-    fn subagents_config(&self, agent_id: &str) -> clawless_core::subagents::config::SubagentsConfig {
+    fn subagents_config(
+        &self,
+        agent_id: &str,
+    ) -> clawless_core::subagents::config::SubagentsConfig {
         let config = self.config();
         let defaults = config.agents.defaults.subagents.clone().unwrap_or_default();
         let own = config
@@ -270,7 +275,10 @@ impl TurnService {
     /// When `state` is a child whose run has ended and whose result is not yet on its
     /// parent's queue: queues the announce, then records it (the caller commits). True when
     /// the meta changed.
-    pub(super) async fn announce_if_done(&self, state: &mut SessionState) -> Result<bool, TurnError> {
+    pub(super) async fn announce_if_done(
+        &self,
+        state: &mut SessionState,
+    ) -> Result<bool, TurnError> {
         let Some(run) = state.meta.subagent.clone() else {
             return Ok(false);
         };
@@ -358,9 +366,7 @@ fn child_result(state: &SessionState) -> ChildResult {
     };
     for step in &state.steps {
         match &step.body {
-            StepBody::Assistant {
-                content, usage, ..
-            } => {
+            StepBody::Assistant { content, usage, .. } => {
                 result.tokens_in += usage.input_tokens;
                 result.tokens_out += usage.output_tokens;
                 let text: Vec<&str> = content
@@ -403,8 +409,8 @@ fn child_uuid(run_id: &str) -> String {
     let hex = &token[token.len().saturating_sub(32)..];
     let mut bytes = [0u8; 16];
     for (index, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2).unwrap_or("00"), 16)
-            .unwrap_or(0);
+        *byte =
+            u8::from_str_radix(hex.get(index * 2..index * 2 + 2).unwrap_or("00"), 16).unwrap_or(0);
     }
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
