@@ -73,7 +73,11 @@ impl TurnService {
         };
         let agent_id = state.meta.agent_id.clone();
         let config = self.subagents_config(&agent_id);
-        let run_id = dedup_token(&format!("{}:{}", state.meta.session_id, call.id));
+        // The same call of the same turn (a redone spawn) names the same run.
+        let run_id = dedup_token(&format!(
+            "{}:{}:{}",
+            state.meta.session_id, state.meta.turn, call.id
+        ));
         // An earlier attempt of this very call (a crash before the result was recorded)
         // spawned this child already: answer as it did.
         let earlier = state

@@ -1,0 +1,301 @@
+//! Sub-agents through the turn service, with the turn queue pumped by hand: a spawn queues
+//! the child's start once; the child runs with the sub-agent prompt, without
+//! `sessions_spawn`, never seeing the parent's transcript; its result is announced to the
+//! parent once whatever is redelivered; a silent result announces nothing; a failed child is
+//! announced as failed; the depth gate refuses a grandchild.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::session::key::ChatType;
+use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
+use clawless_core::testing::InMemoryTurnQueue;
+use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
+use clawless_core::turn::state::SessionState;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::clock::{Clock, SystemClock};
+use clawless_runtime::turn_service::TurnService;
+use serde_json::{Value, json};
+use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
+
+const MESSAGES: &str = "/v1/messages";
+const MAIN: &str = "agent:main:main";
+const SECRET_WORD: &str = "parent-secret-4411";
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    model: ScriptedServer,
+    receiver: ReplyReceiver,
+    sessions: Arc<dyn SessionStore>,
+    queue: Arc<InMemoryTurnQueue>,
+    turns: TurnService,
+    sent: u64,
+}
+
+impl Harness {
+    async fn new(extra_yaml: &str) -> Self {
+        let dir = tempfile::tempdir().expect("test fixture");
+        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+        std::fs::create_dir_all(dir.path().join("workspace")).expect("test fixture");
+        let model = ScriptedServer::start().await;
+        let receiver = ReplyReceiver::start().await;
+        let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
+        let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let yaml = format!(
+            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n\
+             {extra_yaml}models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
+             providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {base}\n\
+             tools:\n  deny: [web_fetch]\n",
+            skills = dir.path().join("skills").display(),
+            workspace = dir.path().join("workspace").display(),
+            base = model.base_url(),
+        );
+        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+        let turns = support::turn_service(
+            &config,
+            Arc::clone(&sessions),
+            &receiver.url,
+            Arc::new(SystemClock) as Arc<dyn Clock>,
+        )
+        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        Self {
+            _dir: dir,
+            model,
+            receiver,
+            sessions,
+            queue,
+            turns,
+            sent: 0,
+        }
+    }
+
+    async fn say(&mut self, text: &str) {
+        self.sent += 1;
+        let event = SessionEvent {
+            session_key: MAIN.to_owned(),
+            agent_id: "main".to_owned(),
+            event: TurnEvent::Inbound(InboundMessage {
+                message_id: format!("m-{}", self.sent),
+                chat: ChatRef {
+                    channel: "generic".to_owned(),
+                    chat_id: "c-1".to_owned(),
+                    chat_type: ChatType::Direct,
+                },
+                sender_id: "u-1".to_owned(),
+                text: text.to_owned(),
+                sender_is_owner: true,
+            }),
+        };
+        self.turns.handle(&event).await.expect("turn");
+    }
+
+    /// The events waiting on the turn queue (taken off it).
+    async fn take_queued(&self) -> Vec<SessionEvent> {
+        let mut events = Vec::new();
+        loop {
+            let delivered = self
+                .queue
+                .receive(10, Duration::from_millis(10))
+                .await
+                .expect("receive");
+            if delivered.is_empty() {
+                return events;
+            }
+            for delivery in delivered {
+                events.push(serde_json::from_str(&delivery.body).expect("an event"));
+                self.queue.delete(&delivery.receipt).await.expect("delete");
+            }
+        }
+    }
+
+    fn script(&self, reply: Value) {
+        self.model.push(MESSAGES, ScriptedReply::json(reply));
+    }
+
+    fn model_calls(&self) -> usize {
+        self.model.requests_to(MESSAGES).len()
+    }
+
+    fn chat_texts(&self) -> Vec<String> {
+        self.receiver
+            .posted()
+            .iter()
+            .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    async fn state(&self, key: &str) -> SessionState {
+        let key = SessionKey::parse(key).expect("key");
+        let stored = self
+            .sessions
+            .load(&key)
+            .await
+            .expect("load")
+            .expect("stored");
+        SessionState::from_stored(key, &stored).expect("state")
+    }
+
+    /// The parent spawns one child for `task` (answering "On it." after the tool) and the
+    /// child's start is taken off the queue.
+    async fn spawn(&mut self, task: &str) -> SessionEvent {
+        self.script(anthropic_tool_use(
+            "toolu_spawn",
+            "sessions_spawn",
+            json!({"task": task, "label": "helper"}),
+        ));
+        self.script(anthropic_text("On it."));
+        self.say(&format!("{SECRET_WORD}: please delegate {task}"))
+            .await;
+        let mut queued = self.take_queued().await;
+        assert_eq!(queued.len(), 1, "{queued:?}");
+        queued.remove(0)
+    }
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_runs_alone_and_is_announced_to_its_parent_once() {
+    let mut h = Harness::new("").await;
+    // WHEN the parent spawns a child
+    let start = h.spawn("count the files").await;
+    assert!(
+        start.session_key.starts_with("agent:main:subagent:"),
+        "{start:?}"
+    );
+    let accepted = h.model.requests_to(MESSAGES)[1].raw_body.clone();
+    assert!(
+        accepted.contains("\\\"status\\\":\\\"accepted\\\""),
+        "{accepted}"
+    );
+    assert!(accepted.contains(&start.session_key));
+    assert_eq!(h.chat_texts(), ["On it."]);
+
+    // AND the child's start is handled (and redelivered)
+    h.script(anthropic_text("Done: 3 files"));
+    h.turns.handle(&start).await.expect("child");
+    h.turns.handle(&start).await.expect("child redelivered");
+
+    // THEN the child ran once, with the sub-agent prompt, without sessions_spawn or cron, and
+    // without the parent's conversation
+    let requests = h.model.requests_to(MESSAGES);
+    assert_eq!(requests.len(), 3);
+    let child = &requests[2];
+    assert!(child.raw_body.contains("[Subagent Task]: count the files"));
+    assert!(child.raw_body.contains("Subagent Context"));
+    assert!(!child.raw_body.contains(SECRET_WORD));
+    let tools = tool_names(&child.body);
+    assert!(!tools.contains(&"sessions_spawn".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"cron".to_owned()), "{tools:?}");
+    assert_eq!(h.chat_texts(), ["On it."], "a child answers nobody");
+
+    // AND exactly one announce is on the parent's queue
+    let announces = h.take_queued().await;
+    assert_eq!(announces.len(), 1, "{announces:?}");
+    let announce = &announces[0];
+    assert_eq!(announce.session_key, MAIN);
+    let TurnEvent::SubagentAnnounce {
+        text, announce_id, ..
+    } = &announce.event
+    else {
+        panic!("{announce:?}");
+    };
+    assert_eq!(
+        *announce_id,
+        format!(
+            "announce:v1:{}:{}",
+            start.session_key,
+            h.state(&start.session_key)
+                .await
+                .meta
+                .subagent
+                .expect("a run")
+                .start
+                .run_id
+        )
+    );
+    assert!(text.contains("status: completed successfully"), "{text}");
+    assert!(text.contains("Done: 3 files"), "{text}");
+
+    // WHEN the parent takes it (twice: a redelivery)
+    h.script(anthropic_text("Your helper counted 3 files."));
+    h.turns.handle(announce).await.expect("announce");
+    h.turns
+        .handle(announce)
+        .await
+        .expect("announce redelivered");
+
+    // THEN the chat hears of it once, and the child is recorded as done
+    assert_eq!(h.chat_texts(), ["On it.", "Your helper counted 3 files."]);
+    assert_eq!(h.model_calls(), 4);
+    let parent = h.state(MAIN).await;
+    assert_eq!(parent.meta.children.len(), 1);
+    assert_eq!(parent.meta.children[0].status, "done");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_child_announces_nothing_and_a_failed_one_says_so() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("check quietly").await;
+    h.script(anthropic_text("ANNOUNCE_SKIP"));
+    h.turns.handle(&start).await.expect("child");
+    let announces = h.take_queued().await;
+    assert_eq!(announces.len(), 1);
+    h.turns.handle(&announces[0]).await.expect("announce");
+    assert_eq!(h.model_calls(), 3, "a silent result starts no parent turn");
+    assert_eq!(h.state(MAIN).await.meta.children[0].status, "done");
+
+    let start = h.spawn("break").await;
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad request"}}"#,
+        ),
+    );
+    h.turns.handle(&start).await.expect("child");
+    let announces = h.take_queued().await;
+    let TurnEvent::SubagentAnnounce { text, status, .. } = &announces[0].event else {
+        panic!("{announces:?}");
+    };
+    assert_eq!(status, "error");
+    assert!(text.contains("status: failed: "), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_cannot_spawn_and_a_busy_parent_is_refused_past_its_limit() {
+    let mut h = Harness::new("    subagents: { maxChildrenPerAgent: 1 }\n").await;
+    let _first = h.spawn("first").await;
+    // A second child while the first runs: refused by the active-children gate.
+    h.script(anthropic_tool_use(
+        "toolu_second",
+        "sessions_spawn",
+        json!({"task": "second"}),
+    ));
+    h.script(anthropic_text("Cannot."));
+    h.say("another one").await;
+    assert!(h.take_queued().await.is_empty());
+    let refused = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(
+        refused.contains("sessions_spawn has reached max active children for this session (1/1)"),
+        "{refused}"
+    );
+}
