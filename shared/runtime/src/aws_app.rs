@@ -509,7 +509,8 @@ impl AwsApp {
                     timers: self.timers()?,
                     seed: required(TABLE_ENV)?,
                 })
-                .with_cron(Arc::new(self.cron_service()?)),
+                .with_cron(Arc::new(self.cron_service()?))
+                .with_subagent_timers(self.timers()?),
             None => turns,
         };
         Ok(turns)

@@ -47,6 +47,7 @@ use clawless_core::turn::{
 
 use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
+use clawless_core::subagents::control::{SUBAGENTS_TOOL_NAME, subagents_tool_spec};
 use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
@@ -238,6 +239,8 @@ pub struct TurnService {
     /// Where sub-agents' starts and announces go (the turn queue); without it there is no
     /// `sessions_spawn`.
     subagent_queue: Option<Arc<dyn TurnQueue>>,
+    /// Where sub-agents' time limits wait.
+    subagent_timers: Option<Arc<dyn clawless_core::nodes::Timers>>,
     /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy.
     webhooks: Option<Arc<crate::web_fetcher::HttpWebFetcher>>,
 }
@@ -295,6 +298,7 @@ impl TurnService {
             cron: None,
             webhooks: None,
             subagent_queue: None,
+            subagent_timers: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -376,6 +380,12 @@ impl TurnService {
         self
     }
 
+    /// Enforces sub-agents' `runTimeoutSeconds` with durable timers on `timers`.
+    pub fn with_subagent_timers(mut self, timers: Arc<dyn clawless_core::nodes::Timers>) -> Self {
+        self.subagent_timers = Some(timers);
+        self
+    }
+
     /// The cron jobs, when this service runs them.
     pub fn cron(&self) -> Option<&Arc<crate::cron_service::CronService>> {
         self.cron.as_ref()
@@ -442,6 +452,16 @@ impl TurnService {
                 SessionState::new(key.clone(), session_id, now)
             }
         };
+        // A killed or timed-out sub-agent takes no further step, whatever the event.
+        if !matches!(event.event, TurnEvent::SubagentTimeout { .. })
+            && self.stop_if_ended(&mut state)
+        {
+            if state.has_uncommitted() {
+                let commit = state.pending_commit()?;
+                self.deps.sessions.commit(&key, &commit).await?;
+            }
+            return Ok(TurnReport::default());
+        }
         let settings = TurnSettings {
             max_model_calls: self
                 .config()
@@ -498,7 +518,15 @@ impl TurnService {
                 }
                 None => report.acceptance = Some("SystemEventQueued".to_owned()),
             }
+        } else if let TurnEvent::SubagentTimeout { run_id } = &event.event {
+            if self.time_out_subagent(&mut state, run_id).await? {
+                let commit = state.pending_commit()?;
+                self.deps.sessions.commit(&key, &commit).await?;
+                report.commits += 1;
+            }
+            return Ok(report);
         } else if let TurnEvent::SubagentStart(start) = &event.event {
+            *arm = subagents::timeout_timer(start, &event.session_key, &event.agent_id, now);
             match self.start_subagent(&mut state, start, now) {
                 Some(incoming) => {
                     let acceptance = engine.accept(&mut state, incoming, now);
@@ -592,6 +620,7 @@ impl TurnService {
             let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
             let cron_offered = routing.offered.contains(CRON_TOOL_NAME);
             let spawn_offered = routing.offered.contains(SESSIONS_SPAWN);
+            let subagents_offered = routing.offered.contains(SUBAGENTS_TOOL_NAME);
             match effect {
                 Effect::Persist => {
                     let commit = state.pending_commit()?;
@@ -659,6 +688,11 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
+                        None if call.name == SUBAGENTS_TOOL_NAME && subagents_offered => {
+                            report.tools_run += 1;
+                            self.tools_run.fetch_add(1, Ordering::Relaxed);
+                            self.run_subagents_tool(&call, &mut state).await
+                        }
                         None if call.name == SESSIONS_SPAWN && spawn_offered => {
                             report.tools_run += 1;
                             self.tools_run.fetch_add(1, Ordering::Relaxed);
@@ -867,6 +901,7 @@ impl TurnService {
         }
         if self.subagent_queue.is_some() {
             candidates.push(SESSIONS_SPAWN);
+            candidates.push(SUBAGENTS_TOOL_NAME);
         }
         let agent_tools = self
             .config()
@@ -1031,6 +1066,9 @@ impl TurnService {
                 None if name == CRON_TOOL_NAME && self.cron.is_some() => Some(cron_tool_spec()),
                 None if name == SESSIONS_SPAWN && self.subagent_queue.is_some() => {
                     Some(sessions_spawn_tool_spec())
+                }
+                None if name == SUBAGENTS_TOOL_NAME && self.subagent_queue.is_some() => {
+                    Some(subagents_tool_spec())
                 }
                 None => None,
             })

@@ -9,6 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
 use clawless_core::testing::InMemoryTurnQueue;
@@ -32,6 +33,7 @@ struct Harness {
     receiver: ReplyReceiver,
     sessions: Arc<dyn SessionStore>,
     queue: Arc<InMemoryTurnQueue>,
+    timers: InMemoryTimers,
     turns: TurnService,
     sent: u64,
 }
@@ -46,6 +48,7 @@ impl Harness {
         let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
         let queue = Arc::new(InMemoryTurnQueue::new());
+        let timers = InMemoryTimers::new();
         let yaml = format!(
             "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n\
              {extra_yaml}models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
@@ -62,13 +65,15 @@ impl Harness {
             &receiver.url,
             Arc::new(SystemClock) as Arc<dyn Clock>,
         )
-        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
+        .with_subagent_timers(Arc::new(timers.clone()));
         Self {
             _dir: dir,
             model,
             receiver,
             sessions,
             queue,
+            timers,
             turns,
             sent: 0,
         }
@@ -298,4 +303,123 @@ async fn a_child_cannot_spawn_and_a_busy_parent_is_refused_past_its_limit() {
         refused.contains("sessions_spawn has reached max active children for this session (1/1)"),
         "{refused}"
     );
+}
+
+/// Handles `start` with the child's turn left open and committed: it reads a file, then its
+/// next model call fails in a way worth retrying (the queue would redeliver).
+async fn leave_child_mid_turn(h: &Harness, start: &SessionEvent) {
+    h.script(anthropic_tool_use(
+        "toolu_read",
+        "read",
+        json!({"path": "notes.md"}),
+    ));
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+    );
+    assert!(h.turns.handle(start).await.is_err(), "left for redelivery");
+    let child = h.state(&start.session_key).await;
+    assert!(
+        child.meta.turn_open,
+        "the child's turn is open and committed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_child_takes_no_further_step_and_announces_nothing() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("a long job").await;
+    leave_child_mid_turn(&h, &start).await;
+    let calls = h.model_calls();
+
+    // WHEN the parent kills it
+    h.script(anthropic_tool_use(
+        "toolu_kill",
+        "subagents",
+        json!({"action": "kill", "target": "last"}),
+    ));
+    h.script(anthropic_text("Stopped it."));
+    h.say("stop the helper").await;
+    let killed = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(killed.contains("killed helper."), "{killed}");
+
+    // THEN the redelivered start takes no step, and nothing is announced
+    h.turns.handle(&start).await.expect("redelivery");
+    assert_eq!(h.model_calls(), calls + 2, "only the parent's two calls");
+    assert!(h.take_queued().await.is_empty());
+    let child = h.state(&start.session_key).await;
+    assert!(!child.meta.turn_open);
+    assert_eq!(child.meta.subagent.expect("a run").status, "killed");
+    assert_eq!(h.state(MAIN).await.meta.children[0].status, "killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_past_its_time_limit_is_announced_as_timed_out() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("a slow job").await;
+    leave_child_mid_turn(&h, &start).await;
+    let run_id = h
+        .state(&start.session_key)
+        .await
+        .meta
+        .subagent
+        .expect("a run")
+        .start
+        .run_id;
+    let timeout = SessionEvent {
+        session_key: start.session_key.clone(),
+        agent_id: start.agent_id.clone(),
+        event: TurnEvent::SubagentTimeout { run_id },
+    };
+    h.turns.handle(&timeout).await.expect("timeout");
+    h.turns.handle(&timeout).await.expect("timeout redelivered");
+    let announces = h.take_queued().await;
+    assert_eq!(announces.len(), 1, "{announces:?}");
+    let TurnEvent::SubagentAnnounce { text, status, .. } = &announces[0].event else {
+        panic!("{announces:?}");
+    };
+    assert_eq!(status, "timeout");
+    assert!(text.contains("status: timed out"), "{text}");
+    let calls = h.model_calls();
+    h.turns.handle(&start).await.expect("redelivery");
+    assert_eq!(
+        h.model_calls(),
+        calls,
+        "a timed-out child takes no further step"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_with_a_time_limit_arms_its_timeout_when_it_starts() {
+    let mut h = Harness::new("").await;
+    h.script(anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "quick", "runTimeoutSeconds": 30}),
+    ));
+    h.script(anthropic_text("On it."));
+    h.say("delegate with a limit").await;
+    let start = h.take_queued().await.remove(0);
+    h.script(anthropic_text("Done."));
+    let before = SystemClock.now_ms();
+    h.turns.handle(&start).await.expect("child");
+    let armed: Vec<_> = h
+        .timers
+        .pending()
+        .into_iter()
+        .filter(|timer| timer.timer_id.starts_with("subagent-timeout:"))
+        .collect();
+    assert_eq!(armed.len(), 1, "{armed:?}");
+    let due = armed[0].due_at_ms;
+    assert!(due >= before + 30_000 && due <= SystemClock.now_ms() + 30_000);
+    assert_eq!(armed[0].event.session_key, start.session_key);
 }

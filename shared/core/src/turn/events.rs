@@ -170,6 +170,13 @@ pub enum TurnEvent {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         silent: bool,
     },
+    /// A sub-agent's run reached its `runTimeoutSeconds`: it stops at its next step and is
+    /// announced as timed out (nothing happens if it had ended).
+    #[serde(rename_all = "camelCase")]
+    SubagentTimeout {
+        /// The run.
+        run_id: String,
+    },
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
     /// recorded for it.
@@ -254,6 +261,7 @@ impl SessionEvent {
             TurnEvent::SystemEvent { event_id, .. } => format!("system:{event_id}"),
             TurnEvent::SubagentStart(start) => format!("subagent:{}", start.run_id),
             TurnEvent::SubagentAnnounce { announce_id, .. } => announce_id.clone(),
+            TurnEvent::SubagentTimeout { run_id } => format!("subagent-timeout:{run_id}"),
             TurnEvent::CronFire {
                 job_id,
                 slot_ms,

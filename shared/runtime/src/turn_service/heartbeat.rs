@@ -162,16 +162,17 @@ impl TurnService {
         Ok(armed)
     }
 
-    /// Schedules a heartbeat timer.
+    /// Schedules a heartbeat's (or a sub-agent's time limit's) timer.
     pub(super) async fn schedule_timer(&self, timer: &Timer) -> Result<(), TurnError> {
-        let Some(heartbeats) = &self.heartbeats else {
+        let timers = self
+            .heartbeats
+            .as_ref()
+            .map(|heartbeats| &heartbeats.timers)
+            .or(self.subagent_timers.as_ref());
+        let Some(timers) = timers else {
             return Ok(());
         };
-        heartbeats
-            .timers
-            .schedule(timer)
-            .await
-            .map_err(TurnError::Timer)
+        timers.schedule(timer).await.map_err(TurnError::Timer)
     }
 
     /// The heartbeat schedule `agent` has from now on.

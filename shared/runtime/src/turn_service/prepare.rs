@@ -166,7 +166,8 @@ impl TurnService {
             | TurnEvent::CronFire { .. }
             | TurnEvent::SystemEvent { .. }
             | TurnEvent::SubagentStart(_)
-            | TurnEvent::SubagentAnnounce { .. } => return Ok(None),
+            | TurnEvent::SubagentAnnounce { .. }
+            | TurnEvent::SubagentTimeout { .. } => return Ok(None),
         }))
     }
 

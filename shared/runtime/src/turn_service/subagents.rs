@@ -25,6 +25,7 @@ use clawless_core::subagents::announce::{
     announce_task_name, cap_result, is_announce_silent, render_completion_events,
     reply_instruction, stats_line,
 };
+use clawless_core::subagents::control::RunStatus;
 use clawless_core::subagents::spawn::{CallerFacts, SESSIONS_SPAWN, parse_spawn_call, plan_spawn};
 use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
 use clawless_core::tools::ToolOutput;
@@ -152,6 +153,174 @@ impl TurnService {
         tracing::info!(parent = %state.key, child = %plan.child_session_key, %run_id, "sub-agent spawned");
         let answer = plan.accepted_json(&run_id);
         ToolOutput::ok(answer.to_string())
+    }
+
+    /// Runs a `subagents` call of `state`'s turn: `list` its children, `kill` one (or all)
+    /// of them. A killed child stops at its next step: its session is marked killed (a
+    /// version write, so a run in progress elsewhere loses its next commit and is
+    /// redelivered into the mark), and it announces nothing. `steer` is not offered yet.
+    pub(super) async fn run_subagents_tool(
+        &self,
+        call: &ToolCall,
+        state: &mut SessionState,
+    ) -> ToolOutput {
+        use clawless_core::subagents::control::{
+            SubagentsAction, already_finished_text, is_kill_all, kill_all_text, kill_json,
+            kill_text, parse_subagents_call, resolve_target, split_runs, subagents_error_json,
+        };
+        let action = match parse_subagents_call(&call.input) {
+            Ok(action) => action,
+            Err(error) => return ToolOutput::error(subagents_error_json(&error).to_string()),
+        };
+        let now = self.deps.clock.now_ms();
+        let views = |state: &SessionState| {
+            state
+                .meta
+                .children
+                .iter()
+                .map(|child| child_view(child, now))
+                .collect::<Vec<_>>()
+        };
+        match action {
+            SubagentsAction::List { recent_minutes } => {
+                let lists = split_runs(views(state), now, recent_minutes);
+                ToolOutput::ok(
+                    lists
+                        .to_json(state.key.as_str(), state.key.as_str())
+                        .to_string(),
+                )
+            }
+            SubagentsAction::Kill { target } => {
+                let lists = split_runs(views(state), now, 24 * 60);
+                let targets: Vec<String> = if is_kill_all(&target) {
+                    lists.active.iter().map(|run| run.run_id.clone()).collect()
+                } else {
+                    match resolve_target(&target, &lists.active, &lists.recent) {
+                        Ok(run) if run.status != RunStatus::Running => {
+                            return ToolOutput::ok(
+                                kill_json(&already_finished_text(run)).to_string(),
+                            );
+                        }
+                        Ok(run) => vec![run.run_id.clone()],
+                        Err(error) => {
+                            return ToolOutput::error(subagents_error_json(&error).to_string());
+                        }
+                    }
+                };
+                let mut killed = Vec::new();
+                for run_id in &targets {
+                    let Some(child) = state.meta.children.iter().find(|c| c.run_id == *run_id)
+                    else {
+                        continue;
+                    };
+                    match self.mark_killed(&child.child_key, run_id).await {
+                        Ok(()) => killed.push(run_id.clone()),
+                        Err(err) => {
+                            tracing::warn!(child = %child.child_key, error = %err, "sub-agent not killed");
+                        }
+                    }
+                }
+                for child in state.meta.children.iter_mut() {
+                    if killed.contains(&child.run_id) {
+                        child.status = "killed".to_owned();
+                        child.ended_at_ms = Some(now);
+                    }
+                }
+                state.touch_meta();
+                let text = if is_kill_all(&target) {
+                    kill_all_text(killed.len())
+                } else {
+                    let lists = split_runs(views(state), now, 24 * 60);
+                    lists
+                        .recent
+                        .iter()
+                        .chain(&lists.active)
+                        .find(|run| killed.contains(&run.run_id))
+                        .map_or_else(|| kill_all_text(0), |run| kill_text(run, 0))
+                };
+                ToolOutput::ok(kill_json(&text).to_string())
+            }
+            SubagentsAction::Steer { .. } => ToolOutput::error(
+                subagents_error_json(
+                    "steer is not supported yet; kill the sub-agent and spawn a new one",
+                )
+                .to_string(),
+            ),
+        }
+    }
+
+    /// Marks `child_key`'s run `run_id` killed in its own session (a versioned write,
+    /// retried on a lost race).
+    async fn mark_killed(&self, child_key: &str, run_id: &str) -> Result<(), TurnError> {
+        let key = clawless_core::session::SessionKey::parse(child_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad child key {child_key:?}")))?;
+        let mut last_error = None;
+        for _ in 0..5 {
+            let Some(stored) = self.deps.sessions.load_live(&key).await? else {
+                // Not started yet: its start will find the parent's record… so mark it by
+                // starting nothing; the parent's status says killed.
+                return Ok(());
+            };
+            let mut child = SessionState::from_stored(key.clone(), &stored)?;
+            let Some(run) = child.meta.subagent.as_mut() else {
+                return Ok(());
+            };
+            if run.start.run_id != run_id || run.status != "running" {
+                return Ok(());
+            }
+            run.status = "killed".to_owned();
+            run.ended_at_ms = Some(self.deps.clock.now_ms());
+            child.touch_meta();
+            let commit = child.pending_commit()?;
+            match self.deps.sessions.commit(&key, &commit).await {
+                Ok(_) => return Ok(()),
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.map_or_else(
+            || TurnError::BadEvent("sub-agent not killed".to_owned()),
+            TurnError::Store,
+        ))
+    }
+
+    /// A killed or timed-out child goes no further: the turn it was in is closed without
+    /// another model call or tool run. True when `state` is such a child (the caller then
+    /// commits and stops).
+    pub(super) fn stop_if_ended(&self, state: &mut SessionState) -> bool {
+        let Some(run) = &state.meta.subagent else {
+            return false;
+        };
+        if run.status != "killed" && run.status != "timeout" {
+            return false;
+        }
+        if state.meta.turn_open || !state.meta.follow_ups.is_empty() {
+            tracing::info!(session = %state.key, status = %run.status, "sub-agent stopped before its next step");
+            state.meta.turn_open = false;
+            state.meta.follow_ups.clear();
+            state.touch_meta();
+        }
+        true
+    }
+
+    /// A child's time limit came: if its run is still going, it stops at its next step and
+    /// its end is announced as `timed out`. True when the meta changed.
+    pub(super) async fn time_out_subagent(
+        &self,
+        state: &mut SessionState,
+        run_id: &str,
+    ) -> Result<bool, TurnError> {
+        let Some(run) = state.meta.subagent.as_mut() else {
+            return Ok(false);
+        };
+        if run.start.run_id != run_id || run.status != "running" || run.announced {
+            return Ok(false);
+        }
+        tracing::info!(session = %state.key, run_id, "sub-agent timed out");
+        run.status = "timeout".to_owned();
+        state.touch_meta();
+        self.stop_if_ended(state);
+        self.announce_if_done(state).await?;
+        Ok(true)
     }
 
     /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
@@ -286,14 +455,21 @@ impl TurnService {
         let Some(run) = state.meta.subagent.clone() else {
             return Ok(false);
         };
-        if run.announced || state.meta.turn_open || !state.meta.follow_ups.is_empty() {
+        if run.announced
+            || run.status == "killed"
+            || state.meta.turn_open
+            || !state.meta.follow_ups.is_empty()
+        {
             return Ok(false);
         }
         let Some(queue) = &self.subagent_queue else {
             return Ok(false);
         };
         let now = self.deps.clock.now_ms();
-        let result = child_result(state);
+        let mut result = child_result(state);
+        if run.status == "timeout" {
+            result.status = "timeout".to_owned();
+        }
         let event = self.announce_event(state, &run, &result, now);
         crate::ingress::enqueue(queue.as_ref(), &event).await?;
         tracing::info!(child = %state.key, parent = %run.start.parent_key, run_id = %run.start.run_id, status = %result.status, "sub-agent result announced to its parent");
@@ -427,6 +603,58 @@ fn child_uuid(run_id: &str) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// How `child` looks to the `subagents` tool.
+fn child_view(child: &ChildRun, now_ms: u64) -> clawless_core::subagents::control::RunView {
+    let status = match child.status.as_str() {
+        "running" => RunStatus::Running,
+        "error" => RunStatus::Error,
+        "timeout" => RunStatus::Timeout,
+        "killed" => RunStatus::Killed,
+        _ => RunStatus::Done,
+    };
+    clawless_core::subagents::control::RunView {
+        index: 0,
+        run_id: child.run_id.clone(),
+        session_key: child.child_key.clone(),
+        label: child.label.clone(),
+        task: child.task.clone(),
+        status,
+        model: None,
+        runtime_ms: Some(
+            child
+                .ended_at_ms
+                .unwrap_or(now_ms)
+                .saturating_sub(child.started_at_ms),
+        ),
+        total_tokens: None,
+        started_at_ms: child.started_at_ms,
+        ended_at_ms: child.ended_at_ms,
+        pending_descendants: 0,
+        child_sessions: Vec::new(),
+    }
+}
+
+/// The timer of `start`'s time limit, if it has one.
+pub(super) fn timeout_timer(
+    start: &SubagentStart,
+    child_key: &str,
+    agent_id: &str,
+    now_ms: u64,
+) -> Option<clawless_core::nodes::Timer> {
+    let timeout = start.timeout_ms.filter(|timeout| *timeout > 0)?;
+    Some(clawless_core::nodes::Timer {
+        timer_id: format!("subagent-timeout:{}", start.run_id),
+        due_at_ms: now_ms.saturating_add(timeout),
+        event: SessionEvent {
+            session_key: child_key.to_owned(),
+            agent_id: agent_id.to_owned(),
+            event: TurnEvent::SubagentTimeout {
+                run_id: start.run_id.clone(),
+            },
+        },
+    })
 }
 
 #[cfg(test)]
