@@ -244,6 +244,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> anyhow::Result<()> {
         match meta {
             Some(meta) => {
                 let mut state = match &meta.subagent {
+                    Some(run) if run.archived => format!("sub-agent {}, archived", run.status),
                     Some(run) => format!("sub-agent {}", run.status),
                     None if meta.turn_open => "turn open".to_owned(),
                     None => "idle".to_owned(),

@@ -423,3 +423,28 @@ async fn a_child_with_a_time_limit_arms_its_timeout_when_it_starts() {
     assert!(due >= before + 30_000 && due <= SystemClock.now_ms() + 30_000);
     assert_eq!(armed[0].event.session_key, start.session_key);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_child_is_archived_by_its_timer_and_stays_readable() {
+    let mut h = Harness::new("    subagents: { archiveAfterMinutes: 60 }\n").await;
+    let start = h.spawn("archive me").await;
+    h.script(anthropic_text("Done."));
+    let before = SystemClock.now_ms();
+    h.turns.handle(&start).await.expect("child");
+    let archive: Vec<_> = h
+        .timers
+        .pending()
+        .into_iter()
+        .filter(|timer| timer.timer_id.starts_with("subagent-archive:"))
+        .collect();
+    assert_eq!(archive.len(), 1, "{archive:?}");
+    assert!(archive[0].due_at_ms >= before + 60 * 60_000);
+    h.turns.handle(&archive[0].event).await.expect("archive");
+    let child = h.state(&start.session_key).await;
+    assert!(child.meta.subagent.expect("a run").archived);
+    assert!(
+        child.steps.len() >= 2,
+        "the transcript stays: {} steps",
+        child.steps.len()
+    );
+}

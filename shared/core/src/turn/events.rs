@@ -177,6 +177,13 @@ pub enum TurnEvent {
         /// The run.
         run_id: String,
     },
+    /// A finished sub-agent's `archiveAfterMinutes` passed: it is marked archived (its
+    /// transcript stays).
+    #[serde(rename_all = "camelCase")]
+    SubagentArchive {
+        /// The run.
+        run_id: String,
+    },
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
     /// recorded for it.
@@ -262,6 +269,7 @@ impl SessionEvent {
             TurnEvent::SubagentStart(start) => format!("subagent:{}", start.run_id),
             TurnEvent::SubagentAnnounce { announce_id, .. } => announce_id.clone(),
             TurnEvent::SubagentTimeout { run_id } => format!("subagent-timeout:{run_id}"),
+            TurnEvent::SubagentArchive { run_id } => format!("subagent-archive:{run_id}"),
             TurnEvent::CronFire {
                 job_id,
                 slot_ms,

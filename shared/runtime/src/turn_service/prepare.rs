@@ -167,7 +167,8 @@ impl TurnService {
             | TurnEvent::SystemEvent { .. }
             | TurnEvent::SubagentStart(_)
             | TurnEvent::SubagentAnnounce { .. }
-            | TurnEvent::SubagentTimeout { .. } => return Ok(None),
+            | TurnEvent::SubagentTimeout { .. }
+            | TurnEvent::SubagentArchive { .. } => return Ok(None),
         }))
     }
 

@@ -323,6 +323,45 @@ impl TurnService {
         Ok(true)
     }
 
+    /// The timer that archives `state`'s finished run after `archiveAfterMinutes` (none
+    /// when archiving is off).
+    pub(super) fn archive_timer(
+        &self,
+        state: &SessionState,
+        agent_id: &str,
+    ) -> Option<clawless_core::nodes::Timer> {
+        let run = state.meta.subagent.as_ref()?;
+        let after = self.subagents_config(agent_id).archive_after_ms()?;
+        Some(clawless_core::nodes::Timer {
+            timer_id: format!("subagent-archive:{}", run.start.run_id),
+            due_at_ms: run
+                .ended_at_ms
+                .unwrap_or_else(|| self.deps.clock.now_ms())
+                .saturating_add(after),
+            event: SessionEvent {
+                session_key: state.key.to_string(),
+                agent_id: agent_id.to_owned(),
+                event: TurnEvent::SubagentArchive {
+                    run_id: run.start.run_id.clone(),
+                },
+            },
+        })
+    }
+
+    /// Marks `state`'s finished run archived. True when the meta changed.
+    pub(super) fn archive_subagent(&self, state: &mut SessionState, run_id: &str) -> bool {
+        let Some(run) = state.meta.subagent.as_mut() else {
+            return false;
+        };
+        if run.start.run_id != run_id || run.archived || run.status == "running" {
+            return false;
+        }
+        run.archived = true;
+        state.touch_meta();
+        tracing::info!(session = %state.key, run_id, "finished sub-agent archived; its transcript stays");
+        true
+    }
+
     /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
     fn subagents_config(
         &self,
