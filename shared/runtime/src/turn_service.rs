@@ -452,6 +452,13 @@ impl TurnService {
                 SessionState::new(key.clone(), session_id, now)
             }
         };
+        if let TurnEvent::SubagentArchive { run_id } = &event.event {
+            if self.archive_subagent(&mut state, run_id) {
+                let commit = state.pending_commit()?;
+                self.deps.sessions.commit(&key, &commit).await?;
+            }
+            return Ok(TurnReport::default());
+        }
         // A killed or timed-out sub-agent takes no further step, whatever the event.
         if !matches!(event.event, TurnEvent::SubagentTimeout { .. })
             && self.stop_if_ended(&mut state)
@@ -766,6 +773,9 @@ impl TurnService {
                 Effect::Idle => {
                     let cron_done = self.finish_cron_run(&mut state).await?;
                     let announced = self.announce_if_done(&mut state).await?;
+                    if announced && arm.is_none() {
+                        *arm = self.archive_timer(&state, &event.agent_id);
+                    }
                     if cron_done || announced {
                         let commit = state.pending_commit()?;
                         let version = self.deps.sessions.commit(&key, &commit).await?;
