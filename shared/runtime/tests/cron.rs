@@ -105,6 +105,7 @@ impl Harness {
             seed: "cron-test".to_owned(),
         })
         .with_cron(Arc::clone(&cron))
+        .with_subagents(Arc::clone(&queue))
         .with_cron_webhooks(
             HttpWebFetcher::with_allowed_test_addresses([hook.addr()]).expect("test fixture"),
         );
@@ -745,4 +746,45 @@ async fn an_isolated_run_keeps_to_its_tools_allow_and_light_context() {
     let wide_request = requests.last().expect("a request");
     assert!(offered_tools(&wide_request.body).len() > 1);
     assert!(wide_request.raw_body.contains("MARKER-FROM-AGENTS-MD"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_spawned_by_a_cron_run_is_announced_through_the_jobs_target() {
+    let h = Harness::new().await;
+    h.add(json!({
+        "name": "News",
+        "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+        "payload": {"kind": "agentTurn", "message": "Get me the news."},
+        "delivery": {"mode": "announce", "channel": "generic", "to": "c-1"}
+    }))
+    .await;
+    // GIVEN the run delegates and says nothing itself
+    h.script_tool("sessions_spawn", json!({"task": "fetch the headlines"}));
+    h.script_text("NO_REPLY");
+    assert_eq!(h.fire_due_at(T0 + 60 * SECOND).await.len(), 1);
+    assert!(h.chat_texts().is_empty());
+    // WHEN the child runs and its announce reaches the run's session
+    let pump = |n: usize| {
+        let queue = Arc::clone(&h.queue);
+        async move {
+            let mut events = Vec::new();
+            for delivery in queue.receive(10, Duration::from_millis(50)).await.expect("receive") {
+                events.push(serde_json::from_str::<SessionEvent>(&delivery.body).expect("event"));
+                queue.delete(&delivery.receipt).await.expect("delete");
+            }
+            assert_eq!(events.len(), n, "{events:?}");
+            events
+        }
+    };
+    let start = pump(1).await.remove(0);
+    h.script_text("RESULT: three headlines");
+    h.turns.handle(&start).await.expect("child");
+    let announce = pump(1).await.remove(0);
+    assert!(announce.session_key.contains(":cron:"), "{announce:?}");
+    h.script_text("📰 Today's news: three headlines.");
+    h.turns.handle(&announce).await.expect("announce");
+    // THEN the relay reaches the job's chat once
+    assert_eq!(h.chat_texts(), ["📰 Today's news: three headlines."]);
+    h.turns.handle(&announce).await.expect("redelivered");
+    assert_eq!(h.chat_texts().len(), 1);
 }

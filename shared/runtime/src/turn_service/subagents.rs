@@ -130,9 +130,12 @@ impl TurnService {
             timeout_ms: plan
                 .run_timeout_seconds
                 .map(|seconds| seconds.saturating_mul(1_000)),
-            parent_is_internal: clawless_core::subagents::announce::requester_is_internal(
-                state.key.as_str(),
-            ) || state.meta.subagent.is_some(),
+            // A cron run's child is announced through the run's session, whose replies go to
+            // the job's delivery target: its result is for the user (spec issue #116507).
+            parent_is_internal: state.meta.subagent.is_some()
+                || (clawless_core::subagents::announce::requester_is_internal(
+                    state.key.as_str(),
+                ) && !is_cron_session_key(state.key.as_str())),
         };
         let event = start_event(start, &plan.child_session_key, &plan.target_agent_id);
         if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
