@@ -459,8 +459,12 @@ impl TurnService {
             }
             return Ok(TurnReport::default());
         }
-        // A killed or timed-out sub-agent takes no further step, whatever the event.
+        // A killed, timed-out or steered sub-agent takes no further step, whatever the event
+        // (but the new run of a steer starts).
+        let steer_restart = matches!(&event.event, TurnEvent::SubagentStart(start)
+            if state.meta.subagent.as_ref().is_some_and(|run| run.status == "steered" && run.start.run_id != start.run_id));
         if !matches!(event.event, TurnEvent::SubagentTimeout { .. })
+            && !steer_restart
             && self.stop_if_ended(&mut state)
         {
             if state.has_uncommitted() {

@@ -448,3 +448,67 @@ async fn a_finished_child_is_archived_by_its_timer_and_stays_readable() {
         child.steps.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("count the red cars").await;
+    leave_child_mid_turn(&h, &start).await;
+
+    // WHEN the parent steers it
+    h.script(anthropic_tool_use(
+        "toolu_steer",
+        "subagents",
+        json!({"action": "steer", "target": "helper", "message": "Count the blue cars instead."}),
+    ));
+    h.script(anthropic_text("Redirected."));
+    h.say("make it blue cars").await;
+    let answer = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(answer.contains("steered helper."), "{answer}");
+    let restarts = h.take_queued().await;
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+
+    // THEN the old run's redelivery takes no step, the new run starts with the message, and
+    // only the new run is announced
+    let calls = h.model_calls();
+    h.turns.handle(&start).await.expect("old run redelivered");
+    assert_eq!(h.model_calls(), calls);
+    h.script(anthropic_text("12 blue cars"));
+    h.turns.handle(&restarts[0]).await.expect("new run");
+    let child = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(child.contains("Count the blue cars instead."), "{child}");
+    let announces = h.take_queued().await;
+    assert_eq!(announces.len(), 1, "{announces:?}");
+    let TurnEvent::SubagentAnnounce { text, .. } = &announces[0].event else {
+        panic!("{announces:?}");
+    };
+    assert!(text.contains("12 blue cars"), "{text}");
+    // A second steer within 2 s is refused.
+    h.script(anthropic_tool_use(
+        "toolu_steer2",
+        "subagents",
+        json!({"action": "steer", "target": "helper", "message": "Never mind."}),
+    ));
+    h.script(anthropic_text("Too soon."));
+    h.say("again").await;
+    let refused = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(refused.contains("rate_limited"), "{refused}");
+}

@@ -450,6 +450,9 @@ pub struct ChildRun {
     pub ended_at_ms: Option<u64>,
     /// `running` until its announce arrives, then how it ended.
     pub status: String,
+    /// When this session last steered it (steers are rate-limited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_steer_at_ms: Option<u64>,
 }
 
 impl SessionMeta {

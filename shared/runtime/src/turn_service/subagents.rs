@@ -133,9 +133,8 @@ impl TurnService {
             // A cron run's child is announced through the run's session, whose replies go to
             // the job's delivery target: its result is for the user (spec issue #116507).
             parent_is_internal: state.meta.subagent.is_some()
-                || (clawless_core::subagents::announce::requester_is_internal(
-                    state.key.as_str(),
-                ) && !is_cron_session_key(state.key.as_str())),
+                || (clawless_core::subagents::announce::requester_is_internal(state.key.as_str())
+                    && !is_cron_session_key(state.key.as_str())),
         };
         let event = start_event(start, &plan.child_session_key, &plan.target_agent_id);
         if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
@@ -150,6 +149,7 @@ impl TurnService {
                 started_at_ms: self.deps.clock.now_ms(),
                 ended_at_ms: None,
                 status: "running".to_owned(),
+                last_steer_at_ms: None,
             });
             state.touch_meta();
         }
@@ -243,13 +243,135 @@ impl TurnService {
                 };
                 ToolOutput::ok(kill_json(&text).to_string())
             }
-            SubagentsAction::Steer { .. } => ToolOutput::error(
-                subagents_error_json(
-                    "steer is not supported yet; kill the sub-agent and spawn a new one",
-                )
-                .to_string(),
-            ),
+            SubagentsAction::Steer { target, message } => {
+                self.steer(call, state, &target, &message, now).await
+            }
         }
+    }
+
+    /// `subagents steer`: the child's current run stops at its next step (its announce
+    /// suppressed), and a new run starts in the same session with `message`, replacing it
+    /// in this session's record.
+    async fn steer(
+        &self,
+        call: &ToolCall,
+        state: &mut SessionState,
+        target: &str,
+        message: &str,
+        now: u64,
+    ) -> ToolOutput {
+        use clawless_core::subagents::control::{
+            check_steer, resolve_target, split_runs, steer_accepted_json, subagents_error_json,
+        };
+        let Some(queue) = &self.subagent_queue else {
+            return ToolOutput::error(
+                subagents_error_json("sub-agents are not available here").to_string(),
+            );
+        };
+        let views: Vec<_> = state
+            .meta
+            .children
+            .iter()
+            .map(|child| child_view(child, now))
+            .collect();
+        let lists = split_runs(views, now, 24 * 60);
+        let run = match resolve_target(target, &lists.active, &lists.recent) {
+            Ok(run) => run.clone(),
+            Err(error) => return ToolOutput::error(subagents_error_json(&error).to_string()),
+        };
+        if run.session_key == state.key.as_str() {
+            return ToolOutput::error(
+                subagents_error_json("Subagents cannot steer themselves.").to_string(),
+            );
+        }
+        let last_steer = state
+            .meta
+            .children
+            .iter()
+            .find(|child| child.run_id == run.run_id)
+            .and_then(|child| child.last_steer_at_ms);
+        if let Err(refusal) = check_steer(message, last_steer, now) {
+            return ToolOutput::error(refusal.to_json().to_string());
+        }
+        let new_run_id = dedup_token(&format!(
+            "{}:{}:{}",
+            state.meta.session_id, state.meta.turn, call.id
+        ));
+        let previous = match self
+            .replace_run(&run.session_key, &run.run_id, "steered")
+            .await
+        {
+            Ok(Some(previous)) => previous,
+            Ok(None) => {
+                return ToolOutput::error(
+                    subagents_error_json(&format!("{} has not started yet.", run.display_name()))
+                        .to_string(),
+                );
+            }
+            Err(err) => return ToolOutput::error(format!("steer failed: {err}")),
+        };
+        let start = SubagentStart {
+            run_id: new_run_id.clone(),
+            first_message: message.to_owned(),
+            timeout_ms: None,
+            ..previous
+        };
+        let agent_id = clawless_core::subagents::agent_id_of_key(&run.session_key)
+            .unwrap_or_else(|| state.meta.agent_id.clone());
+        let event = start_event(start, &run.session_key, &agent_id);
+        if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
+            return ToolOutput::error(format!("steer failed: {err}"));
+        }
+        if let Some(child) = state
+            .meta
+            .children
+            .iter_mut()
+            .find(|child| child.run_id == run.run_id)
+        {
+            child.run_id.clone_from(&new_run_id);
+            child.status = "running".to_owned();
+            child.ended_at_ms = None;
+            child.last_steer_at_ms = Some(now);
+        }
+        state.touch_meta();
+        ToolOutput::ok(steer_accepted_json(&run, &new_run_id).to_string())
+    }
+
+    /// Ends `child_key`'s run `run_id` as `status` in its own session (a versioned write,
+    /// retried on a lost race) and returns how it was started; `None` when the child has
+    /// not started.
+    async fn replace_run(
+        &self,
+        child_key: &str,
+        run_id: &str,
+        status: &str,
+    ) -> Result<Option<SubagentStart>, TurnError> {
+        let key = clawless_core::session::SessionKey::parse(child_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad child key {child_key:?}")))?;
+        for _ in 0..5 {
+            let Some(stored) = self.deps.sessions.load_live(&key).await? else {
+                return Ok(None);
+            };
+            let mut child = SessionState::from_stored(key.clone(), &stored)?;
+            let Some(run) = child.meta.subagent.as_mut() else {
+                return Ok(None);
+            };
+            if run.start.run_id != run_id {
+                return Ok(None);
+            }
+            let start = run.start.clone();
+            if run.status == "running" {
+                run.status = status.to_owned();
+                run.ended_at_ms = Some(self.deps.clock.now_ms());
+                child.touch_meta();
+                let commit = child.pending_commit()?;
+                if self.deps.sessions.commit(&key, &commit).await.is_err() {
+                    continue;
+                }
+            }
+            return Ok(Some(start));
+        }
+        Err(TurnError::BadEvent("the child kept changing".to_owned()))
     }
 
     /// Marks `child_key`'s run `run_id` killed in its own session (a versioned write,
@@ -293,7 +415,7 @@ impl TurnService {
         let Some(run) = &state.meta.subagent else {
             return false;
         };
-        if run.status != "killed" && run.status != "timeout" {
+        if !matches!(run.status.as_str(), "killed" | "timeout" | "steered") {
             return false;
         }
         if state.meta.turn_open || !state.meta.follow_ups.is_empty() {
@@ -446,10 +568,15 @@ impl TurnService {
         if let Some(run) = &state.meta.subagent {
             if run.start.run_id == start.run_id {
                 tracing::info!(session = %state.key, run_id = %start.run_id, "sub-agent start redelivered");
-            } else {
-                tracing::warn!(session = %state.key, run_id = %start.run_id, "a sub-agent session started twice with different runs; ignored");
+                return None;
             }
-            return None;
+            if run.status != "steered" {
+                tracing::warn!(session = %state.key, run_id = %start.run_id, "a sub-agent session started twice with different runs; ignored");
+                return None;
+            }
+            // Steered: the new run takes over the session (the old one stopped).
+            state.meta.turn_open = false;
+            state.meta.follow_ups.clear();
         }
         state.meta.subagent = Some(SubagentRun {
             start: start.clone(),
@@ -499,6 +626,7 @@ impl TurnService {
         };
         if run.announced
             || run.status == "killed"
+            || run.status == "steered"
             || state.meta.turn_open
             || !state.meta.follow_ups.is_empty()
         {
