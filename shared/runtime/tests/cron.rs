@@ -768,7 +768,11 @@ async fn a_child_spawned_by_a_cron_run_is_announced_through_the_jobs_target() {
         let queue = Arc::clone(&h.queue);
         async move {
             let mut events = Vec::new();
-            for delivery in queue.receive(10, Duration::from_millis(50)).await.expect("receive") {
+            for delivery in queue
+                .receive(10, Duration::from_millis(50))
+                .await
+                .expect("receive")
+            {
                 events.push(serde_json::from_str::<SessionEvent>(&delivery.body).expect("event"));
                 queue.delete(&delivery.receipt).await.expect("delete");
             }
