@@ -1019,6 +1019,11 @@ impl TurnService {
                 file.name != clawless_core::system_prompt::bootstrap::HEARTBEAT_FILE_NAME
             });
         }
+        if state.meta.subagent.is_some() {
+            files.retain(|file| {
+                clawless_core::subagents::SUBAGENT_BOOTSTRAP_FILES.contains(&file.name.as_str())
+            });
+        }
         let (context_files, warnings) = build_bootstrap_context_files(
             &files,
             defaults

@@ -28,7 +28,7 @@ const MAIN: &str = "agent:main:main";
 const SECRET_WORD: &str = "parent-secret-4411";
 
 struct Harness {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     model: ScriptedServer,
     receiver: ReplyReceiver,
     sessions: Arc<dyn SessionStore>,
@@ -68,7 +68,7 @@ impl Harness {
         .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
         .with_subagent_timers(Arc::new(timers.clone()));
         Self {
-            _dir: dir,
+            dir,
             model,
             receiver,
             sessions,
@@ -174,6 +174,16 @@ fn tool_names(request: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_runs_alone_and_is_announced_to_its_parent_once() {
     let mut h = Harness::new("").await;
+    std::fs::write(
+        h.dir.path().join("workspace/AGENTS.md"),
+        "AGENTS-MARKER rules\n",
+    )
+    .expect("fixture");
+    std::fs::write(
+        h.dir.path().join("workspace/SOUL.md"),
+        "SOUL-MARKER persona\n",
+    )
+    .expect("fixture");
     // WHEN the parent spawns a child
     let start = h.spawn("count the files").await;
     assert!(
@@ -201,6 +211,20 @@ async fn a_child_runs_alone_and_is_announced_to_its_parent_once() {
     assert!(child.raw_body.contains("[Subagent Task]: count the files"));
     assert!(child.raw_body.contains("Subagent Context"));
     assert!(!child.raw_body.contains(SECRET_WORD));
+    assert!(
+        child.raw_body.contains("AGENTS-MARKER"),
+        "AGENTS.md is kept"
+    );
+    assert!(
+        !child.raw_body.contains("SOUL-MARKER"),
+        "only AGENTS.md and TOOLS.md"
+    );
+    assert!(
+        h.model.requests_to(MESSAGES)[0]
+            .raw_body
+            .contains("SOUL-MARKER"),
+        "the parent has its persona"
+    );
     let tools = tool_names(&child.body);
     assert!(!tools.contains(&"sessions_spawn".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"cron".to_owned()), "{tools:?}");

@@ -33,6 +33,10 @@ pub use config::{
 /// The marker of a sub-agent session in a key (`agent:<id>:subagent:<uuid>`).
 pub const SUBAGENT_KEY_MARKER: &str = ":subagent:";
 
+/// The workspace files a sub-agent's prompt carries (issue 23 narrows OpenClaw's five to
+/// these two: a child works on its task, not as the agent's persona).
+pub const SUBAGENT_BOOTSTRAP_FILES: [&str; 2] = ["AGENTS.md", "TOOLS.md"];
+
 /// Who a sub-agent's first message and its announce to the parent come from, as the
 /// transcript records them.
 pub const SUBAGENT_SENDER_ID: &str = "subagent";
