@@ -444,8 +444,8 @@ impl AwsApp {
         let blob_bucket = required(BLOB_BUCKET_ENV)?;
         let blobs: Arc<dyn ObjectStore> =
             Arc::new(S3ObjectStore::new(self.stores.s3_client(), blob_bucket));
-        let inner: Arc<dyn SessionStore> =
-            Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
+        let dynamo = Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
+        let inner: Arc<dyn SessionStore> = dynamo.clone();
         let sessions: Arc<dyn SessionStore> =
             Arc::new(OffloadingSessionStore::new(inner, blobs, "sessions/"));
         let skills = Arc::new(
@@ -499,6 +499,8 @@ impl AwsApp {
             self.sqs.clone(),
             required(TURN_QUEUE_ENV)?,
         )))
+        // `sessions_list` under `tools.sessions.visibility: agent|all` scans the table.
+        .with_session_lister(dynamo)
         .with_yield(yield_policy)
         .with_model_factory(model_factory);
         // Heartbeats are armed by the events of each agent's main session (see

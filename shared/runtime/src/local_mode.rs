@@ -294,7 +294,8 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         .with_cron(Arc::clone(&cron))
         // Sub-agents are sessions of their own on the same turn queue.
         .with_subagents(Arc::clone(&queue))
-        .with_subagent_timers(Arc::new(SqliteTimers::new(db.clone()))),
+        .with_subagent_timers(Arc::new(SqliteTimers::new(db.clone())))
+        .with_session_lister(Arc::new(SqliteSessionStore::new(db.clone()))),
     );
     turns
         .arm_heartbeats()

@@ -63,6 +63,7 @@ mod context_keeper;
 mod cron;
 mod heartbeat;
 mod prepare;
+mod session_tools;
 mod subagents;
 
 pub use heartbeat::{HeartbeatTimers, heartbeat_timer};
@@ -243,6 +244,9 @@ pub struct TurnService {
     subagent_timers: Option<Arc<dyn clawless_core::nodes::Timers>>,
     /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy.
     webhooks: Option<Arc<crate::web_fetcher::HttpWebFetcher>>,
+    /// Lists every session, for `sessions_list` under `tools.sessions.visibility` `agent`
+    /// or `all` (without it those see the spawned tree only).
+    session_lister: Option<Arc<dyn clawless_core::session::SessionLister>>,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -299,6 +303,7 @@ impl TurnService {
             webhooks: None,
             subagent_queue: None,
             subagent_timers: None,
+            session_lister: None,
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -377,6 +382,17 @@ impl TurnService {
     /// announces their results back through it.
     pub fn with_subagents(mut self, queue: Arc<dyn TurnQueue>) -> Self {
         self.subagent_queue = Some(queue);
+        self
+    }
+
+    /// Lets `sessions_list` and `sessions_history` reach every session through `lister`
+    /// (under `tools.sessions.visibility` `agent` or `all`), and offers them even without
+    /// sub-agents.
+    pub fn with_session_lister(
+        mut self,
+        lister: Arc<dyn clawless_core::session::SessionLister>,
+    ) -> Self {
+        self.session_lister = Some(lister);
         self
     }
 
@@ -632,6 +648,7 @@ impl TurnService {
             let cron_offered = routing.offered.contains(CRON_TOOL_NAME);
             let spawn_offered = routing.offered.contains(SESSIONS_SPAWN);
             let subagents_offered = routing.offered.contains(SUBAGENTS_TOOL_NAME);
+            let session_tools_offered = session_tools::offered(routing);
             match effect {
                 Effect::Persist => {
                     let commit = state.pending_commit()?;
@@ -699,6 +716,11 @@ impl TurnService {
                         .context(&agent.id, &mut state, &mut current, &scope)
                         .await?;
                     let output = match self.tools.get(&call.name) {
+                        None if session_tools_offered.contains(&call.name.as_str()) => {
+                            report.tools_run += 1;
+                            self.tools_run.fetch_add(1, Ordering::Relaxed);
+                            self.run_session_tool(&call, &state).await
+                        }
                         None if call.name == SUBAGENTS_TOOL_NAME && subagents_offered => {
                             report.tools_run += 1;
                             self.tools_run.fetch_add(1, Ordering::Relaxed);
@@ -917,6 +939,7 @@ impl TurnService {
             candidates.push(SESSIONS_SPAWN);
             candidates.push(SUBAGENTS_TOOL_NAME);
         }
+        candidates.extend(self.session_tool_candidates());
         let agent_tools = self
             .config()
             .agents
@@ -1089,7 +1112,7 @@ impl TurnService {
                 None if name == SUBAGENTS_TOOL_NAME && self.subagent_queue.is_some() => {
                     Some(subagents_tool_spec())
                 }
-                None => None,
+                None => self.session_tool_spec(name),
             })
             .collect();
         let sources = self.deps.skills.sources(agent_id)?.to_vec();

@@ -1,0 +1,515 @@
+//! The session tools through the turn service (spec `openclaw-automation.md` §3.7–§3.9), with
+//! the model scripted and the turn queue pumped by hand: a parent lists itself and the child
+//! it spawned (visibility `tree`) and reads the child's history; a session outside its tree,
+//! and another agent's, are refused with OpenClaw's messages; `agent` visibility with a
+//! session listing sees the agent's other sessions; a leaf sub-agent is not offered the
+//! session tools; `agents_list` names the caller first.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::session::key::ChatType;
+use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
+use clawless_core::testing::InMemoryTurnQueue;
+use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
+use clawless_core::turn::state::SessionState;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::clock::{Clock, SystemClock};
+use clawless_runtime::turn_service::TurnService;
+use serde_json::{Value, json};
+use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
+
+const MESSAGES: &str = "/v1/messages";
+const MAIN: &str = "agent:main:main";
+/// A session of the same agent outside the parent's tree (another chat).
+const OTHER: &str = "agent:main:generic:direct:u-2";
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    model: ScriptedServer,
+    _receiver: ReplyReceiver,
+    sessions: Arc<dyn SessionStore>,
+    queue: Arc<InMemoryTurnQueue>,
+    turns: TurnService,
+    sent: u64,
+}
+
+impl Harness {
+    /// A turn service with sub-agents; `agents_yaml` goes under `agents.defaults` (and may
+    /// open `agents.list`), `tools_yaml` under `tools`; `lister` adds the session listing.
+    async fn new(agents_yaml: &str, tools_yaml: &str, lister: bool) -> Self {
+        let dir = tempfile::tempdir().expect("test fixture");
+        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+        std::fs::create_dir_all(dir.path().join("workspace")).expect("test fixture");
+        let model = ScriptedServer::start().await;
+        let receiver = ReplyReceiver::start().await;
+        let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
+        let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let yaml = format!(
+            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n\
+             {agents_yaml}models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
+             providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {base}\n\
+             tools:\n  deny: [web_fetch]\n{tools_yaml}",
+            skills = dir.path().join("skills").display(),
+            workspace = dir.path().join("workspace").display(),
+            base = model.base_url(),
+        );
+        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+        let mut turns = support::turn_service(
+            &config,
+            Arc::clone(&sessions),
+            &receiver.url,
+            Arc::new(SystemClock) as Arc<dyn Clock>,
+        )
+        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        if lister {
+            turns = turns.with_session_lister(Arc::new(SqliteSessionStore::new(db)));
+        }
+        Self {
+            _dir: dir,
+            model,
+            _receiver: receiver,
+            sessions,
+            queue,
+            turns,
+            sent: 0,
+        }
+    }
+
+    /// A message from the owner in session `key`.
+    async fn say_in(&mut self, key: &str, text: &str) {
+        self.sent += 1;
+        let event = SessionEvent {
+            session_key: key.to_owned(),
+            agent_id: "main".to_owned(),
+            event: TurnEvent::Inbound(InboundMessage {
+                message_id: format!("m-{}", self.sent),
+                chat: ChatRef {
+                    channel: "generic".to_owned(),
+                    chat_id: format!("c-{key}"),
+                    chat_type: ChatType::Direct,
+                },
+                sender_id: "u-1".to_owned(),
+                text: text.to_owned(),
+                sender_is_owner: true,
+            }),
+        };
+        self.turns.handle(&event).await.expect("turn");
+    }
+
+    async fn say(&mut self, text: &str) {
+        self.say_in(MAIN, text).await;
+    }
+
+    /// The events waiting on the turn queue (taken off it).
+    async fn take_queued(&self) -> Vec<SessionEvent> {
+        let mut events = Vec::new();
+        loop {
+            let delivered = self
+                .queue
+                .receive(10, Duration::from_millis(10))
+                .await
+                .expect("receive");
+            if delivered.is_empty() {
+                return events;
+            }
+            for delivery in delivered {
+                events.push(serde_json::from_str(&delivery.body).expect("an event"));
+                self.queue.delete(&delivery.receipt).await.expect("delete");
+            }
+        }
+    }
+
+    fn script(&self, reply: Value) {
+        self.model.push(MESSAGES, ScriptedReply::json(reply));
+    }
+
+    /// The parent spawns a child labelled `helper` for `task`, the child answers `result`,
+    /// and the parent takes the announce. Returns the child's key.
+    async fn spawn_and_finish(&mut self, task: &str, result: &str) -> String {
+        self.script(anthropic_tool_use(
+            "toolu_spawn",
+            "sessions_spawn",
+            json!({"task": task, "label": "helper"}),
+        ));
+        self.script(anthropic_text("On it."));
+        self.say(&format!("please delegate {task}")).await;
+        let mut queued = self.take_queued().await;
+        assert_eq!(queued.len(), 1, "{queued:?}");
+        let start = queued.remove(0);
+        self.script(anthropic_text(result));
+        self.turns.handle(&start).await.expect("child");
+        let announces = self.take_queued().await;
+        assert_eq!(announces.len(), 1, "{announces:?}");
+        self.script(anthropic_text("Your helper is done."));
+        self.turns.handle(&announces[0]).await.expect("announce");
+        start.session_key
+    }
+
+    /// The parent calls `calls` (name, input) one after the other, then answers "ok".
+    async fn call_tools(&mut self, calls: &[(&str, &str, Value)]) {
+        for (id, name, input) in calls {
+            self.script(anthropic_tool_use(id, name, input.clone()));
+        }
+        self.script(anthropic_text("ok"));
+        self.say("check on things").await;
+    }
+
+    /// The answer to tool call `id` as the model got it back, and whether it is an error.
+    fn tool_result(&self, id: &str) -> (Value, bool) {
+        for request in self.model.requests_to(MESSAGES) {
+            for message in request.body["messages"].as_array().into_iter().flatten() {
+                for block in message["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                        let text = block["content"].as_str().expect("a text result");
+                        let answer = serde_json::from_str(text).expect("a JSON answer");
+                        return (answer, block["is_error"] == true);
+                    }
+                }
+            }
+        }
+        panic!("no result for tool call {id}");
+    }
+
+    /// The tools offered in the model request at `index`.
+    fn offered(&self, index: usize) -> Vec<String> {
+        self.model.requests_to(MESSAGES)[index].body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// The `sessions_list` row of `key`.
+fn row<'a>(listed: &'a Value, key: &str) -> &'a Value {
+    listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|row| row["key"] == key)
+        .unwrap_or_else(|| panic!("{key} not listed: {listed}"))
+}
+
+fn keys(listed: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|row| row["key"].as_str().map(str::to_owned))
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn texts(message: &Value) -> String {
+    message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_lists_itself_and_its_child_and_reads_the_childs_history() {
+    let mut h = Harness::new("", "", false).await;
+    // GIVEN another chat of the same agent, and a child the main session spawned
+    h.script(anthropic_text("Hello other."));
+    h.say_in(OTHER, "hi from elsewhere").await;
+    let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
+
+    // WHEN the parent lists its sessions and reads the child's history
+    h.call_tools(&[
+        ("toolu_list", "sessions_list", json!({"messageLimit": 2})),
+        (
+            "toolu_history",
+            "sessions_history",
+            json!({"sessionKey": child}),
+        ),
+    ])
+    .await;
+
+    // THEN it sees itself and its child (tree), not the other chat
+    let (listed, is_error) = h.tool_result("toolu_list");
+    assert!(!is_error, "{listed}");
+    assert_eq!(listed["count"], 2, "{listed}");
+    let mut expected = vec![MAIN.to_owned(), child.clone()];
+    expected.sort();
+    assert_eq!(keys(&listed), expected);
+    let parent = row(&listed, MAIN);
+    assert_eq!(parent["kind"], "main");
+    assert_eq!(parent["channel"], "generic");
+    assert_eq!(parent["childSessions"], json!([child]));
+    assert!(parent.get("spawnedBy").is_none());
+    let kid = row(&listed, &child);
+    assert_eq!(kid["spawnedBy"], MAIN);
+    assert_eq!(kid["label"], "helper");
+    assert_eq!(kid["status"], "done");
+    assert_eq!(kid["channel"], "internal");
+    assert_eq!(kid["totalTokens"], 128);
+    assert!(
+        kid["endedAt"].is_u64() && kid["updatedAt"].is_u64(),
+        "{kid}"
+    );
+    let messages = kid["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2, "{kid}");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(texts(&messages[1]), "Done: 3 files");
+
+    // AND the child's history: its task and its answer
+    let (history, is_error) = h.tool_result("toolu_history");
+    assert!(!is_error, "{history}");
+    assert_eq!(history["sessionKey"], child.as_str());
+    assert_eq!(history["truncated"], false);
+    let messages = history["messages"].as_array().expect("messages");
+    assert!(
+        texts(&messages[0]).contains("[Subagent Task]: count the files"),
+        "{history}"
+    );
+    assert_eq!(texts(messages.last().expect("a message")), "Done: 3 files");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_outside_the_tree_and_other_agents_are_refused() {
+    let mut h = Harness::new("", "", false).await;
+    h.script(anthropic_text("Hello other."));
+    h.say_in(OTHER, "hi from elsewhere").await;
+    h.call_tools(&[
+        (
+            "toolu_other",
+            "sessions_history",
+            json!({"sessionKey": OTHER}),
+        ),
+        (
+            "toolu_ops",
+            "sessions_history",
+            json!({"sessionKey": "agent:ops:main"}),
+        ),
+        (
+            "toolu_self",
+            "sessions_history",
+            json!({"sessionKey": "main"}),
+        ),
+    ])
+    .await;
+    let (refused, is_error) = h.tool_result("toolu_other");
+    assert!(is_error);
+    assert_eq!(
+        refused,
+        json!({
+            "status": "forbidden",
+            "error": "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+        })
+    );
+    let (refused, _) = h.tool_result("toolu_ops");
+    assert_eq!(
+        refused["error"],
+        "Session history visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access."
+    );
+    // Its own session, by the `main` alias, is always visible.
+    let (own, is_error) = h.tool_result("toolu_self");
+    assert!(!is_error, "{own}");
+    assert_eq!(own["sessionKey"], MAIN);
+    assert!(
+        texts(&own["messages"][0]).contains("check on things"),
+        "the caller's own turn, read from memory: {own}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_visibility_with_a_listing_sees_the_agents_other_sessions() {
+    let mut h = Harness::new("", "  sessions: { visibility: agent }\n", true).await;
+    h.script(anthropic_text("Hello other."));
+    h.say_in(OTHER, "hi from elsewhere").await;
+    h.call_tools(&[
+        ("toolu_list", "sessions_list", json!({})),
+        ("toolu_mains", "sessions_list", json!({"kinds": ["main"]})),
+        (
+            "toolu_other",
+            "sessions_history",
+            json!({"sessionKey": OTHER, "limit": 1}),
+        ),
+    ])
+    .await;
+    let (listed, _) = h.tool_result("toolu_list");
+    assert_eq!(keys(&listed), [OTHER, MAIN], "{listed}");
+    assert_eq!(row(&listed, OTHER)["kind"], "other");
+    let (mains, _) = h.tool_result("toolu_mains");
+    assert_eq!(keys(&mains), [MAIN], "{mains}");
+    let (history, is_error) = h.tool_result("toolu_other");
+    assert!(!is_error, "{history}");
+    assert_eq!(history["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(texts(&history["messages"][0]), "Hello other.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_subagent_is_not_offered_the_session_tools() {
+    let session_tools = ["agents_list", "sessions_list", "sessions_history"];
+    let mut h = Harness::new("", "", false).await;
+    h.spawn_and_finish("count the files", "Done: 3 files").await;
+    // Requests: the parent's two, the child's one, the parent's announce turn.
+    let parent = h.offered(0);
+    for tool in session_tools {
+        assert!(parent.contains(&tool.to_owned()), "{tool}: {parent:?}");
+    }
+    let leaf = h.offered(2);
+    for tool in session_tools {
+        assert!(!leaf.contains(&tool.to_owned()), "{tool}: {leaf:?}");
+    }
+
+    // A child that may spawn its own keeps the list and history tools, never agents_list.
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n", "", false).await;
+    h.spawn_and_finish("orchestrate", "Done.").await;
+    let orchestrator = h.offered(2);
+    assert!(
+        orchestrator.contains(&"sessions_list".to_owned()),
+        "{orchestrator:?}"
+    );
+    assert!(orchestrator.contains(&"sessions_history".to_owned()));
+    assert!(!orchestrator.contains(&"agents_list".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_list_names_the_caller_first_then_the_allowed_agents() {
+    let agents = "    subagents: { allowAgents: [\"*\"] }\n  list:\n    - id: research\n    - id: main\n    - id: ops\n";
+    let mut h = Harness::new(agents, "", false).await;
+    h.call_tools(&[("toolu_agents", "agents_list", json!({}))])
+        .await;
+    let (listed, is_error) = h.tool_result("toolu_agents");
+    assert!(!is_error, "{listed}");
+    assert_eq!(
+        listed,
+        json!({
+            "requester": "main",
+            "allowAny": true,
+            "agents": [
+                {"id": "main", "configured": true},
+                {"id": "ops", "configured": true},
+                {"id": "research", "configured": true}
+            ]
+        })
+    );
+
+    let mut h = Harness::new("    subagents: { allowAgents: [ops] }\n", "", false).await;
+    h.call_tools(&[("toolu_agents", "agents_list", json!({}))])
+        .await;
+    let (listed, _) = h.tool_result("toolu_agents");
+    assert_eq!(
+        listed["agents"],
+        json!([{"id": "main", "configured": true}, {"id": "ops", "configured": false}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tree_reaches_grandchildren_through_the_child() {
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n", "", false).await;
+    // GIVEN a child that spawns a grandchild of its own
+    h.script(anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "orchestrate", "label": "lead"}),
+    ));
+    h.script(anthropic_text("On it."));
+    h.say("please delegate").await;
+    let start = h.take_queued().await.remove(0);
+    h.script(anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "dig", "label": "digger"}),
+    ));
+    h.script(anthropic_text("Waiting on the digger."));
+    h.turns.handle(&start).await.expect("child");
+    let grandchild_start = h
+        .take_queued()
+        .await
+        .into_iter()
+        .find(|event| matches!(event.event, TurnEvent::SubagentStart(_)))
+        .expect("the grandchild's start");
+    h.script(anthropic_text("Dug."));
+    h.turns.handle(&grandchild_start).await.expect("grandchild");
+    let child = start.session_key;
+    let grandchild = grandchild_start.session_key;
+
+    // WHEN the top-level session lists and reads
+    h.call_tools(&[
+        ("toolu_list", "sessions_list", json!({})),
+        (
+            "toolu_history",
+            "sessions_history",
+            json!({"sessionKey": grandchild}),
+        ),
+    ])
+    .await;
+
+    // THEN the grandchild is in its tree, spawned by the child
+    let (listed, _) = h.tool_result("toolu_list");
+    assert_eq!(listed["count"], 3, "{listed}");
+    assert_eq!(row(&listed, &grandchild)["spawnedBy"], child.as_str());
+    assert_eq!(row(&listed, &child)["childSessions"], json!([grandchild]));
+    let (history, is_error) = h.tool_result("toolu_history");
+    assert!(!is_error, "{history}");
+    assert_eq!(
+        texts(
+            history["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .expect("a message")
+        ),
+        "Dug."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_child_is_no_longer_listed_but_its_history_stays() {
+    let mut h = Harness::new("", "", false).await;
+    let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
+    let key = SessionKey::parse(&child).expect("key");
+    let stored = h.sessions.load(&key).await.expect("load").expect("stored");
+    let run_id = SessionState::from_stored(key, &stored)
+        .expect("state")
+        .meta
+        .subagent
+        .expect("a run")
+        .start
+        .run_id;
+    let archive = SessionEvent {
+        session_key: child.clone(),
+        agent_id: "main".to_owned(),
+        event: TurnEvent::SubagentArchive { run_id },
+    };
+    h.turns.handle(&archive).await.expect("archive");
+    h.call_tools(&[
+        ("toolu_list", "sessions_list", json!({})),
+        (
+            "toolu_history",
+            "sessions_history",
+            json!({"sessionKey": child}),
+        ),
+    ])
+    .await;
+    let (listed, _) = h.tool_result("toolu_list");
+    assert_eq!(keys(&listed), [MAIN], "{listed}");
+    assert!(
+        row(&listed, MAIN).get("childSessions").is_none(),
+        "{listed}"
+    );
+    let (history, is_error) = h.tool_result("toolu_history");
+    assert!(!is_error, "{history}");
+    assert_eq!(
+        texts(
+            history["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .expect("a message")
+        ),
+        "Done: 3 files"
+    );
+}
