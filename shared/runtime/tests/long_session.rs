@@ -40,13 +40,33 @@ struct Chat {
     replies_before: usize,
 }
 
+/// The tools of cron, sub-agents and the session tools (see [`Chat::start_with`]).
+const AUTOMATION_TOOLS: [&str; 6] = [
+    "cron",
+    "sessions_spawn",
+    "subagents",
+    "sessions_list",
+    "sessions_history",
+    "agents_list",
+];
+
 impl Chat {
     async fn start(model: &WindowedModel, context_tokens: u64) -> Self {
-        Self::start_with(model, context_tokens, "").await
+        Self::start_with(model, context_tokens, "", &[]).await
     }
 
-    /// A chat whose config adds `extra` (top-level YAML sections).
-    async fn start_with(model: &WindowedModel, context_tokens: u64, extra: &str) -> Self {
+    /// A chat whose config adds `extra` (top-level YAML sections other than `tools`) and
+    /// denies `deny` on top of the automation tools. These windows are a few thousand
+    /// tokens, so the chat leaves out the tools of cron, sub-agents and the session tools,
+    /// whose schemas alone would fill them; what is measured is the conversation.
+    async fn start_with(
+        model: &WindowedModel,
+        context_tokens: u64,
+        extra: &str,
+        deny: &[&str],
+    ) -> Self {
+        let denied: Vec<&str> = AUTOMATION_TOOLS.iter().chain(deny).copied().collect();
+        let denied = denied.join(", ");
         let dir = tempfile::tempdir().expect("test fixture");
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
@@ -73,6 +93,8 @@ channels:
     replyUrl: {reply}
     owners: [user-1]
     groupPolicy: open
+tools:
+  deny: [{denied}]
 {extra}
 "#,
             skills = dir.path().join("skills").display(),
@@ -270,8 +292,7 @@ async fn eighty_messages_through_a_12k_window_are_all_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_whose_real_window_is_smaller_recovers_through_its_overflow_error() {
-    // (The real window leaves room for the owner's tool schemas, `cron`'s included.)
-    let model = WindowedModel::start(8_000, false).await;
+    let model = WindowedModel::start(7_000, false).await;
     let mut chat = Chat::start(&model, 12_000).await;
     chat.say_numbered(1..=30).await;
     let seen = model.seen();
@@ -280,7 +301,7 @@ async fn a_model_whose_real_window_is_smaller_recovers_through_its_overflow_erro
         "the model refused something"
     );
     let last = seen.last().expect("requests");
-    assert!(!last.refused && last.tokens <= 8_000);
+    assert!(!last.refused && last.tokens <= 7_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,7 +355,7 @@ async fn a_giant_paste_is_explained_plainly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_memory_flush_runs_where_write_is_denied() {
     let model = WindowedModel::start(8_000, false).await;
-    let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [write]\n").await;
+    let mut chat = Chat::start_with(&model, 8_000, "", &["write"]).await;
     chat.say_numbered(1..=20).await;
     let seen = model.seen();
     assert!(
@@ -351,7 +372,7 @@ async fn no_memory_flush_runs_where_write_is_denied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_group_only_the_owner_may_reset() {
     let model = WindowedModel::start(32_000, false).await;
-    let mut chat = Chat::start_with(&model, 32_000, "session:\n  dmScope: main\n").await;
+    let mut chat = Chat::start_with(&model, 32_000, "session:\n  dmScope: main\n", &[]).await;
     chat.post("user-1", "group", &numbered(1)).await;
     assert_eq!(chat.wait_reply().await, "Answer to message 1.");
     // A member who is not the owner: the command is ignored, without a reply.
@@ -403,7 +424,7 @@ async fn new_with_a_model_switches_the_sessions_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_flush_offers_only_what_the_policy_allows() {
     let model = WindowedModel::start(8_000, false).await;
-    let mut chat = Chat::start_with(&model, 8_000, "tools:\n  deny: [read]\n").await;
+    let mut chat = Chat::start_with(&model, 8_000, "", &["read"]).await;
     chat.say_numbered(1..=20).await;
     let seen = model.seen();
     let flush = seen
