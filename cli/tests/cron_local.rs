@@ -8,67 +8,18 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+mod support;
 
-use clawless_channels::sign;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use serde_json::{Value, json};
+use support::{BIN, count, free_port, post_message, replies, start_local, text_reply, wait_until};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clawless");
 const MESSAGES: &str = "/v1/messages";
 const CHAT: &str = "cron-chat";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `clawless local` process, killed on drop.
-struct Local(Child);
-
-impl Drop for Local {
-    fn drop(&mut self) {
-        let _killed = self.0.kill();
-        let _reaped = self.0.wait();
-    }
-}
-
-fn start_local(root: &Path, port: u16) -> Local {
-    let child = Command::new(BIN)
-        .args(["local", "--no-node", "--port", &port.to_string()])
-        .arg("--state-dir")
-        .arg(root.join("state"))
-        .arg("--config")
-        .arg(root.join("clawless.yaml"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(root.join("local.log"))
-                .unwrap(),
-        )
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "clawless local did not listen: {}",
-            std::fs::read_to_string(root.join("local.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Local(child)
-}
 
 fn write_config(root: &Path, model: &ScriptedServer) {
     std::fs::write(
@@ -80,14 +31,6 @@ fn write_config(root: &Path, model: &ScriptedServer) {
         ),
     )
     .unwrap();
-}
-
-fn text_reply(id: &str, text: &str) -> ScriptedReply {
-    ScriptedReply::json(json!({
-        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 3}
-    }))
 }
 
 fn cron_call(id: &str, input: Value) -> ScriptedReply {
@@ -130,56 +73,6 @@ fn reminder(id: &str, name: &str, due_ms: u64, text: &str) -> ScriptedReply {
     )
 }
 
-async fn post_message(http: &reqwest::Client, port: u16, secret: &str, id: &str, text: &str) {
-    let body = serde_json::to_vec(&json!({
-        "message_id": id, "chat_id": CHAT, "sender_id": "local-user",
-        "text": text, "chat_type": "direct",
-    }))
-    .unwrap();
-    let accepted = http
-        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-        .header("content-type", "application/json")
-        .header(
-            "x-clawless-signature",
-            sign(secret.trim().as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status().as_u16(), 202, "message {id} accepted");
-}
-
-async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
-    let replies: Vec<Value> = http
-        .get(format!(
-            "http://127.0.0.1:{port}/local/replies/{CHAT}?after=0&wait=0"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    replies
-        .iter()
-        .map(|reply| reply["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// Waits until `done` holds, failing with `what` after `patience`.
-async fn wait_until<F, Fut>(patience: Duration, what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + patience;
-    while !done().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// The cron jobs and their run logs, read from the state database.
 async fn jobs_and_runs(root: &Path) -> (Vec<Value>, Vec<Value>) {
     use clawless_core::cron::CronStore;
@@ -210,10 +103,6 @@ async fn jobs_and_runs(root: &Path) -> (Vec<Value>, Vec<Value>) {
     (jobs, runs)
 }
 
-fn count(replies: &[String], text: &str) -> usize {
-    replies.iter().filter(|reply| *reply == text).count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
     let model = ScriptedServer::start().await;
@@ -234,16 +123,24 @@ async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
         MESSAGES,
         text_reply("a-ok", "I'll remind you in 8 seconds."),
     );
-    post_message(&http, port, &secret, "m-1", "remind me in 8 s to stretch").await;
+    post_message(
+        &http,
+        port,
+        &secret,
+        CHAT,
+        "m-1",
+        "remind me in 8 s to stretch",
+    )
+    .await;
     wait_until(Duration::from_secs(20), "the reminder is set", || async {
-        replies(&http, port).await == ["I'll remind you in 8 seconds."]
+        replies(&http, port, CHAT).await == ["I'll remind you in 8 seconds."]
     })
     .await;
     assert!(now_ms() < due, "set before its time");
 
     // WHEN the process is killed and restarted before the due time (a process keeps only
     // the replies it sent, so each one's are collected before it stops)
-    let mut earlier = replies(&http, port).await;
+    let mut earlier = replies(&http, port, CHAT).await;
     drop(local.take());
     local = Some(start_local(root.path(), port));
     model.push(
@@ -254,7 +151,7 @@ async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
     // THEN the reminder reaches the chat once, within a minute of its time
     wait_until(Duration::from_secs(60), "the reminder arrives", || async {
         count(
-            &replies(&http, port).await,
+            &replies(&http, port, CHAT).await,
             "⏰ Time to stand up and stretch!",
         ) == 1
     })
@@ -283,6 +180,7 @@ async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
         &http,
         port,
         &secret,
+        CHAT,
         "m-2",
         "remind me about the tea in 4 s",
     )
@@ -290,10 +188,10 @@ async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
     wait_until(
         Duration::from_secs(20),
         "the tea reminder is set",
-        || async { count(&replies(&http, port).await, "Tea reminder set.") == 1 },
+        || async { count(&replies(&http, port, CHAT).await, "Tea reminder set.") == 1 },
     )
     .await;
-    earlier.extend(replies(&http, port).await);
+    earlier.extend(replies(&http, port, CHAT).await);
     drop(local.take());
     while now_ms() < due + 1_500 {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -305,13 +203,13 @@ async fn a_reminder_reaches_the_chat_once_across_a_kill_and_restart() {
     wait_until(
         Duration::from_secs(60),
         "the overdue reminder arrives",
-        || async { count(&replies(&http, port).await, "🍵 Your tea is ready.") == 1 },
+        || async { count(&replies(&http, port, CHAT).await, "🍵 Your tea is ready.") == 1 },
     )
     .await;
     // Nothing more arrives, and both one-shots are gone with one ok run each.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut all = earlier;
-    all.extend(replies(&http, port).await);
+    all.extend(replies(&http, port, CHAT).await);
     assert_eq!(
         count(&all, "⏰ Time to stand up and stretch!"),
         1,
@@ -371,10 +269,10 @@ async fn an_every_job_fires_repeatedly_each_slot_once() {
         MESSAGES,
         text_reply("every-ok", "Counting sheep every 2 seconds."),
     );
-    post_message(&http, port, &secret, "m-1", "count sheep every 2 s").await;
+    post_message(&http, port, &secret, CHAT, "m-1", "count sheep every 2 s").await;
     wait_until(Duration::from_secs(20), "the job is set", || async {
         count(
-            &replies(&http, port).await,
+            &replies(&http, port, CHAT).await,
             "Counting sheep every 2 seconds.",
         ) == 1
     })
@@ -383,14 +281,14 @@ async fn an_every_job_fires_repeatedly_each_slot_once() {
 
     // WHEN four runs have been announced
     wait_until(Duration::from_secs(40), "four runs announce", || async {
-        count(&replies(&http, port).await, "Another sheep.") >= 4
+        count(&replies(&http, port, CHAT).await, "Another sheep.") >= 4
     })
     .await;
 
     // THEN every run is logged once, on its own slot 2 s apart, and each announced once
     let (jobs, runs) = jobs_and_runs(root.path()).await;
     assert_eq!(jobs.len(), 1);
-    let announced = count(&replies(&http, port).await, "Another sheep.");
+    let announced = count(&replies(&http, port, CHAT).await, "Another sheep.");
     let mut slots: Vec<u64> = runs
         .iter()
         .map(|run| run["runAtMs"].as_u64().unwrap())

@@ -7,113 +7,19 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use clawless_channels::sign;
-use clawless_llm::testing::{ScriptedReply, ScriptedServer};
-use serde_json::{Value, json};
+use clawless_llm::testing::ScriptedServer;
+use serde_json::Value;
+use support::{BIN, free_port, post_message, replies, start_local, text_reply, wait_until};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clawless");
 const MESSAGES: &str = "/v1/messages";
 const CHAT: &str = "heartbeat-chat";
 const ALERT: &str = "Disk almost full: 97% used on /.";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `clawless local` process, killed on drop.
-struct Local(Child);
-
-impl Drop for Local {
-    fn drop(&mut self) {
-        let _killed = self.0.kill();
-        let _reaped = self.0.wait();
-    }
-}
-
-fn start_local(root: &Path, port: u16) -> Local {
-    let child = Command::new(BIN)
-        .args(["local", "--no-node", "--port", &port.to_string()])
-        .arg("--state-dir")
-        .arg(root.join("state"))
-        .arg("--config")
-        .arg(root.join("clawless.yaml"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(root.join("local.log"))
-                .unwrap(),
-        )
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "clawless local did not listen: {}",
-            std::fs::read_to_string(root.join("local.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Local(child)
-}
-
-fn text_reply(id: &str, text: &str) -> ScriptedReply {
-    ScriptedReply::json(json!({
-        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 3}
-    }))
-}
-
-async fn post_message(http: &reqwest::Client, port: u16, secret: &str, id: &str, text: &str) {
-    let body = serde_json::to_vec(&json!({
-        "message_id": id, "chat_id": CHAT, "sender_id": "local-user",
-        "text": text, "chat_type": "direct",
-    }))
-    .unwrap();
-    let accepted = http
-        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-        .header("content-type", "application/json")
-        .header(
-            "x-clawless-signature",
-            sign(secret.trim().as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status().as_u16(), 202, "message {id} accepted");
-}
-
-async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
-    let replies: Vec<Value> = http
-        .get(format!(
-            "http://127.0.0.1:{port}/local/replies/{CHAT}?after=0&wait=0"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    replies
-        .iter()
-        .map(|reply| reply["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
 
 /// The main session's heartbeat state (`meta.heartbeat`), read from the state database.
 async fn heartbeat_meta(root: &Path) -> Value {
@@ -124,19 +30,6 @@ async fn heartbeat_meta(root: &Path) -> Value {
     let stored = store.load(&key).await.unwrap().unwrap();
     let meta: Value = serde_json::from_str(&stored.meta).unwrap();
     meta["heartbeat"].clone()
-}
-
-/// Waits until `done` holds, failing with `what` after `patience`.
-async fn wait_until<F, Fut>(patience: Duration, what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + patience;
-    while !done().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,11 +55,11 @@ async fn heartbeats_every_two_seconds_stay_silent_until_an_alert_which_is_sent_o
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
 
     // WHEN the user talks to the agent, and three heartbeat slots pass
-    post_message(&http, port, &secret, "m-1", "hi").await;
+    post_message(&http, port, &secret, CHAT, "m-1", "hi").await;
     wait_until(
         Duration::from_secs(15),
         "the greeting is answered",
-        || async { replies(&http, port).await == ["Hello!"] },
+        || async { replies(&http, port, CHAT).await == ["Hello!"] },
     )
     .await;
     let first_skip = Instant::now();
@@ -210,7 +103,7 @@ async fn heartbeats_every_two_seconds_stay_silent_until_an_alert_which_is_sent_o
     .await;
 
     // THEN the acknowledgements never reached the chat, and the alert reached it once
-    assert_eq!(replies(&http, port).await, ["Hello!", ALERT]);
+    assert_eq!(replies(&http, port, CHAT).await, ["Hello!", ALERT]);
     let heartbeat = heartbeat_meta(root.path()).await;
     assert_eq!(heartbeat["lastAlert"]["text"], ALERT);
     let polls = model.requests_to(MESSAGES);

@@ -5,104 +5,17 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clawless_channels::sign;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::{free_port, post_message, replies, start_local};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clawless");
 const MESSAGES: &str = "/v1/messages";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `clawless local` process, killed on drop.
-struct Local(Child);
-
-impl Drop for Local {
-    fn drop(&mut self) {
-        let _killed = self.0.kill();
-        let _reaped = self.0.wait();
-    }
-}
-
-fn start_local(root: &Path, port: u16) -> Local {
-    let child = Command::new(BIN)
-        .args(["local", "--no-node", "--port", &port.to_string()])
-        .arg("--state-dir")
-        .arg(root.join("state"))
-        .arg("--config")
-        .arg(root.join("clawless.yaml"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(root.join("local.log"))
-                .unwrap(),
-        )
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "clawless local did not listen: {}",
-            std::fs::read_to_string(root.join("local.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Local(child)
-}
-
-/// Posts one signed message of `local-user` to the generic webhook; it must be accepted.
-async fn post_message(http: &reqwest::Client, port: u16, secret: &str, id: &str, text: &str) {
-    let body = serde_json::to_vec(&json!({
-        "message_id": id, "chat_id": "restart-chat", "sender_id": "local-user",
-        "text": text, "chat_type": "direct",
-    }))
-    .unwrap();
-    let accepted = http
-        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-        .header("content-type", "application/json")
-        .header(
-            "x-clawless-signature",
-            sign(secret.trim().as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status().as_u16(), 202, "message {id} accepted");
-}
-
-async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
-    let replies: Vec<Value> = http
-        .get(format!(
-            "http://127.0.0.1:{port}/local/replies/restart-chat?after=0&wait=0"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    replies
-        .iter()
-        .map(|reply| reply["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
+const CHAT: &str = "restart-chat";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() {
@@ -138,7 +51,7 @@ async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() 
     // WHEN a message arrives and the process is killed while the model is thinking
     let secret = std::fs::read_to_string(root.path().join("state/generic.secret")).unwrap();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    post_message(&http, port, &secret, "m-1", "Hello?").await;
+    post_message(&http, port, &secret, CHAT, "m-1", "Hello?").await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while model.requests_to(MESSAGES).is_empty() {
         assert!(Instant::now() < deadline, "the model was never called");
@@ -150,7 +63,7 @@ async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() 
 
     // THEN the restarted system answers within 10 s, once
     let answer = loop {
-        let texts = replies(&http, port).await;
+        let texts = replies(&http, port, CHAT).await;
         if let Some(first) = texts.first() {
             break first.clone();
         }
@@ -162,7 +75,7 @@ async fn a_turn_killed_mid_way_is_answered_once_within_seconds_of_the_restart() 
     };
     assert_eq!(answer, "Answered after the restart.");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(replies(&http, port).await.len(), 1, "answered once");
+    assert_eq!(replies(&http, port, CHAT).await.len(), 1, "answered once");
     assert_eq!(model.requests_to(MESSAGES).len(), 2);
 }
 
@@ -195,8 +108,10 @@ async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
     std::fs::write(
         root.path().join("clawless.yaml"),
         format!(
+            // The 8k window holds the conversation, not the automation tools' schemas.
             "agents:\n  defaults:\n    contextTokens: 8000\nmodels:\n  primary: anthropic/claude-test\n  \
-             maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n",
+             maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n\
+             tools:\n  deny: [cron, sessions_spawn, subagents, sessions_list, sessions_history, agents_list]\n",
             model.base_url()
         ),
     )
@@ -215,15 +130,15 @@ async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
     while sent < MESSAGES_SENT {
         sent += 1;
         let text = format!("Message {sent}: {filler}");
-        post_message(&http, port, &secret, &format!("m-{sent}"), &text).await;
+        post_message(&http, port, &secret, CHAT, &format!("m-{sent}"), &text).await;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if before_kill.len() + replies(&http, port).await.len() >= sent {
+            if before_kill.len() + replies(&http, port, CHAT).await.len() >= sent {
                 break;
             }
             let summarizing = model.seen().iter().any(|r| r.kind == RequestKind::Summary);
             if summarizing && !killed {
-                before_kill = replies(&http, port).await;
+                before_kill = replies(&http, port, CHAT).await;
                 drop(local.take()); // SIGKILL
                 killed = true;
                 local = Some(start_local(root.path(), port));
@@ -245,7 +160,7 @@ async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
     // THEN every message was answered once, in order
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut answers = before_kill;
-    answers.extend(replies(&http, port).await);
+    answers.extend(replies(&http, port, CHAT).await);
     assert_eq!(answers, expected_answers());
     drop(local);
     // AND the session holds one summary per compaction and every message once

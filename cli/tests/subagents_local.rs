@@ -9,71 +9,21 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use clawless_channels::sign;
 use clawless_llm::testing::{RecordedRequest, ScriptedReply, ScriptedServer};
 use serde_json::{Value, json};
+use support::{BIN, Local, count, free_port, post_message, replies, start_local, wait_until};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clawless");
 const MESSAGES: &str = "/v1/messages";
 const CHAT: &str = "subagent-chat";
 /// How long a child's model call takes.
 const CHILD_TIME: Duration = Duration::from_secs(2);
 /// A word only the parent's conversation contains.
 const PARENT_SECRET: &str = "parent-only-word-7731";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `clawless local` process, killed on drop.
-struct Local(Child);
-
-impl Drop for Local {
-    fn drop(&mut self) {
-        let _killed = self.0.kill();
-        let _reaped = self.0.wait();
-    }
-}
-
-fn start_local(root: &Path, port: u16) -> Local {
-    let child = Command::new(BIN)
-        .args(["local", "--no-node", "--port", &port.to_string()])
-        .arg("--state-dir")
-        .arg(root.join("state"))
-        .arg("--config")
-        .arg(root.join("clawless.yaml"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(root.join("local.log"))
-                .unwrap(),
-        )
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "clawless local did not listen: {}",
-            std::fs::read_to_string(root.join("local.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Local(child)
-}
 
 fn text(text: &str) -> ScriptedReply {
     ScriptedReply::json(json!({
@@ -163,59 +113,6 @@ fn script(model: &ScriptedServer) {
     });
 }
 
-async fn post_message(http: &reqwest::Client, port: u16, secret: &str, id: &str, text: &str) {
-    let body = serde_json::to_vec(&json!({
-        "message_id": id, "chat_id": CHAT, "sender_id": "local-user",
-        "text": text, "chat_type": "direct",
-    }))
-    .unwrap();
-    let accepted = http
-        .post(format!("http://127.0.0.1:{port}/webhook/generic"))
-        .header("content-type", "application/json")
-        .header(
-            "x-clawless-signature",
-            sign(secret.trim().as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status().as_u16(), 202, "message {id} accepted");
-}
-
-async fn replies(http: &reqwest::Client, port: u16) -> Vec<String> {
-    let replies: Vec<Value> = http
-        .get(format!(
-            "http://127.0.0.1:{port}/local/replies/{CHAT}?after=0&wait=0"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    replies
-        .iter()
-        .map(|reply| reply["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-async fn wait_until<F, Fut>(patience: Duration, what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + patience;
-    while !done().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn count(replies: &[String], text: &str) -> usize {
-    replies.iter().filter(|reply| *reply == text).count()
-}
-
 struct Setup {
     model: ScriptedServer,
     root: tempfile::TempDir,
@@ -260,32 +157,44 @@ async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_pare
         &s.http,
         s.port,
         &s.secret,
+        CHAT,
         "m-0",
         &format!("remember {PARENT_SECRET}"),
     )
     .await;
     wait_until(Duration::from_secs(20), "the greeting", || async {
-        count(&replies(&s.http, s.port).await, "Hello!") == 1
+        count(&replies(&s.http, s.port, CHAT).await, "Hello!") == 1
     })
     .await;
 
     // WHEN the parent spawns one child, and the user writes again while it works
-    post_message(&s.http, s.port, &s.secret, "m-1", "please spawn one helper").await;
+    post_message(
+        &s.http,
+        s.port,
+        &s.secret,
+        CHAT,
+        "m-1",
+        "please spawn one helper",
+    )
+    .await;
     wait_until(
         Duration::from_secs(20),
         "the spawn is acknowledged",
-        || async { count(&replies(&s.http, s.port).await, "On it.") == 1 },
+        || async { count(&replies(&s.http, s.port, CHAT).await, "On it.") == 1 },
     )
     .await;
-    post_message(&s.http, s.port, &s.secret, "m-2", "are you there?").await;
+    post_message(&s.http, s.port, &s.secret, CHAT, "m-2", "are you there?").await;
 
     // THEN the parent answers at once, and the child's result arrives after, once
     wait_until(Duration::from_secs(20), "the relay arrives", || async {
-        count(&replies(&s.http, s.port).await, "Relay: count the words") == 1
+        count(
+            &replies(&s.http, s.port, CHAT).await,
+            "Relay: count the words",
+        ) == 1
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let all = replies(&s.http, s.port).await;
+    let all = replies(&s.http, s.port, CHAT).await;
     assert_eq!(count(&all, "Relay: count the words"), 1, "{all:?}");
     let still_here = all.iter().position(|r| r == "Yes, still here.").unwrap();
     let relay = all
@@ -367,10 +276,18 @@ async fn a_child_works_alone_and_its_result_reaches_the_chat_once_while_the_pare
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_children_of_one_message_run_in_parallel() {
     let s = setup().await;
-    post_message(&s.http, s.port, &s.secret, "m-1", "spawn three researchers").await;
+    post_message(
+        &s.http,
+        s.port,
+        &s.secret,
+        CHAT,
+        "m-1",
+        "spawn three researchers",
+    )
+    .await;
     let started = Instant::now();
     wait_until(Duration::from_secs(30), "three relays", || async {
-        let all = replies(&s.http, s.port).await;
+        let all = replies(&s.http, s.port, CHAT).await;
         ["A", "B", "C"]
             .iter()
             .all(|topic| count(&all, &format!("Relay: topic {topic}")) == 1)
