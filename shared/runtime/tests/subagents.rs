@@ -536,3 +536,29 @@ async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
         .clone();
     assert!(refused.contains("rate_limited"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_killed_before_it_starts_never_runs() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("never mind").await;
+    h.script(anthropic_tool_use(
+        "toolu_kill",
+        "subagents",
+        json!({"action": "kill", "target": "all"}),
+    ));
+    h.script(anthropic_text("Cancelled."));
+    h.say("cancel it").await;
+    let calls = h.model_calls();
+    h.turns
+        .handle(&start)
+        .await
+        .expect("the start arrives late");
+    assert_eq!(
+        h.model_calls(),
+        calls,
+        "the killed child never calls the model"
+    );
+    assert!(h.take_queued().await.is_empty(), "nothing announced");
+    let killed = h.model.requests_to(MESSAGES)[calls - 1].raw_body.clone();
+    assert!(killed.contains("killed 1 subagents."), "{killed}");
+}

@@ -3,8 +3,8 @@
 //!
 //! - **Spawn.** `sessions_spawn` (in the parent's turn) queues a [`SubagentStart`] for
 //!   `agent:<id>:subagent:<uuid>` on the turn queue and records the child in the parent's
-//!   meta. The child's key and run id derive from the parent's session and the tool call's
-//!   id, so a spawn redone after a crash queues the same child, which the queue and the child
+//!   meta. The child's key and run id derive from the parent's session, turn and tool call,
+//!   so a spawn redone after a crash queues the same child, which the queue and the child
 //!   take once.
 //! - **Parallel.** Each child is its own FIFO group: children of one parent run side by side,
 //!   and the parent keeps answering its chat while they work; nobody waits for anybody.
@@ -17,6 +17,11 @@
 //!   up at: the event waits on the queue until the parent's session takes it.
 //! - **The parent** turns the announce into a turn of its own (a user-role message with the
 //!   internal completion block), so the model rewrites the result for its chat.
+//! - **Control.** `subagents kill` and `steer`, and `runTimeoutSeconds` (a durable timer),
+//!   end the child's run with a versioned write to its session: a run in progress elsewhere
+//!   loses its next commit, is redelivered, and takes no further step. A steer starts a new
+//!   run in the same session. A finished child is archived by a timer after
+//!   `archiveAfterMinutes`.
 
 use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery};
 use clawless_core::session::key::ChatType;
@@ -211,12 +216,13 @@ impl TurnService {
                     }
                 };
                 let mut killed = Vec::new();
+                let parent_key = state.key.to_string();
                 for run_id in &targets {
                     let Some(child) = state.meta.children.iter().find(|c| c.run_id == *run_id)
                     else {
                         continue;
                     };
-                    match self.mark_killed(&child.child_key, run_id).await {
+                    match self.mark_killed(child, &parent_key).await {
                         Ok(()) => killed.push(run_id.clone()),
                         Err(err) => {
                             tracing::warn!(child = %child.child_key, error = %err, "sub-agent not killed");
@@ -374,38 +380,55 @@ impl TurnService {
         Err(TurnError::BadEvent("the child kept changing".to_owned()))
     }
 
-    /// Marks `child_key`'s run `run_id` killed in its own session (a versioned write,
-    /// retried on a lost race).
-    async fn mark_killed(&self, child_key: &str, run_id: &str) -> Result<(), TurnError> {
-        let key = clawless_core::session::SessionKey::parse(child_key)
-            .ok_or_else(|| TurnError::BadEvent(format!("bad child key {child_key:?}")))?;
-        let mut last_error = None;
-        for _ in 0..5 {
-            let Some(stored) = self.deps.sessions.load_live(&key).await? else {
-                // Not started yet: its start will find the parent's record… so mark it by
-                // starting nothing; the parent's status says killed.
-                return Ok(());
-            };
-            let mut child = SessionState::from_stored(key.clone(), &stored)?;
-            let Some(run) = child.meta.subagent.as_mut() else {
-                return Ok(());
-            };
-            if run.start.run_id != run_id || run.status != "running" {
-                return Ok(());
-            }
-            run.status = "killed".to_owned();
-            run.ended_at_ms = Some(self.deps.clock.now_ms());
-            child.touch_meta();
-            let commit = child.pending_commit()?;
-            match self.deps.sessions.commit(&key, &commit).await {
-                Ok(_) => return Ok(()),
-                Err(err) => last_error = Some(err),
-            }
+    /// Marks `child` killed in its own session. A child that has not started yet gets its
+    /// session created killed, so its start, when it comes, starts nothing.
+    async fn mark_killed(&self, child: &ChildRun, parent_key: &str) -> Result<(), TurnError> {
+        if self
+            .replace_run(&child.child_key, &child.run_id, "killed")
+            .await?
+            .is_some()
+        {
+            return Ok(());
         }
-        Err(last_error.map_or_else(
-            || TurnError::BadEvent("sub-agent not killed".to_owned()),
-            TurnError::Store,
-        ))
+        let key = clawless_core::session::SessionKey::parse(&child.child_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad child key {:?}", child.child_key)))?;
+        if self.deps.sessions.load_live(&key).await?.is_some() {
+            // Started under another run (a steer): that run is not this kill's.
+            return Ok(());
+        }
+        let now = self.deps.clock.now_ms();
+        let mut state = SessionState::new(key.clone(), dedup_token(&child.run_id), now);
+        state.meta.subagent = Some(SubagentRun {
+            start: SubagentStart {
+                run_id: child.run_id.clone(),
+                parent_key: parent_key.to_owned(),
+                task: child.task.clone(),
+                label: child.label.clone(),
+                depth: 0,
+                max_depth: 0,
+                first_message: String::new(),
+                extra_system_prompt: String::new(),
+                model: None,
+                light_context: false,
+                timeout_ms: None,
+                parent_is_internal: false,
+            },
+            started_at_ms: now,
+            ended_at_ms: Some(now),
+            status: "killed".to_owned(),
+            announced: false,
+            archived: false,
+        });
+        state.touch_meta();
+        let commit = state.pending_commit()?;
+        match self.deps.sessions.commit(&key, &commit).await {
+            Ok(_) => Ok(()),
+            // It started meanwhile: mark that run.
+            Err(_) => self
+                .replace_run(&child.child_key, &child.run_id, "killed")
+                .await
+                .map(|_| ()),
+        }
     }
 
     /// A killed or timed-out child goes no further: the turn it was in is closed without
