@@ -105,13 +105,6 @@ impl TurnService {
     fn agents_list(&self, state: &SessionState) -> Value {
         let config = self.config();
         let agent_id = &state.meta.agent_id;
-        let defaults = config.agents.defaults.subagents.clone().unwrap_or_default();
-        let own = config
-            .agents
-            .list
-            .iter()
-            .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
-            .and_then(|agent| agent.subagents.as_ref());
         let configured: Vec<ConfiguredAgent> = config
             .agents()
             .into_iter()
@@ -120,7 +113,7 @@ impl TurnService {
                 name: None,
             })
             .collect();
-        agents_list_json(agent_id, &defaults.for_agent(own), &configured)
+        agents_list_json(agent_id, &self.subagents_config(agent_id), &configured)
     }
 
     /// `sessions_list`: the sessions the caller sees, most recently active first.

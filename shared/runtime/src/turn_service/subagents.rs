@@ -511,7 +511,7 @@ impl TurnService {
     }
 
     /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
-    fn subagents_config(
+    pub(super) fn subagents_config(
         &self,
         agent_id: &str,
     ) -> clawless_core::subagents::config::SubagentsConfig {
