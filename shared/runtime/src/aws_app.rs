@@ -506,13 +506,16 @@ impl AwsApp {
         // Heartbeats are armed by the events of each agent's main session (see
         // `turn_service::heartbeat`); without a timer queue there are none, nor cron jobs.
         let turns = match env(TIMER_QUEUE_ENV) {
-            Some(_) => turns
-                .with_heartbeats(HeartbeatTimers {
-                    timers: self.timers()?,
-                    seed: required(TABLE_ENV)?,
-                })
-                .with_cron(Arc::new(self.cron_service()?))
-                .with_subagent_timers(self.timers()?),
+            Some(_) => {
+                let timers = self.timers()?;
+                turns
+                    .with_heartbeats(HeartbeatTimers {
+                        timers: Arc::clone(&timers),
+                        seed: required(TABLE_ENV)?,
+                    })
+                    .with_cron(Arc::new(self.cron_service_on(Arc::clone(&timers))?))
+                    .with_subagent_timers(timers)
+            }
             None => turns,
         };
         Ok(turns)
@@ -521,10 +524,15 @@ impl AwsApp {
     /// The cron jobs (in the session table) and their timers: the timer queue, and
     /// EventBridge Scheduler for firings due beyond 15 minutes.
     pub fn cron_service(&self) -> Result<CronService, AwsAppError> {
+        self.cron_service_on(self.timers()?)
+    }
+
+    /// [`AwsApp::cron_service`] over timers the caller already built.
+    fn cron_service_on(&self, timers: Arc<dyn Timers>) -> Result<CronService, AwsAppError> {
         let table = required(TABLE_ENV)?;
         Ok(CronService::new(CronDeps {
             store: Arc::new(DynamoCronStore::new(self.dynamodb.clone(), &table)),
-            timers: self.timers()?,
+            timers,
             queue: Arc::new(SqsTurnQueue::new(
                 self.sqs.clone(),
                 required(TURN_QUEUE_ENV)?,

@@ -426,7 +426,7 @@ impl CronService {
 
 /// A new job id: a random UUID v4.
 fn new_job_id() -> String {
-    let mut bytes = crate::random::random_bytes(16).unwrap_or_else(|_| {
+    let bytes = crate::random::random_bytes(16).unwrap_or_else(|_| {
         // /dev/urandom unreadable: the clock and a counter still give a unique id.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let seed = std::time::SystemTime::now()
@@ -435,17 +435,11 @@ fn new_job_id() -> String {
             ^ u128::from(COUNTER.fetch_add(1, Ordering::Relaxed));
         seed.to_be_bytes().to_vec()
     });
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    let mut uuid = [0u8; 16];
+    for (slot, byte) in uuid.iter_mut().zip(bytes) {
+        *slot = byte;
+    }
+    crate::random::uuid_v4(uuid)
 }
 
 #[cfg(test)]

@@ -242,8 +242,9 @@ pub struct TurnService {
     subagent_queue: Option<Arc<dyn TurnQueue>>,
     /// Where sub-agents' time limits wait.
     subagent_timers: Option<Arc<dyn clawless_core::nodes::Timers>>,
-    /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy.
-    webhooks: Option<Arc<crate::web_fetcher::HttpWebFetcher>>,
+    /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy: built at
+    /// the first delivery, not at cold start (`None` inside when it cannot be built).
+    webhooks: std::sync::OnceLock<Option<Arc<crate::web_fetcher::HttpWebFetcher>>>,
     /// Lists every session, for `sessions_list` under `tools.sessions.visibility` `agent`
     /// or `all` (without it those see the spawned tree only).
     session_lister: Option<Arc<dyn clawless_core::session::SessionLister>>,
@@ -300,7 +301,7 @@ impl TurnService {
             yield_policy: None,
             heartbeats: None,
             cron: None,
-            webhooks: None,
+            webhooks: std::sync::OnceLock::new(),
             subagent_queue: None,
             subagent_timers: None,
             session_lister: None,
@@ -365,16 +366,13 @@ impl TurnService {
     /// module). Without it there is no `cron` tool and cron firings are dropped.
     pub fn with_cron(mut self, cron: Arc<crate::cron_service::CronService>) -> Self {
         self.cron = Some(cron);
-        match crate::web_fetcher::HttpWebFetcher::new() {
-            Ok(poster) => self.webhooks = Some(Arc::new(poster)),
-            Err(err) => tracing::warn!(error = %err, "cron webhook deliveries are off"),
-        }
         self
     }
 
     /// Posts cron webhook deliveries with `poster` (tests allow a loopback receiver with it).
-    pub fn with_cron_webhooks(mut self, poster: crate::web_fetcher::HttpWebFetcher) -> Self {
-        self.webhooks = Some(Arc::new(poster));
+    pub fn with_cron_webhooks(self, poster: crate::web_fetcher::HttpWebFetcher) -> Self {
+        // A fresh service: the cell is empty, so this cannot fail.
+        let _set = self.webhooks.set(Some(Arc::new(poster)));
         self
     }
 

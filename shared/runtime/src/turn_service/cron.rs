@@ -22,8 +22,10 @@
 //! - **Headless exec.** Nobody can approve an exec in a cron run: a call that needs approval
 //!   gets [`HEADLESS_EXEC_DENIED`] as its result.
 
+use std::sync::Arc;
+
 use clawless_core::cron::delivery::{DeliveryPlan, LAST_CHANNEL, delivery_plan};
-use clawless_core::cron::outcome::{RunOutcome, apply_run_outcome, transient_error_kind};
+use clawless_core::cron::outcome::{RunOutcome, apply_run_outcome};
 use clawless_core::cron::run::{
     CRON_SENDER_ID, CronRunMark, HEADLESS_EXEC_DENIED, MainJobStart, MainJobStep,
     headless_exec_denied_message, isolated_run_message, main_job_step, run_message_id,
@@ -663,12 +665,6 @@ impl TurnService {
             {
                 self.post_webhook(url, &entry, summary).await;
             }
-            if result.status == Some(RunStatus::Error)
-                && let Some(error) = &result.error
-                && transient_error_kind(error).is_some()
-            {
-                tracing::info!(job_id = %job.id, %error, "cron run failed with a transient error");
-            }
             return Ok(());
         }
         Err(TurnError::Cron(
@@ -682,7 +678,13 @@ impl TurnService {
     /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set,
     /// no internal addresses. A failure is logged; the run stays recorded.
     async fn post_webhook(&self, url: &str, entry: &CronRunLogEntry, summary: &str) {
-        let Some(poster) = &self.webhooks else {
+        let poster = self.webhooks.get_or_init(|| {
+            crate::web_fetcher::HttpWebFetcher::new()
+                .map_err(|err| tracing::warn!(error = %err, "cron webhook deliveries are off"))
+                .ok()
+                .map(Arc::new)
+        });
+        let Some(poster) = poster else {
             return;
         };
         let mut body = serde_json::to_value(entry).unwrap_or_default();
