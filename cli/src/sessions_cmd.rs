@@ -17,7 +17,7 @@ use clawless_core::heartbeat::{AlertTarget, HeartbeatState};
 use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionKey, SessionLister, SessionStore, StoredSession};
-use clawless_core::subagents::SUBAGENT_SENDER_ID;
+use clawless_core::subagents::{A2A_SENDER_ID, SUBAGENT_SENDER_ID};
 use clawless_core::transcript::AssistantBlock;
 use clawless_core::turn::state::{SessionMeta, Step, StepBody};
 use clawless_local::DirObjectStore;
@@ -580,8 +580,15 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             } => {
                 cron_turn =
                     sender_id == CRON_SENDER_ID || message_id.starts_with("heartbeat:cron:");
-                subagent_turn = sender_id == SUBAGENT_SENDER_ID;
+                subagent_turn = sender_id == SUBAGENT_SENDER_ID || sender_id == A2A_SENDER_ID;
                 let what = match (heartbeat, compact) {
+                    _ if sender_id == A2A_SENDER_ID && message_id.ends_with(":request") => {
+                        "AGENT-TO-AGENT MESSAGE (sessions_send)"
+                    }
+                    _ if sender_id == A2A_SENDER_ID && message_id.ends_with(":announce") => {
+                        "AGENT-TO-AGENT ANNOUNCE STEP (a reply is posted to this chat)"
+                    }
+                    _ if sender_id == A2A_SENDER_ID => "AGENT-TO-AGENT REPLY STEP",
                     _ if subagent_turn && message_id.starts_with("announce:") => {
                         "SUB-AGENT RESULT (announced)"
                     }

@@ -412,6 +412,8 @@ pub struct SessionSection {
     /// session starts a new generation on its own (never, by default) and which commands
     /// start one (`/new` and `/reset`).
     pub resets: SessionResetConfig,
+    /// `agentToAgent.maxPingPongTurns`: the follow-up turns after a `sessions_send`.
+    pub agent_to_agent: clawless_core::subagents::SessionAgentToAgentConfig,
 }
 
 /// `session:` as written: [`SessionResetConfig`]'s keys spelled out next to `dmScope`, so an
@@ -449,6 +451,10 @@ struct SessionYaml {
         schemars(extend("default" = clawless_core::session::reset::DEFAULT_RESET_TRIGGERS))
     )]
     reset_triggers: Vec<String>,
+    /// What follows a `sessions_send` between two sessions: `maxPingPongTurns` (0–5,
+    /// default 5) alternating reply turns before the target's announce step.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    agent_to_agent: clawless_core::subagents::SessionAgentToAgentConfig,
 }
 
 impl From<SessionYaml> for SessionSection {
@@ -462,6 +468,7 @@ impl From<SessionYaml> for SessionSection {
                 idle_minutes: yaml.idle_minutes,
                 reset_triggers: yaml.reset_triggers,
             },
+            agent_to_agent: yaml.agent_to_agent,
         }
     }
 }

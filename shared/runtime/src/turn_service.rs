@@ -48,6 +48,7 @@ use clawless_core::turn::{
 use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
 use clawless_core::subagents::control::{SUBAGENTS_TOOL_NAME, subagents_tool_spec};
+use clawless_core::subagents::sessions_tools::SESSIONS_SEND;
 use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
@@ -59,6 +60,7 @@ use crate::nodes_service::{Dispatch, NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 
+mod agent_to_agent;
 mod context_keeper;
 mod cron;
 mod heartbeat;
@@ -582,6 +584,14 @@ impl TurnService {
                 }
                 None => report.acceptance = Some("AnnounceTaken".to_owned()),
             }
+        } else if let TurnEvent::AgentMessage(message) = &event.event {
+            match self.take_agent_message(&mut state, message) {
+                Some(incoming) => {
+                    let acceptance = engine.accept(&mut state, incoming, now);
+                    report.acceptance = Some(format!("{acceptance:?}"));
+                }
+                None => report.acceptance = Some("AgentMessageTaken".to_owned()),
+            }
         } else if let TurnEvent::CronFire {
             job_id,
             slot_ms,
@@ -747,6 +757,20 @@ impl TurnService {
                     };
                     engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
                 }
+                // `sessions_send` waits for the other session's answer as a node's tool would.
+                Effect::SendToNode { job_id, call, .. } if call.name == SESSIONS_SEND => {
+                    report.tools_run += 1;
+                    self.tools_run.fetch_add(1, Ordering::Relaxed);
+                    match self.send_to_session(&call, &state).await {
+                        Some(output) => engine.record_tool_result(
+                            &mut state,
+                            &call,
+                            output,
+                            self.deps.clock.now_ms(),
+                        ),
+                        None => state.mark_dispatched(&job_id),
+                    }
+                }
                 Effect::SendToNode {
                     job_id,
                     call,
@@ -796,11 +820,12 @@ impl TurnService {
                 }
                 Effect::Idle => {
                     let cron_done = self.finish_cron_run(&mut state).await?;
+                    let a2a_done = self.finish_a2a_steps(&mut state).await?;
                     let announced = self.announce_if_done(&mut state).await?;
                     if announced && arm.is_none() {
                         *arm = self.archive_timer(&state, &event.agent_id);
                     }
-                    if cron_done || announced {
+                    if cron_done || a2a_done || announced {
                         let commit = state.pending_commit()?;
                         let version = self.deps.sessions.commit(&key, &commit).await?;
                         state.mark_committed(version);
@@ -965,7 +990,7 @@ impl TurnService {
                     .any(|allowed| allowed.eq_ignore_ascii_case(name))
             })
         });
-        tool_routing(names.cloned(), &[EXEC_TOOL])
+        tool_routing(names.cloned(), &[EXEC_TOOL, SESSIONS_SEND])
     }
 
     /// Builds the system prompt, tool specs and tool context for this turn.
@@ -1072,6 +1097,19 @@ impl TurnService {
             channel: channel.as_deref(),
             ..RuntimeLine::default()
         };
+        // A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
+        let extra_system_prompt = [
+            state
+                .meta
+                .subagent
+                .as_ref()
+                .map(|run| run.start.extra_system_prompt.clone()),
+            self.a2a_step_prompt(state),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|part| !part.trim().is_empty())
+        .reduce(|first, second| format!("{first}\n\n{second}"));
         let params = SystemPromptParams {
             mode: PromptMode::for_session_key(
                 state.key.as_str(),
@@ -1087,11 +1125,7 @@ impl TurnService {
             user_timezone: defaults.user_timezone.as_deref(),
             heartbeat_guidance,
             runtime,
-            extra_system_prompt: state
-                .meta
-                .subagent
-                .as_ref()
-                .map(|run| run.start.extra_system_prompt.as_str()),
+            extra_system_prompt: extra_system_prompt.as_deref(),
             ..SystemPromptParams::default()
         };
         let system = build_system_prompt(&params);

@@ -3,13 +3,17 @@
 //! it spawned (visibility `tree`) and reads the child's history; a session outside its tree,
 //! and another agent's, are refused with OpenClaw's messages; `agent` visibility with a
 //! session listing sees the agent's other sessions; a leaf sub-agent is not offered the
-//! session tools; `agents_list` names the caller first.
+//! session tools; `agents_list` names the caller first. `sessions_send` waits for the
+//! target's answer as queued turns (never in-process), goes on with the ping-pong and
+//! announce steps to their limits, posts a non-silent announce to the target's chat, and
+//! answers `timeout` from its timer.
 
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
 use clawless_core::testing::InMemoryTurnQueue;
@@ -31,9 +35,10 @@ const OTHER: &str = "agent:main:generic:direct:u-2";
 struct Harness {
     _dir: tempfile::TempDir,
     model: ScriptedServer,
-    _receiver: ReplyReceiver,
+    receiver: ReplyReceiver,
     sessions: Arc<dyn SessionStore>,
     queue: Arc<InMemoryTurnQueue>,
+    timers: InMemoryTimers,
     turns: TurnService,
     sent: u64,
 }
@@ -60,22 +65,25 @@ impl Harness {
             base = model.base_url(),
         );
         let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+        let timers = InMemoryTimers::new();
         let mut turns = support::turn_service(
             &config,
             Arc::clone(&sessions),
             &receiver.url,
             Arc::new(SystemClock) as Arc<dyn Clock>,
         )
-        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
+        .with_subagent_timers(Arc::new(timers.clone()));
         if lister {
             turns = turns.with_session_lister(Arc::new(SqliteSessionStore::new(db)));
         }
         Self {
             _dir: dir,
             model,
-            _receiver: receiver,
+            receiver,
             sessions,
             queue,
+            timers,
             turns,
             sent: 0,
         }
@@ -512,4 +520,275 @@ async fn an_archived_child_is_no_longer_listed_but_its_history_stays() {
         ),
         "Done: 3 files"
     );
+}
+
+/// The system prompt of the model request at `index`.
+fn system_prompt(h: &Harness, index: usize) -> String {
+    let system = &h.model.requests_to(MESSAGES)[index].body["system"];
+    match system.as_str() {
+        Some(text) => text.to_owned(),
+        None => system.to_string(),
+    }
+}
+
+/// The texts of the replies posted to chats so far.
+fn posted_texts(h: &Harness) -> Vec<String> {
+    h.receiver
+        .posted()
+        .iter()
+        .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn agent_message_step(event: &SessionEvent) -> Option<String> {
+    match &event.event {
+        TurnEvent::AgentMessage(message) => Some(message.message_id.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
+    let mut h = Harness::new(
+        "",
+        "session:\n  agentToAgent: { maxPingPongTurns: 2 }\n",
+        false,
+    )
+    .await;
+    let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
+    let before_send = h.model.requests_to(MESSAGES).len();
+
+    // WHEN the parent sends its child a message by label and waits for the answer
+    h.script(anthropic_tool_use(
+        "toolu_send",
+        "sessions_send",
+        json!({"label": "helper", "message": "Which files?", "timeoutSeconds": 30}),
+    ));
+    h.say("ask the helper which files").await;
+
+    // THEN its turn waits (one model call), with a timeout armed, and the request is queued
+    assert_eq!(h.model.requests_to(MESSAGES).len(), before_send + 1);
+    let armed: Vec<_> = h
+        .timers
+        .pending()
+        .into_iter()
+        .filter(|timer| timer.timer_id.starts_with("a2a-timeout:"))
+        .collect();
+    assert_eq!(armed.len(), 1, "{armed:?}");
+    assert_eq!(armed[0].event.session_key, MAIN);
+    let mut queued = h.take_queued().await;
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let request = queued.remove(0);
+    assert_eq!(request.session_key, child);
+    assert!(agent_message_step(&request).is_some_and(|id| id.ends_with(":request")));
+
+    // WHEN the child answers it
+    h.script(anthropic_text("a.txt, b.txt and c.txt"));
+    h.turns.handle(&request).await.expect("request step");
+    let child_prompt = system_prompt(&h, before_send + 1);
+    assert!(
+        child_prompt.contains("Agent-to-agent message context:")
+            && child_prompt.contains(&format!("Agent 2 (target) session: {child}.")),
+        "{child_prompt}"
+    );
+    assert!(!h.offered(before_send + 1).contains(&"sessions_send".to_owned()));
+    // A redelivered request is taken once.
+    h.turns.handle(&request).await.expect("redelivered request");
+    assert_eq!(h.model.requests_to(MESSAGES).len(), before_send + 2);
+
+    // THEN the answer goes back to the waiting call, and the first reply step to the parent
+    let queued = h.take_queued().await;
+    assert_eq!(queued.len(), 2, "{queued:?}");
+    assert!(queued.iter().all(|event| event.session_key == MAIN));
+    assert!(matches!(queued[0].event, TurnEvent::ToolResult { .. }));
+    assert!(agent_message_step(&queued[1]).is_some_and(|id| id.ends_with(":reply1")));
+    h.script(anthropic_text("The helper counted a.txt, b.txt and c.txt."));
+    h.turns.handle(&queued[0]).await.expect("answer");
+    let (answer, is_error) = h.tool_result("toolu_send");
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "ok");
+    assert_eq!(answer["reply"], "a.txt, b.txt and c.txt");
+    assert_eq!(answer["sessionKey"], child.as_str());
+    assert_eq!(answer["delivery"], json!({"status": "pending", "mode": "announce"}));
+
+    // WHEN the ping-pong goes on: the parent's turn 1, the child's turn 2 (the last)
+    h.script(anthropic_text("Are they all text files?"));
+    h.turns.handle(&queued[1]).await.expect("reply step 1");
+    let index = h.model.requests_to(MESSAGES).len() - 1;
+    let prompt = system_prompt(&h, index);
+    assert!(
+        prompt.contains("Current agent: Agent 1 (requester).") && prompt.contains("Turn 1 of 2."),
+        "{prompt}"
+    );
+    let step2 = h.take_queued().await;
+    assert_eq!(step2.len(), 1, "{step2:?}");
+    assert_eq!(step2[0].session_key, child);
+    h.script(anthropic_text("Yes, all three."));
+    h.turns.handle(&step2[0]).await.expect("reply step 2");
+    let prompt = system_prompt(&h, index + 1);
+    assert!(prompt.contains("Turn 2 of 2."), "{prompt}");
+
+    // THEN the turn limit ends it with the announce step in the child, which stays silent
+    let announce = h.take_queued().await;
+    assert_eq!(announce.len(), 1, "{announce:?}");
+    assert!(agent_message_step(&announce[0]).is_some_and(|id| id.ends_with(":announce")));
+    h.script(anthropic_text("ANNOUNCE_SKIP"));
+    h.turns.handle(&announce[0]).await.expect("announce step");
+    let prompt = system_prompt(&h, index + 2);
+    assert!(
+        prompt.contains("Original request: Which files?")
+            && prompt.contains("Round 1 reply: a.txt, b.txt and c.txt")
+            && prompt.contains("Latest reply: Yes, all three."),
+        "{prompt}"
+    );
+    assert!(h.take_queued().await.is_empty(), "the exchange is over");
+    // Nothing a step said reached a chat; the parent's own answers did.
+    let posted = posted_texts(&h);
+    assert!(
+        posted.contains(&"The helper counted a.txt, b.txt and c.txt.".to_owned()),
+        "{posted:?}"
+    );
+    for said in ["Are they all text files?", "Yes, all three.", "ANNOUNCE_SKIP"] {
+        assert!(!posted.contains(&said.to_owned()), "{said}: {posted:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_waiting_is_accepted_and_the_targets_announce_reaches_its_chat() {
+    let mut h = Harness::new(
+        "",
+        "  sessions: { visibility: agent }\nsession:\n  agentToAgent: { maxPingPongTurns: 1 }\n",
+        true,
+    )
+    .await;
+    h.script(anthropic_text("Hello other."));
+    h.say_in(OTHER, "hi from elsewhere").await;
+    h.call_tools(&[(
+        "toolu_send",
+        "sessions_send",
+        json!({"sessionKey": OTHER, "message": "Tell them the build is green.", "timeoutSeconds": 0}),
+    )])
+    .await;
+    let (answer, is_error) = h.tool_result("toolu_send");
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "accepted");
+    assert_eq!(answer["sessionKey"], OTHER);
+    assert!(h.timers.pending().is_empty(), "nothing waits");
+
+    // The target answers; the requester's one reply step says REPLY_SKIP.
+    let request = h.take_queued().await.remove(0);
+    h.script(anthropic_text("Noted."));
+    h.turns.handle(&request).await.expect("request step");
+    let step = h.take_queued().await;
+    assert_eq!(step.len(), 1, "no waiting call, only the reply step: {step:?}");
+    assert_eq!(step[0].session_key, MAIN);
+    h.script(anthropic_text("REPLY_SKIP"));
+    h.turns.handle(&step[0]).await.expect("reply step");
+
+    // The announce step's reply is posted to the target's own chat, once.
+    let announce = h.take_queued().await;
+    assert_eq!(announce.len(), 1, "{announce:?}");
+    assert_eq!(announce[0].session_key, OTHER);
+    h.script(anthropic_text("The build is green!"));
+    h.turns.handle(&announce[0]).await.expect("announce step");
+    h.turns.handle(&announce[0]).await.expect("redelivered");
+    let posted: Vec<_> = h
+        .receiver
+        .posted()
+        .into_iter()
+        .filter(|posted| posted.body["text"] == "The build is green!")
+        .collect();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(posted[0].body["chat_id"], format!("c-{OTHER}"), "{:?}", posted[0].body);
+    assert!(!posted_texts(&h).contains(&"Noted.".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_that_is_not_answered_in_time_says_timeout_and_a_late_answer_changes_nothing() {
+    let mut h = Harness::new("", "", false).await;
+    let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
+    h.script(anthropic_tool_use(
+        "toolu_send",
+        "sessions_send",
+        json!({"sessionKey": child, "message": "Still there?", "timeoutSeconds": 5}),
+    ));
+    h.say("ping the helper").await;
+    let request = h.take_queued().await.remove(0);
+
+    // WHEN the timer fires before the child answers
+    let timer = h
+        .timers
+        .pending()
+        .into_iter()
+        .find(|timer| timer.timer_id.starts_with("a2a-timeout:"))
+        .expect("a timeout timer");
+    h.script(anthropic_text("The helper did not answer in time."));
+    h.turns.handle(&timer.event).await.expect("timeout");
+    let (answer, is_error) = h.tool_result("toolu_send");
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "timeout");
+    assert_eq!(answer["sessionKey"], child.as_str());
+
+    // THEN the child's late answer is not a second result for the call
+    h.script(anthropic_text("Yes!"));
+    h.turns.handle(&request).await.expect("request step");
+    let late = h.take_queued().await;
+    let calls = h.model.requests_to(MESSAGES).len();
+    let result = late
+        .iter()
+        .find(|event| matches!(event.event, TurnEvent::ToolResult { .. }))
+        .expect("the late answer");
+    h.turns.handle(result).await.expect("late answer");
+    assert_eq!(h.model.requests_to(MESSAGES).len(), calls, "no model call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_outside_the_tree_to_itself_or_to_an_unknown_label_are_refused() {
+    let mut h = Harness::new("", "", false).await;
+    h.script(anthropic_text("Hello other."));
+    h.say_in(OTHER, "hi from elsewhere").await;
+    h.call_tools(&[
+        (
+            "toolu_other",
+            "sessions_send",
+            json!({"sessionKey": OTHER, "message": "hi"}),
+        ),
+        (
+            "toolu_self",
+            "sessions_send",
+            json!({"sessionKey": "main", "message": "hi"}),
+        ),
+        (
+            "toolu_label",
+            "sessions_send",
+            json!({"label": "nobody", "message": "hi"}),
+        ),
+        (
+            "toolu_both",
+            "sessions_send",
+            json!({"label": "x", "sessionKey": OTHER, "message": "hi"}),
+        ),
+    ])
+    .await;
+    let (refused, is_error) = h.tool_result("toolu_other");
+    assert!(is_error);
+    assert_eq!(
+        refused["error"],
+        "Session send visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+    );
+    let (refused, _) = h.tool_result("toolu_self");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("cannot target the calling session")),
+        "{refused}"
+    );
+    let (refused, _) = h.tool_result("toolu_label");
+    assert_eq!(refused["error"], "No session found with label: nobody");
+    let (refused, _) = h.tool_result("toolu_both");
+    assert_eq!(
+        refused["error"],
+        "Provide either sessionKey or label (not both)."
+    );
+    assert!(h.take_queued().await.is_empty(), "nothing was sent");
 }

@@ -41,6 +41,10 @@ pub const SUBAGENT_BOOTSTRAP_FILES: [&str; 2] = ["AGENTS.md", "TOOLS.md"];
 /// transcript records them.
 pub const SUBAGENT_SENDER_ID: &str = "subagent";
 
+/// Who the steps of an agent-to-agent exchange (`sessions_send`) come from, as the
+/// transcript records them: another agent, never the owner.
+pub const A2A_SENDER_ID: &str = "agent-to-agent";
+
 /// A session's sub-agent depth read from its key: how many `:subagent:` segments it has (0
 /// for a top-level session). The runtime prefers the depth stored with the session and the
 /// `spawnedBy` chain; this is the last resort.

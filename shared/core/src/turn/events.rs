@@ -184,6 +184,11 @@ pub enum TurnEvent {
         /// The run.
         run_id: String,
     },
+    /// One step of an agent-to-agent exchange (`sessions_send`, spec
+    /// `openclaw-automation.md` §3.8) for the session that takes it: the request, a
+    /// ping-pong reply step or the closing announce step. Each is a turn of its own, queued
+    /// when the step before it ended; nobody waits for anybody.
+    AgentMessage(Box<AgentMessage>),
     /// The turn function stopped before its deadline with work left, everything persisted;
     /// this picks the session up where the transcript says it stopped. Nothing new is
     /// recorded for it.
@@ -239,6 +244,85 @@ pub struct SubagentStart {
     pub parent_is_internal: bool,
 }
 
+/// One step of an agent-to-agent exchange, for the session that takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentMessage {
+    /// `a2a:<exchange>:<step>`: the queue's and the session's dedup id.
+    pub message_id: String,
+    /// The exchange it belongs to, as far as it has come.
+    pub exchange: A2aExchange,
+    /// Which step this is.
+    pub step: A2aStep,
+    /// What the session's turn is given as its message.
+    pub text: String,
+}
+
+/// An agent-to-agent exchange started by `sessions_send`, carried from step to step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct A2aExchange {
+    /// Unique per `sessions_send` call (the same for a redone call).
+    pub exchange_id: String,
+    /// The session that sent (Agent 1).
+    pub requester_key: String,
+    /// Its agent.
+    pub requester_agent_id: String,
+    /// Its channel, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester_channel: Option<String>,
+    /// The session sent to (Agent 2).
+    pub target_key: String,
+    /// Its agent.
+    pub target_agent_id: String,
+    /// Its channel, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_channel: Option<String>,
+    /// The message sent.
+    pub original: String,
+    /// The target's answer to it, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_one_reply: Option<String>,
+    /// The latest reply of the exchange, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_reply: Option<String>,
+    /// `session.agentToAgent.maxPingPongTurns` when it was sent (0 for a session sending
+    /// to itself).
+    pub max_turns: u32,
+    /// The requester's tool call waiting for the target's answer (`timeoutSeconds` > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_call_id: Option<String>,
+    /// `timeoutSeconds` as given.
+    pub timeout_seconds: u64,
+}
+
+impl A2aExchange {
+    /// The id of its step `step`.
+    pub fn step_id(&self, step: &A2aStep) -> String {
+        let name = match step {
+            A2aStep::Request => "request".to_owned(),
+            A2aStep::Reply { turn } => format!("reply{turn}"),
+            A2aStep::Announce => "announce".to_owned(),
+        };
+        format!("a2a:{}:{name}", self.exchange_id)
+    }
+}
+
+/// A step of an agent-to-agent exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum A2aStep {
+    /// The target answers the message sent.
+    Request,
+    /// Ping-pong turn `turn` (from 1; odd turns are the requester's).
+    Reply {
+        /// The turn.
+        turn: u32,
+    },
+    /// The target decides whether to post to its own chat.
+    Announce,
+}
+
 /// A queued event with the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -270,6 +354,7 @@ impl SessionEvent {
             TurnEvent::SubagentAnnounce { announce_id, .. } => announce_id.clone(),
             TurnEvent::SubagentTimeout { run_id } => format!("subagent-timeout:{run_id}"),
             TurnEvent::SubagentArchive { run_id } => format!("subagent-archive:{run_id}"),
+            TurnEvent::AgentMessage(message) => message.message_id.clone(),
             TurnEvent::CronFire {
                 job_id,
                 slot_ms,

@@ -407,6 +407,10 @@ pub struct SessionMeta {
     /// The sub-agents this session spawned, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildRun>,
+    /// Agent-to-agent steps this session took whose turns have not yet been followed up
+    /// (the next step queued, the answer returned or posted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub a2a_steps: Vec<crate::turn::events::AgentMessage>,
 }
 
 /// A sub-agent session's run (spec `openclaw-automation.md` §3).
@@ -542,6 +546,7 @@ impl SessionState {
                 cron_run: None,
                 subagent: None,
                 children: Vec::new(),
+                a2a_steps: Vec::new(),
             },
             steps: Vec::new(),
             committed_steps: 0,

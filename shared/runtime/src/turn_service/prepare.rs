@@ -168,7 +168,8 @@ impl TurnService {
             | TurnEvent::SubagentStart(_)
             | TurnEvent::SubagentAnnounce { .. }
             | TurnEvent::SubagentTimeout { .. }
-            | TurnEvent::SubagentArchive { .. } => return Ok(None),
+            | TurnEvent::SubagentArchive { .. }
+            | TurnEvent::AgentMessage(_) => return Ok(None),
         }))
     }
 

@@ -1,5 +1,6 @@
 //! The session tools in the turn service (spec `openclaw-automation.md` §3.7–§3.9):
-//! `agents_list`, `sessions_list` and `sessions_history`, run in-process.
+//! `agents_list`, `sessions_list` and `sessions_history`, run in-process, and the target
+//! and visibility check of `sessions_send` (whose exchange is `agent_to_agent.rs`).
 //!
 //! - **What a session sees** follows `tools.sessions.visibility` (default `tree`): itself
 //!   and the sub-agents it spawned, found by walking the `children` its meta records (and
@@ -25,9 +26,10 @@ use clawless_core::subagents::control::{
     AGENTS_LIST_TOOL_NAME, ConfiguredAgent, agents_list_json, agents_list_tool_spec,
 };
 use clawless_core::subagents::sessions_tools::{
-    ListRequest, SESSIONS_HISTORY, SESSIONS_LIST, SessionAction, SessionKind, check_visibility,
-    history_message_json, history_page, parse_history_call, parse_list_call, resolve_session_alias,
-    sessions_history_tool_spec, sessions_list_tool_spec,
+    ListRequest, SESSIONS_HISTORY, SESSIONS_LIST, SESSIONS_SEND, SendTarget, SessionAction,
+    SessionKind, check_visibility, history_message_json, history_page, no_session_with_label,
+    parse_history_call, parse_list_call, resolve_session_alias, sessions_history_tool_spec,
+    sessions_list_tool_spec, sessions_send_tool_spec,
 };
 use clawless_core::tools::ToolOutput;
 use clawless_core::transcript::ToolCall;
@@ -40,7 +42,8 @@ use super::{TurnError, TurnService};
 /// The most sessions one call reads while walking a spawned tree.
 const MAX_TREE_SESSIONS: usize = 200;
 
-/// The session tools, by name.
+/// The session tools that run in-process, by name (`sessions_send` waits for its answer
+/// like a node's tool: see `agent_to_agent.rs`).
 const SESSION_TOOLS: [&str; 3] = [AGENTS_LIST_TOOL_NAME, SESSIONS_LIST, SESSIONS_HISTORY];
 
 /// Which session tools `routing` offers this turn.
@@ -62,7 +65,7 @@ impl TurnService {
     pub(super) fn session_tool_candidates(&self) -> Vec<&'static str> {
         let mut names = Vec::new();
         if self.subagent_queue.is_some() {
-            names.push(AGENTS_LIST_TOOL_NAME);
+            names.extend([AGENTS_LIST_TOOL_NAME, SESSIONS_SEND]);
         }
         if self.subagent_queue.is_some() || self.session_lister.is_some() {
             names.extend([SESSIONS_LIST, SESSIONS_HISTORY]);
@@ -79,6 +82,7 @@ impl TurnService {
             AGENTS_LIST_TOOL_NAME => Some(agents_list_tool_spec()),
             SESSIONS_LIST => Some(sessions_list_tool_spec()),
             SESSIONS_HISTORY => Some(sessions_history_tool_spec()),
+            SESSIONS_SEND => Some(sessions_send_tool_spec()),
             _ => None,
         }
     }
@@ -233,6 +237,71 @@ impl TurnService {
             .collect();
         let page = history_page(messages, request.limit, request.include_tools);
         Ok(page.to_json(&target))
+    }
+
+    /// The session a `sessions_send` goes to (by key or label) with its meta, once it passes
+    /// the visibility check; the refusal as the tool's answer otherwise. A session cannot
+    /// send to itself.
+    pub(super) async fn send_target(
+        &self,
+        target: &SendTarget,
+        state: &SessionState,
+    ) -> Result<(String, SessionMeta), Value> {
+        let visibility = self.config().tools.session_visibility();
+        let a2a = self.config().tools.agent_to_agent();
+        let caller = state.key.as_str();
+        let (key, meta, tree) = match target {
+            SendTarget::Key(given) => {
+                let key = resolve_session_alias(given, &state.meta.agent_id);
+                let tree = if visibility == SessionVisibility::SelfOnly || key == caller {
+                    BTreeMap::new()
+                } else {
+                    self.spawned_tree(state).await.map_err(store_error)?
+                };
+                let meta = match tree.get(&key) {
+                    Some(seen) => Some(seen.meta.clone()),
+                    None if key == caller => Some(state.meta.clone()),
+                    None => self
+                        .load(&key)
+                        .await
+                        .map_err(store_error)?
+                        .map(|loaded| loaded.meta),
+                };
+                let tree: BTreeSet<String> = tree.keys().cloned().collect();
+                let meta = meta.ok_or_else(|| error_json(&format!("Session not found: {key}")))?;
+                (key, meta, tree)
+            }
+            SendTarget::Label { label, agent_id } => {
+                let seen = self
+                    .candidates(state, visibility)
+                    .await
+                    .map_err(store_error)?;
+                let tree = self.tree_keys(state, &seen);
+                let agent_id = agent_id.as_deref().unwrap_or(&state.meta.agent_id);
+                let found = seen.into_iter().find(|(key, session)| {
+                    let labelled = session
+                        .meta
+                        .subagent
+                        .as_ref()
+                        .and_then(|run| run.start.label.as_deref())
+                        .is_some_and(|own| own.trim().eq_ignore_ascii_case(label.trim()));
+                    labelled
+                        && clawless_core::subagents::agent_id_of_key(key)
+                            .is_some_and(|id| id.eq_ignore_ascii_case(agent_id))
+                });
+                let (key, session) =
+                    found.ok_or_else(|| error_json(&no_session_with_label(label)))?;
+                (key, session.meta, tree)
+            }
+        };
+        visible(SessionAction::Send, visibility, caller, &key, &tree, &a2a)
+            .map_err(|error| json!({"status": "forbidden", "error": error}))?;
+        if key == caller {
+            return Err(error_json(
+                "sessions_send cannot target the calling session: answer in this turn instead.",
+            ));
+        }
+        Ok((key, meta))
     }
 
     /// The sessions `sessions_list` considers before the visibility check: the caller, the
@@ -467,7 +536,7 @@ fn last_messages(state: &SessionState, limit: u64) -> Vec<Value> {
 }
 
 /// The channel a session talks on; `internal` for sub-agents and sessions without a chat.
-fn channel_of(meta: &SessionMeta) -> String {
+pub(super) fn channel_of(meta: &SessionMeta) -> String {
     match &meta.chat {
         Some(chat) if meta.subagent.is_none() && !chat.channel.trim().is_empty() => {
             chat.channel.clone()
@@ -493,7 +562,7 @@ fn status_of(meta: &SessionMeta) -> &'static str {
 }
 
 /// `{status:"error", error}`.
-fn error_json(error: &str) -> Value {
+pub(super) fn error_json(error: &str) -> Value {
     json!({"status": "error", "error": error})
 }
 

@@ -658,6 +658,18 @@ impl TurnService {
         let Some(queue) = &self.subagent_queue else {
             return Ok(false);
         };
+        // An orchestrator whose own children still run waits for them (spec §3.5): each of
+        // their announces is a turn here, and the announce goes up once the last has settled.
+        if run.status == "running"
+            && state
+                .meta
+                .children
+                .iter()
+                .any(|child| child.status == "running")
+        {
+            tracing::info!(session = %state.key, "sub-agent's announce waits for its own children");
+            return Ok(false);
+        }
         let now = self.deps.clock.now_ms();
         let mut result = child_result(state);
         if run.status == "timeout" {
