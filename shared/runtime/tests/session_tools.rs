@@ -591,7 +591,10 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
             && child_prompt.contains(&format!("Agent 2 (target) session: {child}.")),
         "{child_prompt}"
     );
-    assert!(!h.offered(before_send + 1).contains(&"sessions_send".to_owned()));
+    assert!(
+        !h.offered(before_send + 1)
+            .contains(&"sessions_send".to_owned())
+    );
     // A redelivered request is taken once.
     h.turns.handle(&request).await.expect("redelivered request");
     assert_eq!(h.model.requests_to(MESSAGES).len(), before_send + 2);
@@ -609,7 +612,10 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     assert_eq!(answer["status"], "ok");
     assert_eq!(answer["reply"], "a.txt, b.txt and c.txt");
     assert_eq!(answer["sessionKey"], child.as_str());
-    assert_eq!(answer["delivery"], json!({"status": "pending", "mode": "announce"}));
+    assert_eq!(
+        answer["delivery"],
+        json!({"status": "pending", "mode": "announce"})
+    );
 
     // WHEN the ping-pong goes on: the parent's turn 1, the child's turn 2 (the last)
     h.script(anthropic_text("Are they all text files?"));
@@ -648,7 +654,11 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
         posted.contains(&"The helper counted a.txt, b.txt and c.txt.".to_owned()),
         "{posted:?}"
     );
-    for said in ["Are they all text files?", "Yes, all three.", "ANNOUNCE_SKIP"] {
+    for said in [
+        "Are they all text files?",
+        "Yes, all three.",
+        "ANNOUNCE_SKIP",
+    ] {
         assert!(!posted.contains(&said.to_owned()), "{said}: {posted:?}");
     }
 }
@@ -680,7 +690,11 @@ async fn a_send_without_waiting_is_accepted_and_the_targets_announce_reaches_its
     h.script(anthropic_text("Noted."));
     h.turns.handle(&request).await.expect("request step");
     let step = h.take_queued().await;
-    assert_eq!(step.len(), 1, "no waiting call, only the reply step: {step:?}");
+    assert_eq!(
+        step.len(),
+        1,
+        "no waiting call, only the reply step: {step:?}"
+    );
     assert_eq!(step[0].session_key, MAIN);
     h.script(anthropic_text("REPLY_SKIP"));
     h.turns.handle(&step[0]).await.expect("reply step");
@@ -699,7 +713,12 @@ async fn a_send_without_waiting_is_accepted_and_the_targets_announce_reaches_its
         .filter(|posted| posted.body["text"] == "The build is green!")
         .collect();
     assert_eq!(posted.len(), 1, "{posted:?}");
-    assert_eq!(posted[0].body["chat_id"], format!("c-{OTHER}"), "{:?}", posted[0].body);
+    assert_eq!(
+        posted[0].body["chat_id"],
+        format!("c-{OTHER}"),
+        "{:?}",
+        posted[0].body
+    );
     assert!(!posted_texts(&h).contains(&"Noted.".to_owned()));
 }
 

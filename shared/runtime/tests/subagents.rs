@@ -562,3 +562,84 @@ async fn a_child_killed_before_it_starts_never_runs() {
     let killed = h.model.requests_to(MESSAGES)[calls - 1].raw_body.clone();
     assert!(killed.contains("killed 1 subagents."), "{killed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_commands_list_inspect_and_kill_children_without_the_model() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("a long job").await;
+    h.script(anthropic_text("Working on it."));
+    h.turns.handle(&start).await.expect("child");
+    let announce = h.take_queued().await.remove(0);
+    h.script(anthropic_text("The helper is done."));
+    h.turns.handle(&announce).await.expect("announce");
+    let calls = h.model_calls();
+
+    h.say("/subagents list").await;
+    h.say("/subagents info 1").await;
+    h.say("/subagents log helper").await;
+    h.say("/subagents frobnicate").await;
+    h.say("/kill all").await;
+
+    assert_eq!(h.model_calls(), calls, "commands never reach the model");
+    let texts = h.chat_texts();
+    let answers = &texts[texts.len() - 5..];
+    assert!(
+        answers[0].contains("recent (last 30m):") && answers[0].contains("helper"),
+        "{answers:?}"
+    );
+    assert!(
+        answers[1].contains(&format!("session: {}", start.session_key)),
+        "{answers:?}"
+    );
+    assert!(
+        answers[2].contains("assistant: Working on it.")
+            && answers[2].contains("[Subagent Task]: a long job"),
+        "{answers:?}"
+    );
+    assert!(
+        answers[3].starts_with("Usage: /subagents list"),
+        "{answers:?}"
+    );
+    assert_eq!(answers[4], "no running subagents to kill.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrators_announce_waits_for_its_own_children() {
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n").await;
+    let start = h.spawn("orchestrate").await;
+    // The child spawns a grandchild, then ends its turn.
+    h.script(anthropic_tool_use(
+        "toolu_grand",
+        "sessions_spawn",
+        json!({"task": "dig", "label": "digger"}),
+    ));
+    h.script(anthropic_text("Waiting for the digger."));
+    h.turns.handle(&start).await.expect("child");
+    let queued = h.take_queued().await;
+    assert_eq!(queued.len(), 1, "only the grandchild's start: {queued:?}");
+    let grand_start = &queued[0];
+    assert!(matches!(grand_start.event, TurnEvent::SubagentStart(_)));
+
+    // WHEN the grandchild finishes, its announce goes to the child
+    h.script(anthropic_text("Found 7 holes."));
+    h.turns.handle(grand_start).await.expect("grandchild");
+    let announce = h.take_queued().await;
+    assert_eq!(announce.len(), 1, "{announce:?}");
+    assert_eq!(announce[0].session_key, start.session_key);
+
+    // THEN the child's turn on it ends the wait, and its own announce goes up with it
+    h.script(anthropic_text("All done: 7 holes."));
+    h.turns
+        .handle(&announce[0])
+        .await
+        .expect("child takes the announce");
+    let up = h.take_queued().await;
+    assert_eq!(up.len(), 1, "{up:?}");
+    assert_eq!(up[0].session_key, MAIN);
+    match &up[0].event {
+        TurnEvent::SubagentAnnounce { text, .. } => {
+            assert!(text.contains("All done: 7 holes."), "{text}");
+        }
+        other => panic!("not an announce: {other:?}"),
+    }
+}

@@ -113,6 +113,71 @@ pub enum SubagentsAction {
         /// The message.
         message: String,
     },
+    /// One run's details (`/subagents info`).
+    Info {
+        /// The target as given.
+        target: String,
+    },
+    /// One run's latest messages (`/subagents log`).
+    Log {
+        /// The target as given.
+        target: String,
+        /// How many messages (1–50, default 10).
+        limit: usize,
+    },
+    /// The chat commands' usage (`/subagents` with something it does not know).
+    Help,
+}
+
+/// The chat commands' usage.
+pub const SUBAGENTS_COMMAND_USAGE: &str = "Usage: /subagents list | kill <id|#|all> | steer <id|#> <message> | info <id|#> | log <id|#> [limit]. Also /kill <id|#|all> and /steer <id|#> <message>.";
+
+/// Messages `/subagents log` shows when no limit is given.
+pub const DEFAULT_LOG_LIMIT: usize = 10;
+
+/// The most messages `/subagents log` shows.
+pub const MAX_LOG_LIMIT: usize = 50;
+
+/// `/subagents …`, `/kill …` and `/steer …` (spec §3.11) as the `subagents` call they stand
+/// for; `None` when `body` (a command, mentions already stripped) is none of them. A
+/// sub-command it does not know, or one missing its target or message, asks for the usage.
+pub fn parse_subagents_command(body: &str) -> Option<Value> {
+    let body = body.trim();
+    let (command, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+    // `/subagents@SomeBot` in Telegram groups.
+    let command = command
+        .split('@')
+        .next()
+        .unwrap_or(command)
+        .to_ascii_lowercase();
+    let rest = rest.trim();
+    let (action, rest) = match command.as_str() {
+        "/subagents" => {
+            let (action, rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            (action.to_ascii_lowercase(), rest.trim())
+        }
+        "/kill" => ("kill".to_owned(), rest),
+        "/steer" => ("steer".to_owned(), rest),
+        _ => return None,
+    };
+    let (target, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let tail = tail.trim();
+    let help = json!({"action": "help"});
+    Some(match action.as_str() {
+        "" | "list" => json!({"action": "list"}),
+        "kill" | "info" if !target.is_empty() => json!({"action": action, "target": target}),
+        "steer" if !target.is_empty() && !tail.is_empty() => {
+            json!({"action": "steer", "target": target, "message": tail})
+        }
+        "log" if !target.is_empty() => match tail {
+            "" => json!({"action": "log", "target": target}),
+            limit => match limit.parse::<u64>() {
+                Ok(limit) => json!({"action": "log", "target": target, "limit": limit}),
+                Err(_) => help,
+            },
+        },
+        _ => help,
+    })
 }
 
 /// Reads a `subagents` call. `kill` and `steer` need a `target` (`target required`), `steer`
@@ -144,6 +209,18 @@ pub fn parse_subagents_call(args: &Value) -> Result<SubagentsAction, String> {
                 .map(str::to_owned)
                 .ok_or("message required")?,
         }),
+        "info" => Ok(SubagentsAction::Info {
+            target: text("target").ok_or("target required")?,
+        }),
+        "log" => Ok(SubagentsAction::Log {
+            target: text("target").ok_or("target required")?,
+            limit: args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .and_then(|limit| usize::try_from(limit).ok())
+                .map_or(DEFAULT_LOG_LIMIT, |limit| limit.clamp(1, MAX_LOG_LIMIT)),
+        }),
+        "help" => Ok(SubagentsAction::Help),
         other => Err(format!("Unknown action: {other}")),
     }
 }
@@ -218,6 +295,24 @@ pub struct RunView {
 }
 
 impl RunView {
+    /// `/subagents info`: the run's details, one per line.
+    pub fn info_text(&self) -> String {
+        let mut lines = vec![
+            format!("{} ({})", self.display_name(), self.status.as_str()),
+            format!("session: {}", self.session_key),
+            format!("run: {}", self.run_id),
+            format!("task: {}", self.task.trim()),
+            format!(
+                "runtime: {}",
+                super::announce::format_duration_short(self.runtime_ms)
+            ),
+        ];
+        if let Some(model) = &self.model {
+            lines.push(format!("model: {model}"));
+        }
+        lines.join("\n")
+    }
+
     /// The label, else the task.
     pub fn display_name(&self) -> &str {
         self.label
@@ -592,6 +687,76 @@ fn shorten(text: &str, max: usize) -> String {
     let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod command_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn chat_commands_stand_for_subagents_calls() {
+        let parse = |body: &str| parse_subagents_command(body);
+        assert_eq!(parse("/subagents"), Some(json!({"action": "list"})));
+        assert_eq!(parse("/subagents list"), Some(json!({"action": "list"})));
+        assert_eq!(
+            parse("/subagents kill 2"),
+            Some(json!({"action": "kill", "target": "2"}))
+        );
+        assert_eq!(
+            parse("/kill all"),
+            Some(json!({"action": "kill", "target": "all"}))
+        );
+        assert_eq!(
+            parse("/steer helper  look in /tmp too "),
+            Some(json!({"action": "steer", "target": "helper", "message": "look in /tmp too"}))
+        );
+        assert_eq!(
+            parse("/subagents@ClawBot info last"),
+            Some(json!({"action": "info", "target": "last"}))
+        );
+        assert_eq!(
+            parse("/subagents log 1 5"),
+            Some(json!({"action": "log", "target": "1", "limit": 5}))
+        );
+        for usage in [
+            "/subagents kill",
+            "/steer helper",
+            "/subagents log 1 many",
+            "/subagents spawn x",
+        ] {
+            assert_eq!(parse(usage), Some(json!({"action": "help"})), "{usage}");
+        }
+        assert_eq!(parse("/status"), None);
+        assert_eq!(parse("/killjoy"), None);
+    }
+
+    #[test]
+    fn info_and_log_calls_read_their_target_and_limit() {
+        assert_eq!(
+            parse_subagents_call(&json!({"action": "log", "target": "1", "limit": 500})),
+            Ok(SubagentsAction::Log {
+                target: "1".to_owned(),
+                limit: MAX_LOG_LIMIT
+            })
+        );
+        assert_eq!(
+            parse_subagents_call(&json!({"action": "log", "target": "x"})),
+            Ok(SubagentsAction::Log {
+                target: "x".to_owned(),
+                limit: DEFAULT_LOG_LIMIT
+            })
+        );
+        assert_eq!(
+            parse_subagents_call(&json!({"action": "info"})),
+            Err("target required".to_owned())
+        );
+        assert_eq!(
+            parse_subagents_call(&json!({"action": "help"})),
+            Ok(SubagentsAction::Help)
+        );
+    }
 }
 
 #[cfg(test)]

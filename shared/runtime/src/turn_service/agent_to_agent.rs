@@ -21,7 +21,6 @@
 //!   another agent, not the owner), a session cannot send to itself, and a step that never
 //!   ends (say, an exec awaiting approval) holds the exchange rather than being cut off.
 
-use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery};
 use clawless_core::session::key::ChatType;
 use clawless_core::subagents::A2A_SENDER_ID;
 use clawless_core::subagents::sessions_tools::{
@@ -175,14 +174,7 @@ impl TurnService {
             sender_is_owner: false,
         };
         let mut prepared = PreparedMessage::plain(inbound);
-        prepared.heartbeat_delivery = Some(HeartbeatDelivery {
-            slot_ms: None,
-            ack_max_chars: 0,
-            show_ok: false,
-            show_alerts: false,
-            target: AlertTarget::TargetNone,
-            cron_run: true,
-        });
+        prepared.heartbeat_delivery = Some(super::subagents::to_no_chat());
         Some(Incoming::Message(Box::new(prepared)))
     }
 
@@ -374,14 +366,17 @@ fn step_event(exchange: A2aExchange, step: A2aStep, text: String) -> SessionEven
 /// How the turn that took step `message_id` ended: its latest visible assistant text, or
 /// its model's failure.
 fn step_reply(state: &SessionState, message_id: &str) -> StepReply {
-    let Some(start) = state.steps.iter().position(|step| {
-        matches!(&step.body, StepBody::Inbound { message_id: id, .. } if id == message_id)
-    }) else {
+    let Some(start) = state.steps.iter().position(
+        |step| matches!(&step.body, StepBody::Inbound { message_id: id, .. } if id == message_id),
+    ) else {
         return StepReply::Text(String::new());
     };
     let turn = state.steps[start].turn;
     let mut text = String::new();
-    for step in state.steps[start..].iter().take_while(|step| step.turn == turn) {
+    for step in state.steps[start..]
+        .iter()
+        .take_while(|step| step.turn == turn)
+    {
         match &step.body {
             StepBody::Assistant { content, .. } => {
                 let said: Vec<&str> = content

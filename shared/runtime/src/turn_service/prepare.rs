@@ -1,6 +1,7 @@
 //! Turning a queued event into engine input: slash commands (the session's own `/new`,
-//! `/reset`, `/compact` and `/status`, then `/approve` and skill commands), daily and idle
-//! resets found when a message arrives, node results and approval timeouts.
+//! `/reset`, `/compact`, `/status` and the sub-agent commands, then `/approve` and skill
+//! commands), daily and idle resets found when a message arrives, node results and approval
+//! timeouts.
 //! What a command means is decided by core functions (`clawless_core::session::reset`,
 //! `clawless_core::turn::prepare`); this module reads what they need (memory notes for a
 //! bare reset's startup context, skill command specs) and builds the engine's event.
@@ -191,7 +192,8 @@ impl TurnService {
         }))
     }
 
-    /// `/new`, `/reset`, `/compact` and `/status` from a sender allowed to use them (anyone
+    /// `/new`, `/reset`, `/compact`, `/status` and the sub-agent commands (`/subagents …`,
+    /// `/kill`, `/steer`) from a sender allowed to use them (anyone
     /// in a direct chat, since ingress admits only authorised senders; the owner in groups).
     /// `Some(None)` for such a command from anyone else: ignored, without a reply.
     async fn session_command(
@@ -258,6 +260,18 @@ impl TurnService {
             prepared.dispatch = Some(CommandDispatch {
                 tool_name: "session_status".to_owned(),
                 params: serde_json::json!({}),
+            });
+            prepared
+        } else if let Some(params) =
+            clawless_core::subagents::control::parse_subagents_command(body)
+        {
+            if !allowed {
+                return Ok(Some(None));
+            }
+            let mut prepared = PreparedMessage::plain(message.clone());
+            prepared.dispatch = Some(CommandDispatch {
+                tool_name: clawless_core::subagents::control::SUBAGENTS_TOOL_NAME.to_owned(),
+                params,
             });
             prepared
         } else {

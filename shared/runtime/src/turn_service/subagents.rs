@@ -172,6 +172,27 @@ impl TurnService {
         call: &ToolCall,
         state: &mut SessionState,
     ) -> ToolOutput {
+        let output = self.subagents_answer(call, state).await;
+        if !call
+            .id
+            .starts_with(clawless_core::turn::COMMAND_CALL_PREFIX)
+        {
+            return output;
+        }
+        // A chat command (`/subagents …`, `/kill`, `/steer`) answers in words.
+        let answer: serde_json::Value = serde_json::from_str(&output.text).unwrap_or_default();
+        let text = answer["text"]
+            .as_str()
+            .or_else(|| answer["error"].as_str())
+            .map_or_else(|| output.text.clone(), str::to_owned);
+        ToolOutput {
+            text,
+            is_error: output.is_error,
+        }
+    }
+
+    /// [`TurnService::run_subagents_tool`]'s answer as the tool gives it (JSON).
+    async fn subagents_answer(&self, call: &ToolCall, state: &mut SessionState) -> ToolOutput {
         use clawless_core::subagents::control::{
             SubagentsAction, already_finished_text, is_kill_all, kill_all_text, kill_json,
             kill_text, parse_subagents_call, resolve_target, split_runs, subagents_error_json,
@@ -252,7 +273,85 @@ impl TurnService {
             SubagentsAction::Steer { target, message } => {
                 self.steer(call, state, &target, &message, now).await
             }
+            SubagentsAction::Info { target } => {
+                let lists = split_runs(views(state), now, 24 * 60);
+                match resolve_target(&target, &lists.active, &lists.recent) {
+                    Ok(run) => ToolOutput::ok(
+                        serde_json::json!({"status": "ok", "action": "info", "text": run.info_text()})
+                            .to_string(),
+                    ),
+                    Err(error) => ToolOutput::error(subagents_error_json(&error).to_string()),
+                }
+            }
+            SubagentsAction::Log { target, limit } => {
+                let lists = split_runs(views(state), now, 24 * 60);
+                let run = match resolve_target(&target, &lists.active, &lists.recent) {
+                    Ok(run) => run.clone(),
+                    Err(error) => {
+                        return ToolOutput::error(subagents_error_json(&error).to_string());
+                    }
+                };
+                match self.child_log(&run.session_key, limit).await {
+                    Ok(text) => ToolOutput::ok(
+                        serde_json::json!({"status": "ok", "action": "log", "text": text})
+                            .to_string(),
+                    ),
+                    Err(err) => ToolOutput::error(
+                        subagents_error_json(&format!("log unavailable: {err}")).to_string(),
+                    ),
+                }
+            }
+            SubagentsAction::Help => ToolOutput::ok(
+                serde_json::json!({
+                    "status": "ok",
+                    "action": "help",
+                    "text": clawless_core::subagents::control::SUBAGENTS_COMMAND_USAGE
+                })
+                .to_string(),
+            ),
         }
+    }
+
+    /// `/subagents log`: the child's latest `limit` user and assistant messages, a line each
+    /// (long ones cut).
+    async fn child_log(&self, child_key: &str, limit: usize) -> Result<String, TurnError> {
+        const LINE_CHARS: usize = 500;
+        let key = clawless_core::session::SessionKey::parse(child_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad child key {child_key:?}")))?;
+        let Some(stored) = self.deps.sessions.load_live(&key).await? else {
+            return Ok("(not started yet)".to_owned());
+        };
+        let child = SessionState::from_stored(key, &stored)?;
+        let lines: Vec<String> = child
+            .messages()
+            .iter()
+            .map(clawless_core::subagents::sessions_tools::history_message_json)
+            .filter_map(|message| {
+                let role = message["role"].as_str()?.to_owned();
+                let text: Vec<&str> = message["content"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|block| block["text"].as_str())
+                    .collect();
+                let text = text
+                    .join(" ")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if text.is_empty() || !matches!(role.as_str(), "user" | "assistant") {
+                    return None;
+                }
+                let cut: String = text.chars().take(LINE_CHARS).collect();
+                let more = if cut.len() < text.len() { "…" } else { "" };
+                Some(format!("{role}: {cut}{more}"))
+            })
+            .collect();
+        let start = lines.len().saturating_sub(limit);
+        Ok(if lines.is_empty() {
+            "(no messages)".to_owned()
+        } else {
+            lines[start..].join("\n")
+        })
     }
 
     /// `subagents steer`: the child's current run stops at its next step (its announce
@@ -626,14 +725,7 @@ impl TurnService {
         };
         let mut prepared = PreparedMessage::plain(message);
         // Its final answer is its result, for the parent: nothing is sent to any chat.
-        prepared.heartbeat_delivery = Some(HeartbeatDelivery {
-            slot_ms: None,
-            ack_max_chars: 0,
-            show_ok: false,
-            show_alerts: false,
-            target: AlertTarget::TargetNone,
-            cron_run: true,
-        });
+        prepared.heartbeat_delivery = Some(to_no_chat());
         Some(Incoming::Message(Box::new(prepared)))
     }
 
@@ -728,7 +820,26 @@ impl TurnService {
             text: announce.text.to_owned(),
             sender_is_owner: state.meta.sender_is_owner,
         };
-        Some(Incoming::Message(Box::new(PreparedMessage::plain(message))))
+        let mut prepared = PreparedMessage::plain(message);
+        if state.meta.subagent.is_some() {
+            // An orchestrator's turn on its child's result is internal: what it says becomes
+            // its own result, announced once its last child has settled.
+            prepared.heartbeat_delivery = Some(to_no_chat());
+        }
+        Some(Incoming::Message(Box::new(prepared)))
+    }
+}
+
+/// The reply rules of a turn whose answer goes to no chat (a sub-agent's, an
+/// agent-to-agent step's): its final text stays in the transcript, for whoever reads it.
+pub(super) fn to_no_chat() -> HeartbeatDelivery {
+    HeartbeatDelivery {
+        slot_ms: None,
+        ack_max_chars: 0,
+        show_ok: false,
+        show_alerts: false,
+        target: AlertTarget::TargetNone,
+        cron_run: true,
     }
 }
 
