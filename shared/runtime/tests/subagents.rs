@@ -474,6 +474,26 @@ async fn a_finished_child_is_archived_by_its_timer_and_stays_readable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_spawned_with_cleanup_delete_is_archived_when_it_reports() {
+    let mut h = Harness::new("").await;
+    h.script(anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "one-off", "cleanup": "delete"}),
+    ));
+    h.script(anthropic_text("On it."));
+    h.say("delegate a one-off").await;
+    let start = h.take_queued().await.remove(0);
+    h.script(anthropic_text("Done."));
+    h.turns.handle(&start).await.expect("child");
+    let child = h.state(&start.session_key).await;
+    let run = child.meta.subagent.expect("a run");
+    assert!(run.announced && run.archived, "{run:?}");
+    assert!(child.steps.len() >= 2, "its transcript stays");
+    assert_eq!(h.take_queued().await.len(), 1, "and it was announced");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
     let mut h = Harness::new("").await;
     let start = h.spawn("count the red cars").await;

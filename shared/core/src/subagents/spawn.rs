@@ -104,7 +104,7 @@ pub fn sessions_spawn_schema() -> Value {
             "runTimeoutSeconds": {"type": "number", "minimum": 0, "description": "Stop the run after this many seconds (0: no limit)."},
             "thread": {"type": "boolean", "description": "Bind the sub-agent to a chat thread (needs a channel that supports it)."},
             "mode": {"type": "string", "enum": ["run", "session"], "description": "run: one-shot (default); session: persistent, needs thread=true."},
-            "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "delete the sub-agent's session after it reports, or keep it (default)."},
+            "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "delete: the sub-agent's session is archived (no longer listed) as soon as it reports; keep (default): archived later."},
             "sandbox": {"type": "string", "enum": ["inherit", "require"], "description": "inherit (default) or require a sandboxed runtime."},
             "lightContext": {"type": "boolean", "description": "Start the sub-agent with a lighter context (fewer workspace files)."}
         },
@@ -138,7 +138,8 @@ impl SpawnMode {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SpawnCleanup {
-    /// Deleted (with its transcript) right after the announce.
+    /// Gone right after the announce: OpenClaw deletes the session and its transcript;
+    /// clawless archives it then (unlisted, its transcript still readable), losing nothing.
     Delete,
     /// Kept, and archived after `archiveAfterMinutes`.
     #[default]

@@ -242,6 +242,10 @@ pub struct SubagentStart {
     /// internal update, not a message for the user).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parent_is_internal: bool,
+    /// `cleanup: "delete"`: the child is archived as soon as its result is announced (its
+    /// transcript stays, never deleted: clawless loses nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archive_when_announced: bool,
 }
 
 /// One step of an agent-to-agent exchange, for the session that takes it.

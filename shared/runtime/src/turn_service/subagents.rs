@@ -140,6 +140,8 @@ impl TurnService {
             parent_is_internal: state.meta.subagent.is_some()
                 || (clawless_core::subagents::announce::requester_is_internal(state.key.as_str())
                     && !is_cron_session_key(state.key.as_str())),
+            archive_when_announced: plan.cleanup
+                == clawless_core::subagents::spawn::SpawnCleanup::Delete,
         };
         let event = start_event(start, &plan.child_session_key, &plan.target_agent_id);
         if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
@@ -511,6 +513,7 @@ impl TurnService {
                 light_context: false,
                 timeout_ms: None,
                 parent_is_internal: false,
+                archive_when_announced: false,
             },
             started_at_ms: now,
             ended_at_ms: Some(now),
@@ -772,6 +775,7 @@ impl TurnService {
         tracing::info!(child = %state.key, parent = %run.start.parent_key, run_id = %run.start.run_id, status = %result.status, "sub-agent result announced to its parent");
         if let Some(run) = state.meta.subagent.as_mut() {
             run.announced = true;
+            run.archived = run.start.archive_when_announced;
             run.ended_at_ms = Some(now);
             run.status = match result.status.as_str() {
                 "ok" => "done".to_owned(),
