@@ -663,3 +663,47 @@ async fn an_orchestrators_announce_waits_for_its_own_children() {
         other => panic!("not an announce: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_an_orchestrator_kills_its_children_too() {
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n").await;
+    let start = h.spawn("orchestrate").await;
+    h.script(anthropic_tool_use(
+        "toolu_grand",
+        "sessions_spawn",
+        json!({"task": "dig", "label": "digger"}),
+    ));
+    h.script(anthropic_text("Waiting for the digger."));
+    h.turns.handle(&start).await.expect("child");
+    let grand_start = h.take_queued().await.remove(0);
+
+    h.script(anthropic_tool_use(
+        "toolu_kill",
+        "subagents",
+        json!({"action": "kill", "target": "helper"}),
+    ));
+    h.script(anthropic_text("Stopped."));
+    h.say("stop everything").await;
+    let killed = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(
+        killed.contains("killed helper (+ 1 descendants)."),
+        "{killed}"
+    );
+
+    // The grandchild, killed before it started, never runs.
+    let calls = h.model_calls();
+    h.turns
+        .handle(&grand_start)
+        .await
+        .expect("grandchild start");
+    assert_eq!(h.model_calls(), calls);
+    let grandchild = h.state(&grand_start.session_key).await;
+    assert_eq!(grandchild.meta.subagent.expect("a run").status, "killed");
+    assert!(h.take_queued().await.is_empty(), "nothing announced");
+}

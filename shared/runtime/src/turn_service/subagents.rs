@@ -239,6 +239,7 @@ impl TurnService {
                     }
                 };
                 let mut killed = Vec::new();
+                let mut descendants = 0;
                 let parent_key = state.key.to_string();
                 for run_id in &targets {
                     let Some(child) = state.meta.children.iter().find(|c| c.run_id == *run_id)
@@ -246,7 +247,10 @@ impl TurnService {
                         continue;
                     };
                     match self.mark_killed(child, &parent_key).await {
-                        Ok(()) => killed.push(run_id.clone()),
+                        Ok(()) => {
+                            killed.push(run_id.clone());
+                            descendants += self.kill_descendants(&child.child_key).await;
+                        }
                         Err(err) => {
                             tracing::warn!(child = %child.child_key, error = %err, "sub-agent not killed");
                         }
@@ -268,7 +272,7 @@ impl TurnService {
                         .iter()
                         .chain(&lists.active)
                         .find(|run| killed.contains(&run.run_id))
-                        .map_or_else(|| kill_all_text(0), |run| kill_text(run, 0))
+                        .map_or_else(|| kill_all_text(0), |run| kill_text(run, descendants))
                 };
                 ToolOutput::ok(kill_json(&text).to_string())
             }
@@ -531,6 +535,46 @@ impl TurnService {
                 .await
                 .map(|_| ()),
         }
+    }
+
+    /// Kills the running sub-agents below `child_key` (its children, theirs, …), so a kill
+    /// stops the whole subtree and nothing of it is announced. Returns how many were killed.
+    async fn kill_descendants(&self, child_key: &str) -> u32 {
+        let mut killed = 0;
+        let mut parents = vec![child_key.to_owned()];
+        while let Some(parent) = parents.pop() {
+            let Some(key) = clawless_core::session::SessionKey::parse(&parent) else {
+                continue;
+            };
+            let stored = match self.deps.sessions.load_live(&key).await {
+                Ok(Some(stored)) => stored,
+                Ok(None) => continue,
+                Err(err) => {
+                    tracing::warn!(session = %parent, error = %err, "descendants not killed");
+                    continue;
+                }
+            };
+            let Ok(session) = SessionState::from_stored(key, &stored) else {
+                continue;
+            };
+            for child in session
+                .meta
+                .children
+                .iter()
+                .filter(|child| child.status == "running")
+            {
+                match self.mark_killed(child, &parent).await {
+                    Ok(()) => {
+                        killed += 1;
+                        parents.push(child.child_key.clone());
+                    }
+                    Err(err) => {
+                        tracing::warn!(child = %child.child_key, error = %err, "descendant not killed");
+                    }
+                }
+            }
+        }
+        killed
     }
 
     /// A killed or timed-out child goes no further: the turn it was in is closed without
