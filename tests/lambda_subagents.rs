@@ -1,9 +1,10 @@
 //! Sub-agents through the deployed code: the real `webhook` and `turn` Lambda binaries under
 //! `cargo lambda watch`, with DynamoDB, S3 and SQS on moto, and a scripted model answering
 //! by content. A message makes the parent spawn a child → the child's start is on the FIFO
-//! turn queue in its own group → the turn function runs the child → its announce is on the
-//! queue in the parent's group → the turn function runs the parent, whose relay reaches the
-//! chat once. A redelivered announce changes nothing.
+//! sub-agent turn queue (`CLAWLESS_SUBAGENT_TURN_QUEUE_URL`) in its own group, and nothing on
+//! the main turn queue → the turn function runs the child → its announce is on the main queue
+//! in the parent's group → the turn function runs the parent, whose relay reaches the chat
+//! once. A redelivered announce changes nothing.
 
 #![allow(
     clippy::unwrap_used,
@@ -153,6 +154,7 @@ async fn a_spawn_the_childs_turn_and_the_announce_run_on_the_lambdas_once() {
     let blob_bucket = fresh_bucket(&s3, "lambda-subagents-blobs").await;
     let table = fresh_table(&dynamodb).await;
     let queue_url = fresh_fifo_queue(&sqs).await;
+    let child_queue_url = fresh_fifo_queue(&sqs).await;
     let model = ScriptedServer::start().await;
     script(&model);
     let (reply_url, posted) = reply_receiver().await;
@@ -177,6 +179,7 @@ async fn a_spawn_the_childs_turn_and_the_announce_run_on_the_lambdas_once() {
         ("CLAWLESS_S3_FORCE_PATH_STYLE", "true".to_owned()),
         ("CLAWLESS_TABLE", table.clone()),
         ("CLAWLESS_TURN_QUEUE_URL", queue_url.clone()),
+        ("CLAWLESS_SUBAGENT_TURN_QUEUE_URL", child_queue_url.clone()),
         ("CLAWLESS_BLOB_BUCKET", blob_bucket.clone()),
         ("CLAWLESS_CONFIG", format!("s3://{bucket}/clawless.yaml")),
     ];
@@ -210,9 +213,12 @@ async fn a_spawn_the_childs_turn_and_the_announce_run_on_the_lambdas_once() {
     let (status, _) = blocking(|| watch.invoke("turn", &batch(&inbound[0], &queue_url, 1), WARM));
     assert_eq!(status, 200);
 
-    // THEN the parent answered and the child's start is queued in the child's own group
+    // THEN the parent answered and the child's start is queued in the child's own group, on
+    // the sub-agent queue only
     assert_eq!(*posted.lock().unwrap(), ["On it."]);
-    let starts = take(&sqs, &queue_url).await;
+    let on_main_queue = take(&sqs, &queue_url).await;
+    assert!(on_main_queue.is_empty(), "{on_main_queue:?}");
+    let starts = take(&sqs, &child_queue_url).await;
     assert_eq!(starts.len(), 1, "{starts:?}");
     let child_group = group(&starts[0]);
     assert!(
@@ -221,11 +227,15 @@ async fn a_spawn_the_childs_turn_and_the_announce_run_on_the_lambdas_once() {
     );
 
     // WHEN the turn function runs the child
-    let (status, _) = blocking(|| watch.invoke("turn", &batch(&starts[0], &queue_url, 1), WARM));
+    let (status, _) =
+        blocking(|| watch.invoke("turn", &batch(&starts[0], &child_queue_url, 1), WARM));
     assert_eq!(status, 200);
 
-    // THEN the child answered nobody, and its announce is queued in the parent's group
+    // THEN the child answered nobody, and its announce is queued in the parent's group, on the
+    // main queue
     assert_eq!(*posted.lock().unwrap(), ["On it."]);
+    let on_child_queue = take(&sqs, &child_queue_url).await;
+    assert!(on_child_queue.is_empty(), "{on_child_queue:?}");
     let announces = take(&sqs, &queue_url).await;
     assert_eq!(announces.len(), 1, "{announces:?}");
     assert_eq!(group(&announces[0]), PARENT);
@@ -249,5 +259,6 @@ async fn a_spawn_the_childs_turn_and_the_announce_run_on_the_lambdas_once() {
     );
     assert_eq!(model.requests_to(MESSAGES).len(), calls);
     assert!(take(&sqs, &queue_url).await.is_empty());
+    assert!(take(&sqs, &child_queue_url).await.is_empty());
     drop(watch);
 }

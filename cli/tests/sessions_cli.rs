@@ -145,6 +145,7 @@ fn commit(big_result: &str) -> SessionCommit {
         cron_run: None,
         subagent: None,
         children: Vec::new(),
+        a2a_steps: Vec::new(),
     };
     let steps = vec![
         step(

@@ -7,7 +7,8 @@
 //!   [`Inbox`](clawless_core::session::Inbox) ports on one DynamoDB table (layout in
 //!   [`dynamo`]).
 //! - [`SqsTurnQueue`]: the [`TurnQueue`](clawless_core::session::TurnQueue) port on an SQS
-//!   FIFO queue.
+//!   FIFO queue, and [`SubagentRoutedTurnQueue`]: the port over two of them, sub-agent
+//!   sessions on their own (so the deployment can cap how many run at once).
 //! - [`DynamoNodeRegistry`] and [`DynamoExecJobs`]: the node registry and exec job ports on the
 //!   same table (items in [`dynamo_nodes`]).
 //! - [`DynamoCronStore`]: the [`CronStore`](clawless_core::cron::CronStore) port (cron jobs,
@@ -29,6 +30,7 @@ pub mod scheduler;
 mod sqs;
 mod sqs_nodes;
 pub mod sts;
+mod subagent_routed_queue;
 
 pub use dynamo::{DynamoInbox, DynamoSessionStore};
 pub use dynamo_cron::DynamoCronStore;
@@ -38,6 +40,7 @@ pub use scheduler::{ScheduleTarget, ScheduledTimers};
 pub use sqs::{SqsTurnQueue, sqs_id};
 pub use sqs_nodes::{SqsExecQueue, SqsTimers};
 pub use sts::StsQueueCredentials;
+pub use subagent_routed_queue::{SubagentRoutedTurnQueue, is_subagent_group};
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -4,12 +4,13 @@
 //! for node-queue credentials; S3 for skills, workspaces and transcript blobs.
 //!
 //! Names come from the environment the template sets (`CLAWLESS_TABLE`,
-//! `CLAWLESS_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`, `CLAWLESS_TIMER_QUEUE_URL`,
-//! `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`, the Scheduler trio
-//! `CLAWLESS_SCHEDULE_GROUP`, `CLAWLESS_SCHEDULER_ROLE_ARN`, `CLAWLESS_TIMER_QUEUE_ARN` (plus
-//! the optional `CLAWLESS_TIMER_DLQ_ARN`), and `CLAWLESS_BUCKET` or `CLAWLESS_CONFIG` for the
-//! configuration); endpoints and credentials follow the standard AWS environment
-//! (`AWS_ENDPOINT_URL`, …), so the same binary runs against an emulator.
+//! `CLAWLESS_TURN_QUEUE_URL` and `CLAWLESS_SUBAGENT_TURN_QUEUE_URL`, `CLAWLESS_BLOB_BUCKET`,
+//! `CLAWLESS_TIMER_QUEUE_URL`, `CLAWLESS_NODE_QUEUE_PREFIX`, `CLAWLESS_NODE_QUEUE_ROLE_ARN`,
+//! the Scheduler trio `CLAWLESS_SCHEDULE_GROUP`, `CLAWLESS_SCHEDULER_ROLE_ARN`,
+//! `CLAWLESS_TIMER_QUEUE_ARN` (plus the optional `CLAWLESS_TIMER_DLQ_ARN`), and
+//! `CLAWLESS_BUCKET` or `CLAWLESS_CONFIG` for the configuration); endpoints and credentials
+//! follow the standard AWS environment (`AWS_ENDPOINT_URL`, …), so the same binary runs against
+//! an emulator.
 //!
 //! Secrets (channel secrets, model keys, the admin token) are looked up by name: first among
 //! the values fetched from SSM or Secrets Manager (`secrets:` in the config and
@@ -24,12 +25,12 @@ use axum::Router;
 use clawless_aws::{
     DynamoCronStore, DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore,
     S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue,
-    StsQueueCredentials,
+    StsQueueCredentials, SubagentRoutedTurnQueue,
 };
 use clawless_core::nodes::Timers;
 use clawless_core::object_store::ObjectStore;
-use clawless_core::session::SessionStore;
 use clawless_core::session::offload::OffloadingSessionStore;
+use clawless_core::session::{SessionStore, TurnQueue};
 
 use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};
@@ -56,6 +57,10 @@ use crate::turn_service::{
 pub const TABLE_ENV: &str = "CLAWLESS_TABLE";
 /// URL of the FIFO turn queue.
 pub const TURN_QUEUE_ENV: &str = "CLAWLESS_TURN_QUEUE_URL";
+/// URL of the FIFO turn queue of sub-agent sessions, which the turn function consumes with a
+/// capped concurrency (the template's `SubagentMaxConcurrent`). Unset (older deployments):
+/// sub-agent sessions share the turn queue, uncapped.
+pub const SUBAGENT_TURN_QUEUE_ENV: &str = "CLAWLESS_SUBAGENT_TURN_QUEUE_URL";
 /// Bucket of offloaded transcript content.
 pub const BLOB_BUCKET_ENV: &str = "CLAWLESS_BLOB_BUCKET";
 /// URL of the standard timer queue (job deadlines, approval timeouts).
@@ -314,6 +319,20 @@ impl AwsApp {
         self.secrets.lookup(name)
     }
 
+    /// Where turn events are sent: sub-agent sessions' to the [`SUBAGENT_TURN_QUEUE_ENV`]
+    /// queue and the others' to the [`TURN_QUEUE_ENV`] queue, or all to the latter when the
+    /// former is unset.
+    fn turn_queue(&self) -> Result<Arc<dyn TurnQueue>, AwsAppError> {
+        let sessions = SqsTurnQueue::new(self.sqs.clone(), required(TURN_QUEUE_ENV)?);
+        Ok(match env(SUBAGENT_TURN_QUEUE_ENV) {
+            Some(url) => Arc::new(SubagentRoutedTurnQueue::new(
+                Arc::new(sessions),
+                Arc::new(SqsTurnQueue::new(self.sqs.clone(), url)),
+            )),
+            None => Arc::new(sessions),
+        })
+    }
+
     /// The node registry, exec jobs, per-node exec queues and timers.
     pub fn nodes_service(&self) -> Result<NodesService, AwsAppError> {
         let table = required(TABLE_ENV)?;
@@ -325,10 +344,7 @@ impl AwsApp {
                 required(NODE_QUEUE_PREFIX_ENV)?,
             )),
             timers: self.timers()?,
-            turns: Arc::new(SqsTurnQueue::new(
-                self.sqs.clone(),
-                required(TURN_QUEUE_ENV)?,
-            )),
+            turns: self.turn_queue()?,
             clock: Arc::new(SystemClock),
             settings: self.config.exec.clone(),
         }))
@@ -416,11 +432,10 @@ impl AwsApp {
     /// The `webhook` function's routes.
     pub fn webhook_router(&self) -> Result<Router, AwsAppError> {
         let table = required(TABLE_ENV)?;
-        let queue_url = required(TURN_QUEUE_ENV)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let ingress = Ingress {
             inbox: Arc::new(DynamoInbox::new(self.dynamodb.clone(), table)),
-            queue: Arc::new(SqsTurnQueue::new(self.sqs.clone(), queue_url)),
+            queue: self.turn_queue()?,
             channels: self.channels()?.inbound,
             agent_id: DEFAULT_AGENT_ID.to_owned(),
             dm_scope: self.config.session.dm_scope,
@@ -467,13 +482,11 @@ impl AwsApp {
             build,
         );
         let outbox = self.channels()?.outbox;
+        let turn_queue = self.turn_queue()?;
         // Stop before a model call that might outlast the invocation (see `template.yaml`).
         let yield_policy = YieldPolicy {
             threshold: self.config.models.worst_case_call() + YIELD_MARGIN,
-            queue: Arc::new(SqsTurnQueue::new(
-                self.sqs.clone(),
-                required(TURN_QUEUE_ENV)?,
-            )),
+            queue: Arc::clone(&turn_queue),
         };
         let turns = TurnService::new(TurnDeps {
             skills,
@@ -495,10 +508,7 @@ impl AwsApp {
             },
             nodes,
         })
-        .with_subagents(Arc::new(SqsTurnQueue::new(
-            self.sqs.clone(),
-            required(TURN_QUEUE_ENV)?,
-        )))
+        .with_subagents(turn_queue)
         // `sessions_list` under `tools.sessions.visibility: agent|all` scans the table.
         .with_session_lister(dynamo)
         .with_yield(yield_policy)
@@ -533,10 +543,7 @@ impl AwsApp {
         Ok(CronService::new(CronDeps {
             store: Arc::new(DynamoCronStore::new(self.dynamodb.clone(), &table)),
             timers,
-            queue: Arc::new(SqsTurnQueue::new(
-                self.sqs.clone(),
-                required(TURN_QUEUE_ENV)?,
-            )),
+            queue: self.turn_queue()?,
             clock: Arc::new(SystemClock),
             config: Arc::new(self.config.clone()),
             store_label: Some(format!("dynamodb:{table}")),

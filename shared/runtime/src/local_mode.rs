@@ -41,7 +41,7 @@ use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
 use crate::sources::{SourceUri, StoreFactory};
 use crate::turn_service::{HeartbeatTimers, HostFacts, TurnDeps, TurnService};
-use crate::turn_worker::run_worker;
+use crate::turn_worker::{WorkerLanes, run_worker};
 
 /// Default port of `clawless local`.
 pub const DEFAULT_PORT: u16 = 8787;
@@ -334,6 +334,16 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             tracing::error!(error = ?err, "local server stopped");
         }
     });
+    // Sub-agent sessions' events run in a lane of their own, `maxConcurrent` wide.
+    let lanes = WorkerLanes::local(
+        &options
+            .config
+            .agents
+            .defaults
+            .subagents
+            .clone()
+            .unwrap_or_default(),
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = {
         let turns = Arc::clone(&turns);
@@ -346,7 +356,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         let turns_stop = until_stopped(stopped);
         tokio::spawn(async move {
             let timers = fire_timers(timer_nodes, timers_stop);
-            let turns = run_worker(turns, queue, turns_stop);
+            let turns = run_worker(turns, queue, lanes, turns_stop);
             tokio::join!(timers, turns);
         })
     };
