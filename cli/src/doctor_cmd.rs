@@ -14,7 +14,9 @@ use clawless_aws::dynamo::EXPIRES_AT;
 use clawless_channels::probe::{discord_command_names, slack_auth_test, telegram_webhook_info};
 use clawless_core::session::SessionLister;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::aws_app::{BLOB_BUCKET_ENV, TABLE_ENV, TIMER_QUEUE_ENV, TURN_QUEUE_ENV};
+use clawless_runtime::aws_app::{
+    BLOB_BUCKET_ENV, SUBAGENT_TURN_QUEUE_ENV, TABLE_ENV, TIMER_QUEUE_ENV, TURN_QUEUE_ENV,
+};
 use clawless_runtime::config::{BUCKET_ENV, CONFIG_ENV, bucket_layout_config};
 use clawless_runtime::secrets::{SecretClients, fetch_secrets};
 use clawless_runtime::{ClawlessConfig, StoreFactory};
@@ -42,6 +44,9 @@ pub(crate) struct DoctorArgs {
     /// The SQS timer queue's URL.
     #[arg(long, env = TIMER_QUEUE_ENV)]
     timer_queue_url: Option<String>,
+    /// The SQS FIFO queue of sub-agent sessions' turns (stack output `SubagentTurnQueueUrl`).
+    #[arg(long, env = SUBAGENT_TURN_QUEUE_ENV)]
+    subagent_turn_queue_url: Option<String>,
     /// The deployment's HTTP API base URL (stack output `ApiUrl`): Telegram's webhook must be
     /// <api-url>/webhook/telegram.
     #[arg(long, env = "CLAWLESS_URL")]
@@ -151,6 +156,23 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             &mut report,
         )
         .await;
+        match given(args.subagent_turn_queue_url.as_ref()) {
+            Some(url) => {
+                check_queue(
+                    &sqs,
+                    "sub-agent turn queue",
+                    SUBAGENT_TURN_QUEUE_ENV,
+                    Some(url),
+                    true,
+                    &mut report,
+                )
+                .await;
+            }
+            // A deployment from before the queue: children share the turn queue, uncapped.
+            None => report.skip(&format!(
+                "sub-agent turn queue: not named ({SUBAGENT_TURN_QUEUE_ENV}); sub-agents share the turn queue, without the maxConcurrent cap"
+            )),
+        }
         match config {
             Some(config) => {
                 let values = check_secrets(&shared, &config, &mut report).await;

@@ -201,12 +201,14 @@ fn unique(name: &str) -> String {
     format!("{name}-{}-{nanos}", std::process::id())
 }
 
-/// A deployment on moto: both buckets, the table (TTL on), the turn and timer queues.
+/// A deployment on moto: both buckets, the table (TTL on), the turn, sub-agent turn and timer
+/// queues.
 struct Deployment {
     bucket: String,
     blob_bucket: String,
     table: String,
     turn_queue: String,
+    subagent_turn_queue: String,
     timer_queue: String,
     s3: aws_sdk_s3::Client,
     ssm: aws_sdk_ssm::Client,
@@ -221,6 +223,7 @@ async fn deployment() -> Deployment {
         blob_bucket: fresh_bucket(&s3, "blobs").await,
         table: fresh_table(&dynamodb_client(&config)).await,
         turn_queue: fresh_fifo_queue(&sqs).await,
+        subagent_turn_queue: fresh_fifo_queue(&sqs).await,
         timer_queue: fresh_standard_queue(&sqs, Duration::from_secs(30)).await,
         s3,
         ssm: aws_sdk_ssm::Client::new(&config),
@@ -235,6 +238,10 @@ impl Deployment {
             ("CLAWLESS_BLOB_BUCKET", self.blob_bucket.clone()),
             ("CLAWLESS_TABLE", self.table.clone()),
             ("CLAWLESS_TURN_QUEUE_URL", self.turn_queue.clone()),
+            (
+                "CLAWLESS_SUBAGENT_TURN_QUEUE_URL",
+                self.subagent_turn_queue.clone(),
+            ),
             ("CLAWLESS_TIMER_QUEUE_URL", self.timer_queue.clone()),
         ]
     }
@@ -305,6 +312,10 @@ async fn a_complete_deployment_passes_every_check() {
             ),
             &format!("ok    turn queue {} is reachable", deployment.turn_queue),
             &format!("ok    timer queue {} is reachable", deployment.timer_queue),
+            &format!(
+                "ok    sub-agent turn queue {} is reachable",
+                deployment.subagent_turn_queue
+            ),
             "ok    secret TELEGRAM_BOT_TOKEN resolves",
             &format!("ok    telegram webhook registered at {API_URL}/webhook/telegram"),
             "ok    slack bot token accepted (team Acme, bot user UBOT1)",

@@ -707,3 +707,40 @@ async fn killing_an_orchestrator_kills_its_children_too() {
     assert_eq!(grandchild.meta.subagent.expect("a run").status, "killed");
     assert!(h.take_queued().await.is_empty(), "nothing announced");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_to_a_running_child_does_not_replace_its_result() {
+    let mut h = Harness::new("").await;
+    let start = h.spawn("compute the answer").await;
+    leave_child_mid_turn(&h, &start).await;
+    h.script(anthropic_tool_use(
+        "toolu_send",
+        "sessions_send",
+        json!({"label": "helper", "message": "How far along are you?", "timeoutSeconds": 0}),
+    ));
+    h.script(anthropic_text("Asked."));
+    h.say("ask the helper how far it is").await;
+    let request = h.take_queued().await.remove(0);
+    assert_eq!(request.session_key, start.session_key);
+
+    // The child's open turn finishes first, then it answers the message.
+    h.script(anthropic_text("Task result: 42."));
+    h.script(anthropic_text("Halfway there."));
+    h.turns.handle(&request).await.expect("child");
+    let queued = h.take_queued().await;
+    let announce = queued
+        .iter()
+        .find_map(|event| match &event.event {
+            TurnEvent::SubagentAnnounce { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .expect("the child's announce");
+    assert!(announce.contains("Task result: 42."), "{announce}");
+    assert!(!announce.contains("Halfway there."), "{announce}");
+    assert!(
+        queued
+            .iter()
+            .any(|event| matches!(&event.event, TurnEvent::AgentMessage(_))),
+        "the exchange goes on: {queued:?}"
+    );
+}

@@ -29,7 +29,7 @@ use clawless_core::subagents::sessions_tools::{
     ping_pong_stops, send_accepted_json, send_result_json,
 };
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::{AssistantBlock, ToolCall};
+use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{
     A2aExchange, A2aStep, AgentMessage, ChatRef, InboundMessage, SessionEvent, TurnEvent,
     dedup_token,
@@ -379,14 +379,7 @@ fn step_reply(state: &SessionState, message_id: &str) -> StepReply {
     {
         match &step.body {
             StepBody::Assistant { content, .. } => {
-                let said: Vec<&str> = content
-                    .iter()
-                    .filter_map(|block| match block {
-                        AssistantBlock::Text { text } => Some(text.as_str()),
-                        AssistantBlock::ToolCall(_) => None,
-                    })
-                    .collect();
-                let said = said.join("\n");
+                let said = super::subagents::visible_text(content);
                 if !said.trim().is_empty() {
                     text = said;
                 }

@@ -902,25 +902,26 @@ pub(super) struct AnnounceFacts<'a> {
 }
 
 /// How the child's run ended, from its transcript: an error when its model failed, the
-/// latest visible assistant text as its result.
+/// latest visible assistant text as its result. Turns answering another session's
+/// `sessions_send` are not the run's: their answers went to that session.
 fn child_result(state: &SessionState) -> ChildResult {
     let mut result = ChildResult {
         status: "ok".to_owned(),
         ..ChildResult::default()
     };
+    let mut agent_to_agent_turn = false;
     for step in &state.steps {
+        if let StepBody::Inbound { sender_id, .. } = &step.body {
+            agent_to_agent_turn = sender_id == clawless_core::subagents::A2A_SENDER_ID;
+        }
+        if agent_to_agent_turn {
+            continue;
+        }
         match &step.body {
             StepBody::Assistant { content, usage, .. } => {
                 result.tokens_in += usage.input_tokens;
                 result.tokens_out += usage.output_tokens;
-                let text: Vec<&str> = content
-                    .iter()
-                    .filter_map(|block| match block {
-                        AssistantBlock::Text { text } => Some(text.as_str()),
-                        AssistantBlock::ToolCall(_) => None,
-                    })
-                    .collect();
-                let text = text.join("\n");
+                let text = visible_text(content);
                 if !text.trim().is_empty() {
                     result.text = Some(text.trim().to_owned());
                 }
@@ -934,6 +935,18 @@ fn child_result(state: &SessionState) -> ChildResult {
         }
     }
     result
+}
+
+/// The text blocks of an assistant answer, joined (its tool calls left out).
+pub(super) fn visible_text(content: &[AssistantBlock]) -> String {
+    let text: Vec<&str> = content
+        .iter()
+        .filter_map(|block| match block {
+            AssistantBlock::Text { text } => Some(text.as_str()),
+            AssistantBlock::ToolCall(_) => None,
+        })
+        .collect();
+    text.join("\n")
 }
 
 /// The event that takes `event`'s child start to its session.
