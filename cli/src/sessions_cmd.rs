@@ -551,6 +551,8 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
     let mut cron_turn = false;
     // Whether it is a sub-agent's task or a child's announce.
     let mut subagent_turn = false;
+    // The turn relays a child's announced result to this session's chat.
+    let mut announce_turn = false;
     for stored_step in &stored.steps {
         out.push('\n');
         let step: Step = match serde_json::from_str(&stored_step.body) {
@@ -581,6 +583,8 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 cron_turn =
                     sender_id == CRON_SENDER_ID || message_id.starts_with("heartbeat:cron:");
                 subagent_turn = sender_id == SUBAGENT_SENDER_ID || sender_id == A2A_SENDER_ID;
+                announce_turn =
+                    sender_id == SUBAGENT_SENDER_ID && message_id.starts_with("announce:");
                 let what = match (heartbeat, compact) {
                     _ if sender_id == A2A_SENDER_ID && message_id.ends_with(":request") => {
                         "AGENT-TO-AGENT MESSAGE (sessions_send)"
@@ -685,6 +689,9 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             } => {
                 let tool = calls.get(call_id).cloned().unwrap_or_default();
                 let state = match (awaiting_approval, approved) {
+                    _ if tool == clawless_core::subagents::sessions_tools::SESSIONS_SEND => {
+                        "sent to the other session; its answer comes back as the result".to_owned()
+                    }
                     (true, _) => "awaiting approval".to_owned(),
                     (false, Some(decision)) => format!("sent to the node after {decision:?}"),
                     (false, None) => "sent to the node".to_owned(),
@@ -769,6 +776,12 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
             StepBody::ReplySent { reply_id, rejected } => match rejected {
                 Some(reason) => {
                     push_line!(out, "REPLY REJECTED {reply_id}: {reason}");
+                    if announce_turn {
+                        push_line!(
+                            out,
+                            "=== SUB-AGENT RESULT NOT DELIVERED: the chat refused the relay; the result stays in this transcript (above)"
+                        );
+                    }
                 }
                 None => {
                     push_line!(out, "REPLY SENT {reply_id}");
@@ -787,7 +800,14 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     "  {tool} [{call_id}] awaits approval: /approve {short} allow-once|allow-always|deny"
                 );
             } else {
-                push_line!(out, "  {tool} [{call_id}] runs on a node (job {job_id})");
+                if tool == clawless_core::subagents::sessions_tools::SESSIONS_SEND {
+                    push_line!(
+                        out,
+                        "  {tool} [{call_id}] waits for the other session's answer"
+                    );
+                } else {
+                    push_line!(out, "  {tool} [{call_id}] runs on a node (job {job_id})");
+                }
             }
         }
         for (call_id, tool) in calls.iter().filter(|(id, _)| !pending.contains_key(*id)) {

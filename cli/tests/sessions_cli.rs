@@ -6,7 +6,9 @@
 //! its result (a long one cut with a note, in full with `--full`, an offloaded one read back
 //! from the blob store), the reply, timestamps, and a call awaiting approval with its
 //! `/approve` code; `list` shows the key with its turns and last activity, and nothing that
-//! is not a session; an unknown key fails clearly with a non-zero exit.
+//! is not a session; an unknown key fails clearly with a non-zero exit; a sub-agent result
+//! the chat refused is marked undelivered, and a `sessions_send` awaiting its answer is shown
+//! as such.
 
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -108,10 +110,9 @@ fn assistant_calling(id: &str, command: &str) -> StepBody {
     }
 }
 
-/// A session in which the model ran `df -h` (a long result), `ls` (a result large enough to
-/// be offloaded) and replied, then asked for `rm` which waits for approval.
-fn commit(big_result: &str) -> SessionCommit {
-    let meta = SessionMeta {
+/// The meta of the sessions these tests write: a Telegram direct chat, turn 1 open.
+fn session_meta() -> SessionMeta {
+    SessionMeta {
         session_id: "s-1".to_owned(),
         agent_id: "main".to_owned(),
         chat: Some(ChatRef {
@@ -146,7 +147,13 @@ fn commit(big_result: &str) -> SessionCommit {
         subagent: None,
         children: Vec::new(),
         a2a_steps: Vec::new(),
-    };
+    }
+}
+
+/// A session in which the model ran `df -h` (a long result), `ls` (a result large enough to
+/// be offloaded) and replied, then asked for `rm` which waits for approval.
+fn commit(big_result: &str) -> SessionCommit {
+    let meta = session_meta();
     let steps = vec![
         step(
             1,
@@ -564,4 +571,110 @@ async fn show_lists_generations_and_marks_resets_flushes_and_compactions() {
         .unwrap();
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no generation 5"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_marks_a_sub_agent_result_the_chat_refused_and_a_waiting_send() {
+    // GIVEN a parent whose relay of a child's result was refused by the chat for good, and
+    // which then sent a message to another session and waits for its answer
+    let cwd = tempfile::tempdir().unwrap();
+    let state = cwd.path().join(".clawless");
+    std::fs::create_dir_all(&state).unwrap();
+    let store = SqliteSessionStore::new(SqliteDb::open(state.join("clawless.db")).unwrap());
+    let child = "agent:main:subagent:0b5c6a52-3f1e-4d8a-9c1b-2a7e5d4c3b21";
+    let steps = vec![
+        step(
+            1,
+            T0,
+            StepBody::Inbound {
+                message_id: format!("announce:v1:{child}:run-1"),
+                sender_id: "subagent".to_owned(),
+                text: "[Internal task completion event] status: completed successfully; result: 42"
+                    .to_owned(),
+                dispatch: None,
+                heartbeat: false,
+                heartbeat_delivery: None,
+                compact: None,
+            },
+        ),
+        step(
+            2,
+            T0 + 1_000,
+            StepBody::Reply {
+                reply_id: "r-9".to_owned(),
+                text: "Your helper found 42.".to_owned(),
+                to: None,
+            },
+        ),
+        step(
+            3,
+            T0 + 2_000,
+            StepBody::ReplySent {
+                reply_id: "r-9".to_owned(),
+                rejected: Some("Forbidden: bot was blocked by the user".to_owned()),
+            },
+        ),
+        step(
+            4,
+            T0 + 3_000,
+            StepBody::Assistant {
+                content: vec![AssistantBlock::ToolCall(ToolCall {
+                    id: "call_send".to_owned(),
+                    name: "sessions_send".to_owned(),
+                    input: json!({"sessionKey": child, "message": "More?"}),
+                })],
+                stop_reason: StopReason::ToolUse,
+                model: "offline/scripted".to_owned(),
+                usage: Usage::default(),
+            },
+        ),
+        step(
+            5,
+            T0 + 4_000,
+            StepBody::ToolPending {
+                call_id: "call_send".to_owned(),
+                job_id: JOB.to_owned(),
+                awaiting_approval: false,
+                approved: None,
+            },
+        ),
+    ];
+    let commit = SessionCommit {
+        expected_version: 0,
+        live_from: 0,
+        last_seq: 0,
+        meta: serde_json::to_string(&session_meta()).unwrap(),
+        steps,
+    };
+    store.commit(&key(), &commit).await.unwrap();
+
+    // WHEN the operator shows it
+    let shown = tokio::task::spawn_blocking({
+        let cwd = cwd.path().to_owned();
+        move || {
+            clawless(
+                &cwd,
+                &["sessions", "show", "agent:main:telegram:direct:4242"],
+                &[],
+            )
+        }
+    })
+    .await
+    .unwrap();
+
+    // THEN the undelivered result is marked, and the send is shown waiting, not on a node
+    let shown = stdout(&shown);
+    for expected in [
+        "SUB-AGENT RESULT (announced)",
+        "REPLY REJECTED r-9: Forbidden: bot was blocked by the user",
+        "=== SUB-AGENT RESULT NOT DELIVERED: the chat refused the relay",
+        "PENDING sessions_send [call_send]",
+        "sessions_send [call_send] waits for the other session's answer",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "missing {expected:?} in:\n{shown}"
+        );
+    }
+    assert!(!shown.contains("runs on a node"), "{shown}");
 }
