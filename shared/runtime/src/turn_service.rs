@@ -552,6 +552,12 @@ impl TurnService {
                 report.commits += 1;
             }
             return Ok(report);
+        } else if let TurnEvent::CronTimeout(mark) = &event.event {
+            // The session goes on with whatever waited behind the run.
+            if !self.time_out_cron_run(&mut state, mark).await? && state.version == 0 {
+                return Ok(report);
+            }
+            report.acceptance = Some("CronTimeoutHandled".to_owned());
         } else if let TurnEvent::SubagentStart(start) = &event.event {
             *arm = subagents::timeout_timer(start, &event.session_key, &event.agent_id, now);
             match self.start_subagent(&mut state, start, now) {

@@ -792,3 +792,134 @@ async fn a_child_spawned_by_a_cron_run_is_announced_through_the_jobs_target() {
     h.turns.handle(&announce).await.expect("redelivered");
     assert_eq!(h.chat_texts().len(), 1);
 }
+
+/// An isolated one-shot at T0 + 60 s with a 30-second limit, announced to the chat.
+async fn add_limited_job(h: &Harness) -> String {
+    let added = h
+        .add(json!({
+            "name": "Slow report",
+            "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+            "payload": {"kind": "agentTurn", "message": "Write the slow report.", "timeoutSeconds": 30},
+            "delivery": {"mode": "announce", "channel": "generic", "to": "c-1"}
+        }))
+        .await;
+    added["id"].as_str().expect("an id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_time_limit_stops_and_fails_and_the_job_moves_on() {
+    let h = Harness::new().await;
+    let job_id = add_limited_job(&h).await;
+    // GIVEN a run whose turn read a file, then lost its model (the turn stays open)
+    h.script_tool("read", json!({"path": "notes.md"}));
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+    );
+    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    let due = h
+        .timers
+        .take_due(h.now(), 10, Duration::ZERO)
+        .await
+        .expect("timers");
+    assert_eq!(due.len(), 1);
+    let firing = due[0].timer.event.clone();
+    assert!(
+        h.turns.handle(&firing).await.is_err(),
+        "left for redelivery"
+    );
+    // (Its redelivery comes later, below.)
+    h.timers.ack(&due[0].receipt).await.expect("ack");
+    let session = format!("agent:main:cron:{job_id}");
+    assert!(h.state(&session).await.meta.turn_open);
+    let calls = h.model_calls();
+
+    // WHEN its 30-second limit comes
+    let fired = h.fire_due_at(T0 + 91 * SECOND).await;
+    assert!(
+        fired
+            .iter()
+            .any(|timer| timer.timer_id.starts_with("cron-timeout:")),
+        "{fired:?}"
+    );
+
+    // THEN the turn is closed without another step, and the run failed as timed out
+    let state = h.state(&session).await;
+    assert!(!state.meta.turn_open);
+    assert!(state.meta.cron_run.is_none());
+    let runs = h.runs(&job_id).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].status, Some(RunStatus::Error));
+    assert_eq!(
+        runs[0].error.as_deref(),
+        Some("cron: job execution timed out")
+    );
+    // "timed out" is not one of the transient errors: the one-shot is disabled and kept
+    // for inspection (OpenClaw's rule), no longer running.
+    let job = &h.jobs().await[0].job;
+    assert!(job.state.running_at_ms.is_none());
+    assert!(!job.enabled, "{job:?}");
+    // AND the old firing, redelivered, takes no step
+    h.turns.handle(&firing).await.expect("redelivery");
+    assert_eq!(h.model_calls(), calls);
+    assert!(h.chat_texts().is_empty(), "{:?}", h.chat_texts());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_firing_was_lost_is_failed_by_its_time_limit() {
+    let h = Harness::new().await;
+    let added = h
+        .add(json!({
+            "name": "Ticker",
+            "schedule": {"kind": "every", "everyMs": 60_000, "anchorMs": T0},
+            "payload": {"kind": "agentTurn", "message": "Tick.", "timeoutSeconds": 30},
+            "delivery": {"mode": "none"}
+        }))
+        .await;
+    let job_id = added["id"].as_str().expect("an id").to_owned();
+    // GIVEN a firing that reserved the run, then failed before the session recorded anything
+    // (and, on AWS, would end on the dead-letter queue)
+    h.model.push(
+        MESSAGES,
+        ScriptedReply::raw(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+    );
+    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    let due = h
+        .timers
+        .take_due(h.now(), 10, Duration::ZERO)
+        .await
+        .expect("timers");
+    assert!(h.turns.handle(&due[0].timer.event).await.is_err());
+    h.timers.ack(&due[0].receipt).await.expect("dead-lettered");
+    assert!(
+        h.jobs().await[0].job.state.running_at_ms.is_some(),
+        "reserved"
+    );
+
+    // WHEN the limit comes and the firing never returns
+    h.fire_due_at(T0 + 91 * SECOND).await;
+
+    // THEN the job records the run as timed out and has its next firing; it is not stuck
+    let job = &h.jobs().await[0].job;
+    assert!(job.state.running_at_ms.is_none(), "{job:?}");
+    assert_eq!(job.state.consecutive_errors, Some(1), "{job:?}");
+    let next = job.state.next_run_at_ms.expect("a next run");
+    assert!(next > T0 + 91 * SECOND, "{job:?}");
+    assert!(
+        h.cron_timers().await.iter().any(|(_, due)| *due == next),
+        "{:?}",
+        h.cron_timers().await
+    );
+    let runs = h.runs(&job_id).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        runs[0].error.as_deref(),
+        Some("cron: job execution timed out")
+    );
+}

@@ -135,6 +135,11 @@ pub enum TurnEvent {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         only_if_due: bool,
     },
+    /// A cron run's time limit (`timeoutSeconds`; 60 minutes for an agent turn, 10 for a
+    /// system event) came: if that run is still going in the session, its turn is closed
+    /// without another step and the run fails with `cron: job execution timed out`; a run
+    /// the session never recorded is failed on the job. Nothing happens if it had ended.
+    CronTimeout(Box<crate::cron::run::CronRunMark>),
     /// A system event for the session (`cron` `wake`, `clawless cron wake`): queued as a
     /// pending event that the next heartbeat (or turn) sees; with `wake`, a heartbeat runs
     /// at once with reason `wake`.
@@ -359,6 +364,9 @@ impl SessionEvent {
             TurnEvent::SubagentTimeout { run_id } => format!("subagent-timeout:{run_id}"),
             TurnEvent::SubagentArchive { run_id } => format!("subagent-archive:{run_id}"),
             TurnEvent::AgentMessage(message) => message.message_id.clone(),
+            TurnEvent::CronTimeout(mark) => {
+                format!("cron-timeout:{}:{}", mark.job_id, mark.started_at_ms)
+            }
             TurnEvent::CronFire {
                 job_id,
                 slot_ms,

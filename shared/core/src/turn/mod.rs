@@ -374,6 +374,23 @@ impl TurnEngine {
         );
     }
 
+    /// Ends the current turn where it stands, for `reason` (a cron run past its time limit):
+    /// a failed outcome step says why, and nothing more of the turn runs: no model call, no
+    /// tool, no reply.
+    pub fn abandon_turn(&self, state: &mut SessionState, reason: &str, now_ms: u64) {
+        if !state.meta.turn_open {
+            return;
+        }
+        state.push(
+            StepBody::HeartbeatOutcome {
+                status: "failed".to_owned(),
+                reason: Some(reason.to_owned()),
+            },
+            now_ms,
+        );
+        close_turn(state, now_ms);
+    }
+
     /// Records that even a fresh context cannot hold the request (one giant message): the
     /// turn ends with `text`, which says what happened and what to do. Unlike
     /// [`TurnEngine::record_model_failure`], it never says the model could not be reached.

@@ -19,6 +19,9 @@
 //!   a run-log line is written, the next firing is armed, and the mark is cleared. A crash
 //!   in between is repaired by the next event of the session: the job still shows the run
 //!   as running at the mark's start, or it does not and only the mark is cleared.
+//! - **Time limits.** Reserving a run arms its timer ([`job_timeout_ms`]); when it comes, a
+//!   run still going is stopped at its next step and fails as timed out, and a run the
+//!   session never recorded is failed on the job, so no job stays marked running.
 //! - **Headless exec.** Nobody can approve an exec in a cron run: a call that needs approval
 //!   gets [`HEADLESS_EXEC_DENIED`] as its result.
 
@@ -27,9 +30,9 @@ use std::sync::Arc;
 use clawless_core::cron::delivery::{DeliveryPlan, LAST_CHANNEL, delivery_plan};
 use clawless_core::cron::outcome::{RunOutcome, apply_run_outcome};
 use clawless_core::cron::run::{
-    CRON_SENDER_ID, CronRunMark, HEADLESS_EXEC_DENIED, MainJobStart, MainJobStep,
-    headless_exec_denied_message, isolated_run_message, main_job_step, run_message_id,
-    start_main_job,
+    CRON_SENDER_ID, CronRunMark, HEADLESS_EXEC_DENIED, MainJobStart, MainJobStep, TIMEOUT_ERROR,
+    headless_exec_denied_message, isolated_run_message, job_timeout_ms, main_job_step,
+    run_message_id, start_main_job,
 };
 use clawless_core::cron::tool::{
     ContextMessage, ContextRole, CronAction, CronCaller, parse_cron_call, reminder_context_lines,
@@ -205,10 +208,89 @@ impl TurnService {
             light_context: false,
         };
         tracing::info!(job_id = %job.id, %slot, session = %state.key, "cron run starts");
+        // The run's time limit is armed as soon as the job has it reserved: even a firing
+        // lost before the session recorded the run (dead-lettered) ends, and the job moves on.
+        if let Some(limit) = job_timeout_ms(&job) {
+            let timer = clawless_core::nodes::Timer {
+                timer_id: format!("cron-timeout:{}:{}", mark.job_id, mark.started_at_ms),
+                due_at_ms: mark.started_at_ms.saturating_add(limit),
+                event: clawless_core::turn::events::SessionEvent {
+                    session_key: state.key.to_string(),
+                    agent_id: agent_id.to_owned(),
+                    event: clawless_core::turn::events::TurnEvent::CronTimeout(Box::new(
+                        mark.clone(),
+                    )),
+                },
+            };
+            if let Err(err) = self.schedule_timer(&timer).await {
+                tracing::warn!(job_id = %job.id, error = %err, "cron run has no time limit: its timer was not armed");
+            }
+        }
         match job.session_target {
             SessionTarget::Main => self.start_main_run(agent_id, state, &job, mark).await,
             _ => self.start_isolated_run(state, &job, mark).await,
         }
+    }
+
+    /// A cron run's time limit came (see [`TurnEvent::CronTimeout`]): a run still going in
+    /// `state` has its turn closed with no further step and fails with
+    /// [`TIMEOUT_ERROR`]; one the session never recorded (its firing was lost after the job
+    /// reserved it) is failed on the job, which gets its next firing. True when the meta
+    /// changed.
+    ///
+    /// [`TurnEvent::CronTimeout`]: clawless_core::turn::events::TurnEvent::CronTimeout
+    pub(super) async fn time_out_cron_run(
+        &self,
+        state: &mut SessionState,
+        mark: &CronRunMark,
+    ) -> Result<bool, TurnError> {
+        let same_run = state.meta.cron_run.as_ref().is_some_and(|current| {
+            current.job_id == mark.job_id && current.started_at_ms == mark.started_at_ms
+        });
+        if !same_run {
+            // Recorded already, or never started here: the job says which.
+            let result = TurnResult {
+                status: Some(RunStatus::Error),
+                error: Some(TIMEOUT_ERROR.to_owned()),
+                ..TurnResult::default()
+            };
+            self.record_run(mark, result, state).await?;
+            return Ok(false);
+        }
+        let message_id = state
+            .meta
+            .cron_run
+            .as_ref()
+            .map(|current| current.message_id.clone())
+            .unwrap_or_default();
+        let in_turn = current_cron_run(state).is_some() && state.meta.turn_open;
+        let queued = state
+            .meta
+            .follow_ups
+            .iter()
+            .position(|message| message.message.message_id == message_id);
+        if in_turn {
+            tracing::warn!(job_id = %mark.job_id, session = %state.key, "cron run timed out; its turn stops here");
+            clawless_core::turn::TurnEngine::new(clawless_core::turn::TurnSettings::default())
+                .abandon_turn(state, TIMEOUT_ERROR, self.deps.clock.now_ms());
+        } else if let Some(index) = queued {
+            tracing::warn!(job_id = %mark.job_id, session = %state.key, "cron run timed out before its turn began");
+            state.meta.follow_ups.remove(index);
+            state.touch_meta();
+        }
+        if in_turn || queued.is_some() {
+            let result = TurnResult {
+                status: Some(RunStatus::Error),
+                error: Some(TIMEOUT_ERROR.to_owned()),
+                ..TurnResult::default()
+            };
+            self.record_run(mark, result, state).await?;
+            state.meta.cron_run = None;
+            state.touch_meta();
+            return Ok(true);
+        }
+        // Its turn has ended: the next step of the session records it as it ended.
+        self.finish_cron_run(state).await
     }
 
     /// A main job: its text becomes a pending system event; `now` runs the heartbeat.

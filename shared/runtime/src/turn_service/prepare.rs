@@ -170,7 +170,8 @@ impl TurnService {
             | TurnEvent::SubagentAnnounce { .. }
             | TurnEvent::SubagentTimeout { .. }
             | TurnEvent::SubagentArchive { .. }
-            | TurnEvent::AgentMessage(_) => return Ok(None),
+            | TurnEvent::AgentMessage(_)
+            | TurnEvent::CronTimeout(_) => return Ok(None),
         }))
     }
 
