@@ -418,15 +418,19 @@ async fn an_acknowledgement_is_not_announced_and_a_failed_run_is_retried() {
         retry_at >= first + 30 * SECOND,
         "first retry after 30 s: {retry_at}"
     );
+    // The failure is not announced as a result; the chat gets OpenClaw's failure notice.
+    let texts = h.chat_texts();
+    assert_eq!(texts.len(), 1, "{texts:?}");
     assert!(
-        h.chat_texts().is_empty(),
-        "a failure is not announced as a result"
+        texts[0].starts_with("⚠️ Cron job \"Inbox\" failed: ")
+            && texts[0].contains("temporarily overloaded"),
+        "{texts:?}"
     );
 
     // …and its retry answers HEARTBEAT_OK: ok, nothing announced, the one-shot removed.
     h.script_text("HEARTBEAT_OK");
     assert_eq!(h.fire_due_at(retry_at).await.len(), 1);
-    assert!(h.chat_texts().is_empty());
+    assert_eq!(h.chat_texts().len(), 1, "nothing more");
     assert!(h.jobs().await.is_empty());
     let runs = h.runs(&job_id).await;
     let statuses: Vec<_> = runs.iter().map(|run| run.status).collect();
@@ -862,10 +866,14 @@ async fn a_run_past_its_time_limit_stops_and_fails_and_the_job_moves_on() {
     let job = &h.jobs().await[0].job;
     assert!(job.state.running_at_ms.is_none());
     assert!(!job.enabled, "{job:?}");
-    // AND the old firing, redelivered, takes no step
+    // AND the chat is told, once; the old firing, redelivered, takes no step
+    assert_eq!(
+        h.chat_texts(),
+        ["⚠️ Cron job \"Slow report\" failed: cron: job execution timed out"]
+    );
     h.turns.handle(&firing).await.expect("redelivery");
     assert_eq!(h.model_calls(), calls);
-    assert!(h.chat_texts().is_empty(), "{:?}", h.chat_texts());
+    assert_eq!(h.chat_texts().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -921,5 +929,62 @@ async fn a_run_whose_firing_was_lost_is_failed_by_its_time_limit() {
     assert_eq!(
         runs[0].error.as_deref(),
         Some("cron: job execution timed out")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failures_raise_one_alert_and_best_effort_jobs_say_nothing() {
+    let h = Harness::new().await;
+    h.add(json!({
+        "name": "Sync",
+        "schedule": {"kind": "every", "everyMs": 60_000, "anchorMs": T0},
+        "payload": {"kind": "agentTurn", "message": "Sync the calendar."},
+        "delivery": {"mode": "announce", "channel": "generic", "to": "c-1"},
+        "failureAlert": {"after": 2}
+    }))
+    .await;
+    h.add(json!({
+        "name": "Quiet",
+        "schedule": {"kind": "every", "everyMs": 60_000, "anchorMs": T0},
+        "payload": {"kind": "agentTurn", "message": "Try quietly."},
+        "delivery": {"mode": "announce", "channel": "generic", "to": "c-1", "bestEffort": true}
+    }))
+    .await;
+    let refuse = || {
+        h.model.push(
+            MESSAGES,
+            ScriptedReply::raw(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad key"}}"#,
+            ),
+        );
+    };
+    // Two slots, each failing for both jobs.
+    for _ in 0..2 {
+        refuse();
+        refuse();
+        let next = h
+            .jobs()
+            .await
+            .iter()
+            .filter_map(|stored| stored.job.state.next_run_at_ms)
+            .min()
+            .expect("a next run");
+        assert_eq!(h.fire_due_at(next).await.len(), 2);
+    }
+    let texts = h.chat_texts();
+    let notices: Vec<_> = texts
+        .iter()
+        .filter(|text| text.starts_with("⚠️ Cron job \"Sync\" failed: "))
+        .collect();
+    assert_eq!(notices.len(), 2, "a notice per failed run: {texts:?}");
+    let alerts: Vec<_> = texts
+        .iter()
+        .filter(|text| text.starts_with("Cron job \"Sync\" failed 2 times\nLast error: "))
+        .collect();
+    assert_eq!(alerts.len(), 1, "one alert at the threshold: {texts:?}");
+    assert!(
+        !texts.iter().any(|text| text.contains("Quiet")),
+        "best effort: {texts:?}"
     );
 }

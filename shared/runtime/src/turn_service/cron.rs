@@ -22,6 +22,9 @@
 //! - **Time limits.** Reserving a run arms its timer ([`job_timeout_ms`]); when it comes, a
 //!   run still going is stopped at its next step and fails as timed out, and a run the
 //!   session never recorded is failed on the job, so no job stays marked running.
+//! - **Failures** send OpenClaw's failure notice for each failed run and, at the threshold,
+//!   its failure alert (the core decides which; this module sends them once the job has
+//!   recorded the run).
 //! - **Headless exec.** Nobody can approve an exec in a cron run: a call that needs approval
 //!   gets [`HEADLESS_EXEC_DENIED`] as its result.
 
@@ -47,7 +50,7 @@ use clawless_core::session::key::ChatType;
 use clawless_core::tools::ToolOutput;
 use clawless_core::transcript::{AssistantBlock, ToolCall};
 use clawless_core::turn::Incoming;
-use clawless_core::turn::events::{ChatRef, InboundMessage};
+use clawless_core::turn::events::{ChatRef, InboundMessage, dedup_token};
 use clawless_core::turn::state::{
     PreparedMessage, ResetReason, ResetRequest, SessionState, StepBody,
 };
@@ -747,6 +750,7 @@ impl TurnService {
             {
                 self.post_webhook(url, &entry, summary).await;
             }
+            self.send_failure_messages(&job, &applied, &entry).await;
             return Ok(());
         }
         Err(TurnError::Cron(
@@ -757,34 +761,164 @@ impl TurnService {
         ))
     }
 
-    /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set,
-    /// no internal addresses. A failure is logged; the run stays recorded.
-    async fn post_webhook(&self, url: &str, entry: &CronRunLogEntry, summary: &str) {
-        let poster = self.webhooks.get_or_init(|| {
-            crate::web_fetcher::HttpWebFetcher::new()
-                .map_err(|err| tracing::warn!(error = %err, "cron webhook deliveries are off"))
-                .ok()
-                .map(Arc::new)
-        });
-        let Some(poster) = poster else {
+    /// Sends what a failed run calls for (spec §2.8), after the job recorded it: the failure
+    /// notice (`⚠️ Cron job "<name>" failed: <error>`, to the failure destination or the
+    /// job's announce target, or POSTed to a webhook) and, at the threshold and outside the
+    /// cooldown, the failure alert. Each chat message has an id of its run, so a redone
+    /// recording sends it once; a send that fails is logged (the run stays recorded).
+    async fn send_failure_messages(
+        &self,
+        job: &CronJob,
+        applied: &clawless_core::cron::outcome::AppliedRun,
+        entry: &CronRunLogEntry,
+    ) {
+        use clawless_core::cron::delivery::{FailureWebhookBody, NoticeTarget};
+        use clawless_core::cron::types::AlertMode;
+        let run = entry.run_at_ms.unwrap_or(entry.ts);
+        if let Some(notice) = &applied.failure_notice {
+            match &notice.target {
+                NoticeTarget::Announce { channel, to, .. } => {
+                    let text = notice.announce_text();
+                    let id = format!("cron-failure-{}-{run}", job.id);
+                    self.send_to_job_chat(job, channel, to.as_deref(), &id, &text)
+                        .await;
+                }
+                NoticeTarget::Webhook { url } => {
+                    let body = FailureWebhookBody {
+                        job_id: job.id.clone(),
+                        job_name: job.name.clone(),
+                        message: notice.message.clone(),
+                        status: RunStatus::Error,
+                        error: entry.error.clone().unwrap_or_default(),
+                        run_at_ms: run,
+                        duration_ms: entry.duration_ms.unwrap_or(0),
+                        next_run_at_ms: job.state.next_run_at_ms,
+                    };
+                    let body = serde_json::to_value(&body).unwrap_or_default();
+                    self.post_json_logged(url, &body, &job.id, "cron failure notice")
+                        .await;
+                }
+            }
+        }
+        if let Some(alert) = &applied.failure_alert {
+            match alert.mode {
+                AlertMode::Announce => {
+                    let id = format!("cron-alert-{}-{run}", job.id);
+                    self.send_to_job_chat(
+                        job,
+                        &alert.channel,
+                        alert.to.as_deref(),
+                        &id,
+                        &alert.text,
+                    )
+                    .await;
+                }
+                AlertMode::Webhook => {
+                    if let Some(url) = alert.to.as_deref() {
+                        let body = serde_json::json!({
+                            "jobId": job.id,
+                            "jobName": job.name,
+                            "message": alert.text,
+                            "consecutiveErrors": job.state.consecutive_errors,
+                        });
+                        self.post_json_logged(url, &body, &job.id, "cron failure alert")
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends `text` to the chat `channel`/`to` names for `job` (`last`: the chat the job was
+    /// made in, else the agent's main chat); nothing when no chat is known.
+    async fn send_to_job_chat(
+        &self,
+        job: &CronJob,
+        channel: &str,
+        to: Option<&str>,
+        reply_id: &str,
+        text: &str,
+    ) {
+        let plan = DeliveryPlan {
+            mode: DeliveryMode::Announce,
+            channel: Some(channel.to_owned()),
+            to: to.map(str::to_owned),
+            account_id: None,
+            best_effort: false,
+        };
+        let chat = match self.announce_target(job, &plan).await {
+            Ok(AlertTarget::Chat { chat }) => chat,
+            Ok(_) => {
+                tracing::warn!(job_id = %job.id, "cron failure message has no chat to go to");
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(job_id = %job.id, error = %err, "cron failure message not sent");
+                return;
+            }
+        };
+        let reply = clawless_core::turn::OutboundReply {
+            reply_id: dedup_token(reply_id),
+            chat,
+            text: text.to_owned(),
+            approval_code: None,
+            in_reply_to: None,
+        };
+        match self.deliver(&reply).await {
+            Ok(None) => tracing::info!(job_id = %job.id, "cron failure message sent"),
+            Ok(Some(reason)) => {
+                tracing::warn!(job_id = %job.id, %reason, "cron failure message refused");
+            }
+            Err(err) => {
+                tracing::warn!(job_id = %job.id, error = %err, "cron failure message not sent")
+            }
+        }
+    }
+
+    /// POSTs `body` to `url` under the webhook address policy, logging the outcome.
+    async fn post_json_logged(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+        job_id: &str,
+        what: &str,
+    ) {
+        let Some(poster) = self.webhook_poster() else {
             return;
         };
-        let mut body = serde_json::to_value(entry).unwrap_or_default();
-        body["summary"] = summary.into();
         let env = |name: &str| std::env::var(name).ok();
         let token = self.config().cron.webhook_token(&env);
         match poster
-            .post_json(url, &body, token.as_deref(), WEBHOOK_TIMEOUT)
+            .post_json(url, body, token.as_deref(), WEBHOOK_TIMEOUT)
             .await
         {
             Ok(status) if (200..300).contains(&status) => {
-                tracing::info!(job_id = %entry.job_id, status, "cron webhook delivered");
+                tracing::info!(job_id, status, "{what} delivered");
             }
-            Ok(status) => {
-                tracing::warn!(job_id = %entry.job_id, status, "cron webhook refused");
-            }
-            Err(err) => tracing::warn!(job_id = %entry.job_id, error = %err, "cron webhook failed"),
+            Ok(status) => tracing::warn!(job_id, status, "{what} refused"),
+            Err(err) => tracing::warn!(job_id, error = %err, "{what} failed"),
         }
+    }
+
+    /// The webhook poster, built at its first use.
+    fn webhook_poster(&self) -> Option<&Arc<crate::web_fetcher::HttpWebFetcher>> {
+        self.webhooks
+            .get_or_init(|| {
+                crate::web_fetcher::HttpWebFetcher::new()
+                    .map_err(|err| tracing::warn!(error = %err, "cron webhook deliveries are off"))
+                    .ok()
+                    .map(Arc::new)
+            })
+            .as_ref()
+    }
+
+    /// Posts a webhook job's finished run (spec §2.8): 10 s timeout, bearer token when set,
+    /// no internal addresses. A failure is logged; the run stays recorded.
+    async fn post_webhook(&self, url: &str, entry: &CronRunLogEntry, summary: &str) {
+        let mut body = serde_json::to_value(entry).unwrap_or_default();
+        body["summary"] = summary.into();
+        self.post_json_logged(url, &body, &entry.job_id, "cron webhook")
+            .await;
     }
 }
 
