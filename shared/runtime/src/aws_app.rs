@@ -512,7 +512,8 @@ impl AwsApp {
         // `sessions_list` under `tools.sessions.visibility: agent|all` scans the table.
         .with_session_lister(dynamo)
         .with_yield(yield_policy)
-        .with_model_factory(model_factory);
+        .with_model_factory(model_factory)
+        .with_secrets(self.secrets.clone());
         // Heartbeats are armed by the events of each agent's main session (see
         // `turn_service::heartbeat`); without a timer queue there are none, nor cron jobs.
         let turns = match env(TIMER_QUEUE_ENV) {

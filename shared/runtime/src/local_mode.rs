@@ -295,7 +295,8 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         // Sub-agents are sessions of their own on the same turn queue.
         .with_subagents(Arc::clone(&queue))
         .with_subagent_timers(Arc::new(SqliteTimers::new(db.clone())))
-        .with_session_lister(Arc::new(SqliteSessionStore::new(db.clone()))),
+        .with_session_lister(Arc::new(SqliteSessionStore::new(db.clone())))
+        .with_secrets(options.secrets.clone()),
     );
     turns
         .arm_heartbeats()

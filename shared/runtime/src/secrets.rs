@@ -76,6 +76,12 @@ impl std::fmt::Debug for SecretValues {
     }
 }
 
+impl FromIterator<(String, String)> for SecretValues {
+    fn from_iter<T: IntoIterator<Item = (String, String)>>(values: T) -> Self {
+        Self(values.into_iter().collect())
+    }
+}
+
 impl SecretValues {
     /// The value fetched for `name`.
     pub fn get(&self, name: &str) -> Option<&str> {

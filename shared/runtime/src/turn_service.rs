@@ -250,6 +250,9 @@ pub struct TurnService {
     /// Lists every session, for `sessions_list` under `tools.sessions.visibility` `agent`
     /// or `all` (without it those see the spawned tree only).
     session_lister: Option<Arc<dyn clawless_core::session::SessionLister>>,
+    /// The values fetched for `secrets:`, looked up (before the environment) for the `…Env`
+    /// keys the turn service reads itself (`cron.webhookTokenEnv`).
+    secrets: crate::secrets::SecretValues,
 }
 
 impl std::fmt::Debug for TurnService {
@@ -307,6 +310,7 @@ impl TurnService {
             subagent_queue: None,
             subagent_timers: None,
             session_lister: None,
+            secrets: crate::secrets::SecretValues::default(),
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
         }
@@ -375,6 +379,13 @@ impl TurnService {
     pub fn with_cron_webhooks(self, poster: crate::web_fetcher::HttpWebFetcher) -> Self {
         // A fresh service: the cell is empty, so this cannot fail.
         let _set = self.webhooks.set(Some(Arc::new(poster)));
+        self
+    }
+
+    /// Looks up the `…Env` keys this service reads itself in `secrets` first (the values
+    /// fetched for `secrets:`), then in the environment.
+    pub fn with_secrets(mut self, secrets: crate::secrets::SecretValues) -> Self {
+        self.secrets = secrets;
         self
     }
 

@@ -988,3 +988,32 @@ async fn repeated_failures_raise_one_alert_and_best_effort_jobs_say_nothing() {
         "best effort: {texts:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_carries_the_token_fetched_for_secrets() {
+    let mut h = Harness::new().await;
+    let secrets: clawless_runtime::secrets::SecretValues = [(
+        "CLAWLESS_CRON_WEBHOOK_TOKEN".to_owned(),
+        "from-secrets-manager".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    h.turns = h.turns.with_secrets(secrets);
+    h.add(json!({
+        "name": "Hooked",
+        "schedule": {"kind": "at", "at": "2026-01-18T03:01:00Z"},
+        "payload": {"kind": "agentTurn", "message": "Summarize the day."},
+        "delivery": {"mode": "webhook", "to": format!("{}/hook", h.hook.base_url())}
+    }))
+    .await;
+    h.hook
+        .push("/hook", ScriptedReply::json(json!({"ok": true})));
+    h.script_text("A quiet day.");
+    assert_eq!(h.fire_due_at(T0 + 60 * SECOND).await.len(), 1);
+    let hooks = h.hook.requests_to("/hook");
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(
+        hooks[0].headers.get("authorization").map(String::as_str),
+        Some("Bearer from-secrets-manager")
+    );
+}

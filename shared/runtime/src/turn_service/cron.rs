@@ -886,7 +886,7 @@ impl TurnService {
         let Some(poster) = self.webhook_poster() else {
             return;
         };
-        let env = |name: &str| std::env::var(name).ok();
+        let env = |name: &str| self.secrets.lookup(name);
         let token = self.config().cron.webhook_token(&env);
         match poster
             .post_json(url, body, token.as_deref(), WEBHOOK_TIMEOUT)
