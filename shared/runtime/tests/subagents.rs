@@ -2,7 +2,8 @@
 //! the child's start once; the child runs with the sub-agent prompt, without
 //! `sessions_spawn`, never seeing the parent's transcript; its result is announced to the
 //! parent once whatever is redelivered; a silent result announces nothing; a failed child is
-//! announced as failed; the depth gate refuses a grandchild.
+//! announced as failed; the depth gate refuses a grandchild; attachments are written to the
+//! child's directory in the workspace, and a hostile or unwritable one queues nothing.
 
 mod support;
 
@@ -743,4 +744,193 @@ async fn a_message_sent_to_a_running_child_does_not_replace_its_result() {
             .any(|event| matches!(&event.event, TurnEvent::AgentMessage(_))),
         "the exchange goes on: {queued:?}"
     );
+}
+
+/// The parent's answer to its tool call `id`, parsed, and whether it was an error.
+fn tool_result(h: &Harness, id: &str) -> (Value, bool) {
+    for request in h.model.requests_to(MESSAGES) {
+        for message in request.body["messages"].as_array().into_iter().flatten() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                    let text = block["content"].as_str().expect("a text result");
+                    let answer = serde_json::from_str(text).expect("a JSON answer");
+                    return (answer, block["is_error"] == true);
+                }
+            }
+        }
+    }
+    panic!("no result for tool call {id}");
+}
+
+/// Every file below `dir`, as paths relative to it.
+fn files_below(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("readable dir") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).expect("below dir");
+                found.push(relative.display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The parent calls `sessions_spawn` with `args` as tool call `toolu_files`, then says "Ok.".
+async fn spawn_with(h: &mut Harness, args: Value) {
+    h.script(anthropic_tool_use("toolu_files", "sessions_spawn", args));
+    h.script(anthropic_text("Ok."));
+    h.say("hand the files to a helper").await;
+}
+
+const NOTES: &str = "line one\nline two\n";
+const NOTES_SHA256: &str = "e9024f1a07d29d52ad3aa5e1a18e94db1f3a9fd32b89e39d47c472cd99071e13";
+/// The bytes 00 01 02 fd fe ff.
+const DATA_BASE64: &str = "AAEC/f7/";
+const DATA_SHA256: &str = "3f2d1552cdc7483f40dd720c80b900225dfecfd5cae7cd168d79ab6ee5959885";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_land_in_the_child_directory_and_the_child_is_told_where() {
+    let mut h = Harness::new("").await;
+    // WHEN the parent spawns a child with a text file and a base64 one
+    spawn_with(
+        &mut h,
+        json!({
+            "task": "summarise the attached files",
+            "label": "reader",
+            "attachments": [
+                {"name": "notes.txt", "content": NOTES},
+                {"name": "data.bin", "content": DATA_BASE64, "encoding": "base64", "mimeType": "application/octet-stream"}
+            ]
+        }),
+    )
+    .await;
+    let mut queued = h.take_queued().await;
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let start = queued.remove(0);
+    let uuid = start
+        .session_key
+        .strip_prefix("agent:main:subagent:")
+        .expect("a child key")
+        .to_owned();
+    let rel_dir = format!("attachments/{uuid}/");
+
+    // THEN both files are in the workspace under attachments/<uuid>/, with their bytes
+    let workspace = h.dir.path().join("workspace");
+    assert_eq!(
+        files_below(&workspace),
+        [format!("{rel_dir}data.bin"), format!("{rel_dir}notes.txt")]
+    );
+    assert_eq!(
+        std::fs::read(workspace.join(&rel_dir).join("notes.txt")).expect("notes"),
+        NOTES.as_bytes()
+    );
+    assert_eq!(
+        std::fs::read(workspace.join(&rel_dir).join("data.bin")).expect("data"),
+        [0x00, 0x01, 0x02, 0xfd, 0xfe, 0xff]
+    );
+
+    // AND the accepted result reports them
+    let (answer, is_error) = tool_result(&h, "toolu_files");
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "accepted");
+    assert_eq!(answer["childSessionKey"], start.session_key);
+    assert_eq!(
+        answer["attachments"],
+        json!({
+            "count": 2,
+            "totalBytes": NOTES.len() + 6,
+            "files": [
+                {"name": "notes.txt", "bytes": NOTES.len(), "sha256": NOTES_SHA256},
+                {"name": "data.bin", "bytes": 6, "sha256": DATA_SHA256}
+            ],
+            "relDir": rel_dir
+        })
+    );
+
+    // AND the child's first message names the directory and the files
+    let TurnEvent::SubagentStart(child_start) = &start.event else {
+        panic!("not a start: {start:?}");
+    };
+    let line = format!("[Subagent Attachments] 2 file(s) in {rel_dir}: notes.txt, data.bin");
+    assert!(
+        child_start.first_message.contains(&line),
+        "{}",
+        child_start.first_message
+    );
+    h.script(anthropic_text("Two files: notes and six bytes."));
+    h.turns.handle(&start).await.expect("child");
+    let child_request = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(child_request.contains(&line), "{child_request}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_attachment_name_is_refused_before_anything_is_written_or_queued() {
+    let mut h = Harness::new("").await;
+    let before = files_below(h.dir.path());
+    spawn_with(
+        &mut h,
+        json!({
+            "task": "install this",
+            "attachments": [
+                {"name": "harmless.txt", "content": "hi"},
+                {"name": "../../etc/passwd", "content": "root::0:0:root:/root:/bin/sh\n"}
+            ]
+        }),
+    )
+    .await;
+    let (answer, is_error) = tool_result(&h, "toolu_files");
+    assert!(is_error, "{answer}");
+    assert_eq!(answer["status"], "error");
+    assert!(
+        answer["error"]
+            .as_str()
+            .expect("a message")
+            .starts_with(r#"Invalid attachment name "../../etc/passwd": "#),
+        "{answer}"
+    );
+    assert!(h.take_queued().await.is_empty(), "nothing queued");
+    assert!(h.state(MAIN).await.meta.children.is_empty(), "no child");
+    let after = files_below(h.dir.path());
+    let new_files: Vec<&String> = after
+        .iter()
+        .filter(|path| !before.contains(path) && !path.starts_with("state.db"))
+        .collect();
+    assert!(new_files.is_empty(), "written: {new_files:?}");
+    assert!(!h.dir.path().join("workspace/attachments").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_whose_files_cannot_be_written_queues_nothing() {
+    let mut h = Harness::new("").await;
+    // A file where the attachments directory should be: no file can be written below it.
+    std::fs::write(h.dir.path().join("workspace/attachments"), "in the way").expect("fixture");
+    spawn_with(
+        &mut h,
+        json!({"task": "read it", "attachments": [{"name": "a.txt", "content": "a"}]}),
+    )
+    .await;
+    let (answer, is_error) = tool_result(&h, "toolu_files");
+    assert!(is_error, "{answer}");
+    assert_eq!(answer["status"], "error");
+    assert!(
+        answer["error"]
+            .as_str()
+            .expect("a message")
+            .starts_with("Failed to register subagent run: workspace unavailable: "),
+        "{answer}"
+    );
+    assert!(h.take_queued().await.is_empty(), "nothing queued");
+    assert!(h.state(MAIN).await.meta.children.is_empty(), "no child");
 }

@@ -4,11 +4,11 @@
 //! This module owns the contracts of `sessions_spawn`, `subagents`, `agents_list`,
 //! `sessions_list`, `sessions_history`, `sessions_send` and `sessions_yield` (names, exact
 //! descriptions, schemas, argument parsing and OpenClaw's exact errors), the spawn gates and
-//! the plan of a child run (its key, depth, role, model, prompt and first message), the
-//! announce of a finished child back to its requester (status, stats, the internal-context
-//! block, idempotency keys, retry timing), target resolution and the texts of the
-//! `subagents` tool, session visibility, history capping and the agent-to-agent prompts, and
-//! the `agents.defaults.subagents` / `tools.sessions` / `tools.agentToAgent` /
+//! the plan of a child run (its key, depth, role, model, prompt, first message and attached
+//! files), the announce of a finished child back to its requester (status, stats, the
+//! internal-context block, idempotency keys, retry timing), target resolution and the texts
+//! of the `subagents` tool, session visibility, history capping and the agent-to-agent
+//! prompts, and the `agents.defaults.subagents` / `tools.sessions` / `tools.agentToAgent` /
 //! `session.agentToAgent` settings.
 //!
 //! It knows no store, clock, queue or model: the runtime keeps the run registry and the
@@ -17,6 +17,7 @@
 //! Which tools a sub-agent is offered is the tool policy's (`crate::tool_policy`, layer 11).
 
 pub mod announce;
+pub mod attachments;
 pub mod config;
 pub mod control;
 pub mod prompt;

@@ -2,19 +2,22 @@
 //! description, schema), reading a call into a [`SpawnRequest`] with OpenClaw's exact
 //! errors, and [`plan_spawn`]: the gates a spawn must pass, in OpenClaw's order, and the
 //! [`SpawnPlan`] of the child run (key, depth, role, model, timeout, cleanup, prompt, first
-//! message, and the `accepted` answer).
+//! message, attachments, and the `accepted` answer).
 //!
-//! The runtime resolves the caller (its depth, active children) beforehand, then creates the
-//! child session, starts its run and registers it from the plan.
+//! The runtime resolves the caller (its depth, active children) beforehand, then writes the
+//! attachments into the target agent's workspace, creates the child session, starts its run
+//! and registers it from the plan.
 //!
 //! Where clawless lacks what a parameter needs, the call is refused with a clear error rather
 //! than half done: `runtime: "acp"` (no ACP harness), `thread: true` and so `mode: "session"`
-//! (no channel binds threads to sub-agents), `sandbox: "require"` (no sandboxed runtime) and
-//! `attachments`.
+//! (no channel binds threads to sub-agents) and `sandbox: "require"` (no sandboxed runtime).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::attachments::{
+    MAX_ATTACHMENTS, SpawnAttachments, attachments_rel_dir, parse_attachments,
+};
 use super::config::SubagentsConfig;
 use super::prompt::{ChildPrompt, child_task_message, subagent_system_prompt};
 use super::{ControlScope, SubagentRole};
@@ -64,9 +67,6 @@ pub const LIGHT_CONTEXT_SUBAGENT_ONLY: &str =
 /// `runtime: "acp"`: clawless has no ACP harness.
 pub const ACP_UNAVAILABLE: &str = r#"runtime="acp" is not available: clawless runs no ACP coding harness. Use runtime="subagent" (the default)."#;
 
-/// `attachments` / `attachAs`: clawless does not materialise files into the child workspace.
-pub const ATTACHMENTS_UNAVAILABLE: &str = "attachments are not supported by sessions_spawn in clawless. Put short content in the task, or write files to the workspace first and name their paths in the task.";
-
 /// `requireAgentId` is on and the call named no `agentId`.
 pub const AGENT_ID_REQUIRED: &str = "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.";
 
@@ -88,9 +88,9 @@ pub fn sessions_spawn_tool_spec() -> ToolSpec {
     }
 }
 
-/// The argument schema. It leaves out the parameters only ACP or attachments use (clawless
-/// has neither; [`parse_spawn_call`] still answers them with an error) and admits extra keys,
-/// so a call with a channel-delivery key gets the helpful rejection instead of a schema error.
+/// The argument schema. It leaves out the parameters only ACP uses (clawless has no ACP
+/// harness; [`parse_spawn_call`] still answers them with an error) and admits extra keys, so a
+/// call with a channel-delivery key gets the helpful rejection instead of a schema error.
 pub fn sessions_spawn_schema() -> Value {
     json!({
         "type": "object",
@@ -106,7 +106,29 @@ pub fn sessions_spawn_schema() -> Value {
             "mode": {"type": "string", "enum": ["run", "session"], "description": "run: one-shot (default); session: persistent, needs thread=true."},
             "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "delete: the sub-agent's session is archived (no longer listed) as soon as it reports; keep (default): archived later."},
             "sandbox": {"type": "string", "enum": ["inherit", "require"], "description": "inherit (default) or require a sandboxed runtime."},
-            "lightContext": {"type": "boolean", "description": "Start the sub-agent with a lighter context (fewer workspace files)."}
+            "lightContext": {"type": "boolean", "description": "Start the sub-agent with a lighter context (fewer workspace files)."},
+            "attachments": {
+                "type": "array",
+                "maxItems": MAX_ATTACHMENTS,
+                "description": "Files for the sub-agent, written to attachments/<child id>/ in its workspace (at most 50, 1 MiB each, 5 MiB in all).",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "A plain file name (no directories)."},
+                        "content": {"type": "string", "description": "The file's content, as text or base64."},
+                        "encoding": {"type": "string", "enum": ["utf8", "base64"], "description": "How content is encoded (default utf8)."},
+                        "mimeType": {"type": "string", "description": "The file's media type, if known."}
+                    },
+                    "required": ["name", "content"]
+                }
+            },
+            "attachAs": {
+                "type": "object",
+                "description": "How the sub-agent should see the attachments.",
+                "properties": {
+                    "mountPath": {"type": "string", "description": "A path hint passed on to the sub-agent (letters, digits, . _ - / : only)."}
+                }
+            }
         },
         "required": ["task"],
         "additionalProperties": true
@@ -185,6 +207,8 @@ pub struct SpawnRequest {
     /// Whether the completion should be turned into a user-facing message (hidden parameter
     /// `expectsCompletionMessage`, default true).
     pub expects_completion_message: bool,
+    /// The files to put in the child's workspace (`attachments`, `attachAs`), if any.
+    pub attachments: Option<SpawnAttachments>,
 }
 
 /// A `sessions_spawn` call that is malformed: `{status:"error", error}`.
@@ -195,7 +219,7 @@ pub struct SpawnError {
 }
 
 impl SpawnError {
-    fn new(message: impl Into<String>) -> Self {
+    pub(super) fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
         }
@@ -253,8 +277,9 @@ impl From<SpawnError> for SpawnRefusal {
 
 /// Reads a `sessions_spawn` call. Checks, in order: channel-delivery keys
 /// (`sessions_spawn does not support "<key>". …`), `task`, the runtime (`lightContext` and
-/// ACP), `streamTo`, attachments, `agentId` (`Invalid agentId "<id>". …`; valid ids are
-/// lowercased), `thinking`, then `mode`/`thread`, `cleanup` and `sandbox`.
+/// ACP), `streamTo`, attachments ([`parse_attachments`]), `agentId` (`Invalid agentId
+/// "<id>". …`; valid ids are lowercased), `thinking`, then `mode`/`thread`, `cleanup` and
+/// `sandbox`.
 pub fn parse_spawn_call(args: &Value) -> Result<SpawnRequest, SpawnError> {
     let empty = Map::new();
     let args = args.as_object().unwrap_or(&empty);
@@ -286,14 +311,7 @@ pub fn parse_spawn_call(args: &Value) -> Result<SpawnRequest, SpawnError> {
             "streamTo is only supported for runtime=acp; got runtime=subagent",
         ));
     }
-    let has_attachments = args
-        .get("attachments")
-        .and_then(Value::as_array)
-        .is_some_and(|items| !items.is_empty())
-        || args.get("attachAs").is_some_and(|value| !value.is_null());
-    if has_attachments {
-        return Err(SpawnError::new(ATTACHMENTS_UNAVAILABLE));
-    }
+    let attachments = parse_attachments(args)?;
     let agent_id = match string_arg(args, "agentId") {
         None => None,
         Some(id) if is_valid_agent_id(&id) => Some(id.to_ascii_lowercase()),
@@ -358,6 +376,7 @@ pub fn parse_spawn_call(args: &Value) -> Result<SpawnRequest, SpawnError> {
             .get("expectsCompletionMessage")
             .and_then(Value::as_bool)
             .unwrap_or(true),
+        attachments,
     })
 }
 
@@ -429,6 +448,9 @@ pub struct SpawnPlan {
     pub light_context: bool,
     /// Whether the completion should become a user-facing message.
     pub expects_completion_message: bool,
+    /// The files the runtime writes to [`SpawnPlan::attachments_rel_dir`] in the target
+    /// agent's workspace before the child starts, if any.
+    pub attachments: Option<SpawnAttachments>,
 }
 
 /// Decides a spawn for `caller` under `config` (the caller's agent's merged settings), with
@@ -516,6 +538,7 @@ pub fn plan_spawn<S: AsRef<str>>(
         },
         light_context: request.light_context,
         expects_completion_message: request.expects_completion_message,
+        attachments: request.attachments.clone(),
     })
 }
 
@@ -550,8 +573,10 @@ fn check_allowlist<S: AsRef<str>>(
 
 impl SpawnPlan {
     /// The tool result once the child run `run_id` was accepted: `{status:"accepted",
-    /// childSessionKey, runId, mode, note?, modelApplied?}`. One-shot spawns carry the
-    /// push-based note unless the requester is a cron run; persistent ones the thread note.
+    /// childSessionKey, runId, mode, note?, modelApplied?, attachments?}`. One-shot spawns
+    /// carry the push-based note unless the requester is a cron run; persistent ones the
+    /// thread note. `attachments` (`{count, totalBytes, files, relDir}`) is there when the
+    /// spawn attached files.
     pub fn accepted_json(&self, run_id: &str) -> Value {
         let mut result = json!({
             "status": STATUS_ACCEPTED,
@@ -570,7 +595,16 @@ impl SpawnPlan {
         if self.model.is_some() {
             result["modelApplied"] = Value::Bool(true);
         }
+        if let Some(attachments) = &self.attachments {
+            result["attachments"] = attachments.result_json(&self.attachments_rel_dir());
+        }
         result
+    }
+
+    /// Where the child's attachments go, relative to the target agent's workspace root:
+    /// `attachments/<child uuid>/`.
+    pub fn attachments_rel_dir(&self) -> String {
+        attachments_rel_dir(&self.child_session_key)
     }
 
     /// The facts the child's prompt and first message are built from.
@@ -592,9 +626,17 @@ impl SpawnPlan {
         subagent_system_prompt(&self.child_prompt(requester_channel))
     }
 
-    /// The child run's first user message.
+    /// The child run's first user message; when the spawn attached files, it ends with the
+    /// `[Subagent Attachments]` line that says where they are.
     pub fn task_message(&self) -> String {
-        child_task_message(&self.child_prompt(None))
+        let message = child_task_message(&self.child_prompt(None));
+        match &self.attachments {
+            Some(attachments) => format!(
+                "{message}\n\n{}",
+                attachments.message_line(&self.attachments_rel_dir())
+            ),
+            None => message,
+        }
     }
 }
 
@@ -948,10 +990,6 @@ mod tests {
             "streamTo is only supported for runtime=acp; got runtime=subagent"
         );
         assert_eq!(
-            error(json!({"task": "x", "attachments": [{"name": "a.txt", "content": "hi"}]})),
-            ATTACHMENTS_UNAVAILABLE
-        );
-        assert_eq!(
             error(json!({"task": "x", "thinking": "max"})),
             r#"Invalid thinking level "max". Use one of: off, minimal, low, medium, high, xhigh."#
         );
@@ -1027,6 +1065,72 @@ mod tests {
     }
 
     #[test]
+    fn attachments_ride_on_the_plan_into_the_first_message_and_the_answer() {
+        let plan = plan(
+            json!({
+                "task": "summarise",
+                "attachments": [
+                    {"name": "a.txt", "content": "abc"},
+                    {"name": "b.bin", "content": "AAEC", "encoding": "base64"}
+                ],
+                "attachAs": {"mountPath": "/data"}
+            }),
+            &main_caller(),
+            &SubagentsConfig::default(),
+        )
+        .expect("accepted");
+        let rel_dir = format!("attachments/{UUID}/");
+        assert_eq!(plan.attachments_rel_dir(), rel_dir);
+        let attachments = plan.attachments.as_ref().expect("attachments");
+        assert_eq!(attachments.files.len(), 2);
+        assert!(
+            plan.task_message().ends_with(&format!(
+                "[Subagent Task]: summarise\n\n[Subagent Attachments] 2 file(s) in {rel_dir}: a.txt, b.bin (the requester's mount path hint: /data; the files are in {rel_dir})"
+            )),
+            "{}",
+            plan.task_message()
+        );
+        let accepted = plan.accepted_json("run-1");
+        assert_eq!(accepted["status"], "accepted");
+        assert_eq!(accepted["attachments"], attachments.result_json(&rel_dir));
+        assert_eq!(accepted["attachments"]["count"], 2);
+        assert_eq!(accepted["attachments"]["totalBytes"], 6);
+    }
+
+    #[test]
+    fn a_spawn_without_files_says_nothing_about_attachments() {
+        let plan = plan(
+            json!({"task": "x", "attachments": []}),
+            &main_caller(),
+            &SubagentsConfig::default(),
+        )
+        .expect("accepted");
+        assert_eq!(plan.attachments, None);
+        assert!(!plan.task_message().contains("[Subagent Attachments]"));
+        assert!(plan.accepted_json("r").get("attachments").is_none());
+    }
+
+    #[test]
+    fn bad_attachments_refuse_the_call_as_an_error() {
+        assert_eq!(
+            parse_spawn_call(&json!({
+                "task": "x",
+                "attachments": [{"name": "../../etc/passwd", "content": "root"}]
+            }))
+            .expect_err("refused")
+            .to_json(),
+            json!({
+                "status": "error",
+                "error": r#"Invalid attachment name "../../etc/passwd": use a plain file name, without "/" or "\"."#
+            })
+        );
+        assert!(
+            error(json!({"task": "x", "attachAs": {"mountPath": "a b"}}))
+                .starts_with("Invalid attachAs.mountPath")
+        );
+    }
+
+    #[test]
     fn the_tool_spec_has_the_exact_description_and_requires_a_task() {
         let spec = sessions_spawn_tool_spec();
         assert_eq!(spec.name, "sessions_spawn");
@@ -1035,6 +1139,17 @@ mod tests {
         assert_eq!(
             spec.input_schema["properties"]["mode"]["enum"],
             json!(["run", "session"])
+        );
+        let attachments = &spec.input_schema["properties"]["attachments"];
+        assert_eq!(attachments["maxItems"], 50);
+        assert_eq!(
+            attachments["items"]["properties"]["encoding"]["enum"],
+            json!(["utf8", "base64"])
+        );
+        assert_eq!(attachments["items"]["required"], json!(["name", "content"]));
+        assert_eq!(
+            spec.input_schema["properties"]["attachAs"]["properties"]["mountPath"]["type"],
+            "string"
         );
     }
 }

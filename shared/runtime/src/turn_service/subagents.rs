@@ -1,11 +1,12 @@
 //! Sub-agents in the turn service (spec `openclaw-automation.md` §3): a child's run in its
 //! own session, and its completion pushed back to the session that spawned it.
 //!
-//! - **Spawn.** `sessions_spawn` (in the parent's turn) queues a [`SubagentStart`] for
+//! - **Spawn.** `sessions_spawn` (in the parent's turn) writes the call's attachments to
+//!   `attachments/<uuid>/` in the child agent's workspace, queues a [`SubagentStart`] for
 //!   `agent:<id>:subagent:<uuid>` on the turn queue and records the child in the parent's
 //!   meta. The child's key and run id derive from the parent's session, turn and tool call,
-//!   so a spawn redone after a crash queues the same child, which the queue and the child
-//!   take once.
+//!   so a spawn redone after a crash writes the same files again and queues the same child,
+//!   which the queue and the child take once.
 //! - **Parallel.** Each child is its own FIFO group: children of one parent run side by side,
 //!   and the parent keeps answering its chat while they work; nobody waits for anybody.
 //! - **The child's run** sees its task and the sub-agent prompt, never the parent's
@@ -24,14 +25,18 @@
 //!   `archiveAfterMinutes`.
 
 use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery};
+use clawless_core::object_store::PutCondition;
 use clawless_core::session::key::ChatType;
 use clawless_core::subagents::announce::{
     AnnounceOutcome, AnnounceSource, CompletionEvent, RunStats, announce_idempotency_key,
     announce_task_name, cap_result, is_announce_silent, render_completion_events,
     reply_instruction, stats_line,
 };
+use clawless_core::subagents::attachments::SpawnAttachments;
 use clawless_core::subagents::control::RunStatus;
-use clawless_core::subagents::spawn::{CallerFacts, SESSIONS_SPAWN, parse_spawn_call, plan_spawn};
+use clawless_core::subagents::spawn::{
+    CallerFacts, SESSIONS_SPAWN, SpawnRefusal, parse_spawn_call, plan_spawn,
+};
 use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
 use clawless_core::tools::ToolOutput;
 use clawless_core::transcript::{AssistantBlock, ToolCall};
@@ -62,9 +67,10 @@ pub(super) struct ChildResult {
 
 impl TurnService {
     /// Runs a `sessions_spawn` call of `state`'s turn: plans the child (gates, key, prompt),
-    /// queues its start and records it among the session's children. The child's key and
-    /// run id derive from the session and the call, so a spawn redone after a crash names
-    /// the same child, which starts once.
+    /// writes its attachments into the target agent's workspace, queues its start and records
+    /// it among the session's children. The child's key and run id derive from the session
+    /// and the call, so a spawn redone after a crash names the same child (and rewrites the
+    /// same files), which starts once. A failed write queues nothing.
     pub(super) async fn run_spawn_tool(
         &self,
         call: &ToolCall,
@@ -143,9 +149,20 @@ impl TurnService {
             archive_when_announced: plan.cleanup
                 == clawless_core::subagents::spawn::SpawnCleanup::Delete,
         };
+        if let Some(attachments) = &plan.attachments
+            && let Err(err) = self
+                .write_attachments(
+                    &plan.target_agent_id,
+                    &plan.attachments_rel_dir(),
+                    attachments,
+                )
+                .await
+        {
+            return registration_failed(&err);
+        }
         let event = start_event(start, &plan.child_session_key, &plan.target_agent_id);
         if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
-            return ToolOutput::error(format!("Failed to register subagent run: {err}"));
+            return registration_failed(&err);
         }
         if earlier.is_none() {
             state.meta.children.push(ChildRun {
@@ -163,6 +180,26 @@ impl TurnService {
         tracing::info!(parent = %state.key, child = %plan.child_session_key, %run_id, "sub-agent spawned");
         let answer = plan.accepted_json(&run_id);
         ToolOutput::ok(answer.to_string())
+    }
+
+    /// Writes a spawn's files to `<rel_dir><name>` below `agent_id`'s workspace root, each
+    /// overwriting what a redone spawn wrote there before (the same bytes).
+    async fn write_attachments(
+        &self,
+        agent_id: &str,
+        rel_dir: &str,
+        attachments: &SpawnAttachments,
+    ) -> Result<(), TurnError> {
+        let workspace = self.workspace(agent_id)?;
+        for file in &attachments.files {
+            let key = format!("{}{rel_dir}{}", workspace.prefix, file.name);
+            workspace
+                .store
+                .put(&key, file.bytes.clone(), PutCondition::Always)
+                .await?;
+        }
+        tracing::info!(agent = %agent_id, dir = %rel_dir, files = attachments.files.len(), "sub-agent attachments written");
+        Ok(())
     }
 
     /// Runs a `subagents` call of `state`'s turn: `list` its children, `kill` one (or all)
@@ -947,6 +984,13 @@ pub(super) fn visible_text(content: &[AssistantBlock]) -> String {
         })
         .collect();
     text.join("\n")
+}
+
+/// `sessions_spawn`'s answer when the child could not be set up (its files written, its start
+/// queued): `{status:"error", error:"Failed to register subagent run: <err>"}`.
+fn registration_failed(err: &dyn std::fmt::Display) -> ToolOutput {
+    let refusal = SpawnRefusal::Error(format!("Failed to register subagent run: {err}"));
+    ToolOutput::error(refusal.to_json().to_string())
 }
 
 /// The event that takes `event`'s child start to its session.
