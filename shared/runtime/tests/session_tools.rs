@@ -811,3 +811,40 @@ async fn sends_outside_the_tree_to_itself_or_to_an_unknown_label_are_refused() {
     );
     assert!(h.take_queued().await.is_empty(), "nothing was sent");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_yield_ends_the_turn_and_the_childs_result_is_the_next_message() {
+    let mut h = Harness::new("", "", false).await;
+    // WHEN the parent spawns a child and yields in the same turn
+    h.script(anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "count the files", "label": "helper"}),
+    ));
+    h.script(anthropic_tool_use(
+        "toolu_yield",
+        "sessions_yield",
+        json!({"message": "waiting for the helper"}),
+    ));
+    h.say("count my files, then tell me").await;
+
+    // THEN the turn ends after the yield: no third model call, nothing said to the chat
+    assert_eq!(h.model.requests_to(MESSAGES).len(), 2);
+    assert!(posted_texts(&h).is_empty(), "{:?}", posted_texts(&h));
+    let key = SessionKey::parse(MAIN).expect("key");
+    let stored = h.sessions.load(&key).await.expect("load").expect("stored");
+    let parent = SessionState::from_stored(key, &stored).expect("state");
+    assert!(!parent.meta.turn_open);
+
+    // AND the child's result arrives as the next turn, answered in the chat
+    let start = h.take_queued().await.remove(0);
+    h.script(anthropic_text("Done: 3 files"));
+    h.turns.handle(&start).await.expect("child");
+    let announce = h.take_queued().await.remove(0);
+    h.script(anthropic_text("You have 3 files."));
+    h.turns.handle(&announce).await.expect("announce");
+    assert_eq!(posted_texts(&h), ["You have 3 files."]);
+    let (yielded, is_error) = h.tool_result("toolu_yield");
+    assert!(!is_error);
+    assert_eq!(yielded["status"], "yielded");
+}

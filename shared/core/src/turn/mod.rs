@@ -651,6 +651,24 @@ impl TurnEngine {
         if waiting {
             return Derived::Effect(Effect::Wait);
         }
+        // `sessions_yield` ends the turn here: what comes next (a child's result) arrives as
+        // the next message, and the model is not called again now.
+        let yielded = calls.iter().any(|call| {
+            call.name == crate::subagents::sessions_tools::SESSIONS_YIELD
+                && state.find_result(&call.id).is_some_and(|step| {
+                    matches!(
+                        step.body,
+                        StepBody::ToolResult {
+                            is_error: false,
+                            ..
+                        }
+                    )
+                })
+        });
+        if yielded {
+            close_turn(state, now_ms);
+            return Derived::Changed;
+        }
         self.call_model_or_stop(state, now_ms)
     }
 

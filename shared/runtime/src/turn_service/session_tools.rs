@@ -1,6 +1,7 @@
 //! The session tools in the turn service (spec `openclaw-automation.md` §3.7–§3.9):
-//! `agents_list`, `sessions_list` and `sessions_history`, run in-process, and the target
-//! and visibility check of `sessions_send` (whose exchange is `agent_to_agent.rs`).
+//! `agents_list`, `sessions_list`, `sessions_history` and `sessions_yield` (which ends the
+//! turn), run in-process, and the target and visibility check of `sessions_send` (whose
+//! exchange is `agent_to_agent.rs`).
 //!
 //! - **What a session sees** follows `tools.sessions.visibility` (default `tree`): itself
 //!   and the sub-agents it spawned, found by walking the `children` its meta records (and
@@ -26,10 +27,11 @@ use clawless_core::subagents::control::{
     AGENTS_LIST_TOOL_NAME, ConfiguredAgent, agents_list_json, agents_list_tool_spec,
 };
 use clawless_core::subagents::sessions_tools::{
-    ListRequest, SESSIONS_HISTORY, SESSIONS_LIST, SESSIONS_SEND, SendTarget, SessionAction,
-    SessionKind, check_visibility, history_message_json, history_page, no_session_with_label,
-    parse_history_call, parse_list_call, resolve_session_alias, sessions_history_tool_spec,
-    sessions_list_tool_spec, sessions_send_tool_spec,
+    ListRequest, SESSIONS_HISTORY, SESSIONS_LIST, SESSIONS_SEND, SESSIONS_YIELD, SendTarget,
+    SessionAction, SessionKind, check_visibility, history_message_json, history_page,
+    no_session_with_label, parse_history_call, parse_list_call, resolve_session_alias,
+    sessions_history_tool_spec, sessions_list_tool_spec, sessions_send_tool_spec,
+    sessions_yield_tool_spec, yield_json,
 };
 use clawless_core::tools::ToolOutput;
 use clawless_core::transcript::ToolCall;
@@ -44,7 +46,12 @@ const MAX_TREE_SESSIONS: usize = 200;
 
 /// The session tools that run in-process, by name (`sessions_send` waits for its answer
 /// like a node's tool: see `agent_to_agent.rs`).
-const SESSION_TOOLS: [&str; 3] = [AGENTS_LIST_TOOL_NAME, SESSIONS_LIST, SESSIONS_HISTORY];
+const SESSION_TOOLS: [&str; 4] = [
+    AGENTS_LIST_TOOL_NAME,
+    SESSIONS_LIST,
+    SESSIONS_HISTORY,
+    SESSIONS_YIELD,
+];
 
 /// Which session tools `routing` offers this turn.
 pub(super) fn offered(routing: &ToolRouting) -> Vec<&'static str> {
@@ -65,7 +72,7 @@ impl TurnService {
     pub(super) fn session_tool_candidates(&self) -> Vec<&'static str> {
         let mut names = Vec::new();
         if self.subagent_queue.is_some() {
-            names.extend([AGENTS_LIST_TOOL_NAME, SESSIONS_SEND]);
+            names.extend([AGENTS_LIST_TOOL_NAME, SESSIONS_SEND, SESSIONS_YIELD]);
         }
         if self.subagent_queue.is_some() || self.session_lister.is_some() {
             names.extend([SESSIONS_LIST, SESSIONS_HISTORY]);
@@ -83,6 +90,7 @@ impl TurnService {
             SESSIONS_LIST => Some(sessions_list_tool_spec()),
             SESSIONS_HISTORY => Some(sessions_history_tool_spec()),
             SESSIONS_SEND => Some(sessions_send_tool_spec()),
+            SESSIONS_YIELD => Some(sessions_yield_tool_spec()),
             _ => None,
         }
     }
@@ -97,6 +105,8 @@ impl TurnService {
             AGENTS_LIST_TOOL_NAME => Ok(self.agents_list(state)),
             SESSIONS_LIST => self.sessions_list(&call.input, state).await,
             SESSIONS_HISTORY => self.sessions_history(&call.input, state).await,
+            // Ends the turn: the engine calls the model no more after its result.
+            SESSIONS_YIELD => Ok(yield_json(&call.input)),
             other => Err(error_json(&format!("{other} is not a session tool"))),
         };
         match answer {
