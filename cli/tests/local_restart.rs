@@ -111,7 +111,7 @@ async fn a_process_killed_mid_compaction_keeps_one_summary_and_every_message() {
             // The 8k window holds the conversation, not the automation tools' schemas.
             "agents:\n  defaults:\n    contextTokens: 8000\nmodels:\n  primary: anthropic/claude-test\n  \
              maxRetries: 0\n  providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {}\n\
-             tools:\n  deny: [cron, sessions_spawn, subagents, sessions_list, sessions_history, agents_list]\n",
+             tools:\n  deny: [cron, sessions_spawn, subagents, sessions_list, sessions_history, sessions_send, sessions_yield, agents_list]\n",
             model.base_url()
         ),
     )

@@ -41,12 +41,14 @@ struct Chat {
 }
 
 /// The tools of cron, sub-agents and the session tools (see [`Chat::start_with`]).
-const AUTOMATION_TOOLS: [&str; 6] = [
+const AUTOMATION_TOOLS: [&str; 8] = [
     "cron",
     "sessions_spawn",
     "subagents",
     "sessions_list",
     "sessions_history",
+    "sessions_send",
+    "sessions_yield",
     "agents_list",
 ];
 
