@@ -934,3 +934,47 @@ async fn a_spawn_whose_files_cannot_be_written_queues_nothing() {
     assert!(h.take_queued().await.is_empty(), "nothing queued");
     assert!(h.state(MAIN).await.meta.children.is_empty(), "no child");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_children_keep_failing_is_not_spawned_a_fourth_time() {
+    let mut h = Harness::new("").await;
+    // GIVEN three children given the same task, each failing, each result taken
+    for _ in 0..3 {
+        let start = h.spawn("flaky job").await;
+        h.model.push(
+            MESSAGES,
+            ScriptedReply::raw(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad request"}}"#,
+            ),
+        );
+        h.turns.handle(&start).await.expect("child");
+        let announce = h.take_queued().await.remove(0);
+        h.script(anthropic_text("It failed; trying again."));
+        h.turns.handle(&announce).await.expect("announce");
+    }
+
+    // WHEN the parent tries once more
+    h.script(anthropic_tool_use(
+        "toolu_again",
+        "sessions_spawn",
+        json!({"task": "flaky job"}),
+    ));
+    h.script(anthropic_text("I will stop retrying."));
+    h.say("try again").await;
+
+    // THEN the breaker refuses it, and nothing is queued
+    let refused = h
+        .model
+        .requests_to(MESSAGES)
+        .last()
+        .expect("a request")
+        .raw_body
+        .clone();
+    assert!(
+        refused.contains("the last 3 sub-agents given this task failed"),
+        "{refused}"
+    );
+    assert!(h.take_queued().await.is_empty());
+    assert_eq!(h.state(MAIN).await.meta.children.len(), 3);
+}

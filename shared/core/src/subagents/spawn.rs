@@ -410,6 +410,54 @@ pub struct CallerFacts<'a> {
     pub is_cron: bool,
 }
 
+/// How many children of one session with the same task may fail in a row before that task
+/// is refused (clawless's breaker for OpenClaw's runaway re-spawning, issue #65817).
+pub const MAX_FAILED_SAME_TASK: usize = 3;
+
+/// How many children of one session may fail in a row, whatever their tasks, before the
+/// session may spawn no more until one succeeds or a person steps in.
+pub const MAX_FAILED_IN_A_ROW: usize = 5;
+
+/// One earlier child of the caller, for the failure breaker: its task and whether its run
+/// failed (error or timeout). Oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PastChild<'a> {
+    /// Its task.
+    pub task: &'a str,
+    /// Its run ended in an error or a timeout.
+    pub failed: bool,
+}
+
+/// The failure breaker, clawless's own: OpenClaw lets a parent re-spawn a failing child
+/// forever. `task` is refused when its last [`MAX_FAILED_SAME_TASK`] runs in this session
+/// all failed, and any spawn when the session's last [`MAX_FAILED_IN_A_ROW`] children did.
+/// A child that succeeded (or still runs) resets the count.
+pub fn check_failure_breaker(history: &[PastChild<'_>], task: &str) -> Result<(), SpawnRefusal> {
+    let same = |child: &&PastChild<'_>| child.task.trim().eq_ignore_ascii_case(task.trim());
+    let failed_same = history
+        .iter()
+        .rev()
+        .filter(same)
+        .take_while(|child| child.failed)
+        .count();
+    if failed_same >= MAX_FAILED_SAME_TASK {
+        return Err(SpawnRefusal::Forbidden(format!(
+            "sessions_spawn refused: the last {failed_same} sub-agents given this task failed. Fix what makes it fail, or tell the user, instead of spawning it again."
+        )));
+    }
+    let failed_in_a_row = history
+        .iter()
+        .rev()
+        .take_while(|child| child.failed)
+        .count();
+    if failed_in_a_row >= MAX_FAILED_IN_A_ROW {
+        return Err(SpawnRefusal::Forbidden(format!(
+            "sessions_spawn refused: the last {failed_in_a_row} sub-agents of this session failed. Tell the user what went wrong instead of spawning more."
+        )));
+    }
+    Ok(())
+}
+
 /// A spawn that passed every gate: what the runtime creates, starts and registers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnPlan {
@@ -1151,5 +1199,59 @@ mod tests {
             spec.input_schema["properties"]["attachAs"]["properties"]["mountPath"]["type"],
             "string"
         );
+    }
+}
+
+#[cfg(test)]
+mod breaker_tests {
+    use super::*;
+
+    fn child(task: &str, failed: bool) -> PastChild<'_> {
+        PastChild { task, failed }
+    }
+
+    #[test]
+    fn a_task_that_failed_three_times_in_a_row_is_refused() {
+        let history = [
+            child("fetch the report", true),
+            child("Fetch the report ", true),
+            child("fetch the report", true),
+        ];
+        let refusal = check_failure_breaker(&history, "fetch the report").unwrap_err();
+        assert_eq!(refusal.status(), "forbidden");
+        assert!(
+            refusal
+                .message()
+                .contains("last 3 sub-agents given this task failed")
+        );
+        // Another task is still allowed.
+        assert!(check_failure_breaker(&history, "summarize the inbox").is_ok());
+    }
+
+    #[test]
+    fn a_success_resets_the_count() {
+        let history = [
+            child("fetch", true),
+            child("fetch", true),
+            child("fetch", false),
+            child("fetch", true),
+            child("fetch", true),
+        ];
+        assert!(check_failure_breaker(&history, "fetch").is_ok());
+    }
+
+    #[test]
+    fn five_failures_in_a_row_stop_every_spawn() {
+        let history: Vec<PastChild<'_>> = ["a", "b", "c", "d", "e"]
+            .into_iter()
+            .map(|task| child(task, true))
+            .collect();
+        let refusal = check_failure_breaker(&history, "f").unwrap_err();
+        assert!(
+            refusal
+                .message()
+                .contains("last 5 sub-agents of this session failed")
+        );
+        assert!(check_failure_breaker(&history[1..], "f").is_ok());
     }
 }

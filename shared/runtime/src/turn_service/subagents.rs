@@ -35,7 +35,8 @@ use clawless_core::subagents::announce::{
 use clawless_core::subagents::attachments::SpawnAttachments;
 use clawless_core::subagents::control::RunStatus;
 use clawless_core::subagents::spawn::{
-    CallerFacts, SESSIONS_SPAWN, SpawnRefusal, parse_spawn_call, plan_spawn,
+    CallerFacts, PastChild, SESSIONS_SPAWN, SpawnRefusal, check_failure_breaker, parse_spawn_call,
+    plan_spawn,
 };
 use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
 use clawless_core::tools::ToolOutput;
@@ -122,6 +123,23 @@ impl TurnService {
             .into_iter()
             .map(|agent| agent.id)
             .collect();
+        // Earlier children of this session, oldest first (this call's own, if redone, aside).
+        let history: Vec<PastChild<'_>> = state
+            .meta
+            .children
+            .iter()
+            .filter(|child| child.run_id != run_id)
+            .map(|child| PastChild {
+                task: &child.task,
+                failed: matches!(child.status.as_str(), "error" | "timeout"),
+            })
+            .collect();
+        if earlier.is_none()
+            && let Err(refusal) = check_failure_breaker(&history, &request.task)
+        {
+            tracing::warn!(session = %state.key, "sub-agent failure breaker refused a spawn");
+            return ToolOutput::error(refusal.to_json().to_string());
+        }
         let plan = match plan_spawn(&request, &caller, &config, &agent_ids, &child_uuid(&run_id)) {
             Ok(plan) => plan,
             Err(refusal) => return ToolOutput::error(refusal.to_json().to_string()),
