@@ -40,7 +40,7 @@ pub use scheduler::{ScheduleTarget, ScheduledTimers};
 pub use sqs::{SqsTurnQueue, sqs_id};
 pub use sqs_nodes::{SqsExecQueue, SqsTimers};
 pub use sts::StsQueueCredentials;
-pub use subagent_routed_queue::{SubagentRoutedTurnQueue, is_subagent_group};
+pub use subagent_routed_queue::SubagentRoutedTurnQueue;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clawless_core::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
-use clawless_core::subagents::caller_depth;
+use clawless_core::subagents::is_subagent_session_key;
 
 /// Prefix of the receipts of sub-agent queue deliveries. SQS receipt handles never hold a
 /// `:`, so a receipt with this prefix cannot be one of the main queue's.
@@ -22,11 +22,6 @@ const SUBAGENT_RECEIPT_PREFIX: &str = "subagent-queue:";
 /// How long one long poll of either queue lasts while a receive waits for its first
 /// message: a message on either queue is found within about this long.
 const POLL_SLICE: Duration = Duration::from_secs(1);
-
-/// Whether a queue group (a session key) is a sub-agent session's.
-pub fn is_subagent_group(group: &str) -> bool {
-    caller_depth(group) > 0
-}
 
 /// The turn queue port over a main queue and a sub-agent queue.
 ///
@@ -56,7 +51,7 @@ impl SubagentRoutedTurnQueue {
 
     /// The queue `message` belongs on.
     fn queue_for(&self, group: &str) -> &dyn TurnQueue {
-        if is_subagent_group(group) {
+        if is_subagent_session_key(group) {
             self.subagents.as_ref()
         } else {
             self.sessions.as_ref()
@@ -152,16 +147,6 @@ mod tests {
             dedup_id: dedup_id.to_owned(),
             body: format!("body of {dedup_id}"),
         }
-    }
-
-    #[test]
-    fn only_sub_agent_session_keys_are_sub_agent_groups() {
-        assert!(is_subagent_group("agent:main:subagent:0b6f"));
-        assert!(is_subagent_group("agent:main:subagent:0b6f:subagent:77aa"));
-        assert!(is_subagent_group("agent:Main:SUBAGENT:0b6f"));
-        assert!(!is_subagent_group("agent:main:main"));
-        assert!(!is_subagent_group("agent:main:cron:job-1:run:2"));
-        assert!(!is_subagent_group("agent:main:telegram:direct:subagent"));
     }
 
     #[tokio::test]

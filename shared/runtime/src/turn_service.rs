@@ -565,7 +565,7 @@ impl TurnService {
             return Ok(report);
         } else if let TurnEvent::CronTimeout(mark) = &event.event {
             // The session goes on with whatever waited behind the run.
-            if !self.time_out_cron_run(&mut state, mark).await? && state.version == 0 {
+            if !self.time_out_cron_run(&engine, &mut state, mark).await? && state.version == 0 {
                 return Ok(report);
             }
             report.acceptance = Some("CronTimeoutHandled".to_owned());

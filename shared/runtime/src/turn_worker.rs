@@ -12,7 +12,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_aws::is_subagent_group;
 use clawless_core::session::{Delivery, TurnQueue};
 use clawless_core::subagents::SubagentsConfig;
 use clawless_core::turn::events::SessionEvent;
@@ -212,7 +211,7 @@ async fn run_lanes<H, Fut>(
         match deliveries {
             Ok(deliveries) => {
                 for delivery in deliveries {
-                    if is_subagent_group(&delivery.group) {
+                    if clawless_core::subagents::is_subagent_session_key(&delivery.group) {
                         subagents.wait(delivery);
                     } else {
                         sessions.wait(delivery);

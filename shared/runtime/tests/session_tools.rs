@@ -10,133 +10,15 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use clawless_core::nodes::testing::InMemoryTimers;
-use clawless_core::session::key::ChatType;
-use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
-use clawless_core::testing::InMemoryTurnQueue;
-use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
-use clawless_core::turn::state::SessionState;
-use clawless_llm::testing::{ScriptedReply, ScriptedServer};
-use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::{Clock, SystemClock};
-use clawless_runtime::turn_service::TurnService;
+use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use serde_json::{Value, json};
-use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
+use support::subagent_harness::{Harness, MAIN};
+use support::{anthropic_text, anthropic_tool_use};
 
-const MESSAGES: &str = "/v1/messages";
-const MAIN: &str = "agent:main:main";
 /// A session of the same agent outside the parent's tree (another chat).
 const OTHER: &str = "agent:main:generic:direct:u-2";
 
-struct Harness {
-    _dir: tempfile::TempDir,
-    model: ScriptedServer,
-    receiver: ReplyReceiver,
-    sessions: Arc<dyn SessionStore>,
-    queue: Arc<InMemoryTurnQueue>,
-    timers: InMemoryTimers,
-    turns: TurnService,
-    sent: u64,
-}
-
 impl Harness {
-    /// A turn service with sub-agents; `agents_yaml` goes under `agents.defaults` (and may
-    /// open `agents.list`), `tools_yaml` under `tools`; `lister` adds the session listing.
-    async fn new(agents_yaml: &str, tools_yaml: &str, lister: bool) -> Self {
-        let dir = tempfile::tempdir().expect("test fixture");
-        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
-        std::fs::create_dir_all(dir.path().join("workspace")).expect("test fixture");
-        let model = ScriptedServer::start().await;
-        let receiver = ReplyReceiver::start().await;
-        let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
-        let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
-        let queue = Arc::new(InMemoryTurnQueue::new());
-        let yaml = format!(
-            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n\
-             {agents_yaml}models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
-             providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {base}\n\
-             tools:\n  deny: [web_fetch]\n{tools_yaml}",
-            skills = dir.path().join("skills").display(),
-            workspace = dir.path().join("workspace").display(),
-            base = model.base_url(),
-        );
-        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
-        let timers = InMemoryTimers::new();
-        let mut turns = support::turn_service(
-            &config,
-            Arc::clone(&sessions),
-            &receiver.url,
-            Arc::new(SystemClock) as Arc<dyn Clock>,
-        )
-        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
-        .with_subagent_timers(Arc::new(timers.clone()));
-        if lister {
-            turns = turns.with_session_lister(Arc::new(SqliteSessionStore::new(db)));
-        }
-        Self {
-            _dir: dir,
-            model,
-            receiver,
-            sessions,
-            queue,
-            timers,
-            turns,
-            sent: 0,
-        }
-    }
-
-    /// A message from the owner in session `key`.
-    async fn say_in(&mut self, key: &str, text: &str) {
-        self.sent += 1;
-        let event = SessionEvent {
-            session_key: key.to_owned(),
-            agent_id: "main".to_owned(),
-            event: TurnEvent::Inbound(InboundMessage {
-                message_id: format!("m-{}", self.sent),
-                chat: ChatRef {
-                    channel: "generic".to_owned(),
-                    chat_id: format!("c-{key}"),
-                    chat_type: ChatType::Direct,
-                },
-                sender_id: "u-1".to_owned(),
-                text: text.to_owned(),
-                sender_is_owner: true,
-            }),
-        };
-        self.turns.handle(&event).await.expect("turn");
-    }
-
-    async fn say(&mut self, text: &str) {
-        self.say_in(MAIN, text).await;
-    }
-
-    /// The events waiting on the turn queue (taken off it).
-    async fn take_queued(&self) -> Vec<SessionEvent> {
-        let mut events = Vec::new();
-        loop {
-            let delivered = self
-                .queue
-                .receive(10, Duration::from_millis(10))
-                .await
-                .expect("receive");
-            if delivered.is_empty() {
-                return events;
-            }
-            for delivery in delivered {
-                events.push(serde_json::from_str(&delivery.body).expect("an event"));
-                self.queue.delete(&delivery.receipt).await.expect("delete");
-            }
-        }
-    }
-
-    fn script(&self, reply: Value) {
-        self.model.push(MESSAGES, ScriptedReply::json(reply));
-    }
-
     /// The parent spawns a child labelled `helper` for `task`, the child answers `result`,
     /// and the parent takes the announce. Returns the child's key.
     async fn spawn_and_finish(&mut self, task: &str, result: &str) -> String {
@@ -166,32 +48,6 @@ impl Harness {
         }
         self.script(anthropic_text("ok"));
         self.say("check on things").await;
-    }
-
-    /// The answer to tool call `id` as the model got it back, and whether it is an error.
-    fn tool_result(&self, id: &str) -> (Value, bool) {
-        for request in self.model.requests_to(MESSAGES) {
-            for message in request.body["messages"].as_array().into_iter().flatten() {
-                for block in message["content"].as_array().into_iter().flatten() {
-                    if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                        let text = block["content"].as_str().expect("a text result");
-                        let answer = serde_json::from_str(text).expect("a JSON answer");
-                        return (answer, block["is_error"] == true);
-                    }
-                }
-            }
-        }
-        panic!("no result for tool call {id}");
-    }
-
-    /// The tools offered in the model request at `index`.
-    fn offered(&self, index: usize) -> Vec<String> {
-        self.model.requests_to(MESSAGES)[index].body["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-            .collect()
     }
 }
 
@@ -479,10 +335,9 @@ async fn the_tree_reaches_grandchildren_through_the_child() {
 async fn an_archived_child_is_no_longer_listed_but_its_history_stays() {
     let mut h = Harness::new("", "", false).await;
     let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
-    let key = SessionKey::parse(&child).expect("key");
-    let stored = h.sessions.load(&key).await.expect("load").expect("stored");
-    let run_id = SessionState::from_stored(key, &stored)
-        .expect("state")
+    let run_id = h
+        .state(&child)
+        .await
         .meta
         .subagent
         .expect("a run")
@@ -522,24 +377,6 @@ async fn an_archived_child_is_no_longer_listed_but_its_history_stays() {
     );
 }
 
-/// The system prompt of the model request at `index`.
-fn system_prompt(h: &Harness, index: usize) -> String {
-    let system = &h.model.requests_to(MESSAGES)[index].body["system"];
-    match system.as_str() {
-        Some(text) => text.to_owned(),
-        None => system.to_string(),
-    }
-}
-
-/// The texts of the replies posted to chats so far.
-fn posted_texts(h: &Harness) -> Vec<String> {
-    h.receiver
-        .posted()
-        .iter()
-        .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 fn agent_message_step(event: &SessionEvent) -> Option<String> {
     match &event.event {
         TurnEvent::AgentMessage(message) => Some(message.message_id.clone()),
@@ -556,7 +393,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     )
     .await;
     let child = h.spawn_and_finish("count the files", "Done: 3 files").await;
-    let before_send = h.model.requests_to(MESSAGES).len();
+    let before_send = h.model_calls();
 
     // WHEN the parent sends its child a message by label and waits for the answer
     h.script(anthropic_tool_use(
@@ -567,7 +404,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     h.say("ask the helper which files").await;
 
     // THEN its turn waits (one model call), with a timeout armed, and the request is queued
-    assert_eq!(h.model.requests_to(MESSAGES).len(), before_send + 1);
+    assert_eq!(h.model_calls(), before_send + 1);
     let armed: Vec<_> = h
         .timers
         .pending()
@@ -585,7 +422,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     // WHEN the child answers it
     h.script(anthropic_text("a.txt, b.txt and c.txt"));
     h.turns.handle(&request).await.expect("request step");
-    let child_prompt = system_prompt(&h, before_send + 1);
+    let child_prompt = h.system_prompt(before_send + 1);
     assert!(
         child_prompt.contains("Agent-to-agent message context:")
             && child_prompt.contains(&format!("Agent 2 (target) session: {child}.")),
@@ -597,7 +434,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     );
     // A redelivered request is taken once.
     h.turns.handle(&request).await.expect("redelivered request");
-    assert_eq!(h.model.requests_to(MESSAGES).len(), before_send + 2);
+    assert_eq!(h.model_calls(), before_send + 2);
 
     // THEN the answer goes back to the waiting call, and the first reply step to the parent
     let queued = h.take_queued().await;
@@ -620,8 +457,8 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     // WHEN the ping-pong goes on: the parent's turn 1, the child's turn 2 (the last)
     h.script(anthropic_text("Are they all text files?"));
     h.turns.handle(&queued[1]).await.expect("reply step 1");
-    let index = h.model.requests_to(MESSAGES).len() - 1;
-    let prompt = system_prompt(&h, index);
+    let index = h.model_calls() - 1;
+    let prompt = h.system_prompt(index);
     assert!(
         prompt.contains("Current agent: Agent 1 (requester).") && prompt.contains("Turn 1 of 2."),
         "{prompt}"
@@ -631,7 +468,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     assert_eq!(step2[0].session_key, child);
     h.script(anthropic_text("Yes, all three."));
     h.turns.handle(&step2[0]).await.expect("reply step 2");
-    let prompt = system_prompt(&h, index + 1);
+    let prompt = h.system_prompt(index + 1);
     assert!(prompt.contains("Turn 2 of 2."), "{prompt}");
 
     // THEN the turn limit ends it with the announce step in the child, which stays silent
@@ -640,7 +477,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     assert!(agent_message_step(&announce[0]).is_some_and(|id| id.ends_with(":announce")));
     h.script(anthropic_text("ANNOUNCE_SKIP"));
     h.turns.handle(&announce[0]).await.expect("announce step");
-    let prompt = system_prompt(&h, index + 2);
+    let prompt = h.system_prompt(index + 2);
     assert!(
         prompt.contains("Original request: Which files?")
             && prompt.contains("Round 1 reply: a.txt, b.txt and c.txt")
@@ -649,7 +486,7 @@ async fn a_send_is_answered_then_ping_pong_and_announce_run_as_queued_turns() {
     );
     assert!(h.take_queued().await.is_empty(), "the exchange is over");
     // Nothing a step said reached a chat; the parent's own answers did.
-    let posted = posted_texts(&h);
+    let posted = h.chat_texts();
     assert!(
         posted.contains(&"The helper counted a.txt, b.txt and c.txt.".to_owned()),
         "{posted:?}"
@@ -719,7 +556,7 @@ async fn a_send_without_waiting_is_accepted_and_the_targets_announce_reaches_its
         "{:?}",
         posted[0].body
     );
-    assert!(!posted_texts(&h).contains(&"Noted.".to_owned()));
+    assert!(!h.chat_texts().contains(&"Noted.".to_owned()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -752,13 +589,13 @@ async fn a_send_that_is_not_answered_in_time_says_timeout_and_a_late_answer_chan
     h.script(anthropic_text("Yes!"));
     h.turns.handle(&request).await.expect("request step");
     let late = h.take_queued().await;
-    let calls = h.model.requests_to(MESSAGES).len();
+    let calls = h.model_calls();
     let result = late
         .iter()
         .find(|event| matches!(event.event, TurnEvent::ToolResult { .. }))
         .expect("the late answer");
     h.turns.handle(result).await.expect("late answer");
-    assert_eq!(h.model.requests_to(MESSAGES).len(), calls, "no model call");
+    assert_eq!(h.model_calls(), calls, "no model call");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -829,12 +666,9 @@ async fn sessions_yield_ends_the_turn_and_the_childs_result_is_the_next_message(
     h.say("count my files, then tell me").await;
 
     // THEN the turn ends after the yield: no third model call, nothing said to the chat
-    assert_eq!(h.model.requests_to(MESSAGES).len(), 2);
-    assert!(posted_texts(&h).is_empty(), "{:?}", posted_texts(&h));
-    let key = SessionKey::parse(MAIN).expect("key");
-    let stored = h.sessions.load(&key).await.expect("load").expect("stored");
-    let parent = SessionState::from_stored(key, &stored).expect("state");
-    assert!(!parent.meta.turn_open);
+    assert_eq!(h.model_calls(), 2);
+    assert!(h.chat_texts().is_empty(), "{:?}", h.chat_texts());
+    assert!(!h.state(MAIN).await.meta.turn_open);
 
     // AND the child's result arrives as the next turn, answered in the chat
     let start = h.take_queued().await.remove(0);
@@ -843,7 +677,7 @@ async fn sessions_yield_ends_the_turn_and_the_childs_result_is_the_next_message(
     let announce = h.take_queued().await.remove(0);
     h.script(anthropic_text("You have 3 files."));
     h.turns.handle(&announce).await.expect("announce");
-    assert_eq!(posted_texts(&h), ["You have 3 files."]);
+    assert_eq!(h.chat_texts(), ["You have 3 files."]);
     let (yielded, is_error) = h.tool_result("toolu_yield");
     assert!(!is_error);
     assert_eq!(yielded["status"], "yielded");

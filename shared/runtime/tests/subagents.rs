@@ -7,145 +7,16 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use clawless_core::nodes::testing::InMemoryTimers;
-use clawless_core::session::key::ChatType;
-use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
-use clawless_core::testing::InMemoryTurnQueue;
-use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
-use clawless_core::turn::state::SessionState;
-use clawless_llm::testing::{ScriptedReply, ScriptedServer};
-use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::ClawlessConfig;
+use clawless_core::turn::events::{SessionEvent, TurnEvent};
+use clawless_llm::testing::ScriptedReply;
 use clawless_runtime::clock::{Clock, SystemClock};
-use clawless_runtime::turn_service::TurnService;
 use serde_json::{Value, json};
-use support::{ReplyReceiver, anthropic_text, anthropic_tool_use};
+use support::subagent_harness::{Harness, MAIN, MESSAGES};
+use support::{anthropic_text, anthropic_tool_use};
 
-const MESSAGES: &str = "/v1/messages";
-const MAIN: &str = "agent:main:main";
 const SECRET_WORD: &str = "parent-secret-4411";
 
-struct Harness {
-    dir: tempfile::TempDir,
-    model: ScriptedServer,
-    receiver: ReplyReceiver,
-    sessions: Arc<dyn SessionStore>,
-    queue: Arc<InMemoryTurnQueue>,
-    timers: InMemoryTimers,
-    turns: TurnService,
-    sent: u64,
-}
-
 impl Harness {
-    async fn new(extra_yaml: &str) -> Self {
-        let dir = tempfile::tempdir().expect("test fixture");
-        std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
-        std::fs::create_dir_all(dir.path().join("workspace")).expect("test fixture");
-        let model = ScriptedServer::start().await;
-        let receiver = ReplyReceiver::start().await;
-        let db = SqliteDb::open(dir.path().join("state.db")).expect("test fixture");
-        let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-        let queue = Arc::new(InMemoryTurnQueue::new());
-        let timers = InMemoryTimers::new();
-        let yaml = format!(
-            "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n\
-             {extra_yaml}models:\n  primary: anthropic/claude-test\n  maxRetries: 0\n  \
-             providers:\n    anthropic:\n      apiKey: test-key\n      baseUrl: {base}\n\
-             tools:\n  deny: [web_fetch]\n",
-            skills = dir.path().join("skills").display(),
-            workspace = dir.path().join("workspace").display(),
-            base = model.base_url(),
-        );
-        let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
-        let turns = support::turn_service(
-            &config,
-            Arc::clone(&sessions),
-            &receiver.url,
-            Arc::new(SystemClock) as Arc<dyn Clock>,
-        )
-        .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
-        .with_subagent_timers(Arc::new(timers.clone()));
-        Self {
-            dir,
-            model,
-            receiver,
-            sessions,
-            queue,
-            timers,
-            turns,
-            sent: 0,
-        }
-    }
-
-    async fn say(&mut self, text: &str) {
-        self.sent += 1;
-        let event = SessionEvent {
-            session_key: MAIN.to_owned(),
-            agent_id: "main".to_owned(),
-            event: TurnEvent::Inbound(InboundMessage {
-                message_id: format!("m-{}", self.sent),
-                chat: ChatRef {
-                    channel: "generic".to_owned(),
-                    chat_id: "c-1".to_owned(),
-                    chat_type: ChatType::Direct,
-                },
-                sender_id: "u-1".to_owned(),
-                text: text.to_owned(),
-                sender_is_owner: true,
-            }),
-        };
-        self.turns.handle(&event).await.expect("turn");
-    }
-
-    /// The events waiting on the turn queue (taken off it).
-    async fn take_queued(&self) -> Vec<SessionEvent> {
-        let mut events = Vec::new();
-        loop {
-            let delivered = self
-                .queue
-                .receive(10, Duration::from_millis(10))
-                .await
-                .expect("receive");
-            if delivered.is_empty() {
-                return events;
-            }
-            for delivery in delivered {
-                events.push(serde_json::from_str(&delivery.body).expect("an event"));
-                self.queue.delete(&delivery.receipt).await.expect("delete");
-            }
-        }
-    }
-
-    fn script(&self, reply: Value) {
-        self.model.push(MESSAGES, ScriptedReply::json(reply));
-    }
-
-    fn model_calls(&self) -> usize {
-        self.model.requests_to(MESSAGES).len()
-    }
-
-    fn chat_texts(&self) -> Vec<String> {
-        self.receiver
-            .posted()
-            .iter()
-            .map(|posted| posted.body["text"].as_str().unwrap_or_default().to_owned())
-            .collect()
-    }
-
-    async fn state(&self, key: &str) -> SessionState {
-        let key = SessionKey::parse(key).expect("key");
-        let stored = self
-            .sessions
-            .load(&key)
-            .await
-            .expect("load")
-            .expect("stored");
-        SessionState::from_stored(key, &stored).expect("state")
-    }
-
     /// The parent spawns one child for `task` (answering "On it." after the tool) and the
     /// child's start is taken off the queue.
     async fn spawn(&mut self, task: &str) -> SessionEvent {
@@ -174,7 +45,7 @@ fn tool_names(request: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_runs_alone_and_is_announced_to_its_parent_once() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     std::fs::write(
         h.dir.path().join("workspace/AGENTS.md"),
         "AGENTS-MARKER rules\n",
@@ -277,7 +148,7 @@ async fn a_child_runs_alone_and_is_announced_to_its_parent_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_child_announces_nothing_and_a_failed_one_says_so() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("check quietly").await;
     h.script(anthropic_text("ANNOUNCE_SKIP"));
     h.turns.handle(&start).await.expect("child");
@@ -306,7 +177,7 @@ async fn a_silent_child_announces_nothing_and_a_failed_one_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_cannot_spawn_and_a_busy_parent_is_refused_past_its_limit() {
-    let mut h = Harness::new("    subagents: { maxChildrenPerAgent: 1 }\n").await;
+    let mut h = Harness::new("    subagents: { maxChildrenPerAgent: 1 }\n", "", false).await;
     let _first = h.spawn("first").await;
     // A second child while the first runs: refused by the active-children gate.
     h.script(anthropic_tool_use(
@@ -317,13 +188,7 @@ async fn a_child_cannot_spawn_and_a_busy_parent_is_refused_past_its_limit() {
     h.script(anthropic_text("Cannot."));
     h.say("another one").await;
     assert!(h.take_queued().await.is_empty());
-    let refused = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let refused = h.last_request();
     assert!(
         refused.contains("sessions_spawn has reached max active children for this session (1/1)"),
         "{refused}"
@@ -355,7 +220,7 @@ async fn leave_child_mid_turn(h: &Harness, start: &SessionEvent) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_child_takes_no_further_step_and_announces_nothing() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("a long job").await;
     leave_child_mid_turn(&h, &start).await;
     let calls = h.model_calls();
@@ -368,13 +233,7 @@ async fn a_killed_child_takes_no_further_step_and_announces_nothing() {
     ));
     h.script(anthropic_text("Stopped it."));
     h.say("stop the helper").await;
-    let killed = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let killed = h.last_request();
     assert!(killed.contains("killed helper."), "{killed}");
 
     // THEN the redelivered start takes no step, and nothing is announced
@@ -389,7 +248,7 @@ async fn a_killed_child_takes_no_further_step_and_announces_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_past_its_time_limit_is_announced_as_timed_out() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("a slow job").await;
     leave_child_mid_turn(&h, &start).await;
     let run_id = h
@@ -425,7 +284,7 @@ async fn a_child_past_its_time_limit_is_announced_as_timed_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_with_a_time_limit_arms_its_timeout_when_it_starts() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     h.script(anthropic_tool_use(
         "toolu_spawn",
         "sessions_spawn",
@@ -451,7 +310,7 @@ async fn a_child_with_a_time_limit_arms_its_timeout_when_it_starts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_child_is_archived_by_its_timer_and_stays_readable() {
-    let mut h = Harness::new("    subagents: { archiveAfterMinutes: 60 }\n").await;
+    let mut h = Harness::new("    subagents: { archiveAfterMinutes: 60 }\n", "", false).await;
     let start = h.spawn("archive me").await;
     h.script(anthropic_text("Done."));
     let before = SystemClock.now_ms();
@@ -476,7 +335,7 @@ async fn a_finished_child_is_archived_by_its_timer_and_stays_readable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_spawned_with_cleanup_delete_is_archived_when_it_reports() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     h.script(anthropic_tool_use(
         "toolu_spawn",
         "sessions_spawn",
@@ -496,7 +355,7 @@ async fn a_child_spawned_with_cleanup_delete_is_archived_when_it_reports() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("count the red cars").await;
     leave_child_mid_turn(&h, &start).await;
 
@@ -508,13 +367,7 @@ async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
     ));
     h.script(anthropic_text("Redirected."));
     h.say("make it blue cars").await;
-    let answer = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let answer = h.last_request();
     assert!(answer.contains("steered helper."), "{answer}");
     let restarts = h.take_queued().await;
     assert_eq!(restarts.len(), 1, "{restarts:?}");
@@ -526,13 +379,7 @@ async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
     assert_eq!(h.model_calls(), calls);
     h.script(anthropic_text("12 blue cars"));
     h.turns.handle(&restarts[0]).await.expect("new run");
-    let child = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let child = h.last_request();
     assert!(child.contains("Count the blue cars instead."), "{child}");
     let announces = h.take_queued().await;
     assert_eq!(announces.len(), 1, "{announces:?}");
@@ -548,19 +395,13 @@ async fn a_steered_child_drops_its_run_and_starts_over_with_the_message() {
     ));
     h.script(anthropic_text("Too soon."));
     h.say("again").await;
-    let refused = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let refused = h.last_request();
     assert!(refused.contains("rate_limited"), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_killed_before_it_starts_never_runs() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("never mind").await;
     h.script(anthropic_tool_use(
         "toolu_kill",
@@ -586,7 +427,7 @@ async fn a_child_killed_before_it_starts_never_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_commands_list_inspect_and_kill_children_without_the_model() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("a long job").await;
     h.script(anthropic_text("Working on it."));
     h.turns.handle(&start).await.expect("child");
@@ -626,7 +467,7 @@ async fn chat_commands_list_inspect_and_kill_children_without_the_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orchestrators_announce_waits_for_its_own_children() {
-    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n").await;
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n", "", false).await;
     let start = h.spawn("orchestrate").await;
     // The child spawns a grandchild, then ends its turn.
     h.script(anthropic_tool_use(
@@ -667,7 +508,7 @@ async fn an_orchestrators_announce_waits_for_its_own_children() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_an_orchestrator_kills_its_children_too() {
-    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n").await;
+    let mut h = Harness::new("    subagents: { maxSpawnDepth: 2 }\n", "", false).await;
     let start = h.spawn("orchestrate").await;
     h.script(anthropic_tool_use(
         "toolu_grand",
@@ -685,13 +526,7 @@ async fn killing_an_orchestrator_kills_its_children_too() {
     ));
     h.script(anthropic_text("Stopped."));
     h.say("stop everything").await;
-    let killed = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let killed = h.last_request();
     assert!(
         killed.contains("killed helper (+ 1 descendants)."),
         "{killed}"
@@ -711,7 +546,7 @@ async fn killing_an_orchestrator_kills_its_children_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_to_a_running_child_does_not_replace_its_result() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let start = h.spawn("compute the answer").await;
     leave_child_mid_turn(&h, &start).await;
     h.script(anthropic_tool_use(
@@ -744,22 +579,6 @@ async fn a_message_sent_to_a_running_child_does_not_replace_its_result() {
             .any(|event| matches!(&event.event, TurnEvent::AgentMessage(_))),
         "the exchange goes on: {queued:?}"
     );
-}
-
-/// The parent's answer to its tool call `id`, parsed, and whether it was an error.
-fn tool_result(h: &Harness, id: &str) -> (Value, bool) {
-    for request in h.model.requests_to(MESSAGES) {
-        for message in request.body["messages"].as_array().into_iter().flatten() {
-            for block in message["content"].as_array().into_iter().flatten() {
-                if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                    let text = block["content"].as_str().expect("a text result");
-                    let answer = serde_json::from_str(text).expect("a JSON answer");
-                    return (answer, block["is_error"] == true);
-                }
-            }
-        }
-    }
-    panic!("no result for tool call {id}");
 }
 
 /// Every file below `dir`, as paths relative to it.
@@ -796,7 +615,7 @@ const DATA_SHA256: &str = "3f2d1552cdc7483f40dd720c80b900225dfecfd5cae7cd168d79a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attachments_land_in_the_child_directory_and_the_child_is_told_where() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     // WHEN the parent spawns a child with a text file and a base64 one
     spawn_with(
         &mut h,
@@ -836,7 +655,7 @@ async fn attachments_land_in_the_child_directory_and_the_child_is_told_where() {
     );
 
     // AND the accepted result reports them
-    let (answer, is_error) = tool_result(&h, "toolu_files");
+    let (answer, is_error) = h.tool_result("toolu_files");
     assert!(!is_error, "{answer}");
     assert_eq!(answer["status"], "accepted");
     assert_eq!(answer["childSessionKey"], start.session_key);
@@ -865,19 +684,13 @@ async fn attachments_land_in_the_child_directory_and_the_child_is_told_where() {
     );
     h.script(anthropic_text("Two files: notes and six bytes."));
     h.turns.handle(&start).await.expect("child");
-    let child_request = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let child_request = h.last_request();
     assert!(child_request.contains(&line), "{child_request}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_attachment_name_is_refused_before_anything_is_written_or_queued() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     let before = files_below(h.dir.path());
     spawn_with(
         &mut h,
@@ -890,7 +703,7 @@ async fn a_hostile_attachment_name_is_refused_before_anything_is_written_or_queu
         }),
     )
     .await;
-    let (answer, is_error) = tool_result(&h, "toolu_files");
+    let (answer, is_error) = h.tool_result("toolu_files");
     assert!(is_error, "{answer}");
     assert_eq!(answer["status"], "error");
     assert!(
@@ -913,7 +726,7 @@ async fn a_hostile_attachment_name_is_refused_before_anything_is_written_or_queu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawn_whose_files_cannot_be_written_queues_nothing() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     // A file where the attachments directory should be: no file can be written below it.
     std::fs::write(h.dir.path().join("workspace/attachments"), "in the way").expect("fixture");
     spawn_with(
@@ -921,7 +734,7 @@ async fn a_spawn_whose_files_cannot_be_written_queues_nothing() {
         json!({"task": "read it", "attachments": [{"name": "a.txt", "content": "a"}]}),
     )
     .await;
-    let (answer, is_error) = tool_result(&h, "toolu_files");
+    let (answer, is_error) = h.tool_result("toolu_files");
     assert!(is_error, "{answer}");
     assert_eq!(answer["status"], "error");
     assert!(
@@ -937,7 +750,7 @@ async fn a_spawn_whose_files_cannot_be_written_queues_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_children_keep_failing_is_not_spawned_a_fourth_time() {
-    let mut h = Harness::new("").await;
+    let mut h = Harness::new("", "", false).await;
     // GIVEN three children given the same task, each failing, each result taken
     for _ in 0..3 {
         let start = h.spawn("flaky job").await;
@@ -964,13 +777,7 @@ async fn a_task_whose_children_keep_failing_is_not_spawned_a_fourth_time() {
     h.say("try again").await;
 
     // THEN the breaker refuses it, and nothing is queued
-    let refused = h
-        .model
-        .requests_to(MESSAGES)
-        .last()
-        .expect("a request")
-        .raw_body
-        .clone();
+    let refused = h.last_request();
     assert!(
         refused.contains("the last 3 sub-agents given this task failed"),
         "{refused}"

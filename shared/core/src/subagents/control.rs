@@ -185,13 +185,7 @@ pub fn parse_subagents_command(body: &str) -> Option<Value> {
 pub fn parse_subagents_call(args: &Value) -> Result<SubagentsAction, String> {
     let empty = Map::new();
     let args = args.as_object().unwrap_or(&empty);
-    let text = |key: &str| {
-        args.get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|text| !text.is_empty())
-            .map(str::to_owned)
-    };
+    let text = |key: &str| super::spawn::string_arg(args, key);
     let action = text("action").map_or_else(|| "list".to_owned(), |a| a.to_ascii_lowercase());
     match action.as_str() {
         "list" => Ok(SubagentsAction::List {

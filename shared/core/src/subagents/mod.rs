@@ -57,6 +57,11 @@ pub fn caller_depth(session_key: &str) -> u32 {
     u32::try_from(hops).unwrap_or(u32::MAX)
 }
 
+/// Whether a key is a sub-agent's session (it has a `:subagent:` segment, at any depth).
+pub fn is_subagent_session_key(session_key: &str) -> bool {
+    caller_depth(session_key) > 0
+}
+
 /// Whether a key is a cron run's session (`agent:<id>:cron:…`).
 pub fn is_cron_session_key(session_key: &str) -> bool {
     let lowered = session_key.trim().to_ascii_lowercase();
@@ -141,6 +146,20 @@ mod tests {
         assert!(!is_cron_session_key("cron:job-1"));
         assert_eq!(agent_id_of_key("agent:Ops:main").as_deref(), Some("ops"));
         assert_eq!(agent_id_of_key("main"), None);
+    }
+
+    #[test]
+    fn only_keys_with_a_subagent_segment_are_sub_agent_sessions() {
+        assert!(is_subagent_session_key("agent:main:subagent:0b6f"));
+        assert!(is_subagent_session_key(
+            "agent:main:subagent:0b6f:subagent:77aa"
+        ));
+        assert!(is_subagent_session_key("agent:Main:SUBAGENT:0b6f"));
+        assert!(!is_subagent_session_key("agent:main:main"));
+        assert!(!is_subagent_session_key("agent:main:cron:job-1:run:2"));
+        assert!(!is_subagent_session_key(
+            "agent:main:telegram:direct:subagent"
+        ));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::agent_id_of_key;
 use super::announce::is_announce_silent;
 use super::config::{AgentToAgentConfig, SessionVisibility, non_blank};
-use super::spawn::seconds_arg;
+use super::spawn::{seconds_arg, string_arg};
 use crate::model::ToolSpec;
 use crate::transcript::{AssistantBlock, Message};
 
@@ -780,14 +780,6 @@ pub fn a2a_step_timeout_seconds(timeout_seconds: u64) -> u64 {
     } else {
         timeout_seconds
     }
-}
-
-fn string_arg(args: &Map<String, Value>, key: &str) -> Option<String> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|text| !text.is_empty())
-        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -689,7 +689,7 @@ impl SpawnPlan {
 }
 
 /// A non-blank string argument, trimmed.
-fn string_arg(args: &Map<String, Value>, key: &str) -> Option<String> {
+pub(super) fn string_arg(args: &Map<String, Value>, key: &str) -> Option<String> {
     args.get(key)
         .and_then(Value::as_str)
         .map(str::trim)

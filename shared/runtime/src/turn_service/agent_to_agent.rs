@@ -379,7 +379,7 @@ fn step_reply(state: &SessionState, message_id: &str) -> StepReply {
     {
         match &step.body {
             StepBody::Assistant { content, .. } => {
-                let said = super::subagents::visible_text(content);
+                let said = clawless_core::transcript::assistant_text(content);
                 if !said.trim().is_empty() {
                     text = said;
                 }

@@ -244,6 +244,7 @@ impl TurnService {
     /// [`TurnEvent::CronTimeout`]: clawless_core::turn::events::TurnEvent::CronTimeout
     pub(super) async fn time_out_cron_run(
         &self,
+        engine: &clawless_core::turn::TurnEngine,
         state: &mut SessionState,
         mark: &CronRunMark,
     ) -> Result<bool, TurnError> {
@@ -274,8 +275,7 @@ impl TurnService {
             .position(|message| message.message.message_id == message_id);
         if in_turn {
             tracing::warn!(job_id = %mark.job_id, session = %state.key, "cron run timed out; its turn stops here");
-            clawless_core::turn::TurnEngine::new(clawless_core::turn::TurnSettings::default())
-                .abandon_turn(state, TIMEOUT_ERROR, self.deps.clock.now_ms());
+            engine.abandon_turn(state, TIMEOUT_ERROR, self.deps.clock.now_ms());
         } else if let Some(index) = queued {
             tracing::warn!(job_id = %mark.job_id, session = %state.key, "cron run timed out before its turn began");
             state.meta.follow_ups.remove(index);

@@ -40,7 +40,7 @@ use clawless_core::subagents::spawn::{
 };
 use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::{AssistantBlock, ToolCall};
+use clawless_core::transcript::{ToolCall, assistant_text};
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{
     ChatRef, InboundMessage, SessionEvent, SubagentStart, TurnEvent, dedup_token,
@@ -976,7 +976,7 @@ fn child_result(state: &SessionState) -> ChildResult {
             StepBody::Assistant { content, usage, .. } => {
                 result.tokens_in += usage.input_tokens;
                 result.tokens_out += usage.output_tokens;
-                let text = visible_text(content);
+                let text = assistant_text(content);
                 if !text.trim().is_empty() {
                     result.text = Some(text.trim().to_owned());
                 }
@@ -990,18 +990,6 @@ fn child_result(state: &SessionState) -> ChildResult {
         }
     }
     result
-}
-
-/// The text blocks of an assistant answer, joined (its tool calls left out).
-pub(super) fn visible_text(content: &[AssistantBlock]) -> String {
-    let text: Vec<&str> = content
-        .iter()
-        .filter_map(|block| match block {
-            AssistantBlock::Text { text } => Some(text.as_str()),
-            AssistantBlock::ToolCall(_) => None,
-        })
-        .collect();
-    text.join("\n")
 }
 
 /// `sessions_spawn`'s answer when the child could not be set up (its files written, its start
