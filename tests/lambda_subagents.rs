@@ -24,8 +24,8 @@ use clawless_aws::testing::{
     dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_table, moto_endpoint, moto_sdk_config,
     s3_client, sqs_client,
 };
+use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_channels::{SIGNATURE_HEADER, sign};
-use clawless_core::object_store::{ObjectStore, PutCondition};
 use clawless_llm::testing::{RecordedRequest, ScriptedReply, ScriptedServer};
 use clawless_system_tests::LambdaWatch;
 use serde_json::{Value, json};

@@ -7,11 +7,11 @@
 
 use std::time::Instant;
 
-use clawless_core::exec::evaluate::{ExecEvaluation, ExecPolicy, PreparedPolicy, evaluate_exec};
-use clawless_core::exec::fs::{DescribedFs, NodeFs};
-use clawless_core::exec::resolve::{ResolveContext, resolve_executable};
-use clawless_core::exec::shell::analyze_shell_command;
-use clawless_core::exec::{AllowlistEntry, Platform, SkillBin};
+use clawless_exec::evaluate::{ExecEvaluation, ExecPolicy, PreparedPolicy, evaluate_exec};
+use clawless_exec::fs::{DescribedFs, NodeFs};
+use clawless_exec::resolve::{ResolveContext, resolve_executable};
+use clawless_exec::shell::analyze_shell_command;
+use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 
 fn node() -> DescribedFs {
     let bins = [

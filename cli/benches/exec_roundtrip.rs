@@ -34,8 +34,8 @@ use clawless_aws::testing::{
 use clawless_aws::{
     DynamoExecJobs, DynamoNodeRegistry, SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
 };
+use clawless_base::transcript::ToolCall;
 use clawless_core::nodes::wire::ExecReport;
-use clawless_core::transcript::ToolCall;
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
 use clawless_node::worker::{NodeWorker, facts_of};

@@ -55,11 +55,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason};
 use clawless_core::session::{
     SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession,
 };
-use clawless_core::transcript::{AssistantBlock, Message, StopReason};
 use clawless_core::turn::events::SessionEvent;
 use clawless_core::turn::state::{SessionState, StepBody};
 use clawless_runtime::ClawlessConfig;

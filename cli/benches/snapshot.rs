@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawless_aws::S3ObjectStore;
-use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_core::skills::snapshot::build_snapshot;
-use clawless_core::skills::{
+use clawless_base::object_store::{ObjectStore, PutCondition};
+use clawless_local::DirObjectStore;
+use clawless_skills::snapshot::build_snapshot;
+use clawless_skills::{
     EligibilityContext, EligibilityInputs, SkillLimits, SkillLoader, SkillSource, SkillSourceKind,
     SkillsConfig, SnapshotOptions,
 };
-use clawless_local::DirObjectStore;
 
 fn skill_text(index: usize) -> String {
     format!(
@@ -160,10 +160,8 @@ fn bench_parse_only() {
     for _ in 0..10 {
         let started = Instant::now();
         for text in &texts {
-            let frontmatter = clawless_core::skills::frontmatter::parse_frontmatter(text);
-            std::hint::black_box(clawless_core::skills::metadata::resolve_metadata(
-                &frontmatter,
-            ));
+            let frontmatter = clawless_skills::frontmatter::parse_frontmatter(text);
+            std::hint::black_box(clawless_skills::metadata::resolve_metadata(&frontmatter));
         }
         samples.push(started.elapsed());
     }

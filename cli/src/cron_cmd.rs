@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use clawless_core::cron::schedule::{iso_millis, parse_absolute_time_in};
-use clawless_core::cron::tool::{CronCaller, parse_cron_call};
-use clawless_core::cron::validate::is_http_url;
-use clawless_core::time::{TimeZone, parse_duration_ms, parse_time_zone, rfc3339_utc};
+use clawless_automation::cron::schedule::{iso_millis, parse_absolute_time_in};
+use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
+use clawless_automation::cron::validate::is_http_url;
+use clawless_base::time::{TimeZone, parse_duration_ms, parse_time_zone, rfc3339_utc};
 use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
 use clawless_runtime::clock::{Clock, SystemClock};
 use clawless_runtime::cron_service::CronService;

@@ -1,6 +1,6 @@
 //! `clawless exec check`: would this command run on a node, and why. Reads a JSON request on
 //! stdin, prints the JSON verdict; never runs anything. The request format is
-//! [`clawless_core::exec::check`]'s. Without an `fs` block the command is checked against
+//! [`clawless_exec::check`]'s. Without an `fs` block the command is checked against
 //! this machine's filesystem; with `--node ID`, against what that paired node last reported
 //! (its platform, PATH, home, described executables and its policy for `--agent`, with the
 //! entries granted from the chat), read from the local registry (`--state-dir`) or a deployed
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use clawless_core::exec::check::{CheckRequest, run_check};
+use clawless_exec::check::{CheckRequest, run_check};
 use clawless_node::local_fs::LocalFs;
 
 use crate::node_cmd::paired_node_exec_facts;

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use clawless_core::exec::check::NodeExecFacts;
-use clawless_core::exec::{AllowlistEntry, SkillBin};
 use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeFactsRef, node_exec_facts};
+use clawless_exec::check::NodeExecFacts;
+use clawless_exec::{AllowlistEntry, SkillBin};
 use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};

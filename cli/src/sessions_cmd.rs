@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use clawless_automation::cron::run::CRON_SENDER_ID;
+use clawless_automation::heartbeat::{AlertTarget, HeartbeatState};
 use clawless_aws::{DynamoSessionStore, S3ObjectStore};
-use clawless_core::cron::run::CRON_SENDER_ID;
-use clawless_core::heartbeat::{AlertTarget, HeartbeatState};
-use clawless_core::object_store::ObjectStore;
+use clawless_base::object_store::ObjectStore;
+use clawless_base::transcript::AssistantBlock;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionKey, SessionLister, SessionStore, StoredSession};
 use clawless_core::subagents::{A2A_SENDER_ID, SUBAGENT_SENDER_ID};
-use clawless_core::transcript::AssistantBlock;
 use clawless_core::turn::state::{SessionMeta, Step, StepBody};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
@@ -877,7 +877,7 @@ fn cut(text: &str, full: bool) -> (String, Option<String>) {
 
 /// `YYYY-MM-DD HH:MM:SSZ` of Unix milliseconds (UTC): the turn's RFC 3339 timestamp, spaced.
 fn utc(ms: u64) -> String {
-    clawless_core::time::rfc3339_utc(ms).replacen('T', " ", 1)
+    clawless_base::time::rfc3339_utc(ms).replacen('T', " ", 1)
 }
 
 #[cfg(test)]

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_core::skills::EligibilityContext;
+use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_runtime::config::{ClawlessConfig, absolute_dir};
 use clawless_runtime::local_machine::local_context;
 use clawless_runtime::skills_service::SkillStatus;
 use clawless_runtime::sources::looks_like_skills_dir;
 use clawless_runtime::{SkillsService, SourceUri, StoreFactory};
+use clawless_skills::EligibilityContext;
 use serde_json::json;
 
 /// Where to read skills from, and what to do.
@@ -325,7 +325,7 @@ fn print_list(out: &mut impl Write, statuses: &[SkillStatus]) -> std::io::Result
 fn print_check(
     out: &mut impl Write,
     statuses: &[SkillStatus],
-    skipped: &[clawless_core::skills::SkillDiagnostic],
+    skipped: &[clawless_skills::SkillDiagnostic],
     context: &EligibilityContext,
 ) -> std::io::Result<()> {
     let platforms: Vec<&str> = context.platforms.iter().map(String::as_str).collect();

@@ -610,7 +610,7 @@ async fn a_discord_command_is_deferred_then_completed_through_the_follow_up_webh
 
     // The skill registered under another name on Discord still reaches its skill.
     let definitions = clawless_channels::discord::command_definitions(&[
-        clawless_core::skills::commands::SkillCommandSpec {
+        clawless_skills::commands::SkillCommandSpec {
             name: "ask".to_owned(),
             skill_name: "ask".to_owned(),
             description: "Answers questions about asking.".to_owned(),

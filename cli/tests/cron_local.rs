@@ -53,7 +53,7 @@ fn now_ms() -> u64 {
 
 /// `ms` as an ISO-8601 UTC timestamp with milliseconds.
 fn iso(ms: u64) -> String {
-    clawless_core::cron::schedule::iso_millis(ms)
+    clawless_automation::cron::schedule::iso_millis(ms)
 }
 
 /// The model's `cron add` of a main-session reminder `text` due at `due_ms`.
@@ -75,8 +75,8 @@ fn reminder(id: &str, name: &str, due_ms: u64, text: &str) -> ScriptedReply {
 
 /// The cron jobs and their run logs, read from the state database.
 async fn jobs_and_runs(root: &Path) -> (Vec<Value>, Vec<Value>) {
-    use clawless_core::cron::CronStore;
-    use clawless_core::cron::run_log::RunsQuery;
+    use clawless_automation::cron::CronStore;
+    use clawless_automation::cron::run_log::RunsQuery;
     let db = clawless_local::sqlite::SqliteDb::open(root.join("state/clawless.db")).unwrap();
     let store = clawless_local::sqlite::SqliteCronStore::new(db);
     let jobs = store

@@ -32,8 +32,8 @@ use clawless_aws::testing::{
     dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_standard_queue, fresh_table,
     moto_endpoint, moto_sdk_config, s3_client, sqs_client, unique_queue_prefix,
 };
+use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_channels::{SIGNATURE_HEADER, sign};
-use clawless_core::object_store::{ObjectStore, PutCondition};
 use clawless_system_tests::{LambdaWatch, control_job, hostile_jobs, pump_queue};
 use serde_json::{Value, json};
 

@@ -20,10 +20,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use clawless_core::exec::AllowlistEntry;
-use clawless_core::exec::evaluate::ExecPolicy;
-use clawless_core::exec::fs::DescribedFs;
 use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeRecord};
+use clawless_exec::AllowlistEntry;
+use clawless_exec::evaluate::ExecPolicy;
+use clawless_exec::fs::DescribedFs;
 use clawless_runtime::node_routes::node_view;
 use serde_json::{Value, json};
 

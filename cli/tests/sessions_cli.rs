@@ -22,12 +22,12 @@ use clawless_aws::testing::{
     dynamodb_client, fresh_bucket, fresh_table, moto_endpoint, moto_sdk_config, s3_client,
 };
 use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore};
-use clawless_core::model::Usage;
-use clawless_core::object_store::ObjectStore;
-use clawless_core::session::key::ChatType;
+use clawless_base::model::Usage;
+use clawless_base::object_store::ObjectStore;
+use clawless_base::session_key::ChatType;
+use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionCommit, SessionKey, SessionStore, StoredStep};
-use clawless_core::transcript::{AssistantBlock, StopReason, ToolCall};
 use clawless_core::turn::events::ChatRef;
 use clawless_core::turn::state::{SessionMeta, Step, StepBody};
 use clawless_local::DirObjectStore;

@@ -27,7 +27,7 @@ use clawless_aws::testing::{
     dynamodb_client, fresh_bucket, fresh_fifo_queue, fresh_standard_queue, fresh_table,
     moto_endpoint, moto_sdk_config, s3_client, sqs_client, unique_queue_prefix,
 };
-use clawless_core::object_store::{ObjectStore, PutCondition};
+use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_system_tests::{LambdaWatch, pump_queue};
 use serde_json::{Value, json};

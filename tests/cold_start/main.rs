@@ -44,9 +44,9 @@ use clawless_aws::testing::{
     moto_endpoint, moto_sdk_config, s3_client, sqs_client, unique_queue_prefix,
 };
 use clawless_aws::{DynamoNodeRegistry, S3ObjectStore};
+use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_core::nodes::registry::{NodeRecord, NodeRegistry};
 use clawless_core::nodes::wire::secret_hash;
-use clawless_core::object_store::{ObjectStore, PutCondition};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use serde_json::{Value, json};
 

@@ -19,13 +19,12 @@ use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_s3::error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use clawless_aws::{DynamoSessionStore, S3ObjectStore};
-use clawless_core::model::ModelProvider;
-use clawless_core::object_store::{ObjectStore, PutCondition};
+use clawless_base::model::ModelProvider;
+use clawless_base::object_store::{ObjectStore, PutCondition};
+use clawless_base::session_key::{ChatType, DmScope};
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::{ChatType, DmScope};
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_local::DirObjectStore;
@@ -33,6 +32,7 @@ use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{HostFacts, TurnDeps};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 
 /// The agent every turn goes to.
 pub(crate) const AGENT: &str = "main";

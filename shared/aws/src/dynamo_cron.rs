@@ -27,12 +27,12 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeValue, DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
 };
-use clawless_core::cron::run_log::{RunsQuery, page_runs};
-use clawless_core::cron::store::{
+use clawless_automation::cron::run_log::{RunsQuery, page_runs};
+use clawless_automation::cron::store::{
     MAX_CRON_JOB_BYTES, MAX_CRON_JOB_ID_BYTES, MAX_RUN_ENTRY_BYTES, fit_run_entry, job_from_json,
     job_json,
 };
-use clawless_core::cron::{
+use clawless_automation::cron::{
     CronJob, CronRunLogEntry, CronStore, CronStoreError, Reservation, ReservedSlots, RunSlot,
     RunsPage, StoredCronJob,
 };

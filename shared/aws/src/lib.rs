@@ -1,6 +1,6 @@
 //! clawless AWS adapters: the core's ports implemented on AWS services.
 //!
-//! - [`S3ObjectStore`]: the [`ObjectStore`](clawless_core::object_store::ObjectStore) port on
+//! - [`S3ObjectStore`]: the [`ObjectStore`](clawless_base::object_store::ObjectStore) port on
 //!   one S3 bucket (skills, workspace files, large transcript blobs).
 //! - [`DynamoSessionStore`] and [`DynamoInbox`]: the
 //!   [`SessionStore`](clawless_core::session::SessionStore) and
@@ -11,7 +11,7 @@
 //!   sessions on their own (so the deployment can cap how many run at once).
 //! - [`DynamoNodeRegistry`] and [`DynamoExecJobs`]: the node registry and exec job ports on the
 //!   same table (items in [`dynamo_nodes`]).
-//! - [`DynamoCronStore`]: the [`CronStore`](clawless_core::cron::CronStore) port (cron jobs,
+//! - [`DynamoCronStore`]: the [`CronStore`](clawless_automation::cron::CronStore) port (cron jobs,
 //!   slot reservations, run logs) on the same table (items in [`dynamo_cron`]).
 //! - [`SqsExecQueue`] and [`SqsTimers`]: one SQS standard queue (plus dead-letter queue) per
 //!   node, and durable timers on a standard queue with chained delays.

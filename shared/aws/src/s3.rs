@@ -11,7 +11,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::operation::get_object::GetObjectError;
 use aws_sdk_s3::operation::head_object::HeadObjectError;
 use aws_sdk_s3::primitives::ByteStream;
-use clawless_core::object_store::{
+use clawless_base::object_store::{
     Listing, Object, ObjectMeta, ObjectStore, PutCondition, RefusalReason, RefusedEntry,
     StoreError, key_below_root, validate_key,
 };

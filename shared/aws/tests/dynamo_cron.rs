@@ -4,14 +4,14 @@
 //! is not there.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
-use clawless_aws::{DynamoCronStore, DynamoNodeRegistry, DynamoSessionStore};
-use clawless_core::cron::run_log::RunsQuery;
-use clawless_core::cron::store::MAX_CRON_JOB_BYTES;
-use clawless_core::cron::{
+use clawless_automation::cron::run_log::RunsQuery;
+use clawless_automation::cron::store::MAX_CRON_JOB_BYTES;
+use clawless_automation::cron::{
     CronJob, CronJobState, CronPayload, CronRunLogEntry, CronSchedule, CronStore, CronStoreError,
     Reservation, RunSlot, SessionTarget, WakeMode,
 };
+use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
+use clawless_aws::{DynamoCronStore, DynamoNodeRegistry, DynamoSessionStore};
 use clawless_core::nodes::{NodeRecord, NodeRegistry};
 use clawless_core::session::{SessionCommit, SessionKey, SessionStore};
 use clawless_core::testing::{CronStoreDeviations, cron_store_contract};

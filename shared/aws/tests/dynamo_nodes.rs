@@ -6,8 +6,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use clawless_aws::dynamo_nodes::{MAX_EXEC_REPORT_BYTES, MAX_JOB_DOCUMENT_BYTES};
 use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
 use clawless_aws::{DynamoExecJobs, DynamoNodeRegistry, DynamoSessionStore};
-use clawless_core::exec::evaluate::ExecPolicy;
-use clawless_core::exec::fs::DescribedFs;
 use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
     ResolveOutcome,
@@ -16,6 +14,8 @@ use clawless_core::session::{SessionCommit, SessionKey, SessionStore};
 use clawless_core::testing::{
     NodeStoreDeviations, exec_jobs_contract, node_registry_contract, sized_json_body,
 };
+use clawless_exec::evaluate::ExecPolicy;
+use clawless_exec::fs::DescribedFs;
 
 async fn fresh() -> (aws_sdk_dynamodb::Client, String) {
     let config = moto_sdk_config().await;

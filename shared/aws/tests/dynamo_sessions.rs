@@ -13,7 +13,7 @@ use clawless_aws::testing::{
     s3_client,
 };
 use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore};
-use clawless_core::object_store::ObjectStore;
+use clawless_base::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{
     Inbox, SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredStep,

@@ -8,7 +8,7 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use clawless_aws::S3ObjectStore;
 use clawless_aws::testing::{fresh_bucket, moto_sdk_config, s3_client, s3_client_counting};
-use clawless_core::object_store::{ObjectStore, PutCondition, RefusalReason, RefusedEntry};
+use clawless_base::object_store::{ObjectStore, PutCondition, RefusalReason, RefusedEntry};
 use clawless_core::testing::object_store_contract;
 use tokio::task::JoinSet;
 

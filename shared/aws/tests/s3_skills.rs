@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use clawless_aws::S3ObjectStore;
 use clawless_aws::testing::{fresh_bucket, moto_sdk_config, s3_client_counting};
-use clawless_core::object_store::{ObjectStore, PutCondition};
-use clawless_core::skills::bins::collect_skill_bins;
-use clawless_core::skills::{SkillLimits, SkillLoader, SkillSource, SkillSourceKind};
+use clawless_base::object_store::{ObjectStore, PutCondition};
+use clawless_skills::bins::collect_skill_bins;
+use clawless_skills::{SkillLimits, SkillLoader, SkillSource, SkillSourceKind};
 
 fn skill(name: &str, description: &str, bins: &[&str]) -> Vec<u8> {
     let bins = bins

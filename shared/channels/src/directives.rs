@@ -2,7 +2,7 @@
 //! `[[audio_as_voice]]`) and silent tokens (`NO_REPLY`, `HEARTBEAT_OK`): taken out of the text
 //! before it reaches a platform, with what they asked for kept for the sender.
 
-use clawless_core::turn::SILENT_REPLIES;
+use clawless_base::reply_tokens::SILENT_REPLIES;
 
 /// What a reply's directives asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

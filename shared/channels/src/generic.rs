@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use clawless_core::session::key::ChatType;
+use clawless_base::session_key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde::Deserialize;
 

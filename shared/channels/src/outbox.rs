@@ -24,7 +24,7 @@ struct ReplyBody<'a> {
     reply_id: &'a str,
     channel: &'a str,
     chat_id: &'a str,
-    chat_type: clawless_core::session::key::ChatType,
+    chat_type: clawless_base::session_key::ChatType,
     text: &'a str,
 }
 

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{Claim, Inbox};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef, InboundMessage};

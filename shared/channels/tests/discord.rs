@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use clawless_base::session_key::ChatType;
 use clawless_channels::discord::{
     ConfigError, DiscordChannel, DiscordConfig, DiscordPublicKey, DiscordSender, MESSAGE_LIMIT,
     ResolvedDiscord, command_definitions, register_commands, skill_command_text,
@@ -17,11 +18,10 @@ use clawless_channels::webhook::{
     parse_approval_button,
 };
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::ChatType;
-use clawless_core::skills::commands::SkillCommandSpec;
 use clawless_core::testing::InMemoryInbox;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};
+use clawless_skills::commands::SkillCommandSpec;
 use ed25519_dalek::{Signer, SigningKey};
 use proptest::prelude::*;
 use serde_json::{Value, json};

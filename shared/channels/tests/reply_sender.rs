@@ -7,9 +7,9 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use clawless_base::session_key::ChatType;
 use clawless_channels::{HttpReplySender, verify};
 use clawless_core::outbox::Outbox;
-use clawless_core::session::key::ChatType;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::ChatRef;
 

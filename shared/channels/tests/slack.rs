@@ -9,6 +9,7 @@ use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
+use clawless_base::session_key::ChatType;
 use clawless_channels::sign;
 use clawless_channels::slack::{
     ConfigError, REPLAY_WINDOW_MS, SlackChannel, SlackConfig, SlackSender,
@@ -18,7 +19,6 @@ use clawless_channels::webhook::{
     parse_approval_button,
 };
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::ChatType;
 use clawless_core::testing::InMemoryInbox;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, Uri};
+use clawless_base::session_key::ChatType;
 use clawless_channels::telegram::{
     self, BotIdentity, ConfigError, SECRET_HEADER, TelegramChannel, TelegramConfig, TelegramSender,
 };
@@ -16,7 +17,6 @@ use clawless_channels::webhook::{
     parse_approval_button,
 };
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::ChatType;
 use clawless_core::testing::InMemoryInbox;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};

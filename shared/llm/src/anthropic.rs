@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
-use clawless_core::transcript::{AssistantBlock, StopReason, ToolCall};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
@@ -267,8 +267,8 @@ pub(crate) fn parse_response(
 
 #[cfg(test)]
 mod tests {
-    use clawless_core::model::{CACHE_BOUNDARY, ToolSpec};
-    use clawless_core::transcript::Message;
+    use clawless_base::model::{CACHE_BOUNDARY, ToolSpec};
+    use clawless_base::transcript::Message;
 
     use super::*;
 

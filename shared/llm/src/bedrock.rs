@@ -20,8 +20,8 @@ use aws_sdk_bedrockruntime::types::{
     ToolSpecification, ToolUseBlock,
 };
 use aws_smithy_types::{Document, Number};
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
-use clawless_core::transcript::{AssistantBlock, StopReason, ToolCall};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 

@@ -23,7 +23,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::model::ModelProvider;
+use clawless_base::model::ModelProvider;
 use serde::Deserialize;
 
 use crate::anthropic::{AnthropicModel, DEFAULT_ANTHROPIC_BASE_URL};

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 
 /// Whether the chain moves on to the next model after `error`.
 pub fn should_fall_back(error: &ModelError) -> bool {

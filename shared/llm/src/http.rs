@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use clawless_core::model::ModelError;
+use clawless_base::model::ModelError;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 

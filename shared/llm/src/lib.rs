@@ -1,4 +1,4 @@
-//! Model providers behind the core's [`ModelProvider`](clawless_core::model::ModelProvider)
+//! Model providers behind the core's [`ModelProvider`](clawless_base::model::ModelProvider)
 //! port: Anthropic Messages, OpenAI Chat Completions (and any OpenAI-compatible server),
 //! Amazon Bedrock Converse, plus retries, a fallback chain, config-driven construction and a
 //! labelled offline model for machines with no key.

@@ -13,8 +13,8 @@
 //!    offers tools but not `read` (an empty tool list still gets the `read` call).
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
-use clawless_core::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use serde_json::json;
 
 /// `provider/model` of the offline model.

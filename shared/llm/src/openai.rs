@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
-use clawless_core::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
@@ -163,7 +163,7 @@ fn message_json(message: &Message) -> Value {
     match message {
         Message::User { text } => json!({ "role": "user", "content": text }),
         Message::Assistant { content, .. } => {
-            let text = clawless_core::transcript::assistant_text(content);
+            let text = clawless_base::transcript::assistant_text(content);
             let calls: Vec<Value> = message
                 .tool_calls()
                 .map(|call| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 
 /// Waits between attempts. Injected so tests do not really wait.
 #[async_trait]

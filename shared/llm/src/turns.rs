@@ -2,7 +2,7 @@
 //! Anthropic Messages and Bedrock Converse APIs require: tool results become user content,
 //! consecutive same-role messages merge, and empty text is dropped (both APIs reject it).
 
-use clawless_core::transcript::{AssistantBlock, Message, ToolCall};
+use clawless_base::transcript::{AssistantBlock, Message, ToolCall};
 
 /// Who speaks in a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

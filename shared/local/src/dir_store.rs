@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use clawless_core::object_store::{
+use clawless_base::object_store::{
     Listing, Object, ObjectMeta, ObjectStore, PutCondition, StoreError, validate_key,
 };
 

@@ -11,7 +11,7 @@ use std::fs::{self, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use clawless_core::object_store::{Listing, RefusalReason, RefusedEntry, StoreError, validate_key};
+use clawless_base::object_store::{Listing, RefusalReason, RefusedEntry, StoreError, validate_key};
 
 use crate::dir_store::{TEMP_FILE_PREFIX, io_error, object_meta};
 

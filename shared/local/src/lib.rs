@@ -1,6 +1,6 @@
 //! clawless embedded adapters: the ports implemented on the local machine, with no AWS.
 //!
-//! - [`DirObjectStore`]: the [`ObjectStore`](clawless_core::object_store::ObjectStore) port over
+//! - [`DirObjectStore`]: the [`ObjectStore`](clawless_base::object_store::ObjectStore) port over
 //!   a directory tree (skills, workspace files), serving only regular files inside its root.
 //! - [`SqliteSessionStore`], [`SqliteInbox`] and [`SqliteTurnQueue`]: the session store, inbox
 //!   and turn queue ports on one SQLite file ([`SqliteDb`]), with the same semantics as

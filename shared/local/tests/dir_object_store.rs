@@ -8,7 +8,7 @@ use std::os::unix::fs::symlink;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use clawless_core::object_store::{
+use clawless_base::object_store::{
     ObjectStore, PutCondition, RefusalReason, RefusedEntry, StoreError,
 };
 use clawless_core::testing::{object_store_contract, object_store_if_absent_race};

@@ -11,11 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clawless_core::object_store::ObjectStore;
-use clawless_core::skills::{
-    DiagnosticKind, SkillLimits, SkillLoader, SkillSource, SkillSourceKind,
-};
+use clawless_base::object_store::ObjectStore;
 use clawless_local::DirObjectStore;
+use clawless_skills::{DiagnosticKind, SkillLimits, SkillLoader, SkillSource, SkillSourceKind};
 
 fn write(root: &Path, relative: &str, content: impl AsRef<[u8]>) {
     let path = root.join(relative);

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use clawless_core::cron::run_log::RunsQuery;
-use clawless_core::cron::{
+use clawless_automation::cron::run_log::RunsQuery;
+use clawless_automation::cron::{
     CronJob, CronJobState, CronPayload, CronRunLogEntry, CronSchedule, CronStore, Reservation,
     RunSlot, SessionTarget, WakeMode,
 };

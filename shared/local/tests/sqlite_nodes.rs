@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clawless_core::exec::evaluate::ExecPolicy;
 use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
     ResolveOutcome, Timer, Timers,
@@ -15,6 +14,7 @@ use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, NodeStoreDeviations, TimersDeviations, exec_jobs_contract,
     exec_queue_contract, node_registry_contract, sample_session_event, timers_contract,
 };
+use clawless_exec::evaluate::ExecPolicy;
 use clawless_local::sqlite::{
     SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteNodeRegistry, SqliteTimers,
 };

@@ -29,7 +29,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use clawless_core::exec::{AllowlistEntry, Ask, Security};
+use clawless_exec::{AllowlistEntry, Ask, Security};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 

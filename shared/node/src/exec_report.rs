@@ -8,10 +8,10 @@
 //! cannot use gives no report at all, so the backend never judges from rules the node is not
 //! applying.
 
-use clawless_core::exec::resolve::ResolveContext;
-use clawless_core::exec::{AllowlistEntry, Platform, SkillBin};
 use clawless_core::nodes::NodeExecReport;
 use clawless_core::nodes::exec_facts::{MAX_REPORTED_AGENTS, describe_fs, probe_tokens};
+use clawless_exec::resolve::ResolveContext;
+use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 
 use crate::approvals_file::{ANY_AGENT, ApprovalsFile};
 use crate::local_fs::LocalFs;
@@ -87,10 +87,10 @@ mod tests {
     use std::os::unix::fs::{PermissionsExt, symlink};
     use std::path::Path;
 
-    use clawless_core::exec::check::{CheckRequest, run_check};
-    use clawless_core::exec::fs::DescribedFs;
-    use clawless_core::exec::{Ask, Security};
     use clawless_core::nodes::NodeRecord;
+    use clawless_exec::check::{CheckRequest, run_check};
+    use clawless_exec::fs::DescribedFs;
+    use clawless_exec::{Ask, Security};
 
     use super::*;
 

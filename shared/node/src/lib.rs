@@ -12,7 +12,7 @@
 //! - [`skill_bins`] is the SkillBinsCache: the skills' declared binaries resolved on this
 //!   node's PATH;
 //! - [`state`] owns the state dir and `node.json` (the pairing: node id, secret, backend URL);
-//! - [`local_fs`] answers the exec engine's [`clawless_core::exec::fs::NodeFs`] questions from
+//! - [`local_fs`] answers the exec engine's [`clawless_exec::fs::NodeFs`] questions from
 //!   this machine's disk.
 //!
 //! - [`client`] speaks HTTP to the backend (pairing, heartbeats, reports, queue credentials,

@@ -6,7 +6,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use clawless_core::exec::fs::NodeFs;
+use clawless_exec::fs::NodeFs;
 
 /// The node's own disk.
 #[derive(Debug, Clone, Copy, Default)]

@@ -11,13 +11,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use clawless_core::exec::evaluate::{
+use clawless_core::nodes::wire::{ExecDenial, ExecJob, Grant, GrantDecision};
+use clawless_exec::evaluate::{
     ExecEvaluation, ExecPolicy, NodeDecision, PreparedPolicy, evaluate_exec,
 };
-use clawless_core::exec::fs::NodeFs;
-use clawless_core::exec::system_run::{SystemRunRequest, prepare_system_run};
-use clawless_core::exec::{AllowlistEntry, Ask, Platform, Security, SkillBin};
-use clawless_core::nodes::wire::{ExecDenial, ExecJob, Grant, GrantDecision};
+use clawless_exec::fs::NodeFs;
+use clawless_exec::system_run::{SystemRunRequest, prepare_system_run};
+use clawless_exec::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 
 use crate::approvals_file::ResolvedApprovals;
 

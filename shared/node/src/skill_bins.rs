@@ -15,8 +15,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::exec::SkillBin;
-use clawless_core::exec::fs::NodeFs;
+use clawless_exec::SkillBin;
+use clawless_exec::fs::NodeFs;
 use tokio::sync::Mutex;
 
 use crate::clock::{Clock, SystemClock};

@@ -17,11 +17,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::exec::{AllowlistEntry, Platform, SkillBin};
 use clawless_core::nodes::NodeFacts;
 use clawless_core::nodes::wire::{
     Envelope, ExecDenial, ExecJob, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
 };
+use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 use tokio::sync::{Mutex, watch};
 
 use crate::approvals_file::ApprovalsFile;

@@ -27,8 +27,8 @@ use clawless_aws::{
     S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue,
     StsQueueCredentials, SubagentRoutedTurnQueue,
 };
+use clawless_base::object_store::ObjectStore;
 use clawless_core::nodes::Timers;
-use clawless_core::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionStore, TurnQueue};
 
@@ -496,9 +496,9 @@ impl AwsApp {
             outbox: Arc::new(outbox),
             web: crate::web_fetcher::default_web_fetcher(),
             clock: Arc::new(SystemClock),
-            eligibility: clawless_core::skills::eligibility::EligibilityContext {
+            eligibility: clawless_skills::eligibility::EligibilityContext {
                 platforms: ["linux".to_owned()].into_iter().collect(),
-                ..clawless_core::skills::eligibility::EligibilityContext::empty()
+                ..clawless_skills::eligibility::EligibilityContext::empty()
             },
             home_dirs: Vec::new(),
             host: HostFacts {

@@ -7,16 +7,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use clawless_core::heartbeat::{
+use clawless_automation::heartbeat::{
     HeartbeatAgent, HeartbeatConfig, HeartbeatVisibility, HeartbeatVisibilityConfig,
     heartbeat_agents,
 };
-use clawless_core::object_store::StoreError;
-use clawless_core::session::key::DmScope;
+use clawless_base::object_store::StoreError;
+use clawless_base::session_key::DmScope;
 use clawless_core::session::reset::{
     ResetByType, ResetPolicy, SessionResetConfig, lenient_minutes,
 };
-use clawless_core::skills::{SkillEntryConfig, SkillLimits, SkillsConfig};
+use clawless_skills::{SkillEntryConfig, SkillLimits, SkillsConfig};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -105,7 +105,7 @@ pub struct ClawlessConfig {
     /// Scheduled jobs and reminders (the `cron` tool and `clawless cron`): whether they fire,
     /// retries, run-log limits, webhook token, failure alerts.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
-    pub cron: clawless_core::cron::CronConfig,
+    pub cron: clawless_automation::cron::CronConfig,
     /// Secrets kept in AWS, by the name `…Env` keys use (e.g. `botTokenEnv:
     /// TELEGRAM_BOT_TOKEN`): each is fetched once at start-up from SSM Parameter Store or
     /// Secrets Manager and looked up before the process environment.

@@ -14,7 +14,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::{Json, Router};
-use clawless_core::cron::tool::{CronCaller, parse_cron_call};
+use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
 use serde_json::Value;
 
 use crate::cron_service::CronService;

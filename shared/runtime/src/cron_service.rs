@@ -14,21 +14,21 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clawless_core::cron::run_log::{ListQuery, RunsQuery, cron_status, page_jobs};
-use clawless_core::cron::schedule::{STUCK_RUN_MS, firing_slot};
-use clawless_core::cron::startup::{
+use clawless_automation::cron::run_log::{ListQuery, RunsQuery, cron_status, page_jobs};
+use clawless_automation::cron::schedule::{STUCK_RUN_MS, firing_slot};
+use clawless_automation::cron::startup::{
     INTERRUPTED_ONE_SHOT_ERROR, ManualRunResponse, manual_run_id, plan_startup,
     preflight_manual_run,
 };
-use clawless_core::cron::tool::{CronAction, CronCaller, prepare_add, prepare_patch};
-use clawless_core::cron::types::{CronJob, SessionTarget, WakeMode};
-use clawless_core::cron::validate::{ValidationContext, apply_patch, unknown_job_error};
-use clawless_core::cron::{CronInputError, CronStore, CronStoreError};
-use clawless_core::heartbeat::resolve_heartbeat_session;
+use clawless_automation::cron::tool::{CronAction, CronCaller, prepare_add, prepare_patch};
+use clawless_automation::cron::types::{CronJob, SessionTarget, WakeMode};
+use clawless_automation::cron::validate::{ValidationContext, apply_patch, unknown_job_error};
+use clawless_automation::cron::{CronInputError, CronStore, CronStoreError};
+use clawless_automation::heartbeat::resolve_heartbeat_session;
+use clawless_base::session_key::normalize_agent_id;
+use clawless_base::time::TimeZone;
 use clawless_core::nodes::{Timer, Timers};
-use clawless_core::session::key::normalize_agent_id;
 use clawless_core::session::{QueueError, SessionKey, TurnQueue};
-use clawless_core::time::TimeZone;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use serde_json::{Value, json};
 
@@ -122,7 +122,7 @@ impl CronService {
 
     /// The zone of cron expressions without `tz`: `agents.defaults.userTimezone`, else UTC.
     pub fn default_tz(&self) -> TimeZone {
-        clawless_core::time::time_zone_or_utc(
+        clawless_base::time::time_zone_or_utc(
             self.deps.config.agents.defaults.user_timezone.as_deref(),
         )
     }
@@ -243,7 +243,7 @@ impl CronService {
                         job_id: job_id.clone(),
                         slot_ms: None,
                         manual_ms: Some(manual_ms),
-                        only_if_due: mode == clawless_core::cron::tool::RunMode::Due,
+                        only_if_due: mode == clawless_automation::cron::tool::RunMode::Due,
                     },
                 };
                 crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
@@ -320,7 +320,7 @@ impl CronService {
                     .unwrap_or_default();
                 resolve_heartbeat_session(&agent_id, &heartbeat, job.session_key.as_deref()).run_key
             }
-            _ => clawless_core::cron::run::run_session(job, &agent_id, "")
+            _ => clawless_automation::cron::run::run_session(job, &agent_id, "")
                 .and_then(|session| SessionKey::parse(&session.session_key))
                 .unwrap_or_else(|| SessionKey::main(&agent_id)),
         };

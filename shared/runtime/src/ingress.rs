@@ -17,12 +17,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use clawless_base::session_key::{ChatType, DmScope};
 use clawless_channels::webhook::MAX_WEBHOOK_BODY_BYTES;
 use clawless_channels::{
     ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
 };
 use clawless_core::outbox::Outbox;
-use clawless_core::session::key::{ChatType, DmScope};
 use clawless_core::session::{Claim, Inbox, QueuedMessage, SessionKey, TurnQueue};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use clawless_core::object_store::{
+use clawless_base::object_store::{
     Listing, Object, ObjectMeta, ObjectStore, PutCondition, StoreError,
 };
 

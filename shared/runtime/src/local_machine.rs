@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::Path;
 
-use clawless_core::skills::EligibilityContext;
+use clawless_skills::EligibilityContext;
 
 /// The platform name skills use (`darwin`, `linux`, `win32`, …) for this machine.
 pub fn platform_name() -> &'static str {

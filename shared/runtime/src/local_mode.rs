@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clawless_core::model::ModelProvider;
-use clawless_core::object_store::ObjectStore;
+use clawless_base::model::ModelProvider;
+use clawless_base::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_core::system_prompt::seed::{SeedScope, seed_workspace};

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::exec::{AllowlistEntry, Security};
+use clawless_base::transcript::ToolCall;
 use clawless_core::nodes::credentials::{
     CredentialError, MAX_CREDENTIAL_LIFETIME, QueueCredentialVendor, QueueCredentials,
 };
@@ -36,8 +36,8 @@ use clawless_core::nodes::{
 };
 use clawless_core::session::{QueueError, TurnQueue};
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
+use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;

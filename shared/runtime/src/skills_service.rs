@@ -4,15 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use clawless_core::object_store::StoreError;
-use clawless_core::skills::bins::collect_skill_bins;
-use clawless_core::skills::commands::{
-    RESERVED_COMMAND_NAMES, SkillCommandSpec, build_command_specs,
-};
-use clawless_core::skills::eligibility::{filter_entries, ineligibility};
-use clawless_core::skills::location::{ResolvedLocation, resolve_skill_location};
-use clawless_core::skills::snapshot::build_snapshot;
-use clawless_core::skills::{
+use clawless_base::object_store::StoreError;
+use clawless_skills::bins::collect_skill_bins;
+use clawless_skills::commands::{RESERVED_COMMAND_NAMES, SkillCommandSpec, build_command_specs};
+use clawless_skills::eligibility::{filter_entries, ineligibility};
+use clawless_skills::location::{ResolvedLocation, resolve_skill_location};
+use clawless_skills::snapshot::build_snapshot;
+use clawless_skills::{
     EligibilityContext, EligibilityInputs, Ineligibility, LoadedSkills, SkillEntry, SkillLoader,
     SkillSnapshot, SkillSource, SkillSourceKind, SnapshotOptions,
 };
@@ -102,13 +100,13 @@ impl SkillsService {
     }
 
     /// The listing of store `identity` made by the latest load of `agent_id`'s skills, if it
-    /// covers everything under `prefix` (see [`clawless_core::skills::loader::SkillLoader::recent_listing`]).
+    /// covers everything under `prefix` (see [`clawless_skills::loader::SkillLoader::recent_listing`]).
     pub fn recent_listing(
         &self,
         agent_id: &str,
         identity: &str,
         prefix: &str,
-    ) -> Option<Arc<clawless_core::object_store::Listing>> {
+    ) -> Option<Arc<clawless_base::object_store::Listing>> {
         let agent = self.agent(agent_id).ok()?;
         self.loaders
             .get(&agent.id)?

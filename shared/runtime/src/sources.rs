@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use clawless_aws::S3ObjectStore;
-use clawless_core::object_store::{ObjectStore, StoreError, normalize_prefix};
+use clawless_base::object_store::{ObjectStore, StoreError, normalize_prefix};
 use clawless_local::DirObjectStore;
 
 /// Where a tree of objects lives.

@@ -21,14 +21,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use clawless_base::model::{ModelError, ModelProvider, ToolSpec};
+use clawless_base::object_store::ObjectStore;
 use clawless_core::compaction::plan::text_tokens;
-use clawless_core::model::{ModelError, ModelProvider, ToolSpec};
-use clawless_core::object_store::ObjectStore;
+use clawless_core::nodes::remote_skills;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
-use clawless_core::skills::eligibility::EligibilityContext;
-use clawless_core::skills::remote;
-use clawless_core::skills::snapshot::SkillSnapshot;
 use clawless_core::system_prompt::bootstrap::{
     BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
     build_bootstrap_context_files, load_bootstrap_files,
@@ -44,8 +42,10 @@ use clawless_core::turn::state::{SessionState, StateError};
 use clawless_core::turn::{
     Acceptance, Effect, Incoming, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
 };
+use clawless_skills::eligibility::EligibilityContext;
+use clawless_skills::snapshot::SkillSnapshot;
 
-use clawless_core::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
+use clawless_automation::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
 use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
 use clawless_core::subagents::control::{SUBAGENTS_TOOL_NAME, subagents_tool_spec};
 use clawless_core::subagents::sessions_tools::SESSIONS_SEND;
@@ -94,7 +94,7 @@ pub enum TurnError {
     Skills(#[from] SkillsError),
     /// The workspace could not be read.
     #[error("workspace unavailable: {0}")]
-    Workspace(#[from] clawless_core::object_store::StoreError),
+    Workspace(#[from] clawless_base::object_store::StoreError),
     /// A node job could not be stored or sent.
     #[error(transparent)]
     Nodes(#[from] NodesError),
@@ -106,7 +106,7 @@ pub enum TurnError {
     Timer(#[source] QueueError),
     /// The cron store could not be read or written.
     #[error(transparent)]
-    Cron(clawless_core::cron::CronStoreError),
+    Cron(clawless_automation::cron::CronStoreError),
 }
 
 impl TurnError {
@@ -648,7 +648,7 @@ impl TurnService {
                 && !state.has_seen_message(&prepared.message.message_id)
             {
                 let lines =
-                    clawless_core::heartbeat::system_event_lines(&state.meta.pending_events);
+                    clawless_automation::heartbeat::system_event_lines(&state.meta.pending_events);
                 if !lines.is_empty() {
                     prepared.text = format!("{lines}\n\n{}", prepared.text);
                 }
@@ -956,8 +956,8 @@ impl TurnService {
         };
         Ok(NodeScope {
             exec_ready: !nodes.is_empty(),
-            eligibility: remote::with_nodes(&self.deps.eligibility, &nodes),
-            note: remote::remote_node_note(&nodes),
+            eligibility: remote_skills::with_nodes(&self.deps.eligibility, &nodes),
+            note: remote_skills::remote_node_note(&nodes),
         })
     }
 
@@ -1053,7 +1053,7 @@ impl TurnService {
             _ => BootstrapKind::for_session_key(state.key.as_str()),
         };
         let heartbeat_guidance = heartbeat_config.as_ref().is_some_and(|config| {
-            clawless_core::heartbeat::prompt::heartbeat_guidance_enabled(
+            clawless_automation::heartbeat::prompt::heartbeat_guidance_enabled(
                 config,
                 agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
             )
@@ -1256,7 +1256,7 @@ fn format_age(ms: u64) -> String {
 }
 
 /// Formats milliseconds since the epoch as an RFC 3339 UTC timestamp (`…T…Z`, whole seconds);
-/// see [`clawless_core::time::rfc3339_utc`].
+/// see [`clawless_base::time::rfc3339_utc`].
 pub fn rfc3339(ms: u64) -> String {
-    clawless_core::time::rfc3339_utc(ms)
+    clawless_base::time::rfc3339_utc(ms)
 }

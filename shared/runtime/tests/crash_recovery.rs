@@ -10,12 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{
     SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession,
 };
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{SessionState, StepBody};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
@@ -23,6 +22,7 @@ use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 use serde_json::json;
 use support::{Fixture, ReplyReceiver, SECRET, anthropic_text, anthropic_tool_use};
 

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clawless_core::cron::run_log::RunsQuery;
-use clawless_core::cron::tool::{CronCaller, parse_cron_call};
-use clawless_core::cron::types::RunStatus;
-use clawless_core::cron::{CronStore, StoredCronJob};
+use clawless_automation::cron::run_log::RunsQuery;
+use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
+use clawless_automation::cron::types::RunStatus;
+use clawless_automation::cron::{CronStore, StoredCronJob};
+use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::nodes::{Timer, Timers};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::SessionState;
@@ -197,7 +197,7 @@ impl Harness {
         self.store.list_jobs().await.expect("jobs")
     }
 
-    async fn runs(&self, job_id: &str) -> Vec<clawless_core::cron::types::CronRunLogEntry> {
+    async fn runs(&self, job_id: &str) -> Vec<clawless_automation::cron::types::CronRunLogEntry> {
         self.store
             .runs(Some(job_id), &RunsQuery::default())
             .await

@@ -15,6 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_scheduler::types::ActionAfterCompletion;
+use clawless_automation::cron::CronStore;
+use clawless_automation::cron::run_log::RunsQuery;
+use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
+use clawless_automation::cron::types::RunStatus;
 use clawless_aws::scheduler::schedule_name;
 use clawless_aws::testing::{
     dynamodb_client, fresh_fifo_queue, fresh_schedule_group, fresh_standard_queue, fresh_table,
@@ -23,10 +27,6 @@ use clawless_aws::testing::{
 use clawless_aws::{
     DynamoCronStore, DynamoSessionStore, ScheduleTarget, ScheduledTimers, SqsTimers, SqsTurnQueue,
 };
-use clawless_core::cron::CronStore;
-use clawless_core::cron::run_log::RunsQuery;
-use clawless_core::cron::tool::{CronCaller, parse_cron_call};
-use clawless_core::cron::types::RunStatus;
 use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::{SessionStore, TurnQueue};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};

@@ -8,17 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use clawless_automation::cron::CronStore;
+use clawless_automation::cron::run::HEADLESS_EXEC_DENIED;
+use clawless_automation::cron::run_log::RunsQuery;
+use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
+use clawless_automation::cron::types::RunStatus;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
-use clawless_core::cron::CronStore;
-use clawless_core::cron::run::HEADLESS_EXEC_DENIED;
-use clawless_core::cron::run_log::RunsQuery;
-use clawless_core::cron::tool::{CronCaller, parse_cron_call};
-use clawless_core::cron::types::RunStatus;
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
 };
 use clawless_core::nodes::{NodeFacts, Timers};
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
@@ -28,6 +27,7 @@ use clawless_runtime::cron_service::{CronDeps, CronService};
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 use serde_json::json;
 use support::{Fixture, ReplyReceiver, SECRET, anthropic_text, anthropic_tool_use};
 

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clawless_core::heartbeat::HeartbeatState;
+use clawless_automation::heartbeat::HeartbeatState;
+use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::nodes::{Timer, Timers};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore};
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{SessionState, StepBody};

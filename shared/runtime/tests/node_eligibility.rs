@@ -7,22 +7,22 @@ mod support;
 
 use std::sync::Arc;
 
+use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
-use clawless_core::exec::SkillBin;
 use clawless_core::nodes::NodeFacts;
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
 };
-use clawless_core::session::key::ChatType;
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
+use clawless_exec::SkillBin;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 use serde_json::Value;
 use support::{Fixture, ReplyReceiver, SECRET, anthropic_text};
 

@@ -14,9 +14,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use clawless_aws::testing::{RequestCounter, moto_sdk_config};
-use clawless_core::exec::evaluate::ExecPolicy;
-use clawless_core::exec::fs::DescribedFs;
-use clawless_core::exec::{AllowlistEntry, SkillBin};
+use clawless_base::transcript::ToolCall;
 use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
@@ -28,8 +26,10 @@ use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
 use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::session::TurnQueue;
 use clawless_core::testing::InMemoryTurnQueue;
-use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
+use clawless_exec::evaluate::ExecPolicy;
+use clawless_exec::fs::DescribedFs;
+use clawless_exec::{AllowlistEntry, SkillBin};
 use clawless_runtime::clock::Clock;
 use clawless_runtime::node_routes::{
     AdminToken, MIN_ADMIN_TOKEN_CHARS, QueueAccess, admin_router, queue_credentials_router,

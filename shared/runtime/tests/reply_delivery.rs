@@ -8,10 +8,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{SessionState, StepBody};
@@ -20,6 +19,7 @@ use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 use support::{Fixture, anthropic_text};
 
 const MESSAGES: &str = "/v1/messages";

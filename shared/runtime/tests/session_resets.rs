@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clawless_core::session::key::ChatType;
+use clawless_base::session_key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore};
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::{ResetReason, SessionState, StepBody};

@@ -10,10 +10,9 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionStore, TurnQueue};
-use clawless_core::skills::eligibility::EligibilityContext;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore, SqliteTurnQueue};
@@ -21,6 +20,7 @@ use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{Deadline, HostFacts, TurnDeps, TurnService, YieldPolicy};
 use clawless_runtime::turn_worker::{Processed, process_event_until};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
+use clawless_skills::eligibility::EligibilityContext;
 use serde_json::json;
 use support::{Fixture, ReplyReceiver, SECRET, anthropic_text, anthropic_tool_use};
 

@@ -7,10 +7,10 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
-use crate::object_store::PutCondition;
 use crate::tools::paths::resolve_workspace_path;
 use crate::tools::{Tool, ToolContext, ToolOutput};
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::PutCondition;
 
 /// Most bytes one flush write may append.
 pub const MAX_FLUSH_APPEND_BYTES: usize = 16 * 1024;
@@ -139,7 +139,7 @@ impl Tool for MemoryFlushWrite {
                         note_path(&self.date)
                     ));
                 }
-                Err(crate::object_store::StoreError::Conflict { .. }) => continue,
+                Err(clawless_base::object_store::StoreError::Conflict { .. }) => continue,
                 Err(error) => return ToolOutput::error(format!("Cannot write {path}: {error}")),
             }
         }
@@ -152,9 +152,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::object_store::ObjectStore;
     use crate::testing::InMemoryObjectStore;
     use crate::tools::{SessionFacts, Workspace};
+    use clawless_base::object_store::ObjectStore;
 
     fn context(store: &InMemoryObjectStore) -> ToolContext {
         ToolContext {

@@ -10,8 +10,8 @@
 use serde::Deserialize;
 
 use crate::tool_results::{CHARS_PER_TOKEN, estimate_message_chars};
-use crate::transcript::Message;
 use crate::turn::state::{SessionState, StepBody};
+use clawless_base::transcript::Message;
 
 /// The context window assumed when neither the model entry nor the agent names one.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
@@ -365,7 +365,7 @@ mod tests {
 
     fn assistant(text: &str) -> Message {
         Message::Assistant {
-            content: vec![crate::transcript::AssistantBlock::Text { text: text.into() }],
+            content: vec![clawless_base::transcript::AssistantBlock::Text { text: text.into() }],
             stop_reason: Default::default(),
         }
     }

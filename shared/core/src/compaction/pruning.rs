@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::transcript::{AssistantBlock, Message};
+use clawless_base::transcript::{AssistantBlock, Message};
 
 /// The only `mode` that turns pruning on; any other value (or none) leaves it off.
 pub const CACHE_TTL_MODE: &str = "cache-ttl";
@@ -576,7 +576,7 @@ fn is_cjk(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::StopReason;
+    use clawless_base::transcript::StopReason;
 
     fn user(text: &str) -> Message {
         Message::User {
@@ -1108,11 +1108,13 @@ mod tests {
     #[test]
     fn tool_call_arguments_count_toward_the_estimate() {
         let call = Message::Assistant {
-            content: vec![AssistantBlock::ToolCall(crate::transcript::ToolCall {
-                id: "call-1".to_owned(),
-                name: "exec".to_owned(),
-                input: serde_json::json!({"command": "ls"}),
-            })],
+            content: vec![AssistantBlock::ToolCall(
+                clawless_base::transcript::ToolCall {
+                    id: "call-1".to_owned(),
+                    name: "exec".to_owned(),
+                    input: serde_json::json!({"command": "ls"}),
+                },
+            )],
             stop_reason: StopReason::ToolUse,
         };
         assert_eq!(estimated_message_chars(&call), r#"{"command":"ls"}"#.len());

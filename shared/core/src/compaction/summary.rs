@@ -4,8 +4,8 @@
 //! conversation is larger than one request may be, the quality check, and how a stored
 //! summary is shown to the model on later turns.
 
-use crate::model::ModelRequest;
-use crate::transcript::{AssistantBlock, Message};
+use clawless_base::model::ModelRequest;
+use clawless_base::transcript::{AssistantBlock, Message};
 
 use super::plan::{ContextBudget, messages_tokens, text_tokens};
 
@@ -307,7 +307,7 @@ pub fn summary_tokens(summary: &str) -> u64 {
 mod tests {
     use super::*;
     use crate::compaction::plan::CompactionConfig;
-    use crate::transcript::ToolCall;
+    use clawless_base::transcript::ToolCall;
 
     fn good_summary() -> String {
         "## Decisions\n- use Postgres\n## Open TODOs\n- migrate users table\n\

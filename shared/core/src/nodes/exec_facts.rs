@@ -18,18 +18,18 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::ExecJob;
 use super::{GrantedEntry, NodeRecord};
-use crate::exec::check::NodeExecFacts;
-use crate::exec::evaluate::{
+use clawless_exec::check::NodeExecFacts;
+use clawless_exec::evaluate::{
     ExecEvaluation, ExecPolicy, ExecVerdict, NodeDecision, PreparedPolicy, TRANSPORT_SHELLS,
     evaluate_exec,
 };
-use crate::exec::fs::{DescribedFs, NodeFs};
-use crate::exec::policy::{ApprovalDecision, NodeDenial};
-use crate::exec::resolve::{ResolveContext, base_name, resolve_executable};
-use crate::exec::safe_bins::DEFAULT_SAFE_BINS;
-use crate::exec::system_run::extract_shell_payload;
-use crate::exec::wrappers::{BLOCKED_WRAPPERS, DISPATCH_WRAPPERS, unwrap_dispatch};
-use crate::exec::{AllowlistEntry, Ask, Platform, SkillBin};
+use clawless_exec::fs::{DescribedFs, NodeFs};
+use clawless_exec::policy::{ApprovalDecision, NodeDenial};
+use clawless_exec::resolve::{ResolveContext, base_name, resolve_executable};
+use clawless_exec::safe_bins::DEFAULT_SAFE_BINS;
+use clawless_exec::system_run::extract_shell_payload;
+use clawless_exec::wrappers::{BLOCKED_WRAPPERS, DISPATCH_WRAPPERS, unwrap_dispatch};
+use clawless_exec::{AllowlistEntry, Ask, Platform, SkillBin};
 
 /// Most paths (executables plus symlinks) a node describes; beyond it the report is marked
 /// [`truncated`](NodeExecReport::truncated) and the pre-check trusts no absence in it.
@@ -480,7 +480,7 @@ mod tests {
 
     #[test]
     fn security_full_and_security_deny_are_sent() {
-        for security in [crate::exec::Security::Full, crate::exec::Security::Deny] {
+        for security in [clawless_exec::Security::Full, clawless_exec::Security::Deny] {
             let mut report = report();
             report.default_policy.security = security;
             assert_eq!(

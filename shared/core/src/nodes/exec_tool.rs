@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::model::ToolSpec;
+use clawless_base::model::ToolSpec;
 
 /// The tool's name.
 pub const EXEC_TOOL: &str = "exec";

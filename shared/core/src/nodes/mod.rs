@@ -26,6 +26,7 @@ pub mod jobs;
 pub mod notices;
 pub mod queue;
 pub mod registry;
+pub mod remote_skills;
 pub mod timers;
 pub mod wire;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::NodeStoreError;
 use super::exec_facts::NodeExecReport;
-use crate::exec::{AllowlistEntry, SkillBin};
+use clawless_exec::{AllowlistEntry, SkillBin};
 
 /// Longest node id, in bytes. Node ids name SQS queues (`<prefix>node-<id>-dlq`, at most 80
 /// characters), so they stay short.

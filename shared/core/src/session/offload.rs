@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredSession};
-use crate::object_store::{ObjectStore, PutCondition, normalize_prefix};
+use clawless_base::object_store::{ObjectStore, PutCondition, normalize_prefix};
 
 /// Bodies larger than this go to the object store unless configured otherwise. At 32 KiB a
 /// full DynamoDB commit (meta + 99 steps) stays under the 4 MB transaction limit.
@@ -582,7 +582,8 @@ mod tests {
         for (raw, expected) in cases {
             let encoded = encode_session_key(&key(raw));
             assert_eq!(encoded, expected);
-            crate::object_store::validate_key(&format!("sessions/{encoded}/steps/1.json")).unwrap();
+            clawless_base::object_store::validate_key(&format!("sessions/{encoded}/steps/1.json"))
+                .unwrap();
         }
     }
 

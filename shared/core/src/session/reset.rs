@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::time::{self, TimeZone};
+use clawless_base::time::{self, TimeZone};
 
 /// The reset triggers used when `session.resetTriggers` is empty.
 pub const DEFAULT_RESET_TRIGGERS: [&str; 2] = ["/new", "/reset"];
@@ -710,7 +710,7 @@ pub fn lenient_minutes<'de, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::parse_time_zone;
+    use clawless_base::time::parse_time_zone;
     use serde_json::json;
 
     fn at(instant: &str) -> u64 {

@@ -11,12 +11,10 @@
 //! spelled `clawless` (clawless never names OpenClaw to the model).
 
 use crate::compaction::flush::is_silent_reply;
-use crate::transcript::Message;
+use clawless_base::reply_tokens::ANNOUNCE_SKIP;
+use clawless_base::transcript::Message;
 
 use super::{caller_depth, is_cron_session_key};
-
-/// The reply with which a child (or an announce step) stays silent (exact, after trimming).
-pub const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
 
 /// The result of a child that produced no text.
 pub const NO_OUTPUT: &str = "(no output)";
@@ -474,7 +472,7 @@ fn single_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::AssistantBlock;
+    use clawless_base::transcript::AssistantBlock;
 
     fn assistant(text: &str) -> Message {
         Message::Assistant {
@@ -630,11 +628,13 @@ mod tests {
             is_error: false,
         };
         let calling = Message::Assistant {
-            content: vec![AssistantBlock::ToolCall(crate::transcript::ToolCall {
-                id: "t".to_owned(),
-                name: "exec".to_owned(),
-                input: serde_json::json!({}),
-            })],
+            content: vec![AssistantBlock::ToolCall(
+                clawless_base::transcript::ToolCall {
+                    id: "t".to_owned(),
+                    name: "exec".to_owned(),
+                    input: serde_json::json!({}),
+                },
+            )],
             stop_reason: Default::default(),
         };
         assert_eq!(

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::key::normalize_agent_id;
+use clawless_base::session_key::normalize_agent_id;
 
 /// `maxSpawnDepth` when unset: sub-agents may not spawn their own (no nesting).
 pub const DEFAULT_MAX_SPAWN_DEPTH: u32 = crate::tool_policy::DEFAULT_MAX_SPAWN_DEPTH;
@@ -342,7 +342,7 @@ impl AgentToAgentConfig {
             let agent = agent.trim().to_ascii_lowercase();
             patterns
                 .iter()
-                .any(|pattern| crate::exec::allowlist::glob_matches(pattern, &agent))
+                .any(|pattern| clawless_exec::allowlist::glob_matches(pattern, &agent))
         };
         matches(requester_agent_id) && matches(target_agent_id)
     }

@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::announce::{format_duration_short, format_token_count};
 use super::config::SubagentsConfig;
-use crate::model::ToolSpec;
-use crate::session::key::normalize_agent_id;
+use clawless_base::model::ToolSpec;
+use clawless_base::session_key::normalize_agent_id;
 
 /// The tool's name.
 pub const SUBAGENTS_TOOL_NAME: &str = "subagents";

@@ -7,14 +7,15 @@
 //! The runtime lists and reads sessions, resolves labels and the spawned tree, runs the
 //! target turns and the ping-pong, and delivers the announce step's reply.
 
+use clawless_base::reply_tokens::REPLY_SKIP;
 use serde_json::{Map, Value, json};
 
 use super::agent_id_of_key;
 use super::announce::is_announce_silent;
 use super::config::{AgentToAgentConfig, SessionVisibility, non_blank};
 use super::spawn::{seconds_arg, string_arg};
-use crate::model::ToolSpec;
-use crate::transcript::{AssistantBlock, Message};
+use clawless_base::model::ToolSpec;
+use clawless_base::transcript::{AssistantBlock, Message};
 
 /// `sessions_list`'s name.
 pub const SESSIONS_LIST: &str = "sessions_list";
@@ -74,9 +75,6 @@ pub const HISTORY_MAX_BYTES: usize = 80 * 1024;
 
 /// What replaces a single message that alone exceeds [`HISTORY_MAX_BYTES`].
 pub const HISTORY_OMITTED: &str = "[sessions_history omitted: message too large]";
-
-/// The word that ends the agent-to-agent ping-pong.
-pub const REPLY_SKIP: &str = "REPLY_SKIP";
 
 /// The user message of the agent-to-agent announce step.
 pub const A2A_ANNOUNCE_STEP_MESSAGE: &str = "Agent-to-agent announce step.";

@@ -21,8 +21,8 @@ use super::attachments::{
 use super::config::SubagentsConfig;
 use super::prompt::{ChildPrompt, child_task_message, subagent_system_prompt};
 use super::{ControlScope, SubagentRole};
-use crate::model::ToolSpec;
-use crate::session::key::is_valid_agent_id;
+use clawless_base::model::ToolSpec;
+use clawless_base::session_key::is_valid_agent_id;
 
 /// The tool's name.
 pub const SESSIONS_SPAWN: &str = "sessions_spawn";

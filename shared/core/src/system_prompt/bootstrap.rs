@@ -6,8 +6,8 @@
 //! local directory; it only sees keys under the workspace prefix and the locations the store
 //! reports for them. Lengths and budgets are counted in `char`s and cuts never split one.
 
-use crate::object_store::{ObjectStore, StoreError, normalize_prefix};
 use crate::session::SessionKey;
+use clawless_base::object_store::{ObjectStore, StoreError, normalize_prefix};
 
 /// The bootstrap files every full session loads, in load order.
 pub const BOOTSTRAP_FILE_NAMES: [&str; 7] = [

@@ -15,6 +15,7 @@
 pub mod bootstrap;
 pub mod seed;
 
+use clawless_base::reply_tokens::NO_REPLY;
 use std::collections::{BTreeMap, HashMap};
 
 pub use bootstrap::{
@@ -27,16 +28,10 @@ pub const IDENTITY_LINE: &str = "You are a personal assistant running inside cla
 
 /// The element separating the cacheable prefix from the per-turn suffix (defined with the
 /// model port, which providers read it from); see [`split_at_cache_boundary`].
-pub use crate::model::CACHE_BOUNDARY;
+pub use clawless_base::model::CACHE_BOUNDARY;
 
 /// The marker line inside [`CACHE_BOUNDARY`].
 const CACHE_BOUNDARY_LINE: &str = "<!-- CLAWLESS_CACHE_BOUNDARY -->";
-
-/// The reply that tells the engine to send nothing.
-pub const SILENT_REPLY_TOKEN: &str = "NO_REPLY";
-
-/// The reply that acknowledges a heartbeat poll with nothing to report.
-pub const HEARTBEAT_OK_TOKEN: &str = "HEARTBEAT_OK";
 
 /// Tools listed first, in this order; any other tool follows, sorted by name.
 pub const TOOL_ORDER: [&str; 25] = [
@@ -201,7 +196,7 @@ pub struct SystemPromptParams<'a> {
     /// Extra instructions from the caller (sub-agent task or group chat context).
     pub extra_system_prompt: Option<&'a str>,
     /// Whether the agent is told about heartbeats (the `## Heartbeats` section, full mode
-    /// only); see [`crate::heartbeat::prompt::heartbeat_guidance_enabled`].
+    /// only); see [`clawless_automation::heartbeat::prompt::heartbeat_guidance_enabled`].
     pub heartbeat_guidance: bool,
     /// Sender ids allowlisted to talk to the agent, already rendered (raw or hashed).
     pub authorized_senders: &'a [String],
@@ -246,7 +241,7 @@ pub fn core_tool_summary(name: &str) -> Option<&'static str> {
         "browser" => "Drive a web browser",
         "canvas" => "Show and inspect the canvas",
         "nodes" => "List paired node hosts and act on them",
-        "cron" => crate::cron::tool::CRON_TOOL_SUMMARY,
+        "cron" => clawless_automation::cron::tool::CRON_TOOL_SUMMARY,
         "message" => "Send messages and channel actions",
         "gateway" => "Inspect or restart the clawless service",
         "agents_list" => "List the agent ids you may hand work to",
@@ -332,7 +327,7 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
         lines.extend([heading.to_owned(), extra.to_owned()]);
     }
     if full && params.heartbeat_guidance {
-        lines.push(crate::heartbeat::prompt::heartbeats_section());
+        lines.push(clawless_automation::heartbeat::prompt::heartbeats_section());
     }
     lines.extend([
         "## Runtime".to_owned(),
@@ -605,7 +600,7 @@ fn messaging_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
             format!("### {message} tool"),
             format!("- Use `{message}` for proactive sends to another channel or person."),
             format!(
-                "- If you deliver your whole answer with `{message}`, respond with ONLY: {SILENT_REPLY_TOKEN} so it is not sent twice."
+                "- If you deliver your whole answer with `{message}`, respond with ONLY: {NO_REPLY} so it is not sent twice."
             ),
         ]);
     }
@@ -634,10 +629,10 @@ fn project_context_section(lines: &mut Vec<String>, files: &[&ContextFile]) {
 fn silent_replies_section(lines: &mut Vec<String>) {
     lines.extend([
         "## Silent Replies".to_owned(),
-        format!("When you have nothing to say, respond with ONLY: {SILENT_REPLY_TOKEN}"),
+        format!("When you have nothing to say, respond with ONLY: {NO_REPLY}"),
         "The token must be the whole message: no other words, quotes or markdown around it."
             .to_owned(),
-        format!("Never add {SILENT_REPLY_TOKEN} to a message that has real content."),
+        format!("Never add {NO_REPLY} to a message that has real content."),
     ]);
 }
 

@@ -1,7 +1,7 @@
 //! Test support: in-memory port implementations and the contract suites every adapter runs.
 //!
 //! [`InMemoryObjectStore`] is the fake the core's own tests use; [`object_store_contract`] is the
-//! one behavioural definition of [`ObjectStore`](crate::object_store::ObjectStore) that this
+//! one behavioural definition of [`ObjectStore`](clawless_base::object_store::ObjectStore) that this
 //! fake, the directory tree (`clawless-local`) and S3 (`clawless-aws`) all have to pass, so they
 //! cannot drift apart.
 //!
@@ -14,39 +14,41 @@
 //!
 //! Layout, one file per port on each side (everything is re-exported here, so the public path of
 //! every item is `clawless_core::testing::Item`):
-//! - `fakes/object_store.rs`: [`InMemoryObjectStore`], [`CountingObjectStore`].
 //! - `fakes/sessions.rs`: [`InMemorySessionStore`], [`IN_MEMORY_MAX_RECORD_BYTES`].
 //! - `fakes/inbox.rs`: [`InMemoryInbox`].
-//! - `fakes/cron_store.rs`: [`InMemoryCronStore`].
 //! - `fakes/turn_queue.rs`: [`InMemoryTurnQueue`], [`DEFAULT_VISIBILITY_TIMEOUT`],
 //!   [`DEDUP_WINDOW`].
-//! - `contracts/object_store.rs`: [`object_store_contract`], [`object_store_if_absent_race`].
 //! - `contracts/sessions.rs`: [`session_store_contract`], [`SessionStoreDeviations`],
 //!   [`session_lister_contract`].
 //! - `contracts/inbox.rs`: [`inbox_contract`].
-//! - `contracts/cron_store.rs`: [`cron_store_contract`], [`CronStoreDeviations`].
 //! - `contracts/turn_queue.rs`: [`turn_queue_contract`], [`QueueDeviations`],
 //!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
-//! - `support.rs`: [`join_all`], [`sized_json_body`] and crate-internal helpers (run ids and
-//!   labels, poison-tolerant locking, an executor-free sleep).
+//! - From `clawless_base::testing`: the object store's fake and contract, [`ManualClock`] and
+//!   the shared helpers; from `clawless_automation::testing`: the cron store's.
 //! - Node-host ports: fakes and contracts live in [`crate::nodes::testing`], re-exported here.
 
 mod contracts;
 mod fakes;
-mod support;
 
 pub use contracts::{
-    CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, CronStoreDeviations,
-    QueueDeviations, SessionStoreDeviations, cron_store_contract, inbox_contract,
-    object_store_contract, object_store_if_absent_race, session_lister_contract,
-    session_store_contract, turn_queue_contract,
+    CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
+    SessionStoreDeviations, inbox_contract, session_lister_contract, session_store_contract,
+    turn_queue_contract,
 };
 pub use fakes::{
-    CountingObjectStore, DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES,
-    InMemoryCronStore, InMemoryInbox, InMemoryObjectStore, InMemorySessionStore, InMemoryTurnQueue,
+    DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES, InMemoryInbox,
+    InMemorySessionStore, InMemoryTurnQueue,
 };
-pub use support::{join_all, sized_json_body};
-pub(crate) use support::{lock_state, next_id, sleep};
+// The base and automation ports' fakes and suites, by name, so a test reaches every port's
+// fake through this one module.
+pub use clawless_automation::testing::{
+    CronStoreDeviations, InMemoryCronStore, cron_store_contract,
+};
+pub use clawless_base::testing::{
+    CountingObjectStore, InMemoryObjectStore, ManualClock, join_all, object_store_contract,
+    object_store_if_absent_race, sized_json_body,
+};
+pub(crate) use clawless_base::testing::{lock_state, next_id, run_label, sleep};
 
 // Node-host storage ports: fakes and contract suites live in `crate::nodes::testing`.
 pub use crate::nodes::testing::*;

@@ -14,7 +14,7 @@
 //! The transcript types carry no images or `details`, so the spec's image estimate (8000
 //! characters) and the dropping of `details` have nothing to apply to here.
 
-use crate::transcript::{AssistantBlock, Message};
+use clawless_base::transcript::{AssistantBlock, Message};
 
 use super::truncate::{char_count, format_context_limit_truncation_notice, head};
 
@@ -178,7 +178,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::transcript::{StopReason, ToolCall};
+    use clawless_base::transcript::{StopReason, ToolCall};
 
     fn result(text: &str) -> Message {
         Message::ToolResult {

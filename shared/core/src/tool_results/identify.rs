@@ -20,7 +20,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 
 /// Longest tool name (in characters, after trimming) that is replayed to a model.
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
@@ -81,9 +81,9 @@ pub fn sanitize_tool_call_id_value(id: &Value, mode: ToolCallIdMode) -> String {
 }
 
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    let mut hasher = fnv::FnvHasher::default();
+    std::hash::Hasher::write(&mut hasher, bytes);
+    std::hash::Hasher::finish(&hasher)
 }
 
 /// Whether `name`, once trimmed, may be replayed as a tool name: 1–64 characters of

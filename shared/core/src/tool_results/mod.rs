@@ -15,7 +15,7 @@
 //! it, then [`repair_transcript`] and [`apply_context_guard`] before each model call;
 //! [`messages_from_raw`] imports transcripts written in other formats.
 //!
-//! Everything here is pure text and JSON work over [`crate::transcript`] types: no storage,
+//! Everything here is pure text and JSON work over [`clawless_base::transcript`] types: no storage,
 //! no provider wire types, no clock.
 
 mod guard;
@@ -55,7 +55,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+    use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 
     fn chars(text: &str) -> usize {
         text.chars().count()

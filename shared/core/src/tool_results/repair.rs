@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 
 /// Text of the error result synthesised for a tool call whose result is missing.
 pub const SYNTHETIC_TOOL_RESULT_TEXT: &str = "[clawless] missing tool result in session history; inserted synthetic error result for transcript repair.";

@@ -7,8 +7,8 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
-use crate::object_store::{PutCondition, StoreError};
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::{PutCondition, StoreError};
 
 use super::paths::resolve_workspace_path;
 use super::read::{MAX_FILE_BYTES, decode_text, store_error_message};
@@ -156,8 +156,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
-    use crate::object_store::{Listing, Object, ObjectMeta, ObjectStore};
     use crate::testing::InMemoryObjectStore;
+    use clawless_base::object_store::{Listing, Object, ObjectMeta, ObjectStore};
 
     use crate::tools::fixtures::{WS, context_over};
 

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::object_store::ObjectStore;
-use crate::skills::source::{SkillSource, SkillSourceKind};
 use crate::testing::InMemoryObjectStore;
 use crate::tools::{SessionFacts, ToolContext, Workspace};
+use clawless_base::object_store::ObjectStore;
+use clawless_skills::source::{SkillSource, SkillSourceKind};
 
 /// Workspace prefix of the fixtures.
 pub(crate) const WS: &str = "agents/main/workspace/";

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
-use crate::object_store::ObjectStore;
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::ObjectStore;
 
 use super::paths::resolve_workspace_path;
 use super::read::{decode_text, line_window, store_error_message};
@@ -240,7 +240,7 @@ async fn load_memory_files(
                 }
             },
             // Deleted or grown since the listing: skip it rather than fail the search.
-            Ok(None) | Err(crate::object_store::StoreError::TooLarge { .. }) => {
+            Ok(None) | Err(clawless_base::object_store::StoreError::TooLarge { .. }) => {
                 skipped += 1;
                 continue;
             }

@@ -11,9 +11,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::model::ToolSpec;
-use crate::object_store::ObjectStore;
-use crate::skills::source::SkillSource;
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::ObjectStore;
+use clawless_skills::source::SkillSource;
 
 /// What a tool returns: text for the model, and whether it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::object_store::{ObjectStore, validate_key};
-use crate::skills::location::resolve_skill_location;
+use clawless_base::object_store::{ObjectStore, validate_key};
+use clawless_skills::location::resolve_skill_location;
 
 use super::{ToolContext, Workspace};
 
@@ -167,9 +167,9 @@ fn normalize_relative(path: &str) -> Result<String, PathError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skills::source::{SkillSource, SkillSourceKind};
     use crate::testing::InMemoryObjectStore;
     use crate::tools::SessionFacts;
+    use clawless_skills::source::{SkillSource, SkillSourceKind};
 
     fn context() -> (InMemoryObjectStore, ToolContext) {
         let store = InMemoryObjectStore::named("bucket");

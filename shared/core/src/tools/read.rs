@@ -7,8 +7,8 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
-use crate::object_store::StoreError;
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::StoreError;
 
 use super::paths::resolve_read_path;
 use super::{Tool, ToolContext, ToolOutput, args};
@@ -243,8 +243,8 @@ async fn read(input: &Value, context: &ToolContext) -> Result<String, String> {
 mod tests {
 
     use super::*;
-    use crate::object_store::ObjectStore;
     use crate::testing::InMemoryObjectStore;
+    use clawless_base::object_store::ObjectStore;
 
     use crate::tools::fixtures::{WS, context};
 

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
+use clawless_base::model::ToolSpec;
 
 use super::{SessionFacts, Tool, ToolContext, ToolOutput};
 

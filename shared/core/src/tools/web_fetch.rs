@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use url::{Host, Url};
 
-use crate::model::ToolSpec;
+use clawless_base::model::ToolSpec;
 
 use super::read::utf8_prefix;
 use super::{FetchError, FetchedPage, Tool, ToolContext, ToolOutput, args};

@@ -7,8 +7,8 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::model::ToolSpec;
-use crate::object_store::PutCondition;
+use clawless_base::model::ToolSpec;
+use clawless_base::object_store::PutCondition;
 
 use super::paths::resolve_workspace_path;
 use super::read::store_error_message;
@@ -79,8 +79,8 @@ async fn write(input: &Value, context: &ToolContext) -> Result<String, String> {
 mod tests {
 
     use super::*;
-    use crate::object_store::ObjectStore;
     use crate::testing::InMemoryObjectStore;
+    use clawless_base::object_store::ObjectStore;
 
     use crate::tools::fixtures::{WS, context};
 

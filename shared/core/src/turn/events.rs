@@ -1,21 +1,12 @@
 //! What reaches the turn engine: the events on the turn queue, and the messages they carry.
 
+use std::hash::Hasher;
+
 use serde::{Deserialize, Serialize};
 
-use crate::session::key::ChatType;
-use crate::skills::loader::Fnv64;
+pub use clawless_base::session_key::ChatRef;
 
-/// Where a conversation lives on a channel: enough to send a reply back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChatRef {
-    /// Channel id, e.g. `generic`, `telegram`.
-    pub channel: String,
-    /// The channel's conversation id.
-    pub chat_id: String,
-    /// Direct or group.
-    pub chat_type: ChatType,
-}
+use fnv::FnvHasher;
 
 /// A normalised chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,7 +130,7 @@ pub enum TurnEvent {
     /// system event) came: if that run is still going in the session, its turn is closed
     /// without another step and the run fails with `cron: job execution timed out`; a run
     /// the session never recorded is failed on the job. Nothing happens if it had ended.
-    CronTimeout(Box<crate::cron::run::CronRunMark>),
+    CronTimeout(Box<clawless_automation::cron::run::CronRunMark>),
     /// A system event for the session (`cron` `wake`, `clawless cron wake`): queued as a
     /// pending event that the next heartbeat (or turn) sees; with `wake`, a heartbeat runs
     /// at once with reason `wake`.
@@ -392,9 +383,9 @@ pub fn dedup_token(raw: &str) -> String {
     if safe {
         raw.to_owned()
     } else {
-        let mut first = Fnv64::new();
+        let mut first = FnvHasher::default();
         first.write(raw.as_bytes());
-        let mut second = Fnv64::new();
+        let mut second = FnvHasher::default();
         second.write(b"clawless-dedup");
         second.write(raw.as_bytes());
         let prefix: String = raw

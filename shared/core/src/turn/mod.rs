@@ -16,13 +16,14 @@ pub mod events;
 pub mod prepare;
 pub mod state;
 
+use clawless_base::reply_tokens::SILENT_REPLIES;
 use std::collections::BTreeSet;
 
-use crate::heartbeat::reply::{HeartbeatOutcome, strip_stray_heartbeat_token};
-use crate::heartbeat::state::{HeartbeatDelivery, SentAlert};
-use crate::model::ModelResponse;
 use crate::tools::ToolOutput;
-use crate::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
+use clawless_automation::heartbeat::reply::{HeartbeatOutcome, strip_stray_heartbeat_token};
+use clawless_automation::heartbeat::state::{HeartbeatDelivery, SentAlert};
+use clawless_base::model::ModelResponse;
+use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
 
 use events::{ApprovalDecision, ChatRef, dedup_token};
 use state::{
@@ -31,9 +32,6 @@ use state::{
 
 /// Prefix of the call ids given to tool calls made by slash commands.
 pub const COMMAND_CALL_PREFIX: &str = "cmd_";
-
-/// Replies that mean "say nothing" (compared after trimming).
-pub const SILENT_REPLIES: [&str; 3] = ["%%NO_REPLY%%", "NO_REPLY", "HEARTBEAT_OK"];
 
 /// Default bound on model calls in one turn.
 pub const DEFAULT_MAX_MODEL_CALLS: u32 = 12;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::exec::Security;
-use crate::heartbeat::state::HeartbeatDelivery;
-use crate::skills::commands::{
+use clawless_automation::heartbeat::state::HeartbeatDelivery;
+use clawless_exec::Security;
+use clawless_skills::commands::{
     SkillCommandSpec, dispatched_tool_call, may_be_skill_command, normalize_command_body,
     resolve_skill_command, skill_rewrite_text,
 };
@@ -143,7 +143,7 @@ pub fn tool_routing(allowed: impl IntoIterator<Item = String>, remote: &[&str]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::key::ChatType;
+    use clawless_base::session_key::ChatType;
 
     fn message(text: &str, owner: bool) -> InboundMessage {
         InboundMessage {
@@ -232,9 +232,9 @@ mod tests {
     #[test]
     fn heartbeats_are_owner_messages_marked_as_heartbeats() {
         let delivery = HeartbeatDelivery::new(
-            &crate::heartbeat::HeartbeatConfig::default(),
-            crate::heartbeat::HeartbeatVisibility::default(),
-            crate::heartbeat::AlertTarget::TargetNone,
+            &clawless_automation::heartbeat::HeartbeatConfig::default(),
+            clawless_automation::heartbeat::HeartbeatVisibility::default(),
+            clawless_automation::heartbeat::AlertTarget::TargetNone,
             Some(1_000),
         );
         let prepared = heartbeat_message(

@@ -7,11 +7,11 @@ use std::collections::{HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::heartbeat::state::{HeartbeatDelivery, HeartbeatState};
-use crate::model::Usage;
 use crate::session::{SessionCommit, SessionKey, StoredSession, StoredStep};
-use crate::skills::snapshot::SkillSnapshot;
-use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_automation::heartbeat::state::{HeartbeatDelivery, HeartbeatState};
+use clawless_base::model::Usage;
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_skills::snapshot::SkillSnapshot;
 
 use super::events::{ApprovalDecision, ChatRef, InboundMessage};
 
@@ -397,10 +397,10 @@ pub struct SessionMeta {
     /// System events waiting for the session's next turn (a cron reminder waiting for the
     /// next heartbeat, a job's result for the main session's awareness), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending_events: Vec<crate::heartbeat::PendingSystemEvent>,
+    pub pending_events: Vec<clawless_automation::heartbeat::PendingSystemEvent>,
     /// The cron run in progress in this session, until the job records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cron_run: Option<crate::cron::run::CronRunMark>,
+    pub cron_run: Option<clawless_automation::cron::run::CronRunMark>,
     /// This session is a sub-agent's: how it was started and how its run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<SubagentRun>,

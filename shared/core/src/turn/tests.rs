@@ -8,10 +8,10 @@ use serde_json::json;
 use super::events::{ApprovalDecision, ChatRef, InboundMessage};
 use super::state::{self, CommandDispatch, PreparedMessage, SessionState, Step, StepBody};
 use super::*;
-use crate::model::{ModelResponse, Usage};
-use crate::session::key::ChatType;
 use crate::session::{SessionKey, StoredSession};
-use crate::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::model::{ModelResponse, Usage};
+use clawless_base::session_key::ChatType;
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 
 fn key() -> SessionKey {
     SessionKey::parse("agent:main:main").unwrap()
@@ -818,10 +818,10 @@ fn a_turn_killed_after_any_persist_of_a_reset_resumes_into_one_generation() {
     }
 }
 
-fn heartbeat(slot: u64, target: crate::heartbeat::AlertTarget) -> Incoming {
-    let delivery = crate::heartbeat::HeartbeatDelivery::new(
-        &crate::heartbeat::HeartbeatConfig::default(),
-        crate::heartbeat::HeartbeatVisibility::default(),
+fn heartbeat(slot: u64, target: clawless_automation::heartbeat::AlertTarget) -> Incoming {
+    let delivery = clawless_automation::heartbeat::HeartbeatDelivery::new(
+        &clawless_automation::heartbeat::HeartbeatConfig::default(),
+        clawless_automation::heartbeat::HeartbeatVisibility::default(),
         target,
         Some(slot),
     );
@@ -834,8 +834,8 @@ fn heartbeat(slot: u64, target: crate::heartbeat::AlertTarget) -> Incoming {
     Incoming::Message(Box::new(poll))
 }
 
-fn alert_chat() -> crate::heartbeat::AlertTarget {
-    crate::heartbeat::AlertTarget::Chat {
+fn alert_chat() -> clawless_automation::heartbeat::AlertTarget {
+    clawless_automation::heartbeat::AlertTarget::Chat {
         chat: ChatRef {
             channel: "generic".to_owned(),
             chat_id: "alerts".to_owned(),
@@ -936,7 +936,10 @@ fn a_heartbeat_with_nowhere_to_send_or_a_failed_model_stays_out_of_the_chat() {
     world.model.push_back(text_response("Disk almost full"));
     world.send(
         &routing(&[]),
-        heartbeat(1_000, crate::heartbeat::AlertTarget::TargetNone),
+        heartbeat(
+            1_000,
+            clawless_automation::heartbeat::AlertTarget::TargetNone,
+        ),
     );
     let mut failed = text_response("⚠️ The model could not be reached: down");
     failed.stop_reason = StopReason::Error;

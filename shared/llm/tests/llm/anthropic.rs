@@ -1,7 +1,7 @@
 //! Anthropic Messages against the scripted server.
 
-use clawless_core::model::{CACHE_BOUNDARY, ModelError, ModelProvider};
-use clawless_core::transcript::{AssistantBlock, StopReason};
+use clawless_base::model::{CACHE_BOUNDARY, ModelError, ModelProvider};
+use clawless_base::transcript::{AssistantBlock, StopReason};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_llm::{AnthropicModel, ApiKey};
 use serde_json::json;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use clawless_core::model::{CACHE_BOUNDARY, ModelError, ModelProvider};
-use clawless_core::transcript::{AssistantBlock, StopReason};
+use clawless_base::model::{CACHE_BOUNDARY, ModelError, ModelProvider};
+use clawless_base::transcript::{AssistantBlock, StopReason};
 use clawless_llm::testing::{RecordedRequest, ScriptedReply, ScriptedServer, bedrock_client};
 use clawless_llm::{BedrockModel, ModelBuild, ModelsConfig, build_model_from};
 use serde_json::json;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use clawless_core::model::ModelProvider;
+use clawless_base::model::ModelProvider;
 use clawless_llm::testing::{RecordingSleeper, ScriptedReply, ScriptedServer};
 use clawless_llm::{ConfigError, ModelsConfig, build_model, build_model_with};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! The offline model: reads a skill, then answers, always the same way.
 
-use clawless_core::model::{ModelProvider, ModelRequest};
-use clawless_core::transcript::{AssistantBlock, Message, StopReason};
+use clawless_base::model::{ModelProvider, ModelRequest};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason};
 use clawless_llm::OfflineModel;
 use serde_json::json;
 

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use clawless_core::model::{ModelError, ModelProvider};
-use clawless_core::transcript::AssistantBlock;
+use clawless_base::model::{ModelError, ModelProvider};
+use clawless_base::transcript::AssistantBlock;
 use clawless_llm::testing::{RecordingSleeper, ScriptedReply, ScriptedServer};
 use clawless_llm::{AnthropicModel, ApiKey, FallbackChain, OpenAiModel, RetryPolicy, Retrying};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! Builders shared by the integration tests.
 
-use clawless_core::model::{ModelRequest, ToolSpec};
-use clawless_core::transcript::{AssistantBlock, Message, StopReason, ToolCall};
+use clawless_base::model::{ModelRequest, ToolSpec};
+use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use clawless_llm::HttpClient;
 use serde_json::{Value, json};
 

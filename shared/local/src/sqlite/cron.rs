@@ -15,9 +15,9 @@
 //! [`fit_run_entry`]); this module only reads and writes rows.
 
 use async_trait::async_trait;
-use clawless_core::cron::run_log::{RunsQuery, page_runs};
-use clawless_core::cron::store::{fit_run_entry, job_from_json, job_json};
-use clawless_core::cron::{
+use clawless_automation::cron::run_log::{RunsQuery, page_runs};
+use clawless_automation::cron::store::{fit_run_entry, job_from_json, job_json};
+use clawless_automation::cron::{
     CronJob, CronRunLogEntry, CronStore, CronStoreError, Reservation, ReservedSlots, RunSlot,
     RunsPage, StoredCronJob,
 };

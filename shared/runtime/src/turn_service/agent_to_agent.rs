@@ -21,7 +21,8 @@
 //!   another agent, not the owner), a session cannot send to itself, and a step that never
 //!   ends (say, an exec awaiting approval) holds the exchange rather than being cut off.
 
-use clawless_core::session::key::ChatType;
+use clawless_base::session_key::ChatType;
+use clawless_base::transcript::ToolCall;
 use clawless_core::subagents::A2A_SENDER_ID;
 use clawless_core::subagents::sessions_tools::{
     A2A_ANNOUNCE_STEP_MESSAGE, A2aSessions, SendOutcome, a2a_announce_is_silent,
@@ -29,7 +30,6 @@ use clawless_core::subagents::sessions_tools::{
     ping_pong_stops, send_accepted_json, send_result_json,
 };
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::ToolCall;
 use clawless_core::turn::events::{
     A2aExchange, A2aStep, AgentMessage, ChatRef, InboundMessage, SessionEvent, TurnEvent,
     dedup_token,
@@ -379,7 +379,7 @@ fn step_reply(state: &SessionState, message_id: &str) -> StepReply {
     {
         match &step.body {
             StepBody::Assistant { content, .. } => {
-                let said = clawless_core::transcript::assistant_text(content);
+                let said = clawless_base::transcript::assistant_text(content);
                 if !said.trim().is_empty() {
                     text = said;
                 }

@@ -8,6 +8,8 @@
 //! its oldest turns for that one call; when even the newest message alone is too large, the
 //! chat is told so plainly.
 
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
+use clawless_base::transcript::{AssistantBlock, Message, assistant_text};
 use clawless_core::compaction::flush::{
     MemoryFlushWrite, flush_prompt, flush_system_addendum, note_path,
 };
@@ -23,10 +25,8 @@ use clawless_core::compaction::pruning::{prune_messages, pruning_due};
 use clawless_core::compaction::summary::{
     SummaryVerdict, check_summary, stored_summary, summary_request, summary_stages, summary_tokens,
 };
-use clawless_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 use clawless_core::tool_results::{repair_transcript, shorten_oversized_results};
 use clawless_core::tools::{Tool, ToolOutput};
-use clawless_core::transcript::{AssistantBlock, Message, assistant_text};
 use clawless_core::turn::TurnEngine;
 use clawless_core::turn::state::{CompactionTrigger, SessionState, StepBody};
 
@@ -147,7 +147,7 @@ impl TurnService {
             .heartbeat_agent(&state.meta.agent_id)
             .map(|agent| agent.config)
             .unwrap_or_default();
-        let messages = clawless_core::heartbeat::drop_heartbeat_acks(
+        let messages = clawless_automation::heartbeat::drop_heartbeat_acks(
             &state.messages(),
             heartbeat.prompt_body(),
             heartbeat.ack_max_chars(),
@@ -343,7 +343,7 @@ impl TurnService {
     ) {
         let now = self.deps.clock.now_ms();
         let tz = self.time_zone();
-        let date = clawless_core::time::local_date(now, &tz);
+        let date = clawless_base::time::local_date(now, &tz);
         let path = note_path(&date);
         let writer = MemoryFlushWrite::new(date.clone());
         // Only what the turn's policy offers: `read` if it is offered, and `write` (offered,
@@ -355,7 +355,7 @@ impl TurnService {
             .cloned();
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
-        let prompt = flush_prompt(&date, &clawless_core::time::current_time_line(now, &tz));
+        let prompt = flush_prompt(&date, &clawless_base::time::current_time_line(now, &tz));
         let room = budget
             .prompt_limit()
             .saturating_sub(text_tokens(&prompt) + 200);

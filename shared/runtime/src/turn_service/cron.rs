@@ -30,25 +30,25 @@
 
 use std::sync::Arc;
 
-use clawless_core::cron::delivery::{DeliveryPlan, LAST_CHANNEL, delivery_plan};
-use clawless_core::cron::outcome::{RunOutcome, apply_run_outcome};
-use clawless_core::cron::run::{
+use clawless_automation::cron::delivery::{DeliveryPlan, LAST_CHANNEL, delivery_plan};
+use clawless_automation::cron::outcome::{RunOutcome, apply_run_outcome};
+use clawless_automation::cron::run::{
     CRON_SENDER_ID, CronRunMark, HEADLESS_EXEC_DENIED, MainJobStart, MainJobStep, TIMEOUT_ERROR,
     headless_exec_denied_message, isolated_run_message, job_timeout_ms, main_job_step,
     run_message_id, start_main_job,
 };
-use clawless_core::cron::tool::{
+use clawless_automation::cron::tool::{
     ContextMessage, ContextRole, CronAction, CronCaller, parse_cron_call, reminder_context_lines,
 };
-use clawless_core::cron::types::{
+use clawless_automation::cron::types::{
     CronJob, CronPayload, CronRunLogEntry, DeliveryMode, RunStatus, RunUsage, SessionTarget,
 };
-use clawless_core::cron::{Reservation, RunSlot};
-use clawless_core::heartbeat::config::DEFAULT_HEARTBEAT_ACK_MAX_CHARS;
-use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery, PendingSystemEvent};
-use clawless_core::session::key::ChatType;
+use clawless_automation::cron::{Reservation, RunSlot};
+use clawless_automation::heartbeat::config::DEFAULT_HEARTBEAT_ACK_MAX_CHARS;
+use clawless_automation::heartbeat::{AlertTarget, HeartbeatDelivery, PendingSystemEvent};
+use clawless_base::session_key::ChatType;
+use clawless_base::transcript::{AssistantBlock, ToolCall};
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::{AssistantBlock, ToolCall};
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ChatRef, InboundMessage, dedup_token};
 use clawless_core::turn::state::{
@@ -155,7 +155,7 @@ impl TurnService {
             }
             (None, None) => return Ok(CronStart::default()),
         };
-        if firing.only_if_due && !clawless_core::cron::schedule::is_due(job, now) {
+        if firing.only_if_due && !clawless_automation::cron::schedule::is_due(job, now) {
             tracing::info!(job_id = %job.id, "manual run in due mode: the job is not due");
             return Ok(CronStart::default());
         }
@@ -367,7 +367,7 @@ impl TurnService {
         let skipped = start
             .skipped
             .map_or_else(|| "disabled".to_owned(), |skip| skip.as_str().to_owned());
-        let answer = clawless_core::cron::run::HeartbeatAnswer::Skipped(skipped);
+        let answer = clawless_automation::cron::run::HeartbeatAnswer::Skipped(skipped);
         let result = match main_job_step(job, &text, &answer, u64::MAX / 2) {
             MainJobStep::Finish {
                 status,
@@ -405,7 +405,9 @@ impl TurnService {
         let CronPayload::AgentTurn(turn) = &job.payload else {
             let result = TurnResult {
                 status: Some(RunStatus::Skipped),
-                error: Some(clawless_core::cron::validate::ISOLATED_REQUIRES_AGENT_TURN.to_owned()),
+                error: Some(
+                    clawless_automation::cron::validate::ISOLATED_REQUIRES_AGENT_TURN.to_owned(),
+                ),
                 ..TurnResult::default()
             };
             self.record_run(&mark, result, state).await?;
@@ -420,7 +422,7 @@ impl TurnService {
         };
         // A run that starts more than 3 hours after its slot delivers nothing (stale).
         let stale = mark.slot_ms.is_some_and(|slot| {
-            now.saturating_sub(slot) > clawless_core::cron::delivery::STALE_DELIVERY_MS
+            now.saturating_sub(slot) > clawless_automation::cron::delivery::STALE_DELIVERY_MS
         });
         let target = if stale {
             AlertTarget::TargetNone
@@ -436,7 +438,7 @@ impl TurnService {
         let text = isolated_run_message(
             job,
             &turn.message,
-            &clawless_core::time::current_time_line(now, &tz),
+            &clawless_base::time::current_time_line(now, &tz),
             plan.requested(),
         );
         let message = InboundMessage {
@@ -702,13 +704,13 @@ impl TurnService {
             };
             match written {
                 Ok(()) => {}
-                Err(clawless_core::cron::CronStoreError::Conflict { .. }) => continue,
+                Err(clawless_automation::cron::CronStoreError::Conflict { .. }) => continue,
                 Err(err) => return Err(TurnError::Cron(err)),
             }
             let entry = CronRunLogEntry {
                 ts: now,
                 job_id: job.id.clone(),
-                action: clawless_core::cron::types::RUN_LOG_ACTION_FINISHED.to_owned(),
+                action: clawless_automation::cron::types::RUN_LOG_ACTION_FINISHED.to_owned(),
                 status: Some(result.status.unwrap_or(RunStatus::Ok)),
                 error: result.error.clone(),
                 summary: result.summary.clone(),
@@ -729,7 +731,7 @@ impl TurnService {
                 config
                     .run_log
                     .keep_lines
-                    .unwrap_or(clawless_core::cron::config::DEFAULT_RUN_LOG_KEEP_LINES),
+                    .unwrap_or(clawless_automation::cron::config::DEFAULT_RUN_LOG_KEEP_LINES),
             )
             .unwrap_or(usize::MAX)
             .max(1);
@@ -754,7 +756,7 @@ impl TurnService {
             return Ok(());
         }
         Err(TurnError::Cron(
-            clawless_core::cron::CronStoreError::Conflict {
+            clawless_automation::cron::CronStoreError::Conflict {
                 job_id: mark.job_id.clone(),
                 expected: None,
             },
@@ -769,11 +771,11 @@ impl TurnService {
     async fn send_failure_messages(
         &self,
         job: &CronJob,
-        applied: &clawless_core::cron::outcome::AppliedRun,
+        applied: &clawless_automation::cron::outcome::AppliedRun,
         entry: &CronRunLogEntry,
     ) {
-        use clawless_core::cron::delivery::{FailureWebhookBody, NoticeTarget};
-        use clawless_core::cron::types::AlertMode;
+        use clawless_automation::cron::delivery::{FailureWebhookBody, NoticeTarget};
+        use clawless_automation::cron::types::AlertMode;
         let run = entry.run_at_ms.unwrap_or(entry.ts);
         if let Some(notice) = &applied.failure_notice {
             match &notice.target {

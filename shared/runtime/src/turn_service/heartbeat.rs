@@ -23,18 +23,20 @@
 //!   chains (on its first message) and mends a chain that broke. Arming is idempotent: timer
 //!   ids are deterministic, and a duplicate firing is a no-op.
 
-use clawless_core::heartbeat::file::{HeartbeatFile, record_task_runs};
-use clawless_core::heartbeat::gate::{HeartbeatDecision, HeartbeatRunFacts, decide_heartbeat_run};
-use clawless_core::heartbeat::schedule::HeartbeatSchedule;
-use clawless_core::heartbeat::state::{busy_retry_delay_ms, needs_arming};
-use clawless_core::heartbeat::{
+use clawless_automation::heartbeat::file::{HeartbeatFile, record_task_runs};
+use clawless_automation::heartbeat::gate::{
+    HeartbeatDecision, HeartbeatRunFacts, decide_heartbeat_run,
+};
+use clawless_automation::heartbeat::schedule::HeartbeatSchedule;
+use clawless_automation::heartbeat::state::{busy_retry_delay_ms, needs_arming};
+use clawless_automation::heartbeat::{
     AlertTarget, DirectPolicy, Firing, HeartbeatAgent, HeartbeatConfig, HeartbeatDelivery,
     HeartbeatReason, HeartbeatRunRecord, HeartbeatState, HeartbeatTarget, SkipReason, judge_firing,
     resolve_heartbeat_session,
 };
+use clawless_base::session_key::ChatType;
 use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::SessionKey;
-use clawless_core::session::key::ChatType;
 use clawless_core::system_prompt::bootstrap::{HEARTBEAT_FILE_NAME, MAX_BOOTSTRAP_FILE_BYTES};
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ChatRef, SessionEvent, TurnEvent};
@@ -447,7 +449,7 @@ impl TurnService {
             .filter(|event| !event.is_cron_tagged())
             .cloned()
             .collect();
-        let system_lines = clawless_core::heartbeat::system_event_lines(&other_events);
+        let system_lines = clawless_automation::heartbeat::system_event_lines(&other_events);
         if !state.meta.pending_events.is_empty() {
             state.meta.pending_events.clear();
             state.touch_meta();

@@ -6,15 +6,13 @@
 //! `clawless_core::turn::prepare`); this module reads what they need (memory notes for a
 //! bare reset's startup context, skill command specs) and builds the engine's event.
 
-use clawless_core::exec::Security;
+use clawless_base::session_key::ChatType;
 use clawless_core::nodes::notices::exec_denied_text;
-use clawless_core::session::key::ChatType;
 use clawless_core::session::reset::{
     self as resets, bare_reset_prompt, is_stale, match_reset_trigger, parse_compact_command,
     reset_type, resolve_policy, split_reset_model, startup_context, startup_note_dates,
     startup_note_path, strip_leading_mentions,
 };
-use clawless_core::skills::commands::normalize_command_body;
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ApprovalDecision, InboundMessage, TurnEvent};
@@ -24,6 +22,8 @@ use clawless_core::turn::prepare::{
 use clawless_core::turn::state::{
     CommandDispatch, CompactRequest, PreparedMessage, ResetReason, ResetRequest, SessionState,
 };
+use clawless_exec::Security;
+use clawless_skills::commands::normalize_command_body;
 
 use super::{NodeScope, TurnError, TurnService};
 
@@ -319,8 +319,8 @@ impl TurnService {
         })
     }
 
-    pub(super) fn time_zone(&self) -> clawless_core::time::TimeZone {
-        clawless_core::time::time_zone_or_utc(
+    pub(super) fn time_zone(&self) -> clawless_base::time::TimeZone {
+        clawless_base::time::time_zone_or_utc(
             self.config().agents.defaults.user_timezone.as_deref(),
         )
     }
@@ -344,7 +344,7 @@ impl TurnService {
                 }
             }
         }
-        let prompt = bare_reset_prompt(&clawless_core::time::current_time_line(now, &tz));
+        let prompt = bare_reset_prompt(&clawless_base::time::current_time_line(now, &tz));
         match startup_context(&notes) {
             Some(context) => format!("{context}\n\n{prompt}"),
             None => prompt,

@@ -20,7 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use clawless_core::model::ToolSpec;
+use clawless_base::model::ToolSpec;
+use clawless_base::transcript::ToolCall;
 use clawless_core::session::SessionKey;
 use clawless_core::subagents::config::{AgentToAgentConfig, SessionVisibility};
 use clawless_core::subagents::control::{
@@ -34,7 +35,6 @@ use clawless_core::subagents::sessions_tools::{
     sessions_yield_tool_spec, yield_json,
 };
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::ToolCall;
 use clawless_core::turn::ToolRouting;
 use clawless_core::turn::state::{SessionMeta, SessionState};
 use serde_json::{Value, json};

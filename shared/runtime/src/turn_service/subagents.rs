@@ -24,9 +24,10 @@
 //!   run in the same session. A finished child is archived by a timer after
 //!   `archiveAfterMinutes`.
 
-use clawless_core::heartbeat::{AlertTarget, HeartbeatDelivery};
-use clawless_core::object_store::PutCondition;
-use clawless_core::session::key::ChatType;
+use clawless_automation::heartbeat::{AlertTarget, HeartbeatDelivery};
+use clawless_base::object_store::PutCondition;
+use clawless_base::session_key::ChatType;
+use clawless_base::transcript::{ToolCall, assistant_text};
 use clawless_core::subagents::announce::{
     AnnounceOutcome, AnnounceSource, CompletionEvent, RunStats, announce_idempotency_key,
     announce_task_name, cap_result, is_announce_silent, render_completion_events,
@@ -40,7 +41,6 @@ use clawless_core::subagents::spawn::{
 };
 use clawless_core::subagents::{SUBAGENT_SENDER_ID, caller_depth, is_cron_session_key};
 use clawless_core::tools::ToolOutput;
-use clawless_core::transcript::{ToolCall, assistant_text};
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{
     ChatRef, InboundMessage, SessionEvent, SubagentStart, TurnEvent, dedup_token,

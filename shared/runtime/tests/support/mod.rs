@@ -226,7 +226,7 @@ pub fn turn_service(
         outbox: Arc::new(outbox),
         web: None,
         clock,
-        eligibility: clawless_core::skills::eligibility::EligibilityContext::empty(),
+        eligibility: clawless_skills::eligibility::EligibilityContext::empty(),
         home_dirs: Vec::new(),
         host: HostFacts::default(),
         nodes: None,

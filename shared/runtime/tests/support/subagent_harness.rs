@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
-use clawless_core::session::key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};

@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use super::{short_label, wall_ms};
 use crate::nodes::{DueTimer, Timer, Timers};
 use crate::session::QueueError;
-use crate::session::key::ChatType;
 use crate::testing::{lock_state, sleep};
 use crate::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
+use clawless_base::session_key::ChatType;
 
 /// How often a waiting [`InMemoryTimers::take_due`] looks again.
 const POLL: Duration = Duration::from_millis(10);

@@ -23,7 +23,7 @@
 //! This module knows nothing of S3 or directories, nor of when to seed: `clawless local` seeds
 //! its workspace on first start and `clawless workspace init` seeds a deployment's.
 
-use crate::object_store::{ObjectStore, PutCondition, StoreError, normalize_prefix};
+use clawless_base::object_store::{ObjectStore, PutCondition, StoreError, normalize_prefix};
 
 use super::bootstrap::{BOOTSTRAP_FILE_NAMES, MEMORY_FILE_NAME, MEMORY_FILE_NAME_ALT};
 
@@ -190,7 +190,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::object_store::{Listing, Object, ObjectMeta};
+
+    #[test]
+    fn the_seeded_heartbeat_file_is_effectively_empty_so_heartbeats_cost_no_model_call() {
+        let seeded = SEED_FILES
+            .iter()
+            .find(|file| file.name == "HEARTBEAT.md")
+            .expect("a seeded HEARTBEAT.md")
+            .content;
+        assert!(clawless_automation::heartbeat::file::is_effectively_empty(
+            Some(seeded)
+        ));
+    }
     use crate::system_prompt::bootstrap::BootstrapKind;
     use crate::system_prompt::{
         DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS, PromptMode,
@@ -200,6 +211,7 @@ mod tests {
     use crate::testing::InMemoryObjectStore;
     use crate::tools::write::WriteTool;
     use crate::tools::{SessionFacts, Tool, ToolContext, Workspace};
+    use clawless_base::object_store::{Listing, Object, ObjectMeta};
 
     const WS: &str = "agents/main/workspace/";
 

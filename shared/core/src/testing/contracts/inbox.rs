@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::session::{Claim, Inbox, InboxError};
-use crate::testing::support::{join_all, run_label};
+use crate::testing::{join_all, run_label};
 
 /// Runs the [`Inbox`] contract against `inbox`, panicking with a description of the first
 /// broken expectation. Event ids are unique to this call, so the inbox may be shared; times

@@ -1,15 +1,11 @@
 //! Contract suites of the core's storage ports, one file per port: the behavioural definition
 //! that the in-memory fakes and every adapter (SQLite, directory tree, AWS) must pass.
 
-mod cron_store;
 mod inbox;
-mod object_store;
 mod sessions;
 mod turn_queue;
 
-pub use cron_store::{CronStoreDeviations, cron_store_contract};
 pub use inbox::inbox_contract;
-pub use object_store::{object_store_contract, object_store_if_absent_race};
 pub use sessions::{SessionStoreDeviations, session_lister_contract, session_store_contract};
 pub use turn_queue::{
     CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,

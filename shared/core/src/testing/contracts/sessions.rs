@@ -8,7 +8,7 @@ use crate::session::{
     SessionCommit, SessionKey, SessionLister, SessionStore, SessionStoreError, StoredSession,
     StoredStep,
 };
-use crate::testing::support::{join_all, run_label, sized_json_body};
+use crate::testing::{join_all, run_label, sized_json_body};
 
 /// How a session-store backend may knowingly differ from a real database in
 /// [`session_store_contract`]. Each field relaxes one documented expectation; the default

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use crate::session::{Delivery, QueuedMessage, TurnQueue};
-use crate::testing::support::{join_all, run_label, sized_json_body, sleep};
+use crate::testing::{join_all, run_label, sized_json_body, sleep};
 
 /// Visibility timeout of the queues most queue checks use: longer than any check runs, so a
 /// message in flight stays in flight.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::session::{Claim, Inbox, InboxError, claim_expires_at};
-use crate::testing::support::lock_state;
+use crate::testing::lock_state;
 
 /// An in-memory [`Inbox`]: one expiry per event id, claimed again once it has passed.
 /// Clones share the same claims.

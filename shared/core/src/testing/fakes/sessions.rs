@@ -11,7 +11,7 @@ use crate::session::{
     SessionCommit, SessionKey, SessionLister, SessionStore, SessionStoreError, SessionSummary,
     StoredSession, StoredStep,
 };
-use crate::testing::support::lock_state;
+use crate::testing::lock_state;
 
 /// Record limit of [`InMemorySessionStore::new`]: generous, but finite so that callers that
 /// forget to offload large content fail in tests too.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
-use crate::testing::support::{lock_state, sleep};
+use crate::testing::{lock_state, sleep};
 
 /// Visibility timeout of [`InMemoryTurnQueue::new`], as on the SQS test queues.
 pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
