@@ -112,3 +112,14 @@ pub fn assistant_text(content: &[AssistantBlock]) -> String {
         .collect();
     parts.join("\n")
 }
+
+/// Prefix of the message that shows a summary to the model.
+pub const SUMMARY_MESSAGE_PREFIX: &str =
+    "The conversation history before this point was compacted into the following summary:";
+
+/// The user message that stands for the compacted history in later requests.
+pub fn summary_message(summary: &str) -> Message {
+    Message::User {
+        text: format!("{SUMMARY_MESSAGE_PREFIX}\n\n<summary>\n{summary}\n</summary>"),
+    }
+}

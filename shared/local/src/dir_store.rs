@@ -21,11 +21,8 @@ use clawless_base::object_store::{
     Listing, Object, ObjectMeta, ObjectStore, PutCondition, StoreError, validate_key,
 };
 
+use crate::dir_entry::{TEMP_FILE_PREFIX, etag, io_error, object_meta};
 use crate::dir_walk;
-
-/// Prefix of the temporary files `put` writes next to their target before renaming them into
-/// place. Listings skip names starting with it, so a write in flight is never listed.
-pub(crate) const TEMP_FILE_PREFIX: &str = ".clawless-put-";
 
 /// Bounded retries when a file is replaced between looking at it and opening it.
 const READ_ATTEMPTS: usize = 3;
@@ -164,30 +161,6 @@ fn canonicalize_allowing_missing(path: &Path) -> Result<PathBuf, StoreError> {
             }
         }
     }
-}
-
-/// The ETag of a file: changes with its size, modification time or identity (a rename-replace).
-pub(crate) fn etag(meta: &Metadata) -> String {
-    format!(
-        "{:x}-{:x}.{:08x}-{:x}.{:x}",
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.dev(),
-        meta.ino()
-    )
-}
-
-pub(crate) fn object_meta(key: &str, meta: &Metadata) -> ObjectMeta {
-    ObjectMeta {
-        key: key.to_owned(),
-        etag: etag(meta),
-        size: meta.size(),
-    }
-}
-
-pub(crate) fn io_error(action: &str, path: &Path, err: io::Error) -> StoreError {
-    StoreError::unavailable(format!("cannot {action} {}", path.display()), err)
 }
 
 fn invalid(key: &str, reason: &'static str) -> StoreError {

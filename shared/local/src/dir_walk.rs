@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use clawless_base::object_store::{Listing, RefusalReason, RefusedEntry, StoreError, validate_key};
 
-use crate::dir_store::{TEMP_FILE_PREFIX, io_error, object_meta};
+use crate::dir_entry::{TEMP_FILE_PREFIX, io_error, object_meta};
 
 /// Deepest directory nesting followed; deeper directories are refused as unreadable. Guards
 /// against symlink fan-out that is acyclic but explosive.

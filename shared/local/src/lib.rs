@@ -12,6 +12,7 @@
 //!
 //! This crate must not know AWS; it is what `clawless local` runs on.
 
+mod dir_entry;
 mod dir_store;
 mod dir_walk;
 #[cfg(feature = "sqlite")]

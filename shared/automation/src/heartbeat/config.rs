@@ -8,8 +8,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use clawless_base::session_key::normalize_agent_id;
 
-use super::schedule::parse_interval_ms;
-
 /// How often heartbeats run when `every` is unset.
 pub const DEFAULT_HEARTBEAT_EVERY: &str = "30m";
 
@@ -431,6 +429,12 @@ fn duration_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<St
     }
 
     deserializer.deserialize_any(DurationText)
+}
+
+/// The heartbeat interval `every` gives: a duration (`30m`, `1h`; bare numbers are minutes), with zero and unreadable
+/// values meaning heartbeats are off (`None`).
+pub fn parse_interval_ms(every: &str) -> Option<u64> {
+    clawless_base::time::parse_duration_ms(every, 60_000).filter(|ms| *ms > 0)
 }
 
 #[cfg(test)]

@@ -27,12 +27,6 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
     clawless_base::time::parse_duration_ms(text, 60_000)
 }
 
-/// The heartbeat interval `every` gives: [`parse_duration_ms`], with zero and unreadable
-/// values meaning heartbeats are off (`None`).
-pub fn parse_interval_ms(every: &str) -> Option<u64> {
-    parse_duration_ms(every).filter(|ms| *ms > 0)
-}
-
 /// The agent's offset inside the interval: the first four bytes of
 /// `sha256("<seed>:<agentId>")` as a big-endian number, modulo the interval. The seed is
 /// fixed per deployment, so each agent keeps its slot across restarts while different agents
@@ -242,10 +236,20 @@ mod tests {
     #[test]
     fn intervals_parse_minutes_units_and_composites() {
         // Spec §6 vector 8.
-        assert_eq!(parse_interval_ms("30"), Some(1_800_000));
-        assert_eq!(parse_interval_ms("1h30m"), Some(5_400_000));
+        assert_eq!(
+            crate::heartbeat::config::parse_interval_ms("30"),
+            Some(1_800_000)
+        );
+        assert_eq!(
+            crate::heartbeat::config::parse_interval_ms("1h30m"),
+            Some(5_400_000)
+        );
         for disabled in ["0m", "", "abc", "1h foo"] {
-            assert_eq!(parse_interval_ms(disabled), None, "{disabled:?}");
+            assert_eq!(
+                crate::heartbeat::config::parse_interval_ms(disabled),
+                None,
+                "{disabled:?}"
+            );
         }
     }
 

@@ -5,6 +5,7 @@
 //! summary is shown to the model on later turns.
 
 use clawless_base::model::ModelRequest;
+use clawless_base::transcript::SUMMARY_MESSAGE_PREFIX;
 use clawless_base::transcript::{AssistantBlock, Message};
 
 use super::plan::{ContextBudget, messages_tokens, text_tokens};
@@ -29,17 +30,6 @@ pub const MAX_SUMMARY_CHARS: usize = 16_000;
 
 /// Characters of one tool result kept in the serialised conversation.
 const TOOL_RESULT_CHARS: usize = 2_000;
-
-/// Prefix of the message that shows a summary to the model.
-pub const SUMMARY_MESSAGE_PREFIX: &str =
-    "The conversation history before this point was compacted into the following summary:";
-
-/// The user message that stands for the compacted history in later requests.
-pub fn summary_message(summary: &str) -> Message {
-    Message::User {
-        text: format!("{SUMMARY_MESSAGE_PREFIX}\n\n<summary>\n{summary}\n</summary>"),
-    }
-}
 
 /// The conversation as plain text blocks: `[User]: …`, `[Assistant]: …`,
 /// `[Assistant tool calls]: name(args); …`, `[Tool result]: …`. Every block keeps at most

@@ -20,7 +20,30 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::spawn::SpawnError;
+/// A `sessions_spawn` call that is malformed: `{status:"error", error}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SpawnError {
+    message: String,
+}
+
+impl SpawnError {
+    pub(super) fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The tool result.
+    pub fn to_json(&self) -> Value {
+        json!({"status": "error", "error": self.message})
+    }
+}
 
 /// The most files one spawn may attach.
 pub const MAX_ATTACHMENTS: usize = 50;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::attachments::{
-    MAX_ATTACHMENTS, SpawnAttachments, attachments_rel_dir, parse_attachments,
+    MAX_ATTACHMENTS, SpawnAttachments, SpawnError, attachments_rel_dir, parse_attachments,
 };
 use super::config::SubagentsConfig;
 use super::prompt::{ChildPrompt, child_task_message, subagent_system_prompt};
@@ -211,31 +211,6 @@ pub struct SpawnRequest {
     pub attachments: Option<SpawnAttachments>,
 }
 
-/// A `sessions_spawn` call that is malformed: `{status:"error", error}`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SpawnError {
-    message: String,
-}
-
-impl SpawnError {
-    pub(super) fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The tool result.
-    pub fn to_json(&self) -> Value {
-        json!({"status": "error", "error": self.message})
-    }
-}
-
 /// A spawn the caller may not make (`forbidden`) or that cannot be made (`error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnRefusal {
@@ -271,7 +246,7 @@ impl SpawnRefusal {
 
 impl From<SpawnError> for SpawnRefusal {
     fn from(error: SpawnError) -> Self {
-        Self::Error(error.message)
+        Self::Error(error.message().to_owned())
     }
 }
 

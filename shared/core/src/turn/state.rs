@@ -790,7 +790,7 @@ impl SessionState {
     pub fn messages(&self) -> Vec<Message> {
         let view = self.view();
         view.summary
-            .map(crate::compaction::summary::summary_message)
+            .map(clawless_base::transcript::summary_message)
             .into_iter()
             .chain(view.steps.iter().filter_map(|step| self.step_message(step)))
             .collect()

@@ -745,7 +745,7 @@ fn a_compaction_replaces_history_with_its_summary_and_moves_the_load_point() {
     let state = world.stored.load();
     let texts = user_texts(&state.messages());
     assert_eq!(texts.len(), 2);
-    assert!(texts[0].starts_with(crate::compaction::summary::SUMMARY_MESSAGE_PREFIX));
+    assert!(texts[0].starts_with(clawless_base::transcript::SUMMARY_MESSAGE_PREFIX));
     assert!(texts[0].contains("questions 1 and 2 answered"));
     assert_eq!(texts[1], "question 3");
     // AND a turn loads nothing before the kept turn, and new steps continue the numbering
