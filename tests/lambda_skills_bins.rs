@@ -17,9 +17,9 @@ use clawless_aws::testing::{
 use clawless_aws::{
     DynamoExecJobs, DynamoNodeRegistry, S3ObjectStore, SqsExecQueue, SqsTimers, SqsTurnQueue,
 };
+use clawless_base::clock::SystemClock;
 use clawless_base::object_store::{ObjectStore, PutCondition};
 use clawless_core::nodes::NodeFacts;
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use clawless_system_tests::{LambdaWatch, repo_root};
 

@@ -34,13 +34,13 @@ use clawless_aws::testing::{
 use clawless_aws::{
     DynamoExecJobs, DynamoNodeRegistry, SqsExecQueue, SqsTimers, SqsTurnQueue, StsQueueCredentials,
 };
+use clawless_base::clock::SystemClock;
 use clawless_base::transcript::ToolCall;
 use clawless_core::nodes::wire::ExecReport;
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
 use clawless_node::worker::{NodeWorker, facts_of};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::{LocalOptions, start_local};
 use clawless_runtime::node_routes::{QueueAccess, nodes_router, queue_credentials_router};
 use clawless_runtime::nodes_service::{Dispatch, NodesDeps, NodesService};

@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clawless_aws::{DynamoInbox, SqsTurnQueue};
+use clawless_base::clock::SystemClock;
 use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
 use clawless_base::session_key::DmScope;
 use clawless_base::transcript::{AssistantBlock, StopReason};
 use clawless_core::turn::events::SessionEvent;
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::config::bucket_layout_config;
 use clawless_runtime::ingress::{ChannelAccess, ChatChannel, GroupPolicy, Ingress, IngressOutcome};
 use clawless_runtime::turn_service::{TurnReport, TurnService};

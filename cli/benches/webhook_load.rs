@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clawless_base::clock::SystemClock;
 use clawless_base::session_key::DmScope;
 use clawless_channels::webhook::GroupPolicy;
 use clawless_channels::{
     DiscordChannel, GenericWebhook, PlatformChannel, SlackChannel, TelegramChannel, sign,
 };
 use clawless_local::sqlite::{SqliteDb, SqliteInbox, SqliteTurnQueue};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::ingress::{ChannelAccess, ChatChannel, Ingress, webhook_router};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::json;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use clawless_base::clock::SystemClock;
 use clawless_core::nodes::{GrantedEntry, NodeExecReport, NodeFactsRef, node_exec_facts};
 use clawless_exec::check::NodeExecFacts;
 use clawless_exec::{AllowlistEntry, SkillBin};
@@ -18,7 +19,6 @@ use clawless_local::sqlite::{SqliteDb, SqliteTurnQueue};
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
 use clawless_node::worker::{NodeWorker, facts_of};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::local_mode::local_nodes_service;
 use clawless_runtime::node_routes::node_view;
 use clawless_runtime::nodes_service::NodesService;

@@ -25,7 +25,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         // A deadline already past is an emulator's placeholder (`cargo lambda watch` sends
         // one), never a real invocation's: then the turn runs without one.
         let deadline = Some(event.context.deadline)
-            .filter(|at_ms| *at_ms > now_ms())
+            .filter(|at_ms| *at_ms > clawless_base::clock::system_now_ms())
             .map(Deadline::at_ms);
         async move {
             Ok::<_, lambda_runtime::Error>(
@@ -34,12 +34,4 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
     }))
     .await
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
 }

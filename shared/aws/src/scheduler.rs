@@ -11,7 +11,7 @@
 //! or cancel, not before. SDK errors are kept as the source.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_scheduler::Client;
@@ -92,14 +92,6 @@ pub fn at_expression(due_at_ms: u64) -> String {
         .fmt(Format::DateTime)
         .unwrap_or_else(|_| "9999-12-31T23:59:59Z".to_owned());
     format!("at({})", formatted.trim_end_matches('Z'))
-}
-
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -277,7 +269,7 @@ impl ScheduledTimers {
 impl Timers for ScheduledTimers {
     #[tracing::instrument(level = "debug", skip_all, fields(timer_id = %timer.timer_id))]
     async fn schedule(&self, timer: &Timer) -> Result<(), QueueError> {
-        if !self.is_long(timer.due_at_ms, wall_ms()) {
+        if !self.is_long(timer.due_at_ms, clawless_base::clock::system_now_ms()) {
             return self.short.schedule(timer).await;
         }
         self.create_schedule(timer, timer_body(timer)?).await

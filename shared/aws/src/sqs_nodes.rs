@@ -7,7 +7,7 @@
 //! re-sent whenever it arrives early (see [`timer_redelivery_within`]). SDK errors are kept as
 //! the source.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
@@ -269,14 +269,6 @@ impl ExecQueue for SqsExecQueue {
 /// handed out again unless acked.
 const DEFAULT_TIMER_VISIBILITY: Duration = Duration::from_secs(60);
 
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
-}
-
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -427,7 +419,11 @@ impl Timers for SqsTimers {
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, timer_id = %timer.timer_id))]
     async fn schedule(&self, timer: &Timer) -> Result<(), QueueError> {
         let body = timer_body(timer)?;
-        let delay = timer_redelivery_within(timer.due_at_ms, wall_ms(), self.max_delay);
+        let delay = timer_redelivery_within(
+            timer.due_at_ms,
+            clawless_base::clock::system_now_ms(),
+            self.max_delay,
+        );
         self.send_timer(&body, delay).await
     }
 

@@ -28,7 +28,6 @@
 pub mod approvals_file;
 mod atomic;
 pub mod client;
-pub mod clock;
 pub mod exec_report;
 pub mod journal;
 pub mod local_fs;

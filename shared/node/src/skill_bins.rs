@@ -19,8 +19,8 @@ use clawless_exec::SkillBin;
 use clawless_exec::fs::NodeFs;
 use tokio::sync::Mutex;
 
-use crate::clock::{Clock, SystemClock};
 use crate::local_fs::LocalFs;
+use clawless_base::clock::{Clock, SystemClock};
 
 /// How long fetched bins stay fresh.
 pub const SKILL_BINS_TTL: Duration = Duration::from_secs(90);
@@ -154,24 +154,11 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 
-    #[derive(Default)]
-    struct ManualClock(AtomicU64);
-
-    impl ManualClock {
-        fn set(&self, ms: u64) {
-            self.0.store(ms, Ordering::SeqCst);
-        }
-    }
-
-    impl Clock for ManualClock {
-        fn now_ms(&self) -> u64 {
-            self.0.load(Ordering::SeqCst)
-        }
-    }
+    use clawless_base::testing::ManualClock;
 
     /// A scripted backend: answers from `replies` in turn (then repeats the last), counting calls.
     struct Script {

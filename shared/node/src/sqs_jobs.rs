@@ -28,7 +28,7 @@ use aws_sdk_sqs::types::MessageSystemAttributeName;
 use tokio::sync::Mutex;
 
 use crate::client::{BackendClient, ClientError, JobDelivery};
-use crate::clock::{Clock, SystemClock};
+use clawless_base::clock::{Clock, SystemClock};
 
 /// Credentials are renewed when they have less than this left, so a long poll (20 s) or an
 /// acknowledgement after a long job never starts with credentials about to lapse.

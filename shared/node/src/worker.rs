@@ -26,7 +26,6 @@ use tokio::sync::{Mutex, watch};
 
 use crate::approvals_file::ApprovalsFile;
 use crate::client::{BackendClient, ClientError, JobDelivery};
-use crate::clock::{Clock, SystemClock};
 use crate::exec_report::{ReportContext, exec_report};
 use crate::journal::{Journal, JournalError, JournalState};
 use crate::policy::{Decision, JobContext, decide};
@@ -34,6 +33,7 @@ use crate::runner::{RunSpec, child_environment, run_command};
 use crate::skill_bins::{SKILL_BINS_TTL, SkillBinsCache};
 use crate::sqs_jobs::SqsJobs;
 use crate::state::{NodeConfig, StateDir};
+use clawless_base::clock::{Clock, SystemClock};
 
 /// How long one poll waits for a job (SQS's longest long poll).
 pub const POLL_WAIT: Duration = Duration::from_secs(20);

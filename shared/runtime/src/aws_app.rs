@@ -34,7 +34,6 @@ use clawless_core::session::{SessionStore, TurnQueue};
 
 use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};
-use crate::clock::{Clock, SystemClock};
 use crate::config::{ClawlessConfig, ConfigError, DEFAULT_AGENT_ID, deployment_config};
 use crate::cron_routes::cron_admin_router;
 use crate::cron_service::{CronDeps, CronService};
@@ -52,6 +51,7 @@ use crate::sources::StoreFactory;
 use crate::turn_service::{
     HeartbeatTimers, HostFacts, TurnDeps, TurnService, YIELD_MARGIN, YieldPolicy,
 };
+use clawless_base::clock::{Clock, SystemClock};
 
 /// Table of sessions and inbox claims.
 pub const TABLE_ENV: &str = "CLAWLESS_TABLE";

@@ -62,9 +62,9 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::clock::SystemClock;
     use crate::config::ClawlessConfig;
     use crate::cron_service::CronDeps;
+    use clawless_base::clock::SystemClock;
 
     const TOKEN: &str = "operator-token-0123456789";
 

@@ -32,8 +32,8 @@ use clawless_core::session::{QueueError, SessionKey, TurnQueue};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use serde_json::{Value, json};
 
-use crate::clock::Clock;
 use crate::config::{ClawlessConfig, DEFAULT_AGENT_ID};
+use clawless_base::clock::Clock;
 
 /// Why a cron request failed.
 #[derive(Debug, thiserror::Error)]
@@ -426,20 +426,15 @@ impl CronService {
 
 /// A new job id: a random UUID v4.
 fn new_job_id() -> String {
-    let bytes = crate::random::random_bytes(16).unwrap_or_else(|_| {
-        // /dev/urandom unreadable: the clock and a counter still give a unique id.
+    clawless_base::ids::new_uuid().unwrap_or_else(|_| {
+        // No randomness from the system: the clock and a counter still give a unique id.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_nanos())
             ^ u128::from(COUNTER.fetch_add(1, Ordering::Relaxed));
-        seed.to_be_bytes().to_vec()
-    });
-    let mut uuid = [0u8; 16];
-    for (slot, byte) in uuid.iter_mut().zip(bytes) {
-        *slot = byte;
-    }
-    crate::random::uuid_v4(uuid)
+        clawless_base::ids::uuid_from_bytes(seed.to_be_bytes())
+    })
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use serde_json::json;
 
-use crate::clock::Clock;
+use clawless_base::clock::Clock;
 
 /// How long a platform event id stays claimed: longer than any platform retries (Telegram
 /// keeps undelivered updates for 24 hours).
@@ -396,7 +396,7 @@ mod tests {
     use clawless_core::testing::{InMemoryInbox, InMemoryTurnQueue};
 
     use super::*;
-    use crate::clock::SystemClock;
+    use clawless_base::clock::SystemClock;
 
     const SECRET: &[u8] = b"ingress-test-secret";
 

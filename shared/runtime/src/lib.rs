@@ -11,7 +11,6 @@
 pub mod aws_app;
 pub mod aws_env;
 pub mod channels;
-pub mod clock;
 pub mod config;
 #[cfg(feature = "schema")]
 pub mod config_schema;
@@ -27,7 +26,6 @@ pub mod local_mode;
 pub mod local_replies;
 pub mod node_routes;
 pub mod nodes_service;
-pub mod random;
 pub mod routes;
 pub mod secrets;
 pub mod skills_service;

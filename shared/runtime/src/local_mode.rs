@@ -26,7 +26,6 @@ use tokio::net::TcpListener;
 
 use crate::aws_app::ADMIN_TOKEN_ENV;
 use crate::channels::{ChannelSet, ChannelSetup};
-use crate::clock::{Clock, SystemClock};
 use crate::config::ClawlessConfig;
 use crate::cron_routes::cron_admin_router;
 use crate::cron_service::{CronDeps, CronService};
@@ -35,13 +34,14 @@ use crate::local_machine::local_context;
 use crate::local_replies::LocalReplies;
 use crate::node_routes::{AdminToken, RegistryNodeAuth, nodes_router};
 use crate::nodes_service::{NodesDeps, NodesService};
-use crate::random::random_hex;
 use crate::routes::skills_bins_router;
 use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
 use crate::sources::{SourceUri, StoreFactory};
 use crate::turn_service::{HeartbeatTimers, HostFacts, TurnDeps, TurnService};
 use crate::turn_worker::{WorkerLanes, run_worker};
+use clawless_base::clock::{Clock, SystemClock};
+use clawless_base::ids::random_hex;
 
 /// Default port of `clawless local`.
 pub const DEFAULT_PORT: u16 = 8787;
@@ -86,7 +86,9 @@ pub fn local_secret(state_dir: &Path) -> Result<String, LocalError> {
         Err(err) => return Err(state_error(&path)(err)),
     }
     std::fs::create_dir_all(state_dir).map_err(state_error(state_dir))?;
-    let secret = random_hex(32).map_err(state_error(&path))?;
+    let secret = random_hex(32)
+        .map_err(std::io::Error::other)
+        .map_err(state_error(&path))?;
     write_private(&path, secret.as_bytes()).map_err(state_error(&path))?;
     Ok(secret)
 }

@@ -40,8 +40,8 @@ use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Clock;
 use crate::ingress::enqueue;
+use clawless_base::clock::Clock;
 
 /// How long a pairing code lives.
 pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -918,11 +918,11 @@ fn random_code() -> Result<String, NodesError> {
 }
 
 fn random_hex(bytes: usize) -> Result<String, NodesError> {
-    crate::random::random_hex(bytes)
+    clawless_base::ids::random_hex(bytes)
         .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))
 }
 
 fn random_bytes(count: usize) -> Result<Vec<u8>, NodesError> {
-    crate::random::random_bytes(count)
+    clawless_base::ids::random_bytes(count)
         .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))
 }

@@ -53,12 +53,12 @@ use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
 
 use context_keeper::{ModelStep, OverflowAttempts};
 
-use crate::clock::Clock;
 use crate::config::ClawlessConfig;
 use crate::listed_store::{ListedStore, ObjectCache};
 use crate::nodes_service::{Dispatch, NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
+use clawless_base::clock::Clock;
 
 mod agent_to_agent;
 mod context_keeper;

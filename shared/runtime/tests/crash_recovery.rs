@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use clawless_base::clock::SystemClock;
 use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::session::{
@@ -19,7 +20,6 @@ use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEve
 use clawless_core::turn::state::{SessionState, StepBody};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
 use clawless_skills::eligibility::EligibilityContext;

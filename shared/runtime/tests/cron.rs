@@ -6,14 +6,15 @@
 
 mod support;
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_automation::cron::run_log::RunsQuery;
 use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
 use clawless_automation::cron::types::RunStatus;
 use clawless_automation::cron::{CronStore, StoredCronJob};
+use clawless_base::clock::Clock;
 use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::nodes::{Timer, Timers};
@@ -23,7 +24,6 @@ use clawless_core::turn::state::SessionState;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteCronStore, SqliteDb, SqliteSessionStore, SqliteTurnQueue};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::Clock;
 use clawless_runtime::cron_service::{CronDeps, CronService};
 use clawless_runtime::turn_service::{HeartbeatTimers, TurnService};
 use clawless_runtime::web_fetcher::HttpWebFetcher;
@@ -36,22 +36,13 @@ const SECOND: u64 = 1_000;
 const MESSAGES: &str = "/v1/messages";
 const MAIN: &str = "agent:main:main";
 
-#[derive(Debug, Default)]
-struct TestClock(AtomicU64);
-
-impl Clock for TestClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 struct Harness {
     dir: tempfile::TempDir,
     model: ScriptedServer,
     /// A webhook receiver the deployment may reach (loopback is otherwise refused).
     hook: ScriptedServer,
     receiver: ReplyReceiver,
-    clock: Arc<TestClock>,
+    clock: Arc<ManualClock>,
     sessions: Arc<dyn SessionStore>,
     store: Arc<SqliteCronStore>,
     queue: Arc<dyn TurnQueue>,
@@ -74,7 +65,7 @@ impl Harness {
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
         let store = Arc::new(SqliteCronStore::new(db.clone()));
         let queue: Arc<dyn TurnQueue> = Arc::new(SqliteTurnQueue::new(db));
-        let clock = Arc::new(TestClock(AtomicU64::new(T0)));
+        let clock = Arc::new(ManualClock::at(T0));
         let timers = InMemoryTimers::new();
         let yaml = format!(
             "skills:\n  bundled: {skills}\nagents:\n  defaults:\n    workspace: {workspace}\n    \
@@ -168,7 +159,7 @@ impl Harness {
     /// Fires every timer due by `at_ms` (the clock moves there first), as the timer loop
     /// does. Returns the timers fired.
     async fn fire_due_at(&self, at_ms: u64) -> Vec<Timer> {
-        self.clock.0.store(self.now().max(at_ms), Ordering::SeqCst);
+        self.clock.set(self.now().max(at_ms));
         let due = self
             .timers
             .take_due(self.now(), 10, Duration::ZERO)
@@ -457,7 +448,7 @@ async fn a_run_whose_turn_failed_resumes_on_redelivery() {
             r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
         ),
     );
-    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    h.clock.set(T0 + 60 * SECOND);
     let due = h
         .timers
         .take_due(h.now(), 10, Duration::ZERO)
@@ -522,7 +513,7 @@ async fn a_removed_or_moved_job_ignores_its_old_timer() {
     );
     // …and the old firing, had it been delivered already (a queue cannot take it back),
     // does nothing.
-    h.clock.0.store(old_slot, Ordering::SeqCst);
+    h.clock.set(old_slot);
     h.turns.handle(&old_timer.event).await.expect("old firing");
     assert_eq!(h.model_calls(), 0);
     assert!(h.runs(&job_id).await.is_empty());
@@ -823,7 +814,7 @@ async fn a_run_past_its_time_limit_stops_and_fails_and_the_job_moves_on() {
             r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
         ),
     );
-    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    h.clock.set(T0 + 60 * SECOND);
     let due = h
         .timers
         .take_due(h.now(), 10, Duration::ZERO)
@@ -897,7 +888,7 @@ async fn a_run_whose_firing_was_lost_is_failed_by_its_time_limit() {
             r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
         ),
     );
-    h.clock.0.store(T0 + 60 * SECOND, Ordering::SeqCst);
+    h.clock.set(T0 + 60 * SECOND);
     let due = h
         .timers
         .take_due(h.now(), 10, Duration::ZERO)

@@ -10,8 +10,8 @@
 
 mod support;
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_scheduler::types::ActionAfterCompletion;
@@ -27,11 +27,11 @@ use clawless_aws::testing::{
 use clawless_aws::{
     DynamoCronStore, DynamoSessionStore, ScheduleTarget, ScheduledTimers, SqsTimers, SqsTurnQueue,
 };
+use clawless_base::clock::Clock;
 use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::{SessionStore, TurnQueue};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::Clock;
 use clawless_runtime::cron_service::{CronDeps, CronService};
 use serde_json::json;
 use support::{ReplyReceiver, anthropic_text};
@@ -39,15 +39,6 @@ use support::{ReplyReceiver, anthropic_text};
 const MESSAGES: &str = "/v1/messages";
 const HOUR: u64 = 3_600_000;
 const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/clawless-scheduler";
-
-#[derive(Debug, Default)]
-struct TestClock(AtomicU64);
-
-impl Clock for TestClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 fn wall_ms() -> u64 {
     let elapsed = SystemTime::now()
@@ -85,7 +76,7 @@ async fn a_jobs_schedule_is_created_fired_once_by_its_input_and_deleted_with_the
     let sessions: Arc<dyn SessionStore> =
         Arc::new(DynamoSessionStore::new(dynamodb.clone(), &table));
     let queue: Arc<dyn TurnQueue> = Arc::new(SqsTurnQueue::new(sqs.clone(), &turn_queue));
-    let clock = Arc::new(TestClock(AtomicU64::new(wall_ms())));
+    let clock = Arc::new(ManualClock::at(wall_ms()));
     let model = ScriptedServer::start().await;
     let receiver = ReplyReceiver::start().await;
     let dir = tempfile::tempdir().expect("test fixture");
@@ -162,7 +153,7 @@ async fn a_jobs_schedule_is_created_fired_once_by_its_input_and_deleted_with_the
         MESSAGES,
         ScriptedReply::json(anthropic_text("All quiet this hour.")),
     );
-    clock.0.store(slot, Ordering::SeqCst);
+    clock.set(slot);
     turns.handle(&timer.event).await.expect("firing");
 
     // THEN the run is announced once and logged, and the next slot has its own schedule

@@ -4,8 +4,8 @@
 
 mod support;
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_automation::cron::CronStore;
@@ -13,6 +13,7 @@ use clawless_automation::cron::run::HEADLESS_EXEC_DENIED;
 use clawless_automation::cron::run_log::RunsQuery;
 use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
 use clawless_automation::cron::types::RunStatus;
+use clawless_base::clock::Clock;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
@@ -22,7 +23,6 @@ use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteCronStore, SqliteDb, SqliteSessionStore};
-use clawless_runtime::clock::Clock;
 use clawless_runtime::cron_service::{CronDeps, CronService};
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
@@ -35,15 +35,6 @@ const MESSAGES: &str = "/v1/messages";
 /// 2026-01-18 03:00 UTC.
 const T0: u64 = 1_768_705_200_000;
 
-#[derive(Debug, Default)]
-struct TestClock(AtomicU64);
-
-impl Clock for TestClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_needing_approval_in_a_cron_run_is_denied_headless() {
     // GIVEN a paired node (so `exec` is offered) and an isolated job announcing to a chat
@@ -55,7 +46,7 @@ async fn an_exec_needing_approval_in_a_cron_run_is_denied_headless() {
         "test",
     )
     .expect("test fixture");
-    let clock = Arc::new(TestClock(AtomicU64::new(T0)));
+    let clock = Arc::new(ManualClock::at(T0));
     let stores = Arc::new(StoreFactory::new(|| unreachable!("no S3 in this test")));
     let skills = Arc::new(SkillsService::new(config.clone(), &stores).expect("test fixture"));
     let db = SqliteDb::open(fixture.path().join("state.db")).expect("test fixture");
@@ -136,7 +127,7 @@ async fn an_exec_needing_approval_in_a_cron_run_is_denied_headless() {
             json!({"command": "rm -rf /tmp/scratch"}),
         )),
     );
-    clock.0.store(T0 + 60_000, Ordering::SeqCst);
+    clock.set(T0 + 60_000);
     let due = timers
         .take_due(T0 + 60_000, 10, Duration::ZERO)
         .await

@@ -8,11 +8,12 @@
 
 mod support;
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_automation::heartbeat::HeartbeatState;
+use clawless_base::clock::Clock;
 use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::nodes::{Timer, Timers};
@@ -22,7 +23,6 @@ use clawless_core::turn::state::{SessionState, StepBody};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::Clock;
 use clawless_runtime::turn_service::{HeartbeatTimers, TurnService};
 use serde_json::Value;
 use support::{ReplyReceiver, anthropic_text};
@@ -34,20 +34,11 @@ const HOUR: u64 = 60 * MINUTE;
 const MESSAGES: &str = "/v1/messages";
 const MAIN: &str = "agent:main:main";
 
-#[derive(Debug, Default)]
-struct TestClock(AtomicU64);
-
-impl Clock for TestClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 struct Harness {
     dir: tempfile::TempDir,
     model: ScriptedServer,
     receiver: ReplyReceiver,
-    clock: Arc<TestClock>,
+    clock: Arc<ManualClock>,
     sessions: Arc<dyn SessionStore>,
     timers: InMemoryTimers,
     turns: TurnService,
@@ -69,7 +60,7 @@ impl Harness {
         let receiver = ReplyReceiver::start().await;
         let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-        let clock = Arc::new(TestClock(AtomicU64::new(T0)));
+        let clock = Arc::new(ManualClock::at(T0));
         let timers = InMemoryTimers::new();
         let turns = build_turns(
             dir.path(),
@@ -106,7 +97,7 @@ impl Harness {
     }
 
     fn set_time(&self, at_ms: u64) {
-        self.clock.0.store(at_ms, Ordering::SeqCst);
+        self.clock.set(at_ms);
     }
 
     fn now(&self) -> u64 {
@@ -223,7 +214,7 @@ fn build_turns(
     model: &ScriptedServer,
     receiver: &ReplyReceiver,
     sessions: &Arc<dyn SessionStore>,
-    clock: &Arc<TestClock>,
+    clock: &Arc<ManualClock>,
     timers: &InMemoryTimers,
     heartbeat_yaml: &str,
 ) -> TurnService {

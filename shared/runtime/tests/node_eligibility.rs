@@ -7,6 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
+use clawless_base::clock::SystemClock;
 use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::nodes::NodeFacts;
@@ -18,7 +19,6 @@ use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEve
 use clawless_exec::SkillBin;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};

@@ -6,14 +6,15 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use clawless_aws::testing::{RequestCounter, moto_sdk_config};
+use clawless_base::clock::Clock;
 use clawless_base::transcript::ToolCall;
 use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
 use clawless_core::nodes::testing::{
@@ -30,7 +31,6 @@ use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;
 use clawless_exec::{AllowlistEntry, SkillBin};
-use clawless_runtime::clock::Clock;
 use clawless_runtime::node_routes::{
     AdminToken, MIN_ADMIN_TOKEN_CHARS, QueueAccess, admin_router, queue_credentials_router,
 };
@@ -43,22 +43,6 @@ use clawless_runtime::secrets::{SecretClients, SecretOnDemand, SecretSource};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-#[derive(Debug, Default)]
-struct ManualClock(AtomicU64);
-
-impl ManualClock {
-    fn advance(&self, by: Duration) {
-        self.0
-            .fetch_add(u64::try_from(by.as_millis()).unwrap(), Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 struct Fixture {
     nodes: Arc<NodesService>,
     queues: Arc<InMemoryExecQueue>,
@@ -70,7 +54,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let queues = Arc::new(InMemoryExecQueue::new());
     let turns = Arc::new(InMemoryTurnQueue::new());
-    let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
+    let clock = Arc::new(ManualClock::at(1_000_000));
     let timers = Arc::new(InMemoryTimers::new());
     let nodes = Arc::new(NodesService::new(NodesDeps {
         registry: Arc::new(InMemoryNodeRegistry::new()),

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use clawless_base::clock::SystemClock;
 use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{SessionKey, SessionStore};
@@ -16,7 +17,6 @@ use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEve
 use clawless_core::turn::state::{SessionState, StepBody};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};
 use clawless_skills::eligibility::EligibilityContext;

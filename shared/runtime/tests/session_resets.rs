@@ -5,9 +5,10 @@
 
 mod support;
 
+use clawless_core::testing::ManualClock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use clawless_base::clock::Clock;
 use clawless_base::session_key::ChatType;
 use clawless_core::session::{SessionKey, SessionStore};
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
@@ -15,7 +16,6 @@ use clawless_core::turn::state::{ResetReason, SessionState, StepBody};
 use clawless_llm::testing::windowed::WindowedModel;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::Clock;
 use clawless_runtime::turn_service::TurnService;
 use support::ReplyReceiver;
 
@@ -23,20 +23,11 @@ use support::ReplyReceiver;
 const T0: u64 = 1_768_705_200_000;
 const MINUTE: u64 = 60_000;
 
-#[derive(Debug, Default)]
-struct TestClock(AtomicU64);
-
-impl Clock for TestClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 struct Harness {
     _dir: tempfile::TempDir,
     _model: WindowedModel,
     _receiver: ReplyReceiver,
-    clock: Arc<TestClock>,
+    clock: Arc<ManualClock>,
     sessions: Arc<dyn SessionStore>,
     turns: TurnService,
     sent: u64,
@@ -60,7 +51,7 @@ impl Harness {
         let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
         let db = SqliteDb::open(dir.path().join("sessions.db")).expect("test fixture");
         let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-        let clock = Arc::new(TestClock(AtomicU64::new(T0)));
+        let clock = Arc::new(ManualClock::at(T0));
         let turns = support::turn_service(
             &config,
             Arc::clone(&sessions),
@@ -79,7 +70,7 @@ impl Harness {
     }
 
     async fn say_at(&mut self, at_ms: u64, text: &str) {
-        self.clock.0.store(at_ms, Ordering::SeqCst);
+        self.clock.set(at_ms);
         self.sent += 1;
         let event = SessionEvent {
             session_key: "agent:main:main".to_owned(),
@@ -100,7 +91,7 @@ impl Harness {
     }
 
     async fn heartbeat_at(&mut self, at_ms: u64) {
-        self.clock.0.store(at_ms, Ordering::SeqCst);
+        self.clock.set(at_ms);
         self.sent += 1;
         let event = SessionEvent {
             session_key: "agent:main:main".to_owned(),

@@ -7,9 +7,9 @@
 
 mod support;
 
+use clawless_base::clock::{Clock, SystemClock};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_llm::testing::ScriptedReply;
-use clawless_runtime::clock::{Clock, SystemClock};
 use serde_json::{Value, json};
 use support::subagent_harness::{Harness, MAIN, MESSAGES};
 use support::{anthropic_text, anthropic_tool_use};

@@ -10,13 +10,13 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use clawless_base::clock::SystemClock;
 use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::session::{SessionStore, TurnQueue};
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore, SqliteTurnQueue};
-use clawless_runtime::clock::SystemClock;
 use clawless_runtime::turn_service::{Deadline, HostFacts, TurnDeps, TurnService, YieldPolicy};
 use clawless_runtime::turn_worker::{Processed, process_event_until};
 use clawless_runtime::{ClawlessConfig, SkillsService, StoreFactory};

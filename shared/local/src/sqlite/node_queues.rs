@@ -6,7 +6,7 @@
 //! timer id, polled by due time). Waiting receives poll, and wake at once when this process
 //! sends or schedules.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clawless_core::nodes::{
@@ -40,9 +40,7 @@ fn whole_seconds_ms(duration: Duration) -> i64 {
 
 /// Wall-clock milliseconds: visibility times are stored in the file.
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
+    i64::try_from(clawless_base::clock::system_now_ms()).unwrap_or(i64::MAX)
 }
 
 fn no_queue(queue: &str) -> QueueError {

@@ -5,7 +5,7 @@
 //! visibility timeouts, the deduplication window, receipts, and waiting for messages by
 //! polling (woken early when this process sends or releases).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clawless_core::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
@@ -34,9 +34,7 @@ fn millis(duration: Duration) -> i64 {
 /// Wall-clock milliseconds: visibility and deduplication times are stored in the file, so
 /// they must mean the same after a restart.
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
+    i64::try_from(clawless_base::clock::system_now_ms()).unwrap_or(i64::MAX)
 }
 
 /// One named FIFO queue in a [`SqliteDb`], behaving like SQS FIFO:

@@ -1019,7 +1019,7 @@ fn child_uuid(run_id: &str) -> String {
         *byte =
             u8::from_str_radix(hex.get(index * 2..index * 2 + 2).unwrap_or("00"), 16).unwrap_or(0);
     }
-    crate::random::uuid_v4(bytes)
+    clawless_base::ids::uuid_from_bytes(bytes)
 }
 
 /// How `child` looks to the `subagents` tool.

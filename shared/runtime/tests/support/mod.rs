@@ -201,7 +201,7 @@ pub fn turn_service(
     config: &clawless_runtime::ClawlessConfig,
     sessions: Arc<dyn clawless_core::session::SessionStore>,
     reply_url: &str,
-    clock: Arc<dyn clawless_runtime::clock::Clock>,
+    clock: Arc<dyn clawless_base::clock::Clock>,
 ) -> clawless_runtime::turn_service::TurnService {
     use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
     let stores = Arc::new(clawless_runtime::StoreFactory::new(|| {

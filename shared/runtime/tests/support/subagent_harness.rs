@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_base::clock::{Clock, SystemClock};
 use clawless_base::session_key::ChatType;
 use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
@@ -15,7 +16,6 @@ use clawless_core::turn::state::SessionState;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::clock::{Clock, SystemClock};
 use clawless_runtime::turn_service::TurnService;
 use serde_json::Value;
 
