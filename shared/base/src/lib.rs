@@ -13,6 +13,7 @@ pub mod reply_tokens;
 pub mod session_key;
 pub mod time;
 pub mod transcript;
+pub mod wildcard;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -6,8 +6,8 @@
 //! requirements), never an error. `metadata` is read as JSON5 after a nesting pre-scan, so
 //! hostile input can neither panic nor exhaust the stack.
 
+mod http_url;
 mod install;
-mod url;
 
 use indexmap::IndexMap;
 use serde::Serialize;

@@ -14,6 +14,7 @@
 //! OpenClaw counts UTF-16 code units; they differ only for characters outside the Basic
 //! Multilingual Plane.
 
+use clawless_base::wildcard::wildcard_matches;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -339,8 +340,11 @@ impl ToolFilter {
     /// always when the allow list is empty, else only when an allow glob matches.
     pub fn is_prunable(&self, tool_name: &str) -> bool {
         let name = tool_name.trim().to_lowercase();
-        let matches_any =
-            |patterns: &[String]| patterns.iter().any(|pattern| glob_matches(pattern, &name));
+        let matches_any = |patterns: &[String]| {
+            patterns
+                .iter()
+                .any(|pattern| wildcard_matches(pattern, &name))
+        };
         if matches_any(&self.deny) {
             return false;
         }
@@ -355,31 +359,6 @@ fn normalize_patterns<S: AsRef<str>>(patterns: &[S]) -> Vec<String> {
         .map(|pattern| pattern.as_ref().trim().to_lowercase())
         .filter(|pattern| !pattern.is_empty())
         .collect()
-}
-
-/// Whether all of `name` matches `pattern`, where `*` stands for any run of characters
-/// (including none) and every other character for itself.
-fn glob_matches(pattern: &str, name: &str) -> bool {
-    let mut pieces = pattern.split('*');
-    let Some(first) = pieces.next() else {
-        return name.is_empty();
-    };
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let after_stars: Vec<&str> = pieces.collect();
-    let Some((last, middle)) = after_stars.split_last() else {
-        // No `*`: the pattern is a literal name.
-        return rest.is_empty();
-    };
-    // Placing each middle piece as early as possible leaves the most room for the rest.
-    for piece in middle {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last)
 }
 
 /// Whether pruning should run before a model call at `now_ms`.
@@ -872,7 +851,11 @@ mod tests {
             ("mcp.*", "mcpxfs", false),
         ];
         for (pattern, name, expected) in cases {
-            assert_eq!(glob_matches(pattern, name), expected, "{pattern} vs {name}");
+            assert_eq!(
+                wildcard_matches(pattern, name),
+                expected,
+                "{pattern} vs {name}"
+            );
         }
         let filter = ToolFilter::new(&["  ", "Web_*"], &[]);
         assert!(filter.is_prunable("web_fetch"));

@@ -437,13 +437,7 @@ fn hmac_with(key: &[u8]) -> HmacSha256 {
 
 /// Byte comparison whose time does not depend on where the inputs differ.
 pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
-    if left.len() != right.len() {
-        return false;
-    }
-    left.iter()
-        .zip(right)
-        .fold(0u8, |acc, (l, r)| acc | (l ^ r))
-        == 0
+    subtle::ConstantTimeEq::ct_eq(left, right).into()
 }
 
 #[cfg(test)]

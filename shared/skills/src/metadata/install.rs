@@ -6,7 +6,7 @@
 
 use indexmap::IndexMap;
 
-use super::url::normalize_http_url;
+use super::http_url::normalize_http_url;
 use super::{InstallKind, InstallSpec, normalize_string_list};
 use crate::frontmatter::js::{JsValue, js_trim};
 
