@@ -300,7 +300,7 @@ fn crafted_jobs(
     node_secret: &str,
     dir: &Path,
 ) -> ((String, PathBuf), Vec<CraftedJob>) {
-    use clawless_core::nodes::wire::{
+    use clawless_exec::node::wire::{
         Envelope, ExecJob, Grant, GrantDecision, NodeMessage, SignedGrant, command_binding,
         secret_hash, signing_key,
     };

@@ -36,7 +36,7 @@ use clawless_aws::{
 };
 use clawless_base::clock::SystemClock;
 use clawless_base::transcript::ToolCall;
-use clawless_core::nodes::wire::ExecReport;
+use clawless_exec::node::wire::ExecReport;
 use clawless_node::client::BackendClient;
 use clawless_node::state::{NodeConfig, StateDir};
 use clawless_node::worker::{NodeWorker, facts_of};

@@ -45,8 +45,8 @@ use clawless_aws::testing::{
 };
 use clawless_aws::{DynamoNodeRegistry, S3ObjectStore};
 use clawless_base::object_store::{ObjectStore, PutCondition};
-use clawless_core::nodes::registry::{NodeRecord, NodeRegistry};
-use clawless_core::nodes::wire::secret_hash;
+use clawless_core::nodes::{NodeRecord, NodeRegistry};
+use clawless_exec::node::wire::secret_hash;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use serde_json::{Value, json};
 

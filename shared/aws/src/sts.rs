@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sts::Client;
-use clawless_core::nodes::credentials::credential_lifetime;
+use clawless_core::nodes::credential_lifetime;
 use clawless_core::nodes::{CredentialError, QueueCredentialVendor, QueueCredentials};
 
 /// Everything a node does with its queue: long-poll, acknowledge, extend a job it is still

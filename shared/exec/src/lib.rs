@@ -26,6 +26,7 @@ pub mod check;
 pub mod deviation;
 pub mod evaluate;
 pub mod fs;
+pub mod node;
 pub mod policy;
 pub mod resolve;
 pub mod safe_bins;

@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use clawless_core::nodes::wire::Envelope;
-use clawless_core::nodes::{NodeFacts, QueueCredentials};
+use clawless_exec::node::credentials::QueueCredentials;
+use clawless_exec::node::record::NodeFacts;
+use clawless_exec::node::wire::Envelope;
 use serde::Deserialize;
 use serde_json::{Value, json};
 

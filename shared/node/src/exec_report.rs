@@ -8,8 +8,8 @@
 //! cannot use gives no report at all, so the backend never judges from rules the node is not
 //! applying.
 
-use clawless_core::nodes::NodeExecReport;
-use clawless_core::nodes::exec_facts::{MAX_REPORTED_AGENTS, describe_fs, probe_tokens};
+use clawless_exec::node::facts::NodeExecReport;
+use clawless_exec::node::facts::{MAX_REPORTED_AGENTS, describe_fs, probe_tokens};
 use clawless_exec::resolve::ResolveContext;
 use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 
@@ -87,9 +87,9 @@ mod tests {
     use std::os::unix::fs::{PermissionsExt, symlink};
     use std::path::Path;
 
-    use clawless_core::nodes::NodeRecord;
     use clawless_exec::check::{CheckRequest, run_check};
     use clawless_exec::fs::DescribedFs;
+    use clawless_exec::node::record::NodeRecord;
     use clawless_exec::{Ask, Security};
 
     use super::*;

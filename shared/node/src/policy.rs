@@ -11,11 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use clawless_core::nodes::wire::{ExecDenial, ExecJob, Grant, GrantDecision};
 use clawless_exec::evaluate::{
     ExecEvaluation, ExecPolicy, NodeDecision, PreparedPolicy, evaluate_exec,
 };
 use clawless_exec::fs::NodeFs;
+use clawless_exec::node::wire::{ExecDenial, ExecJob, Grant, GrantDecision};
 use clawless_exec::system_run::{SystemRunRequest, prepare_system_run};
 use clawless_exec::{AllowlistEntry, Ask, Platform, Security, SkillBin};
 

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::nodes::NodeFacts;
-use clawless_core::nodes::wire::{
+use clawless_exec::node::record::NodeFacts;
+use clawless_exec::node::wire::{
     Envelope, ExecDenial, ExecJob, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
 };
 use clawless_exec::{AllowlistEntry, Platform, SkillBin};

@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clawless_aws::testing::{fresh_standard_queue, moto_endpoint, moto_sdk_config, sqs_client};
-use clawless_core::nodes::wire::{
+use clawless_exec::node::wire::{
     Envelope, ExecJob, ExecReport, NodeMessage, secret_hash, signing_key,
 };
 use clawless_node::client::{BackendClient, ClientError};

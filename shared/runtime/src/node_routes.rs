@@ -22,8 +22,8 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use clawless_core::nodes::wire::secret_hash;
 use clawless_core::nodes::{NodeFacts, NodeRecord, QueueCredentialVendor};
+use clawless_exec::node::wire::secret_hash;
 use serde::Deserialize;
 use serde_json::{Value, json};
 

@@ -17,18 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_base::transcript::ToolCall;
-use clawless_core::nodes::credentials::{
-    CredentialError, MAX_CREDENTIAL_LIFETIME, QueueCredentialVendor, QueueCredentials,
-};
 use clawless_core::nodes::notices::{
     ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text, node_offline_text,
     tool_result_text,
 };
 use clawless_core::nodes::timers::timer_redelivery;
-use clawless_core::nodes::wire::{
-    Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
-    WireError, secret_hash, signing_key, verify_node_secret,
-};
+use clawless_core::nodes::{CredentialError, QueueCredentialVendor, QueueCredentials};
 use clawless_core::nodes::{
     ExecDelivery, ExecJobRecord, ExecJobs, ExecQueue, GrantedEntry, NodeFacts, NodeRecord,
     NodeRegistry, NodeStoreError, Precheck, ResolveOutcome, Timer, Timers, is_valid_node_id,
@@ -37,6 +31,11 @@ use clawless_core::nodes::{
 use clawless_core::session::{QueueError, TurnQueue};
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
+use clawless_exec::node::credentials::MAX_CREDENTIAL_LIFETIME;
+use clawless_exec::node::wire::{
+    Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
+    WireError, secret_hash, signing_key, verify_node_secret,
+};
 use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
 

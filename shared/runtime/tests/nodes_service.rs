@@ -20,9 +20,6 @@ use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_eve
 use clawless_core::nodes::testing::{
     InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
 };
-use clawless_core::nodes::wire::{
-    Envelope, ExecDenial, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
-};
 use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
 use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::session::TurnQueue;
@@ -30,6 +27,9 @@ use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;
+use clawless_exec::node::wire::{
+    Envelope, ExecDenial, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
+};
 use clawless_exec::{AllowlistEntry, SkillBin};
 use clawless_runtime::node_routes::{
     AdminToken, MIN_ADMIN_TOKEN_CHARS, QueueAccess, admin_router, queue_credentials_router,

@@ -12,15 +12,16 @@
 //! - [`queue`]: one standard queue per node with a dead-letter queue ([`ExecQueue`]);
 //! - [`timers`]: durable timers that hold no compute ([`Timers`]);
 //! - [`credentials`]: credentials scoped to one node queue ([`QueueCredentialVendor`]);
-//! - [`wire`]: the signed messages between the backend and a node (jobs, grants, reports);
 //! - [`notices`]: what the chat and the model are told about exec;
 //! - [`exec_tool`]: the `exec` tool's spec;
-//! - [`exec_facts`]: a node's reported exec policy and filesystem, and the backend's
-//!   pre-check against them.
+//! - [`remote_skills`]: what paired nodes add to skill eligibility.
+//!
+//! What the backend and a node host exchange (the signed wire messages, a node's record and
+//! reported facts, its queue credentials) is `clawless_exec::node`, so the node host needs
+//! only that crate; the names used most are re-exported here.
 
 pub mod credentials;
 mod error;
-pub mod exec_facts;
 pub mod exec_tool;
 pub mod jobs;
 pub mod notices;
@@ -28,21 +29,22 @@ pub mod queue;
 pub mod registry;
 pub mod remote_skills;
 pub mod timers;
-pub mod wire;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
-pub use credentials::{
-    CredentialError, QueueCredentialVendor, QueueCredentials, credential_lifetime,
+pub use clawless_exec::node::credentials::{QueueCredentials, credential_lifetime};
+pub use clawless_exec::node::facts::{
+    NodeExecReport, NodeFactsRef, Precheck, node_exec_facts, precheck,
 };
+pub use clawless_exec::node::record::{
+    GrantedEntry, MAX_NODE_ID_LEN, NodeFacts, NodeRecord, is_valid_node_id,
+};
+pub use credentials::{CredentialError, QueueCredentialVendor};
 pub use error::NodeStoreError;
-pub use exec_facts::{NodeExecReport, NodeFactsRef, Precheck, node_exec_facts, precheck};
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
 pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
-pub use registry::{
-    GrantedEntry, MAX_NODE_ID_LEN, NodeFacts, NodeRecord, NodeRegistry, is_valid_node_id,
-};
+pub use registry::NodeRegistry;
 pub use timers::{
     DueTimer, MAX_TIMER_DELAY, Timer, Timers, timer_redelivery, timer_redelivery_within,
 };

@@ -2,7 +2,7 @@
 //! the `Exec finished` / `Exec denied` follow-ups (spec §7.8, node variants), the tool result
 //! text (§8.3) and the offline-node result.
 
-use super::wire::ExecOutcome;
+use clawless_exec::node::wire::ExecOutcome;
 
 /// Longest output tail in an `Exec finished` follow-up.
 const FINISHED_TAIL_CHARS: usize = 400;

@@ -1056,7 +1056,7 @@ fn reply_id(state: &SessionState, suffix: &str) -> String {
 }
 
 fn job_id(state: &SessionState, call_id: &str) -> String {
-    crate::nodes::wire::exec_job_id(&state.key.to_string(), state.meta.turn, call_id)
+    clawless_exec::node::wire::exec_job_id(&state.key.to_string(), state.meta.turn, call_id)
 }
 
 /// Spec §9.2: trimmed, at most 64 chars of `[A-Za-z0-9_:.-]`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::wall_ms;
-use crate::nodes::credentials::credential_lifetime;
+use crate::nodes::credential_lifetime;
 use crate::nodes::{CredentialError, QueueCredentialVendor, QueueCredentials};
 use crate::testing::lock_state;
 

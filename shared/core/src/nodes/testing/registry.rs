@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{NodeStoreDeviations, short_label};
-use crate::nodes::exec_facts::MAX_REPORTED_PATHS;
 use crate::nodes::{
     GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
 };
 use crate::testing::{join_all, lock_state};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;
+use clawless_exec::node::facts::MAX_REPORTED_PATHS;
 use clawless_exec::{AllowlistEntry, Ask, Security, SkillBin};
 
 #[derive(Debug, Default)]

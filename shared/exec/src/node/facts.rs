@@ -16,20 +16,20 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::record::{GrantedEntry, NodeRecord};
 use super::wire::ExecJob;
-use super::{GrantedEntry, NodeRecord};
-use clawless_exec::check::NodeExecFacts;
-use clawless_exec::evaluate::{
+use crate::check::NodeExecFacts;
+use crate::evaluate::{
     ExecEvaluation, ExecPolicy, ExecVerdict, NodeDecision, PreparedPolicy, TRANSPORT_SHELLS,
     evaluate_exec,
 };
-use clawless_exec::fs::{DescribedFs, NodeFs};
-use clawless_exec::policy::{ApprovalDecision, NodeDenial};
-use clawless_exec::resolve::{ResolveContext, base_name, resolve_executable};
-use clawless_exec::safe_bins::DEFAULT_SAFE_BINS;
-use clawless_exec::system_run::extract_shell_payload;
-use clawless_exec::wrappers::{BLOCKED_WRAPPERS, DISPATCH_WRAPPERS, unwrap_dispatch};
-use clawless_exec::{AllowlistEntry, Ask, Platform, SkillBin};
+use crate::fs::{DescribedFs, NodeFs};
+use crate::policy::{ApprovalDecision, NodeDenial};
+use crate::resolve::{ResolveContext, base_name, resolve_executable};
+use crate::safe_bins::DEFAULT_SAFE_BINS;
+use crate::system_run::extract_shell_payload;
+use crate::wrappers::{BLOCKED_WRAPPERS, DISPATCH_WRAPPERS, unwrap_dispatch};
+use crate::{AllowlistEntry, Ask, Platform, SkillBin};
 
 /// Most paths (executables plus symlinks) a node describes; beyond it the report is marked
 /// [`truncated`](NodeExecReport::truncated) and the pre-check trusts no absence in it.
@@ -455,8 +455,8 @@ mod tests {
             Precheck::Send
         );
         let mut granted = job("ops", "rm x");
-        granted.grant = Some(crate::nodes::wire::SignedGrant(
-            crate::nodes::wire::Envelope {
+        granted.grant = Some(crate::node::wire::SignedGrant(
+            crate::node::wire::Envelope {
                 payload: "{}".into(),
                 signature: "00".into(),
             },
@@ -480,7 +480,7 @@ mod tests {
 
     #[test]
     fn security_full_and_security_deny_are_sent() {
-        for security in [clawless_exec::Security::Full, clawless_exec::Security::Deny] {
+        for security in [crate::Security::Full, crate::Security::Deny] {
             let mut report = report();
             report.default_policy.security = security;
             assert_eq!(

@@ -32,7 +32,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use clawless_exec::AllowlistEntry;
+use crate::AllowlistEntry;
 
 type HmacSha256 = Hmac<Sha256>;
 
