@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use clawless_channels::SecretError;
 use clawless_channels::discord::{
     ConfigError, DiscordChannel, DiscordConfig, DiscordPublicKey, DiscordSender, MESSAGE_LIMIT,
     ResolvedDiscord, command_definitions, register_commands, skill_command_text,
@@ -904,7 +905,6 @@ fn bad_configs_are_refused_with_a_reason() {
         json!({ "publicKey": "not hex" }),
         json!({ "publicKey": "abcd" }),
         json!({ "applicationId": "my-app" }),
-        json!({ "botToken": "a", "botTokenEnv": "B" }),
         json!({ "apiBaseUrl": "ftp://example" }),
     ];
     for case in cases {
@@ -914,9 +914,26 @@ fn bad_configs_are_refused_with_a_reason() {
             .expect_err("refused");
         assert!(matches!(err, ConfigError::Invalid(_)), "{case}: {err}");
     }
+    let both = config(json!({ "botToken": "a", "botTokenEnv": "B" }))
+        .expect("parses")
+        .resolve(&|_| None);
+    assert_eq!(
+        both,
+        Err(ConfigError::Secret(SecretError::Both { field: "botToken" }))
+    );
+    let blank = config(json!({ "botToken": "  " }))
+        .expect("parses")
+        .resolve(&|_| None);
+    assert!(matches!(blank, Err(ConfigError::Invalid(_))), "{blank:?}");
     let err = config(json!({ "botTokenEnv": "UNSET_VAR" }))
         .expect("parses")
         .resolve(&|_| None)
         .expect_err("unset");
-    assert_eq!(err, ConfigError::MissingEnv("UNSET_VAR".to_owned()));
+    assert_eq!(
+        err,
+        ConfigError::Secret(SecretError::EnvUnset {
+            field: "botToken",
+            var: "UNSET_VAR".to_owned()
+        })
+    );
 }

@@ -9,7 +9,6 @@ use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
-use clawless_channels::sign;
 use clawless_channels::slack::{
     ConfigError, REPLAY_WINDOW_MS, SlackChannel, SlackConfig, SlackSender,
 };
@@ -17,6 +16,7 @@ use clawless_channels::webhook::{
     MAX_WEBHOOK_BODY_BYTES, PlatformChannel, WebhookError, WebhookOutcome, WebhookRequest,
     parse_approval_button,
 };
+use clawless_channels::{SecretError, sign};
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::key::ChatType;
 use clawless_core::testing::InMemoryInbox;
@@ -645,10 +645,10 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
 
     assert_eq!(
         config.resolve(&|_| None),
-        Err(ConfigError::EnvUnset {
+        Err(ConfigError::Secret(SecretError::EnvUnset {
             field: "botToken",
             var: "SLACK_BOT_TOKEN".to_owned()
-        })
+        }))
     );
     let both = SlackConfig {
         bot_token: Some("xoxb".to_owned()),
@@ -656,7 +656,7 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
     };
     assert_eq!(
         both.resolve(&env),
-        Err(ConfigError::Both { field: "botToken" })
+        Err(ConfigError::Secret(SecretError::Both { field: "botToken" }))
     );
     let neither = SlackConfig {
         signing_secret: None,
@@ -664,9 +664,9 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
     };
     assert_eq!(
         neither.resolve(&env),
-        Err(ConfigError::Missing {
+        Err(ConfigError::Secret(SecretError::Missing {
             field: "signingSecret"
-        })
+        }))
     );
     let bad_url = SlackConfig {
         api_base_url: Some("ftp://example".to_owned()),

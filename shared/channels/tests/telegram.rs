@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, Uri};
+use clawless_channels::SecretError;
 use clawless_channels::telegram::{
     self, BotIdentity, ConfigError, SECRET_HEADER, TelegramChannel, TelegramConfig, TelegramSender,
 };
@@ -482,25 +483,25 @@ fn missing_doubled_unset_or_malformed_secrets_are_config_errors() {
     let cases = [
         (
             json!({"secretToken": SECRET}),
-            ConfigError::Missing { field: "botToken" },
+            ConfigError::Secret(SecretError::Missing { field: "botToken" }),
         ),
         (
             json!({"botToken": TOKEN, "botTokenEnv": "TG_TOKEN", "secretToken": SECRET}),
-            ConfigError::Both { field: "botToken" },
+            ConfigError::Secret(SecretError::Both { field: "botToken" }),
         ),
         (
             json!({"botToken": TOKEN, "secretTokenEnv": "NOPE"}),
-            ConfigError::EnvUnset {
+            ConfigError::Secret(SecretError::EnvUnset {
                 field: "secretToken",
                 var: "NOPE".to_owned(),
-            },
+            }),
         ),
         (
             json!({"botToken": TOKEN, "secretTokenEnv": "EMPTY"}),
-            ConfigError::EnvUnset {
+            ConfigError::Secret(SecretError::EnvUnset {
                 field: "secretToken",
                 var: "EMPTY".to_owned(),
-            },
+            }),
         ),
     ];
     for (input, expected) in cases {

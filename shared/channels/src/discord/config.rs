@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::api::DEFAULT_API_BASE_URL;
 use super::wire::is_snowflake;
-use crate::config_values::{SecretLookup, api_base_url, optional_secret};
+use crate::config_values::{SecretError, api_base_url, optional_secret, redacted};
 
 /// `channels.discord` in `clawless.yaml`.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
@@ -53,7 +53,7 @@ impl std::fmt::Debug for DiscordConfig {
         f.debug_struct("DiscordConfig")
             .field("application_id", &self.application_id)
             .field("public_key", &self.public_key)
-            .field("bot_token", &self.bot_token.as_ref().map(|_| "<redacted>"))
+            .field("bot_token", &redacted(self.bot_token.as_ref()))
             .field("bot_token_env", &self.bot_token_env)
             .field("api_base_url", &self.api_base_url)
             .field("owners", &self.owners)
@@ -68,9 +68,9 @@ pub enum ConfigError {
     /// A field is malformed or contradicts another.
     #[error("channels.discord: {0}")]
     Invalid(String),
-    /// `botTokenEnv` names a variable that is not set (or empty).
-    #[error("channels.discord: environment variable {0} is not set")]
-    MissingEnv(String),
+    /// `botToken` and `botTokenEnv` are both given, or `botTokenEnv` names an unset variable.
+    #[error("channels.discord: {0}")]
+    Secret(#[from] SecretError),
 }
 
 /// An Ed25519 public key, parsed and checked once.
@@ -129,7 +129,7 @@ impl std::fmt::Debug for ResolvedDiscord {
         f.debug_struct("ResolvedDiscord")
             .field("application_id", &self.application_id)
             .field("public_key", &self.public_key)
-            .field("bot_token", &self.bot_token.as_ref().map(|_| "<redacted>"))
+            .field("bot_token", &redacted(self.bot_token.as_ref()))
             .field("api_base_url", &self.api_base_url)
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
@@ -152,22 +152,16 @@ impl DiscordConfig {
             ));
         }
         let public_key = DiscordPublicKey::parse(&self.public_key)?;
-        let bot_token = optional_secret(
+        let bot_token = match optional_secret(
+            "botToken",
             self.bot_token.as_deref(),
             self.bot_token_env.as_deref(),
             env,
-        )
-        .map_err(|lookup| match lookup {
-            SecretLookup::Both => {
-                ConfigError::Invalid("set botToken or botTokenEnv, not both".to_owned())
-            }
-            SecretLookup::Missing => {
-                ConfigError::Invalid("the bot token is empty or malformed".to_owned())
-            }
-            SecretLookup::EnvUnset(var) => ConfigError::MissingEnv(var),
-        })?
-        .map(|token| non_blank_token(&token))
-        .transpose()?;
+        ) {
+            // The token is optional, so a blank `botToken` is a malformed token, not a missing one.
+            Err(SecretError::Missing { .. }) => return Err(malformed_bot_token()),
+            lookup => lookup?.map(|token| non_blank_token(&token)).transpose()?,
+        };
         let api_base_url = api_base_url(self.api_base_url.as_deref(), DEFAULT_API_BASE_URL)
             .map_err(ConfigError::Invalid)?;
         Ok(ResolvedDiscord {
@@ -184,10 +178,12 @@ impl DiscordConfig {
 fn non_blank_token(token: &str) -> Result<String, ConfigError> {
     let token = token.trim();
     if token.is_empty() || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        Err(ConfigError::Invalid(
-            "the bot token is empty or malformed".to_owned(),
-        ))
+        Err(malformed_bot_token())
     } else {
         Ok(token.to_owned())
     }
+}
+
+fn malformed_bot_token() -> ConfigError {
+    ConfigError::Invalid("the bot token is empty or malformed".to_owned())
 }

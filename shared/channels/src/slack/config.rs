@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::api::DEFAULT_API_BASE_URL;
 use super::wire::is_slack_id;
-use crate::config_values::{SecretLookup, api_base_url, required_secret};
+use crate::config_values::{REDACTED, SecretError, api_base_url, redacted, required_secret};
 
 /// `channels.slack` in the config. Each secret is given either literally or as the name of
 /// an environment variable holding it, never both.
@@ -52,10 +52,6 @@ pub struct SlackConfig {
     pub unauthorized_reply: Option<String>,
 }
 
-fn redacted(secret: Option<&String>) -> Option<&'static str> {
-    secret.map(|_| "<redacted>")
-}
-
 impl std::fmt::Debug for SlackConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlackConfig")
@@ -74,26 +70,9 @@ impl std::fmt::Debug for SlackConfig {
 /// Why a Slack config could not be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// Neither the literal nor the `…Env` field is set.
-    #[error("channels.slack: set {field} or {field}Env")]
-    Missing {
-        /// The field, e.g. `botToken`.
-        field: &'static str,
-    },
-    /// Both the literal and the `…Env` field are set.
-    #[error("channels.slack: set only one of {field} and {field}Env")]
-    Both {
-        /// The field, e.g. `botToken`.
-        field: &'static str,
-    },
-    /// The named environment variable is unset or empty.
-    #[error("channels.slack: {field}Env names {var}, which is not set")]
-    EnvUnset {
-        /// The field, e.g. `botToken`.
-        field: &'static str,
-        /// The variable's name.
-        var: String,
-    },
+    /// `botToken` or `signingSecret` is missing, given twice, or names an unset variable.
+    #[error("channels.slack: {0}")]
+    Secret(#[from] SecretError),
     /// A value is unusable.
     #[error("channels.slack: {0}")]
     Invalid(String),
@@ -119,8 +98,8 @@ pub struct ResolvedSlack {
 impl std::fmt::Debug for ResolvedSlack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolvedSlack")
-            .field("bot_token", &"<redacted>")
-            .field("signing_secret", &"<redacted>")
+            .field("bot_token", &REDACTED)
+            .field("signing_secret", &REDACTED)
             .field("api_base_url", &self.api_base_url)
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
@@ -135,13 +114,13 @@ impl SlackConfig {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedSlack, ConfigError> {
-        let bot_token = pick_secret(
+        let bot_token = required_secret(
             "botToken",
             self.bot_token.as_deref(),
             self.bot_token_env.as_deref(),
             env,
         )?;
-        let signing_secret = pick_secret(
+        let signing_secret = required_secret(
             "signingSecret",
             self.signing_secret.as_deref(),
             self.signing_secret_env.as_deref(),
@@ -167,19 +146,6 @@ impl SlackConfig {
             bot_user_id,
         })
     }
-}
-
-fn pick_secret(
-    field: &'static str,
-    literal: Option<&str>,
-    env_name: Option<&str>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, ConfigError> {
-    required_secret(literal, env_name, env).map_err(|lookup| match lookup {
-        SecretLookup::Missing => ConfigError::Missing { field },
-        SecretLookup::Both => ConfigError::Both { field },
-        SecretLookup::EnvUnset(var) => ConfigError::EnvUnset { field, var },
-    })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::api::DEFAULT_API_BASE_URL;
 use super::inbound::{BotIdentity, TelegramChannel};
 use super::sender::TelegramSender;
-use crate::config_values::{SecretLookup, api_base_url, required_secret};
+use crate::config_values::{REDACTED, SecretError, api_base_url, redacted, required_secret};
 
 /// Longest secret token Telegram accepts.
 const MAX_SECRET_TOKEN_CHARS: usize = 256;
@@ -65,12 +65,9 @@ pub struct TelegramConfig {
 impl std::fmt::Debug for TelegramConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TelegramConfig")
-            .field("bot_token", &self.bot_token.as_ref().map(|_| "<redacted>"))
+            .field("bot_token", &redacted(self.bot_token.as_ref()))
             .field("bot_token_env", &self.bot_token_env)
-            .field(
-                "secret_token",
-                &self.secret_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("secret_token", &redacted(self.secret_token.as_ref()))
             .field("secret_token_env", &self.secret_token_env)
             .field("api_base_url", &self.api_base_url)
             .field("bot_username", &self.bot_username)
@@ -84,26 +81,9 @@ impl std::fmt::Debug for TelegramConfig {
 /// Why `channels.telegram` cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// Neither the value nor its environment variable is given.
-    #[error("channels.telegram: set {field} or {field}Env")]
-    Missing {
-        /// `botToken` or `secretToken`.
-        field: &'static str,
-    },
-    /// Both the value and its environment variable are given.
-    #[error("channels.telegram: set only one of {field} and {field}Env")]
-    Both {
-        /// `botToken` or `secretToken`.
-        field: &'static str,
-    },
-    /// The named environment variable is not set (or empty).
-    #[error("channels.telegram.{field}Env: environment variable {var} is not set")]
-    EnvUnset {
-        /// `botToken` or `secretToken`.
-        field: &'static str,
-        /// The variable's name.
-        var: String,
-    },
+    /// `botToken` or `secretToken` is missing, given twice, or names an unset variable.
+    #[error("channels.telegram: {0}")]
+    Secret(#[from] SecretError),
     /// A value has the wrong shape (the value itself is not shown).
     #[error("channels.telegram.{field}: {reason}")]
     Invalid {
@@ -136,8 +116,8 @@ pub struct ResolvedTelegram {
 impl std::fmt::Debug for ResolvedTelegram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolvedTelegram")
-            .field("bot_token", &"<redacted>")
-            .field("secret_token", &"<redacted>")
+            .field("bot_token", &REDACTED)
+            .field("secret_token", &REDACTED)
             .field("api_base_url", &self.api_base_url)
             .field("bot_username", &self.bot_username)
             .field("owners", &self.owners)
@@ -158,7 +138,7 @@ impl TelegramConfig {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedTelegram, ConfigError> {
-        let bot_token = pick(
+        let bot_token = required_secret(
             "botToken",
             self.bot_token.as_deref(),
             self.bot_token_env.as_deref(),
@@ -172,7 +152,7 @@ impl TelegramConfig {
                 reason: "expected <bot id>:<secret> as BotFather gives it".to_owned(),
             });
         }
-        let secret_token = pick(
+        let secret_token = required_secret(
             "secretToken",
             self.secret_token.as_deref(),
             self.secret_token_env.as_deref(),
@@ -235,19 +215,6 @@ impl ResolvedTelegram {
     pub fn sender(&self, client: reqwest::Client, inbox: Arc<dyn Inbox>) -> TelegramSender {
         TelegramSender::new(client, &self.api_base_url, &self.bot_token, inbox)
     }
-}
-
-fn pick(
-    field: &'static str,
-    literal: Option<&str>,
-    env_name: Option<&str>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, ConfigError> {
-    required_secret(literal, env_name, env).map_err(|lookup| match lookup {
-        SecretLookup::Missing => ConfigError::Missing { field },
-        SecretLookup::Both => ConfigError::Both { field },
-        SecretLookup::EnvUnset(var) => ConfigError::EnvUnset { field, var },
-    })
 }
 
 fn is_bot_token(token: &str) -> bool {
