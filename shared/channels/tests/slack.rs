@@ -1077,36 +1077,137 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// How a junk value was sent.
+#[derive(Debug, Clone, Copy)]
+enum JunkBody {
+    /// The value as JSON (what the Events API posts).
+    Json,
+    /// Random bytes.
+    Raw,
+    /// The value as the `payload` form field (what the interactive endpoint receives).
+    Form,
+}
+
+/// Whether `outcome` is one signed junk `value`, sent as `body` to `sub_path`, may come to:
+/// a 400 or an ignore anywhere it can be read; an answer only to a `url_verification` with
+/// its challenge; a message only from a `message`/`app_mention` event, with text; an approval
+/// only from a `block_actions` payload whose button carries it. Unknown routes and random
+/// bytes are always a 400, and nothing signed is refused as unsigned.
+fn junk_outcome_is_sound(
+    value: &Value,
+    body: JunkBody,
+    sub_path: &str,
+    outcome: &Result<WebhookOutcome, WebhookError>,
+) -> bool {
+    match (sub_path, body, outcome) {
+        (_, _, Err(WebhookError::BadRequest(_))) => true,
+        ("", JunkBody::Json, Ok(WebhookOutcome::Ignored(_)))
+        | ("interactive", JunkBody::Form, Ok(WebhookOutcome::Ignored(_))) => true,
+        ("", JunkBody::Json, Ok(WebhookOutcome::Respond(reply))) => {
+            value["type"] == "url_verification"
+                && reply.body == json!({ "challenge": value["challenge"] })
+        }
+        ("", JunkBody::Json, Ok(WebhookOutcome::Message(message))) => {
+            value["type"] == "event_callback"
+                && matches!(
+                    value["event"]["type"].as_str(),
+                    Some("message" | "app_mention")
+                )
+                && message.event_id == value["event_id"]
+                && message.message.chat.channel == "slack"
+                && !message.message.text.is_empty()
+        }
+        ("interactive", JunkBody::Form, Ok(WebhookOutcome::Approval(approval))) => {
+            let pressed = (approval.code.clone(), approval.decision);
+            value["type"] == "block_actions"
+                && value["actions"].as_array().is_some_and(|actions| {
+                    actions.iter().any(|action| {
+                        action["value"].as_str().and_then(parse_approval_button)
+                            == Some(pressed.clone())
+                    })
+                })
+        }
+        _ => false,
+    }
+}
+
 proptest! {
     #[test]
-    fn signed_junk_never_panics(value in json_value(), raw in prop::collection::vec(any::<u8>(), 0..64)) {
-        let json_body = serde_json::to_vec(&value).unwrap();
-        for body in [json_body.clone(), raw.clone(), form(&value)] {
+    fn signed_junk_is_refused_or_ignored_never_mistaken(
+        value in json_value(),
+        raw in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let bodies = [
+            (JunkBody::Json, serde_json::to_vec(&value).unwrap()),
+            (JunkBody::Raw, raw.clone()),
+            (JunkBody::Form, form(&value)),
+        ];
+        for (kind, body) in bodies {
             for sub_path in ["", "interactive", "x"] {
                 let headers = signed_headers(&body, NOW_MS / 1000);
-                let _ = call(&channel(), sub_path, &headers, &body);
-                let _ = call(&SlackChannel::new(SECRET.as_bytes(), None), sub_path, &headers, &body);
+                for channel in [channel(), SlackChannel::new(SECRET.as_bytes(), None)] {
+                    let outcome = call(&channel, sub_path, &headers, &body);
+                    prop_assert!(
+                        junk_outcome_is_sound(&value, kind, sub_path, &outcome),
+                        "{:?} to {:?}: {} -> {:?}", kind, sub_path, value, outcome
+                    );
+                }
             }
         }
     }
+}
 
-    #[test]
-    fn junk_headers_never_panic_and_never_pass(
-        timestamp in ".{0,20}",
-        signature in ".{0,80}",
-        now_ms in any::<u64>(),
-    ) {
-        let body = br#"{"type":"url_verification","challenge":"c"}"#;
-        let mut headers = HeaderMap::new();
-        if let Ok(value) = HeaderValue::from_str(&timestamp) {
-            headers.insert("x-slack-request-timestamp", value);
-        }
-        if let Ok(value) = HeaderValue::from_str(&signature) {
-            headers.insert("x-slack-signature", value);
-        }
-        let outcome = channel().handle(&WebhookRequest { sub_path: "", headers: &headers, body, now_ms });
-        prop_assert!(matches!(outcome, Err(WebhookError::Unauthorized(_))));
-    }
+/// Junk timestamps and signatures never pass. The values lean on ASCII (a header cannot carry
+/// anything else), and the test counts how many cases really sent both headers: with any
+/// Unicode, almost none would, and only the "missing header" path would be tested.
+#[test]
+fn junk_headers_never_pass() {
+    let timestamp = prop_oneof!["[0-9]{0,14}", "[ -~]{0,20}", ".{0,20}"];
+    let signature = prop_oneof![
+        "v0=[0-9a-f]{64}",
+        "v0=[ -~]{0,80}",
+        "[ -~]{0,80}",
+        ".{0,80}"
+    ];
+    let now_ms = prop_oneof![Just(NOW_MS), any::<u64>()];
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let cases = runner.config().cases;
+    let both_sent = std::cell::Cell::new(0u32);
+    let body = br#"{"type":"url_verification","challenge":"c"}"#;
+    runner
+        .run(
+            &(timestamp, signature, now_ms),
+            |(timestamp, signature, now_ms)| {
+                let mut headers = HeaderMap::new();
+                if let Ok(value) = HeaderValue::from_str(&timestamp) {
+                    headers.insert("x-slack-request-timestamp", value);
+                }
+                if let Ok(value) = HeaderValue::from_str(&signature) {
+                    headers.insert("x-slack-signature", value);
+                }
+                if headers.len() == 2 {
+                    both_sent.set(both_sent.get() + 1);
+                }
+                let outcome = channel().handle(&WebhookRequest {
+                    sub_path: "",
+                    headers: &headers,
+                    body,
+                    now_ms,
+                });
+                prop_assert!(
+                    matches!(outcome, Err(WebhookError::Unauthorized(_))),
+                    "{:?}",
+                    outcome
+                );
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(
+        both_sent.get() >= cases / 4,
+        "only {} of {cases} cases sent both headers",
+        both_sent.get()
+    );
 }
 
 #[tokio::test]
