@@ -1088,6 +1088,15 @@ enum JunkBody {
     Form,
 }
 
+/// `value`'s field `name` read as serde reads a struct: by name from an object, or by
+/// `position` from an array (serde takes `["url_verification", "c"]` for an envelope too).
+fn field<'v>(value: &'v Value, name: &str, position: usize) -> &'v Value {
+    match value {
+        Value::Array(items) => items.get(position).unwrap_or(&Value::Null),
+        _ => &value[name],
+    }
+}
+
 /// Whether `outcome` is one signed junk `value`, sent as `body` to `sub_path`, may come to:
 /// a 400 or an ignore anywhere it can be read; an answer only to a `url_verification` with
 /// its challenge; a message only from a `message`/`app_mention` event, with text; an approval
@@ -1103,29 +1112,36 @@ fn junk_outcome_is_sound(
         (_, _, Err(WebhookError::BadRequest(_))) => true,
         ("", JunkBody::Json, Ok(WebhookOutcome::Ignored(_)))
         | ("interactive", JunkBody::Form, Ok(WebhookOutcome::Ignored(_))) => true,
+        // The envelope's fields, in order: type, challenge, event_id, event.
         ("", JunkBody::Json, Ok(WebhookOutcome::Respond(reply))) => {
-            value["type"] == "url_verification"
-                && reply.body == json!({ "challenge": value["challenge"] })
+            *field(value, "type", 0) == "url_verification"
+                && reply.body == json!({ "challenge": field(value, "challenge", 1) })
         }
         ("", JunkBody::Json, Ok(WebhookOutcome::Message(message))) => {
-            value["type"] == "event_callback"
+            *field(value, "type", 0) == "event_callback"
                 && matches!(
-                    value["event"]["type"].as_str(),
+                    field(value, "event", 3)["type"].as_str(),
                     Some("message" | "app_mention")
                 )
-                && message.event_id == value["event_id"]
+                && message.event_id == *field(value, "event_id", 2)
                 && message.message.chat.channel == "slack"
                 && !message.message.text.is_empty()
         }
+        // The interaction's fields, in order: type, user, channel, container, message,
+        // actions; an action's: value, action_ts.
         ("interactive", JunkBody::Form, Ok(WebhookOutcome::Approval(approval))) => {
             let pressed = (approval.code.clone(), approval.decision);
-            value["type"] == "block_actions"
-                && value["actions"].as_array().is_some_and(|actions| {
-                    actions.iter().any(|action| {
-                        action["value"].as_str().and_then(parse_approval_button)
-                            == Some(pressed.clone())
+            *field(value, "type", 0) == "block_actions"
+                && field(value, "actions", 5)
+                    .as_array()
+                    .is_some_and(|actions| {
+                        actions.iter().any(|action| {
+                            field(action, "value", 0)
+                                .as_str()
+                                .and_then(parse_approval_button)
+                                == Some(pressed.clone())
+                        })
                     })
-                })
         }
         _ => false,
     }
