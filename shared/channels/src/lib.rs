@@ -15,6 +15,7 @@ pub mod slack;
 pub mod telegram;
 pub mod webhook;
 
+pub use config_values::SecretError;
 pub use discord::{DiscordChannel, DiscordConfig, DiscordSender, ResolvedDiscord};
 pub use generic::{GenericMessage, GenericWebhook, ParseError};
 pub use outbox::{ChannelOutbox, HttpReplySender};

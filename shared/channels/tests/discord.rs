@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use clawless_base::session_key::ChatType;
+use clawless_channels::SecretError;
 use clawless_channels::discord::{
     ConfigError, DiscordChannel, DiscordConfig, DiscordPublicKey, DiscordSender, MESSAGE_LIMIT,
     ResolvedDiscord, command_definitions, register_commands, skill_command_text,
@@ -449,18 +450,35 @@ fn a_token_that_could_escape_the_url_path_is_refused() {
     );
 }
 
+/// Whether `id` is a snowflake and `token` an interaction token the channel accepts: what an
+/// interaction needs, besides a channel and a user, to become a message or an approval.
+fn answerable(id: &str, token: &str) -> bool {
+    let snowflake = !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit());
+    let token_ok = !token.is_empty()
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    snowflake && token_ok
+}
+
 proptest! {
     #[test]
-    fn signed_junk_never_panics(body in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let _ = handle_signed(&body);
+    fn signed_junk_is_refused_as_malformed(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+        // Random bytes are (all but certainly) no interaction; signed, they get a 400.
+        let outcome = handle_signed(&body);
+        prop_assert!(matches!(outcome, Err(WebhookError::BadRequest(_))), "{:?}", outcome);
     }
 
     #[test]
-    fn signed_json_shapes_never_panic(
+    fn signed_json_shapes_get_the_outcome_their_type_and_ids_call_for(
         kind in 0u64..8,
-        id in "[0-9a-z]{0,22}",
-        token in "[ -~]{0,40}",
-        name in "[ -~]{0,40}",
+        id in prop_oneof!["[0-9]{1,20}", "[0-9a-z]{0,22}"],
+        token in prop_oneof!["[A-Za-z0-9._-]{1,40}", "[ -~]{0,40}"],
+        name in prop_oneof![
+            "[ -~]{0,40}",
+            Just("ask".to_owned()),
+            "approve:(deny|allow-once|allow-always):[a-z0-9]{1,8}",
+        ],
         guild in proptest::option::of("[0-9]{1,20}"),
     ) {
         let body = bytes(&json!({
@@ -468,18 +486,37 @@ proptest! {
             "channel_id": "1", "user": { "id": "2" },
             "data": { "name": name, "custom_id": name, "options": [{ "name": "text", "type": 3, "value": name }] },
         }));
-        let _ = handle_signed(&body);
+        let outcome = handle_signed(&body);
+        let answerable = answerable(&id, &token);
+        let chat_type = if guild.is_some() { ChatType::Group } else { ChatType::Direct };
+        match (kind, outcome) {
+            (1, Ok(WebhookOutcome::Respond(reply))) => prop_assert_eq!(&reply.body, &json!({ "type": 1 })),
+            (2, Ok(WebhookOutcome::Message(message))) => {
+                prop_assert!(answerable);
+                let expected = if name == "ask" { "ask".to_owned() } else { format!("/{name}") };
+                prop_assert_eq!(&message.message.text, &expected);
+                prop_assert_eq!(&message.message.message_id, &format!("{id}:{token}"));
+                prop_assert_eq!(message.message.chat.chat_type, chat_type);
+            }
+            (3, Ok(WebhookOutcome::Approval(approval))) => {
+                prop_assert!(answerable);
+                prop_assert_eq!(Some((approval.code, approval.decision)), parse_approval_button(&name));
+            }
+            (3, Ok(WebhookOutcome::Ignored(_))) => prop_assert!(parse_approval_button(&name).is_none()),
+            (2 | 3, Err(WebhookError::BadRequest(_))) => prop_assert!(!answerable),
+            (0 | 4..=7, Ok(WebhookOutcome::Ignored(_))) => {}
+            (kind, other) => prop_assert!(false, "type {}: {:?}", kind, other),
+        }
     }
 
     #[test]
-    fn junk_headers_never_panic(signature in "[ -~]{0,140}", timestamp in "[ -~]{0,20}") {
+    fn junk_headers_never_pass(signature in "[ -~]{0,140}", timestamp in "[ -~]{0,20}") {
+        // Printable ASCII is always a valid header value, so every case sends both headers.
         let mut headers = HeaderMap::new();
-        if let (Ok(signature), Ok(timestamp)) = (signature.parse(), timestamp.parse()) {
-            headers.insert("x-signature-ed25519", signature);
-            headers.insert("x-signature-timestamp", timestamp);
-        }
+        headers.insert("x-signature-ed25519", signature.parse().expect("printable ASCII"));
+        headers.insert("x-signature-timestamp", timestamp.parse().expect("printable ASCII"));
         let outcome = handle_with(&headers, EMPTY_OBJECT);
-        prop_assert!(outcome.is_err(), "{:?}", outcome);
+        prop_assert!(matches!(outcome, Err(WebhookError::Unauthorized(_))), "{:?}", outcome);
     }
 }
 
@@ -904,7 +941,6 @@ fn bad_configs_are_refused_with_a_reason() {
         json!({ "publicKey": "not hex" }),
         json!({ "publicKey": "abcd" }),
         json!({ "applicationId": "my-app" }),
-        json!({ "botToken": "a", "botTokenEnv": "B" }),
         json!({ "apiBaseUrl": "ftp://example" }),
     ];
     for case in cases {
@@ -914,9 +950,26 @@ fn bad_configs_are_refused_with_a_reason() {
             .expect_err("refused");
         assert!(matches!(err, ConfigError::Invalid(_)), "{case}: {err}");
     }
+    let both = config(json!({ "botToken": "a", "botTokenEnv": "B" }))
+        .expect("parses")
+        .resolve(&|_| None);
+    assert_eq!(
+        both,
+        Err(ConfigError::Secret(SecretError::Both { field: "botToken" }))
+    );
+    let blank = config(json!({ "botToken": "  " }))
+        .expect("parses")
+        .resolve(&|_| None);
+    assert!(matches!(blank, Err(ConfigError::Invalid(_))), "{blank:?}");
     let err = config(json!({ "botTokenEnv": "UNSET_VAR" }))
         .expect("parses")
         .resolve(&|_| None)
         .expect_err("unset");
-    assert_eq!(err, ConfigError::MissingEnv("UNSET_VAR".to_owned()));
+    assert_eq!(
+        err,
+        ConfigError::Secret(SecretError::EnvUnset {
+            field: "botToken",
+            var: "UNSET_VAR".to_owned()
+        })
+    );
 }

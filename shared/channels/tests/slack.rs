@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use clawless_base::session_key::ChatType;
-use clawless_channels::sign;
 use clawless_channels::slack::{
     ConfigError, REPLAY_WINDOW_MS, SlackChannel, SlackConfig, SlackSender,
 };
@@ -18,6 +17,7 @@ use clawless_channels::webhook::{
     MAX_WEBHOOK_BODY_BYTES, PlatformChannel, WebhookError, WebhookOutcome, WebhookRequest,
     parse_approval_button,
 };
+use clawless_channels::{SecretError, sign};
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::testing::InMemoryInbox;
 use clawless_core::turn::OutboundReply;
@@ -645,10 +645,10 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
 
     assert_eq!(
         config.resolve(&|_| None),
-        Err(ConfigError::EnvUnset {
+        Err(ConfigError::Secret(SecretError::EnvUnset {
             field: "botToken",
             var: "SLACK_BOT_TOKEN".to_owned()
-        })
+        }))
     );
     let both = SlackConfig {
         bot_token: Some("xoxb".to_owned()),
@@ -656,7 +656,7 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
     };
     assert_eq!(
         both.resolve(&env),
-        Err(ConfigError::Both { field: "botToken" })
+        Err(ConfigError::Secret(SecretError::Both { field: "botToken" }))
     );
     let neither = SlackConfig {
         signing_secret: None,
@@ -664,9 +664,9 @@ fn config_takes_each_secret_literally_or_from_the_environment_but_not_both() {
     };
     assert_eq!(
         neither.resolve(&env),
-        Err(ConfigError::Missing {
+        Err(ConfigError::Secret(SecretError::Missing {
             field: "signingSecret"
-        })
+        }))
     );
     let bad_url = SlackConfig {
         api_base_url: Some("ftp://example".to_owned()),
@@ -1077,36 +1077,153 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// How a junk value was sent.
+#[derive(Debug, Clone, Copy)]
+enum JunkBody {
+    /// The value as JSON (what the Events API posts).
+    Json,
+    /// Random bytes.
+    Raw,
+    /// The value as the `payload` form field (what the interactive endpoint receives).
+    Form,
+}
+
+/// `value`'s field `name` read as serde reads a struct: by name from an object, or by
+/// `position` from an array (serde takes `["url_verification", "c"]` for an envelope too).
+fn field<'v>(value: &'v Value, name: &str, position: usize) -> &'v Value {
+    match value {
+        Value::Array(items) => items.get(position).unwrap_or(&Value::Null),
+        _ => &value[name],
+    }
+}
+
+/// Whether `outcome` is one signed junk `value`, sent as `body` to `sub_path`, may come to:
+/// a 400 or an ignore anywhere it can be read; an answer only to a `url_verification` with
+/// its challenge; a message only from a `message`/`app_mention` event, with text; an approval
+/// only from a `block_actions` payload whose button carries it. Unknown routes and random
+/// bytes are always a 400, and nothing signed is refused as unsigned.
+fn junk_outcome_is_sound(
+    value: &Value,
+    body: JunkBody,
+    sub_path: &str,
+    outcome: &Result<WebhookOutcome, WebhookError>,
+) -> bool {
+    match (sub_path, body, outcome) {
+        (_, _, Err(WebhookError::BadRequest(_))) => true,
+        ("", JunkBody::Json, Ok(WebhookOutcome::Ignored(_)))
+        | ("interactive", JunkBody::Form, Ok(WebhookOutcome::Ignored(_))) => true,
+        // The envelope's fields, in order: type, challenge, event_id, event.
+        ("", JunkBody::Json, Ok(WebhookOutcome::Respond(reply))) => {
+            *field(value, "type", 0) == "url_verification"
+                && reply.body == json!({ "challenge": field(value, "challenge", 1) })
+        }
+        ("", JunkBody::Json, Ok(WebhookOutcome::Message(message))) => {
+            *field(value, "type", 0) == "event_callback"
+                && matches!(
+                    field(value, "event", 3)["type"].as_str(),
+                    Some("message" | "app_mention")
+                )
+                && message.event_id == *field(value, "event_id", 2)
+                && message.message.chat.channel == "slack"
+                && !message.message.text.is_empty()
+        }
+        // The interaction's fields, in order: type, user, channel, container, message,
+        // actions; an action's: value, action_ts.
+        ("interactive", JunkBody::Form, Ok(WebhookOutcome::Approval(approval))) => {
+            let pressed = (approval.code.clone(), approval.decision);
+            *field(value, "type", 0) == "block_actions"
+                && field(value, "actions", 5)
+                    .as_array()
+                    .is_some_and(|actions| {
+                        actions.iter().any(|action| {
+                            field(action, "value", 0)
+                                .as_str()
+                                .and_then(parse_approval_button)
+                                == Some(pressed.clone())
+                        })
+                    })
+        }
+        _ => false,
+    }
+}
+
 proptest! {
     #[test]
-    fn signed_junk_never_panics(value in json_value(), raw in prop::collection::vec(any::<u8>(), 0..64)) {
-        let json_body = serde_json::to_vec(&value).unwrap();
-        for body in [json_body.clone(), raw.clone(), form(&value)] {
+    fn signed_junk_is_refused_or_ignored_never_mistaken(
+        value in json_value(),
+        raw in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let bodies = [
+            (JunkBody::Json, serde_json::to_vec(&value).unwrap()),
+            (JunkBody::Raw, raw.clone()),
+            (JunkBody::Form, form(&value)),
+        ];
+        for (kind, body) in bodies {
             for sub_path in ["", "interactive", "x"] {
                 let headers = signed_headers(&body, NOW_MS / 1000);
-                let _ = call(&channel(), sub_path, &headers, &body);
-                let _ = call(&SlackChannel::new(SECRET.as_bytes(), None), sub_path, &headers, &body);
+                for channel in [channel(), SlackChannel::new(SECRET.as_bytes(), None)] {
+                    let outcome = call(&channel, sub_path, &headers, &body);
+                    prop_assert!(
+                        junk_outcome_is_sound(&value, kind, sub_path, &outcome),
+                        "{:?} to {:?}: {} -> {:?}", kind, sub_path, value, outcome
+                    );
+                }
             }
         }
     }
+}
 
-    #[test]
-    fn junk_headers_never_panic_and_never_pass(
-        timestamp in ".{0,20}",
-        signature in ".{0,80}",
-        now_ms in any::<u64>(),
-    ) {
-        let body = br#"{"type":"url_verification","challenge":"c"}"#;
-        let mut headers = HeaderMap::new();
-        if let Ok(value) = HeaderValue::from_str(&timestamp) {
-            headers.insert("x-slack-request-timestamp", value);
-        }
-        if let Ok(value) = HeaderValue::from_str(&signature) {
-            headers.insert("x-slack-signature", value);
-        }
-        let outcome = channel().handle(&WebhookRequest { sub_path: "", headers: &headers, body, now_ms });
-        prop_assert!(matches!(outcome, Err(WebhookError::Unauthorized(_))));
-    }
+/// Junk timestamps and signatures never pass. The values lean on ASCII (a header cannot carry
+/// anything else), and the test counts how many cases really sent both headers: with any
+/// Unicode, almost none would, and only the "missing header" path would be tested.
+#[test]
+fn junk_headers_never_pass() {
+    let timestamp = prop_oneof!["[0-9]{0,14}", "[ -~]{0,20}", ".{0,20}"];
+    let signature = prop_oneof![
+        "v0=[0-9a-f]{64}",
+        "v0=[ -~]{0,80}",
+        "[ -~]{0,80}",
+        ".{0,80}"
+    ];
+    let now_ms = prop_oneof![Just(NOW_MS), any::<u64>()];
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let cases = runner.config().cases;
+    let both_sent = std::cell::Cell::new(0u32);
+    let body = br#"{"type":"url_verification","challenge":"c"}"#;
+    runner
+        .run(
+            &(timestamp, signature, now_ms),
+            |(timestamp, signature, now_ms)| {
+                let mut headers = HeaderMap::new();
+                if let Ok(value) = HeaderValue::from_str(&timestamp) {
+                    headers.insert("x-slack-request-timestamp", value);
+                }
+                if let Ok(value) = HeaderValue::from_str(&signature) {
+                    headers.insert("x-slack-signature", value);
+                }
+                if headers.len() == 2 {
+                    both_sent.set(both_sent.get() + 1);
+                }
+                let outcome = channel().handle(&WebhookRequest {
+                    sub_path: "",
+                    headers: &headers,
+                    body,
+                    now_ms,
+                });
+                prop_assert!(
+                    matches!(outcome, Err(WebhookError::Unauthorized(_))),
+                    "{:?}",
+                    outcome
+                );
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(
+        both_sent.get() >= cases / 4,
+        "only {} of {cases} cases sent both headers",
+        both_sent.get()
+    );
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, Uri};
 use clawless_base::session_key::ChatType;
+use clawless_channels::SecretError;
 use clawless_channels::telegram::{
     self, BotIdentity, ConfigError, SECRET_HEADER, TelegramChannel, TelegramConfig, TelegramSender,
 };
@@ -397,43 +398,125 @@ fn an_approval_button_press_is_an_approval_from_the_presser_in_the_buttons_chat(
     ));
 }
 
+/// What a junk body must come to.
+#[derive(Debug)]
+enum JunkOutcome {
+    /// Refused as malformed (HTTP 400).
+    Malformed,
+    /// Ignored, with a reason containing this text.
+    Ignored(&'static str),
+    /// A well-formed update whose junk is only in the parts the channel tolerates (entity
+    /// offsets): still the message it carries.
+    Message {
+        text: &'static str,
+        addressed_to_bot: bool,
+    },
+}
+
 #[test]
-fn junk_bodies_never_panic() {
-    let junk: Vec<Vec<u8>> = vec![
-        b"".to_vec(),
-        b"null".to_vec(),
-        b"[]".to_vec(),
-        b"\"update\"".to_vec(),
-        b"{\"update_id\": -1}".to_vec(),
-        b"{\"update_id\": 1e400}".to_vec(),
-        b"{\"update_id\": 99999999999999999999}".to_vec(),
-        br#"{"update_id": 1, "message": null}"#.to_vec(),
-        br#"{"update_id": 1, "message": {"message_id": 1, "chat": {"id": 1, "type": "private"}, "from": {"id": 1}, "text": "x", "entities": [{"type": "mention", "offset": 18446744073709551615, "length": 5}]}}"#.to_vec(),
-        br#"{"update_id": 1, "message": {"message_id": 1, "chat": {"id": 1, "type": "group"}, "from": {"id": 1}, "text": "\ud83d\ude00", "entities": [{"type": "bot_command", "offset": 1, "length": 1}]}}"#.to_vec(),
-        br#"{"update_id": 1, "callback_query": {"id": "", "from": {"id": 1}, "data": "approve:deny:", "message": {"chat": {"id": 1, "type": "private"}}}}"#.to_vec(),
-        vec![0xff, 0xfe, 0x00],
-        b"{\"update_id\": 1} trailing".to_vec(),
+fn junk_bodies_are_refused_or_ignored_never_mistaken_for_something_else() {
+    use JunkOutcome::{Ignored, Malformed, Message};
+    let junk: Vec<(Vec<u8>, JunkOutcome)> = vec![
+        (b"".to_vec(), Malformed),
+        (b"null".to_vec(), Malformed),
+        (b"[]".to_vec(), Malformed),
+        (b"\"update\"".to_vec(), Malformed),
+        (
+            b"{\"update_id\": -1}".to_vec(),
+            Ignored("update type \"empty\" is not handled"),
+        ),
+        (b"{\"update_id\": 1e400}".to_vec(), Malformed),
+        (b"{\"update_id\": 99999999999999999999}".to_vec(), Malformed),
+        (
+            br#"{"update_id": 1, "message": null}"#.to_vec(),
+            Ignored("update type \"empty\" is not handled"),
+        ),
+        // A private chat is always addressed to the bot; the entity past the text's end is
+        // skipped, not a reason to drop the message.
+        (
+            br#"{"update_id": 1, "message": {"message_id": 1, "chat": {"id": 1, "type": "private"}, "from": {"id": 1}, "text": "x", "entities": [{"type": "mention", "offset": 18446744073709551615, "length": 5}]}}"#.to_vec(),
+            Message {
+                text: "x",
+                addressed_to_bot: true,
+            },
+        ),
+        // A command entity cutting the emoji's surrogate pair mentions nobody.
+        (
+            br#"{"update_id": 1, "message": {"message_id": 1, "chat": {"id": 1, "type": "group"}, "from": {"id": 1}, "text": "\ud83d\ude00", "entities": [{"type": "bot_command", "offset": 1, "length": 1}]}}"#.to_vec(),
+            Message {
+                text: "\u{1f600}",
+                addressed_to_bot: false,
+            },
+        ),
+        (
+            br#"{"update_id": 1, "callback_query": {"id": "", "from": {"id": 1}, "data": "approve:deny:", "message": {"chat": {"id": 1, "type": "private"}}}}"#.to_vec(),
+            Ignored("button press that is not an approval"),
+        ),
+        (vec![0xff, 0xfe, 0x00], Malformed),
+        (b"{\"update_id\": 1} trailing".to_vec(), Malformed),
     ];
-    for body in junk {
-        let _ = handle_with(Some(SECRET), &body);
+    for (body, expected) in junk {
+        let shown = String::from_utf8_lossy(&body);
+        let outcome = handle_with(Some(SECRET), &body);
+        let as_expected = match (&expected, &outcome) {
+            (Malformed, Err(WebhookError::BadRequest(_))) => true,
+            (Ignored(reason), Ok(WebhookOutcome::Ignored(got))) => got.contains(reason),
+            (
+                Message {
+                    text,
+                    addressed_to_bot,
+                },
+                Ok(WebhookOutcome::Message(got)),
+            ) => got.message.text == *text && got.addressed_to_bot == *addressed_to_bot,
+            _ => false,
+        };
+        assert!(
+            as_expected,
+            "{shown}: expected {expected:?}, got {outcome:?}"
+        );
+        // Without the secret token nothing is even read.
+        let unsigned = handle_with(None, &body);
+        assert!(
+            matches!(unsigned, Err(WebhookError::Unauthorized(_))),
+            "{shown}: {unsigned:?}"
+        );
     }
 }
 
 proptest! {
     #[test]
-    fn arbitrary_bodies_and_texts_never_panic(
+    fn arbitrary_bodies_and_texts_are_never_mistaken_for_something_else(
         body in proptest::collection::vec(any::<u8>(), 0..512),
         text in ".{0,64}",
         offset in 0usize..80,
         length in 0usize..80,
     ) {
-        let _ = handle_with(Some(SECRET), &body);
+        // Random bytes are (all but certainly) no update: refused, never a message.
+        let outcome = handle_with(Some(SECRET), &body);
+        prop_assert!(
+            matches!(outcome, Err(WebhookError::BadRequest(_)) | Ok(WebhookOutcome::Ignored(_))),
+            "{:?}", outcome
+        );
+        // A group message with entities anywhere, even out of range or mid-character: the
+        // message as sent (or ignored when it has no text), and addressed to the bot only when
+        // it could name it.
         let update = group_message(
             &text,
             json!({"entities": [{"type": "mention", "offset": offset, "length": length},
                 {"type": "bot_command", "offset": length, "length": offset}]}),
         );
-        let _ = handle(&update);
+        match handle(&update) {
+            Ok(WebhookOutcome::Message(message)) => {
+                prop_assert!(!text.trim().is_empty());
+                prop_assert_eq!(&message.message.text, &text);
+                // Every way of naming the bot (mention, `/command@bot`, plain text) needs an `@`.
+                prop_assert!(text.contains('@') || !message.addressed_to_bot);
+            }
+            Ok(WebhookOutcome::Ignored(reason)) => {
+                prop_assert!(text.trim().is_empty(), "{}: {}", text, reason);
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
     }
 }
 
@@ -482,25 +565,25 @@ fn missing_doubled_unset_or_malformed_secrets_are_config_errors() {
     let cases = [
         (
             json!({"secretToken": SECRET}),
-            ConfigError::Missing { field: "botToken" },
+            ConfigError::Secret(SecretError::Missing { field: "botToken" }),
         ),
         (
             json!({"botToken": TOKEN, "botTokenEnv": "TG_TOKEN", "secretToken": SECRET}),
-            ConfigError::Both { field: "botToken" },
+            ConfigError::Secret(SecretError::Both { field: "botToken" }),
         ),
         (
             json!({"botToken": TOKEN, "secretTokenEnv": "NOPE"}),
-            ConfigError::EnvUnset {
+            ConfigError::Secret(SecretError::EnvUnset {
                 field: "secretToken",
                 var: "NOPE".to_owned(),
-            },
+            }),
         ),
         (
             json!({"botToken": TOKEN, "secretTokenEnv": "EMPTY"}),
-            ConfigError::EnvUnset {
+            ConfigError::Secret(SecretError::EnvUnset {
                 field: "secretToken",
                 var: "EMPTY".to_owned(),
-            },
+            }),
         ),
     ];
     for (input, expected) in cases {

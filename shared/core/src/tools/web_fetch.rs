@@ -990,29 +990,78 @@ mod tests {
         assert_eq!(html_to_text("<SCRIPT>x</ScRiPt>shown"), "shown");
     }
 
+    /// What any output of [`html_to_text`] looks like, whatever came in: no longer than the
+    /// input (tags and entities only ever shrink), no line ending in spaces, no blank line at
+    /// either end, and (outside `<pre>`) at most one blank line in a row.
+    fn assert_tidy_text(html: &str, text: &str) -> Result<(), TestCaseError> {
+        prop_assert!(
+            text.len() <= html.len(),
+            "{} bytes from {}",
+            text.len(),
+            html.len()
+        );
+        prop_assert!(
+            text.lines().all(|line| line == line.trim_end()),
+            "{:?}",
+            text
+        );
+        prop_assert!(
+            !text.starts_with('\n') && !text.ends_with('\n'),
+            "{:?}",
+            text
+        );
+        let preformatted = html.to_ascii_lowercase().contains("<pre");
+        prop_assert!(preformatted || !text.contains("\n\n\n"), "{:?}", text);
+        Ok(())
+    }
+
+    fn tag_soup() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("<".to_owned()),
+                Just(">".to_owned()),
+                Just("</".to_owned()),
+                Just("/>".to_owned()),
+                Just("<!--".to_owned()),
+                Just("-->".to_owned()),
+                Just("<!".to_owned()),
+                Just("&".to_owned()),
+                Just(";".to_owned()),
+                Just("&#".to_owned()),
+                Just("&#x".to_owned()),
+                Just("\"".to_owned()),
+                Just("'".to_owned()),
+                Just("é".to_owned()),
+                Just("😀".to_owned()),
+                "(script|style|title|head|body|pre|svg|li|p|br|td|noscript)",
+                "[a-zA-Z0-9 =\n]{0,6}",
+            ],
+            0..64,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
     proptest! {
         #[test]
-        fn html_to_text_never_panics_on_arbitrary_input(input in any::<String>()) {
-            let _ = html_to_text(&input);
+        fn arbitrary_input_becomes_tidy_text(input in any::<String>()) {
+            let text = html_to_text(&input);
+            assert_tidy_text(&input, &text)?;
+            // Without markup or entities, text comes through word for word.
+            let plain: String = input.chars().filter(|c| !matches!(c, '<' | '&')).collect();
+            let words = plain.split_whitespace().collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(html_to_text(&plain), words);
         }
 
         #[test]
-        fn html_to_text_never_panics_on_tag_soup(
-            parts in proptest::collection::vec(
-                prop_oneof![
-                    Just("<".to_owned()), Just(">".to_owned()), Just("</".to_owned()), Just("/>".to_owned()),
-                    Just("<!--".to_owned()), Just("-->".to_owned()), Just("<!".to_owned()), Just("&".to_owned()),
-                    Just(";".to_owned()), Just("&#".to_owned()), Just("&#x".to_owned()), Just("\"".to_owned()),
-                    Just("'".to_owned()), Just("é".to_owned()), Just("😀".to_owned()),
-                    "(script|style|title|head|body|pre|svg|li|p|br|td|noscript)",
-                    "[a-zA-Z0-9 =\n]{0,6}",
-                ],
-                0..64,
-            )
-        ) {
-            let html: String = parts.concat();
-            let _ = html_to_text(&html);
-            let _ = decode_entities(&html);
+        fn tag_soup_becomes_tidy_text_and_hidden_parts_stay_hidden(html in tag_soup()) {
+            let text = html_to_text(&html);
+            assert_tidy_text(&html, &text)?;
+            // Decoding entities never lengthens text: every entity is longer than what it
+            // stands for.
+            prop_assert!(decode_entities(&html).len() <= html.len());
+            // Whatever a script holds, tags and all, none of it is shown.
+            prop_assume!(!html.to_ascii_lowercase().contains("</script"));
+            prop_assert_eq!(html_to_text(&format!("<script>{html}</script>")), "");
         }
     }
 

@@ -1,0 +1,35 @@
+//! Discord, through interactions (`POST /webhook/discord`): the Ed25519 signature check,
+//! classifying an interaction (PING, slash command, button press), the slash command
+//! definitions to register, and sending a turn's reply through the interaction's follow-up
+//! webhook.
+//!
+//! Only interactions reach clawless. Plain messages typed into a Discord channel are delivered
+//! by Discord over a persistent gateway (WebSocket) connection, which a serverless backend does
+//! not keep open; so people talk to the agent through `/ask` and the skill commands, never by
+//! writing in a channel or mentioning the bot.
+//!
+//! A command is answered at once with a deferred response (Discord's "thinking…"), and the
+//! turn's reply follows later through `POST {apiBaseUrl}/webhooks/{applicationId}/{token}`. The
+//! interaction token that URL needs travels with the message as its id
+//! (`<interaction id>:<token>`) and comes back to the sender in
+//! [`OutboundReply::in_reply_to`](clawless_core::turn::OutboundReply::in_reply_to). The token
+//! lives 15 minutes; a reply after that is refused for good. An `/ask` without a usable
+//! question starts no turn: it is answered at once, visibly to the invoker only, with what the
+//! command expects.
+//!
+//! One file a layer: `config` (`channels.discord`), `inbound` (interactions), `wire`
+//! (Discord's JSON shapes, ids and numbering), `commands` (the slash commands), `api`
+//! (registering them) and `sender` (follow-up messages).
+
+mod api;
+mod commands;
+mod config;
+mod inbound;
+mod sender;
+mod wire;
+
+pub use api::{DEFAULT_API_BASE_URL, DiscordApiError, register_commands};
+pub use commands::{ARGS_OPTION, ASK_COMMAND, ASK_OPTION, command_definitions, skill_command_text};
+pub use config::{ConfigError, DiscordConfig, DiscordPublicKey, ResolvedDiscord};
+pub use inbound::{CHANNEL_ID, DiscordChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use sender::{DiscordSender, MESSAGE_LIMIT, TOKEN_LIFETIME};

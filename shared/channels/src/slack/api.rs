@@ -1,0 +1,115 @@
+//! Slack's Web API as the sender uses it: `chat.postMessage`, with its failures sorted into
+//! ones a retry may fix and ones it cannot.
+
+use std::time::Duration;
+
+use clawless_core::outbox::OutboxError;
+use serde_json::{Value, json};
+
+/// Where the Web API lives unless the config says otherwise.
+pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
+
+/// How long one `chat.postMessage` call may take.
+const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Slack `error` codes that no retry can fix.
+const PERMANENT_ERRORS: &[&str] = &[
+    "channel_not_found",
+    "not_in_channel",
+    "is_archived",
+    "invalid_auth",
+    "account_inactive",
+    "msg_too_long",
+    "token_revoked",
+    "not_authed",
+    "missing_scope",
+    "no_text",
+    "invalid_blocks",
+    "invalid_blocks_format",
+    "invalid_arguments",
+    "restricted_action",
+];
+
+/// One message to post: `channel`, `thread_ts` (none in a DM), text and optional blocks.
+#[derive(Debug)]
+pub(super) struct Post<'a> {
+    pub(super) channel: &'a str,
+    pub(super) thread_ts: Option<&'a str>,
+    pub(super) text: &'a str,
+    pub(super) blocks: Option<Value>,
+}
+
+/// Posts one message with `chat.postMessage` as the bot with `bot_token`. A rate limit, a
+/// server error or an `error` code a retry may fix is `Failed`; any other refusal is
+/// `Rejected`.
+pub(super) async fn post_message(
+    client: &reqwest::Client,
+    api_base_url: &str,
+    bot_token: &str,
+    post: &Post<'_>,
+) -> Result<(), OutboxError> {
+    let url = format!("{api_base_url}/chat.postMessage");
+    let mut body = json!({ "channel": post.channel, "text": post.text });
+    if let Some(thread) = post.thread_ts {
+        body["thread_ts"] = json!(thread);
+    }
+    if let Some(blocks) = &post.blocks {
+        body["blocks"] = blocks.clone();
+    }
+    let response = client
+        .post(&url)
+        .timeout(POST_TIMEOUT)
+        .bearer_auth(bot_token)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|err| OutboxError::Failed {
+            message: format!("POST {url} failed"),
+            source: Some(Box::new(err)),
+        })?;
+    let status = response.status();
+    if status.as_u16() == 429 {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("?")
+            .to_owned();
+        return Err(failed(format!(
+            "chat.postMessage rate limited (Retry-After: {retry_after}s)"
+        )));
+    }
+    if status.is_server_error() || status.as_u16() == 408 {
+        return Err(failed(format!("chat.postMessage answered HTTP {status}")));
+    }
+    if !status.is_success() {
+        return Err(OutboxError::Rejected {
+            message: format!("chat.postMessage answered HTTP {status}"),
+        });
+    }
+    let answer: Value = response.json().await.map_err(|err| OutboxError::Failed {
+        message: "chat.postMessage answered with a body that is not JSON".to_owned(),
+        source: Some(Box::new(err)),
+    })?;
+    if answer.get("ok").and_then(Value::as_bool) == Some(true) {
+        return Ok(());
+    }
+    let error = answer
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown_error");
+    if PERMANENT_ERRORS.contains(&error) {
+        Err(OutboxError::Rejected {
+            message: format!("chat.postMessage: {error}"),
+        })
+    } else {
+        Err(failed(format!("chat.postMessage: {error}")))
+    }
+}
+
+fn failed(message: String) -> OutboxError {
+    OutboxError::Failed {
+        message,
+        source: None,
+    }
+}

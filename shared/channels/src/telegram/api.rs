@@ -1,0 +1,180 @@
+//! Bot API calls: one `POST {apiBaseUrl}/bot{token}/{method}` helper that sorts failures
+//! into [`ApiError`] (rate-limited, worth retrying, refused), and the `setWebhook` and `getMe`
+//! calls the CLI needs.
+
+use std::time::Duration;
+
+use clawless_core::outbox::OutboxError;
+use serde_json::{Value, json};
+
+use super::config::normalise_username;
+use super::inbound::{BotIdentity, truncate};
+use super::wire::ApiAnswer;
+
+/// The public Bot API.
+pub const DEFAULT_API_BASE_URL: &str = "https://api.telegram.org";
+
+/// The update types the webhook asks for; everything else is ignored anyway.
+pub const ALLOWED_UPDATES: [&str; 2] = ["message", "callback_query"];
+
+/// How long one Bot API call may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest platform error description kept in an error message.
+const MAX_DESCRIPTION_CHARS: usize = 300;
+
+/// Why a Bot API call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Telegram could not be reached or did not answer in time.
+    #[error("telegram {method} failed: {source}")]
+    Transport {
+        /// The Bot API method.
+        method: String,
+        /// The HTTP client's error (its URL, which holds the token, removed).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// HTTP 429: too many requests.
+    #[error("telegram {method} rate-limited (HTTP 429){}: {description}", retry_hint(*.retry_after))]
+    RateLimited {
+        /// The Bot API method.
+        method: String,
+        /// Seconds to wait, as Telegram asked (`parameters.retry_after`).
+        retry_after: Option<u64>,
+        /// Telegram's description.
+        description: String,
+    },
+    /// HTTP 5xx or 408, or an answer that is not the Bot API's: worth retrying.
+    #[error("telegram {method} failed (HTTP {status}): {description}")]
+    Unavailable {
+        /// The Bot API method.
+        method: String,
+        /// HTTP status.
+        status: u16,
+        /// Telegram's description.
+        description: String,
+    },
+    /// Any other 4xx (bad request, bot blocked, chat not found, bad token): retrying cannot help.
+    #[error("telegram {method} refused (HTTP {status}): {description}")]
+    Refused {
+        /// The Bot API method.
+        method: String,
+        /// HTTP status.
+        status: u16,
+        /// Telegram's description.
+        description: String,
+    },
+}
+
+fn retry_hint(retry_after: Option<u64>) -> String {
+    retry_after
+        .map(|secs| format!(", retry after {secs}s"))
+        .unwrap_or_default()
+}
+
+impl From<ApiError> for OutboxError {
+    fn from(err: ApiError) -> Self {
+        match err {
+            ApiError::Refused { .. } => OutboxError::Rejected {
+                message: err.to_string(),
+            },
+            ApiError::Transport { .. } => OutboxError::Failed {
+                message: err.to_string(),
+                source: Some(Box::new(err)),
+            },
+            ApiError::RateLimited { .. } | ApiError::Unavailable { .. } => OutboxError::Failed {
+                message: err.to_string(),
+                source: None,
+            },
+        }
+    }
+}
+
+/// Calls `{api_base}/bot{token}/{method}` with a JSON body; the answer's `result` on success.
+pub(super) async fn call(
+    client: &reqwest::Client,
+    api_base: &str,
+    token: &str,
+    method: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let url = format!("{}/bot{token}/{method}", api_base.trim_end_matches('/'));
+    let response = client
+        .post(url)
+        .timeout(REQUEST_TIMEOUT)
+        .json(body)
+        .send()
+        .await
+        .map_err(|err| ApiError::Transport {
+            method: method.to_owned(),
+            source: err.without_url(),
+        })?;
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.map_err(|err| ApiError::Transport {
+        method: method.to_owned(),
+        source: err.without_url(),
+    })?;
+    let answer: ApiAnswer = serde_json::from_slice(&bytes).unwrap_or_default();
+    let description = truncate(
+        answer
+            .description
+            .as_deref()
+            .unwrap_or("no description given"),
+        MAX_DESCRIPTION_CHARS,
+    );
+    let method = method.to_owned();
+    match status {
+        200..=299 if answer.ok => Ok(answer.result),
+        429 => Err(ApiError::RateLimited {
+            method,
+            retry_after: answer.parameters.and_then(|p| p.retry_after),
+            description,
+        }),
+        400..=499 if status != 408 => Err(ApiError::Refused {
+            method,
+            status,
+            description,
+        }),
+        _ => Err(ApiError::Unavailable {
+            method,
+            status,
+            description,
+        }),
+    }
+}
+
+/// Points the bot's webhook at `url` with `secret_token`, asking only for the update types
+/// the channel handles ([`ALLOWED_UPDATES`]). For `clawless channels telegram set-webhook`.
+pub async fn set_webhook(
+    client: &reqwest::Client,
+    api_base: &str,
+    token: &str,
+    url: &str,
+    secret_token: &str,
+) -> Result<(), ApiError> {
+    let body = json!({
+        "url": url,
+        "secret_token": secret_token,
+        "allowed_updates": ALLOWED_UPDATES,
+    });
+    call(client, api_base, token, "setWebhook", &body)
+        .await
+        .map(|_| ())
+}
+
+/// Asks Telegram who the bot is (`getMe`): its id and username, for `botUsername`.
+pub async fn get_me(
+    client: &reqwest::Client,
+    api_base: &str,
+    token: &str,
+) -> Result<BotIdentity, ApiError> {
+    let result = call(client, api_base, token, "getMe", &json!({})).await?;
+    Ok(BotIdentity {
+        id: result.get("id").and_then(Value::as_i64),
+        username: result
+            .get("username")
+            .and_then(Value::as_str)
+            .and_then(normalise_username),
+    })
+}

@@ -1,0 +1,236 @@
+//! Replies through the Bot API: `sendMessage` in 4,096-character chunks (each claimed once in
+//! the inbox), in the forum topic the chat id names, replying to the message a directive points
+//! at, with approval buttons on the last chunk; plus "typing…" and button-press answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::session::{Claim, Inbox};
+use clawless_core::turn::OutboundReply;
+use clawless_core::turn::events::{ApprovalDecision, ChatRef};
+use serde_json::{Value, json};
+
+use super::api::{ApiError, call};
+use super::inbound::{CHANNEL_ID, TOPIC_INFIX, truncate};
+use crate::chunk::chunk_text;
+use crate::directives::strip_directives;
+use crate::webhook::approval_button_value;
+
+/// Longest text of one Telegram message, in characters.
+pub const MESSAGE_LIMIT: usize = 4_096;
+
+/// How long a sent chunk stays claimed: longer than any redelivery of its turn.
+const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Sends replies through the Bot API. Each chunk of a reply is claimed in the inbox as
+/// `out:telegram:<reply_id>:<index>` before it is sent, so a retried turn sends only the chunks
+/// that did not go out.
+#[derive(Clone)]
+pub struct TelegramSender {
+    client: reqwest::Client,
+    api_base: String,
+    token: String,
+    inbox: Arc<dyn Inbox>,
+}
+
+impl std::fmt::Debug for TelegramSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is part of every URL, so neither appears here.
+        f.debug_struct("TelegramSender")
+            .field("api_base", &self.api_base)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a `ChatRef` points on Telegram.
+struct Target {
+    chat_id: Value,
+    thread_id: Option<i64>,
+}
+
+fn target(chat: &ChatRef) -> Target {
+    let (chat_id, thread_id) = match chat.chat_id.split_once(TOPIC_INFIX) {
+        Some((chat_id, thread)) => (chat_id, thread.parse::<i64>().ok()),
+        None => (chat.chat_id.as_str(), None),
+    };
+    let chat_id = chat_id
+        .parse::<i64>()
+        .map_or_else(|_| Value::from(chat_id), Value::from);
+    Target { chat_id, thread_id }
+}
+
+/// A Telegram message id from `4711` or `<chat id>:4711` (the channel's `message_id`).
+fn telegram_message_id(id: &str) -> Option<i64> {
+    id.rsplit(':').next()?.trim().parse().ok()
+}
+
+fn approval_keyboard(code: &str) -> Value {
+    let button = |label: &str, decision| json!({"text": label, "callback_data": approval_button_value(code, decision)});
+    json!({
+        "inline_keyboard": [[
+            button("Allow once", ApprovalDecision::AllowOnce),
+            button("Always allow", ApprovalDecision::AllowAlways),
+            button("Deny", ApprovalDecision::Deny),
+        ]]
+    })
+}
+
+fn now_unix() -> u64 {
+    clawless_base::clock::system_now_ms() / 1_000
+}
+
+impl TelegramSender {
+    /// A sender for the bot with `token`, at `api_base` (e.g.
+    /// [`DEFAULT_API_BASE_URL`](super::DEFAULT_API_BASE_URL)).
+    pub fn new(
+        client: reqwest::Client,
+        api_base: &str,
+        token: &str,
+        inbox: Arc<dyn Inbox>,
+    ) -> Self {
+        Self {
+            client,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+            inbox,
+        }
+    }
+
+    async fn call(&self, method: &str, body: &Value) -> Result<Value, ApiError> {
+        call(&self.client, &self.api_base, &self.token, method, body).await
+    }
+
+    /// Shows "typing…" in `chat` (`sendChatAction`), in its topic if it has one.
+    pub async fn send_typing(&self, chat: &ChatRef) -> Result<(), OutboxError> {
+        let target = target(chat);
+        let mut body = json!({"chat_id": target.chat_id, "action": "typing"});
+        if let Some(thread) = target.thread_id {
+            body["message_thread_id"] = thread.into();
+        }
+        self.call("sendChatAction", &body).await?;
+        Ok(())
+    }
+
+    /// Answers a button press (`answerCallbackQuery`), with a short notice when `text` is
+    /// given.
+    pub async fn answer_callback(
+        &self,
+        callback_query_id: &str,
+        text: Option<&str>,
+    ) -> Result<(), OutboxError> {
+        let mut body = json!({"callback_query_id": callback_query_id});
+        if let Some(text) = text {
+            // Telegram shows at most 200 characters.
+            body["text"] = truncate(text, 200).into();
+        }
+        self.call("answerCallbackQuery", &body).await?;
+        Ok(())
+    }
+
+    async fn send_chunk(&self, key: &str, body: &Value) -> Result<(), OutboxError> {
+        let claim = self
+            .inbox
+            .claim(key, CHUNK_CLAIM_TTL, now_unix())
+            .await
+            .map_err(|err| OutboxError::Failed {
+                message: format!("cannot claim reply chunk {key}"),
+                source: Some(Box::new(err)),
+            })?;
+        if claim == Claim::Duplicate {
+            tracing::info!(chunk = key, "reply chunk already sent");
+            return Ok(());
+        }
+        match self.call("sendMessage", body).await {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                // Give the claim back so the retry sends this chunk.
+                if let Err(release) = self.inbox.release(key).await {
+                    tracing::warn!(chunk = key, error = %release, "reply chunk claim not released");
+                }
+                Err(err.into())
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Outbox for TelegramSender {
+    async fn typing(&self, chat: &ChatRef) -> Result<(), OutboxError> {
+        self.send_typing(chat).await
+    }
+
+    async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        let (text, directives) = strip_directives(&reply.text);
+        let Some(text) = text else {
+            return Ok(());
+        };
+        let target = target(&reply.chat);
+        let reply_to = directives
+            .reply_to
+            .as_deref()
+            .and_then(telegram_message_id)
+            .or_else(|| {
+                directives
+                    .reply_to_current
+                    .then_some(reply.in_reply_to.as_deref())
+                    .flatten()
+                    .and_then(telegram_message_id)
+            });
+        let chunks = chunk_text(&text, MESSAGE_LIMIT);
+        let last = chunks.len().saturating_sub(1);
+        for (index, chunk) in chunks.iter().enumerate() {
+            let mut body = json!({"chat_id": target.chat_id, "text": chunk});
+            if let Some(thread) = target.thread_id {
+                body["message_thread_id"] = thread.into();
+            }
+            if index == 0
+                && let Some(message_id) = reply_to
+            {
+                // `reply_parameters` replaced the older `reply_to_message_id` in Bot API 7.0.
+                // The message may be gone by now; the answer still goes out.
+                body["reply_parameters"] =
+                    json!({"message_id": message_id, "allow_sending_without_reply": true});
+            }
+            if index == last
+                && let Some(code) = &reply.approval_code
+            {
+                body["reply_markup"] = approval_keyboard(code);
+            }
+            let key = format!("out:{CHANNEL_ID}:{}:{index}", reply.reply_id);
+            self.send_chunk(&key, &body).await?;
+        }
+        tracing::info!(reply_id = %reply.reply_id, chunks = chunks.len(), "telegram reply delivered");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clawless_base::session_key::ChatType;
+
+    use super::super::inbound::chat_id;
+    use super::*;
+
+    #[test]
+    fn topic_chat_ids_round_trip_to_a_target() {
+        let chat = ChatRef {
+            channel: CHANNEL_ID.to_owned(),
+            chat_id: chat_id(-100_123, Some(42), true),
+            chat_type: ChatType::Group,
+        };
+        assert_eq!(chat.chat_id, "-100123:topic:42");
+        let target = target(&chat);
+        assert_eq!(target.chat_id, json!(-100_123));
+        assert_eq!(target.thread_id, Some(42));
+        assert_eq!(chat_id(-100_123, Some(42), false), "-100123");
+    }
+
+    #[test]
+    fn message_ids_are_read_from_the_last_segment() {
+        assert_eq!(telegram_message_id("4711"), Some(4711));
+        assert_eq!(telegram_message_id("-100123:4711"), Some(4711));
+        assert_eq!(telegram_message_id("callback:abc"), None);
+    }
+}
