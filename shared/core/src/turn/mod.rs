@@ -15,6 +15,7 @@
 pub mod events;
 pub mod prepare;
 pub mod state;
+pub mod subagent_run;
 
 use std::collections::BTreeSet;
 

@@ -164,15 +164,18 @@ impl TurnService {
 
     /// Schedules a heartbeat's (or a sub-agent's time limit's) timer.
     pub(super) async fn schedule_timer(&self, timer: &Timer) -> Result<(), TurnError> {
-        let timers = self
-            .heartbeats
-            .as_ref()
-            .map(|heartbeats| &heartbeats.timers)
-            .or(self.subagent_timers.as_ref());
-        let Some(timers) = timers else {
+        let Some(timers) = self.timers() else {
             return Ok(());
         };
         timers.schedule(timer).await.map_err(TurnError::Timer)
+    }
+
+    /// Where this service's timers wait: the heartbeats' timers, else the sub-agents'.
+    pub(super) fn timers(&self) -> Option<&std::sync::Arc<dyn Timers>> {
+        self.heartbeats
+            .as_ref()
+            .map(|heartbeats| &heartbeats.timers)
+            .or(self.subagent_timers.as_ref())
     }
 
     /// The heartbeat schedule `agent` has from now on.
