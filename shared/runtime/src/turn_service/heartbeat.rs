@@ -24,7 +24,9 @@
 //!   ids are deterministic, and a duplicate firing is a no-op.
 
 use clawless_core::heartbeat::file::{HeartbeatFile, record_task_runs};
-use clawless_core::heartbeat::gate::{HeartbeatDecision, HeartbeatRunFacts, decide_heartbeat_run};
+use clawless_core::heartbeat::gate::{
+    HeartbeatDecision, HeartbeatRunFacts, HeartbeatRunPlan, decide_heartbeat_run,
+};
 use clawless_core::heartbeat::schedule::HeartbeatSchedule;
 use clawless_core::heartbeat::state::{busy_retry_delay_ms, needs_arming};
 use clawless_core::heartbeat::{
@@ -257,65 +259,8 @@ impl TurnService {
             return Ok(HeartbeatStart::default());
         }
         let now = self.deps.clock.now_ms();
-        let fresh = self.fresh_schedule(&agent, now);
-        if let (Some(slot_ms), Some(fresh)) = (firing.slot_ms, fresh) {
-            match judge_firing(
-                state.meta.heartbeat.as_ref(),
-                slot_ms,
-                fresh.interval_ms,
-                fresh.phase_ms,
-            ) {
-                Firing::Act => {}
-                Firing::Stale => {
-                    // A chain armed under another `every`: it ends here, and the current
-                    // schedule's next slot is armed in its place (on AWS a redeployed config
-                    // reaches the chain this way).
-                    tracing::info!(session = %state.key, slot_ms, "heartbeat slot not on the current schedule; dropped");
-                    if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
-                        return Ok(HeartbeatStart::default());
-                    }
-                    state
-                        .meta
-                        .heartbeat
-                        .get_or_insert_with(Default::default)
-                        .schedule = Some(fresh);
-                    state.touch_meta();
-                    return Ok(HeartbeatStart {
-                        arm: Some(heartbeat_timer(
-                            &agent.agent_id,
-                            &state.key,
-                            fresh.next_due_ms,
-                            0,
-                            fresh.next_due_ms,
-                        )),
-                        changed: true,
-                        incoming: None,
-                        skipped: None,
-                    });
-                }
-                Firing::Duplicate => {
-                    tracing::info!(session = %state.key, slot_ms, "heartbeat slot handled already");
-                    let arm = state
-                        .meta
-                        .heartbeat
-                        .as_ref()
-                        .and_then(|heartbeat| heartbeat.schedule)
-                        .filter(|schedule| schedule.next_due_ms > now)
-                        .map(|schedule| {
-                            heartbeat_timer(
-                                &agent.agent_id,
-                                &state.key,
-                                schedule.next_due_ms,
-                                0,
-                                schedule.next_due_ms,
-                            )
-                        });
-                    return Ok(HeartbeatStart {
-                        arm,
-                        ..HeartbeatStart::default()
-                    });
-                }
-            }
+        if let Some(early) = self.judge_slot(&agent, state, firing.slot_ms, now) {
+            return Ok(early);
         }
         let last_chat = if session.fresh_each_run {
             match self.deps.sessions.load_live(&session.base_key).await? {
@@ -332,19 +277,11 @@ impl TurnService {
         let target = alert_target(config, last_chat.as_ref());
         let visibility = self.config().heartbeat_visibility();
         let workspace = self.workspace(agent_id)?;
-        let file_key = format!("{}{HEARTBEAT_FILE_NAME}", workspace.prefix);
-        let file_text = workspace
-            .store
-            .get(&file_key, MAX_BOOTSTRAP_FILE_BYTES)
-            .await
-            .map(|object| object.map(|object| String::from_utf8_lossy(&object.bytes).into_owned()));
+        let file_text = read_heartbeat_file(&workspace).await;
         let heartbeat_file = match &file_text {
-            Ok(Some(text)) => HeartbeatFile::Present(text),
-            Ok(None) => HeartbeatFile::Missing,
-            Err(err) => {
-                tracing::warn!(error = %err, "HEARTBEAT.md unreadable; the heartbeat runs as if it were missing");
-                HeartbeatFile::Unreadable
-            }
+            Some(Some(text)) => HeartbeatFile::Present(text),
+            Some(None) => HeartbeatFile::Missing,
+            None => HeartbeatFile::Unreadable,
         };
         let tz = self.time_zone();
         let heartbeat_state = state.meta.heartbeat.clone().unwrap_or_default();
@@ -396,31 +333,7 @@ impl TurnService {
                     && reason.is_cron()
                     && firing.attempt < CRON_WAKE_ATTEMPTS =>
             {
-                let delay = busy_retry_delay_ms(firing.attempt);
-                tracing::info!(session = %state.key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
-                let base = firing
-                    .heartbeat_id
-                    .split(":wake")
-                    .next()
-                    .unwrap_or(firing.heartbeat_id);
-                return Ok(HeartbeatStart {
-                    skipped: Some(SkipReason::RequestsInFlight),
-                    arm: Some(Timer {
-                        timer_id: format!("heartbeat:{base}:wake{}", firing.attempt + 1),
-                        due_at_ms: now + delay,
-                        event: SessionEvent {
-                            session_key: state.key.to_string(),
-                            agent_id: agent.agent_id.clone(),
-                            event: TurnEvent::Heartbeat {
-                                heartbeat_id: format!("{base}:wake{}", firing.attempt + 1),
-                                slot_ms: None,
-                                reason: firing.reason.to_owned(),
-                                attempt: firing.attempt + 1,
-                            },
-                        },
-                    }),
-                    ..HeartbeatStart::default()
-                });
+                return Ok(cron_wake_retry(firing, &state.key, &agent.agent_id, now));
             }
             HeartbeatDecision::Skipped(skip) => {
                 tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, reason = %skip, "heartbeat skipped");
@@ -434,13 +347,111 @@ impl TurnService {
             }
             HeartbeatDecision::Run(plan) => plan,
         };
+        let run = HeartbeatRunParts {
+            config,
+            visibility,
+            target,
+            last_chat,
+            fresh_each_run: session.fresh_each_run,
+            cron: reason.is_cron(),
+        };
+        Ok(self.heartbeat_run(&agent, state, firing, &plan, run, now))
+    }
+
+    /// Judges a slotted firing against the session's schedule: `Some` ends the firing here
+    /// (a stale chain re-armed on the current schedule, a duplicate slot), `None` goes on.
+    fn judge_slot(
+        &self,
+        agent: &HeartbeatAgent,
+        state: &mut SessionState,
+        slot_ms: Option<u64>,
+        now: u64,
+    ) -> Option<HeartbeatStart> {
+        let fresh = self.fresh_schedule(agent, now);
+        let (Some(slot_ms), Some(fresh)) = (slot_ms, fresh) else {
+            return None;
+        };
+        {
+            match judge_firing(
+                state.meta.heartbeat.as_ref(),
+                slot_ms,
+                fresh.interval_ms,
+                fresh.phase_ms,
+            ) {
+                Firing::Act => {}
+                Firing::Stale => {
+                    // A chain armed under another `every`: it ends here, and the current
+                    // schedule's next slot is armed in its place (on AWS a redeployed config
+                    // reaches the chain this way).
+                    tracing::info!(session = %state.key, slot_ms, "heartbeat slot not on the current schedule; dropped");
+                    if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
+                        return Some(HeartbeatStart::default());
+                    }
+                    state
+                        .meta
+                        .heartbeat
+                        .get_or_insert_with(Default::default)
+                        .schedule = Some(fresh);
+                    state.touch_meta();
+                    return Some(HeartbeatStart {
+                        arm: Some(heartbeat_timer(
+                            &agent.agent_id,
+                            &state.key,
+                            fresh.next_due_ms,
+                            0,
+                            fresh.next_due_ms,
+                        )),
+                        changed: true,
+                        incoming: None,
+                        skipped: None,
+                    });
+                }
+                Firing::Duplicate => {
+                    tracing::info!(session = %state.key, slot_ms, "heartbeat slot handled already");
+                    let arm = state
+                        .meta
+                        .heartbeat
+                        .as_ref()
+                        .and_then(|heartbeat| heartbeat.schedule)
+                        .filter(|schedule| schedule.next_due_ms > now)
+                        .map(|schedule| {
+                            heartbeat_timer(
+                                &agent.agent_id,
+                                &state.key,
+                                schedule.next_due_ms,
+                                0,
+                                schedule.next_due_ms,
+                            )
+                        });
+                    return Some(HeartbeatStart {
+                        arm,
+                        ..HeartbeatStart::default()
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// A heartbeat that runs: its slot recorded, its due tasks marked, and its poll turn
+    /// (pending system events in front of the prompt).
+    fn heartbeat_run(
+        &self,
+        agent: &HeartbeatAgent,
+        state: &mut SessionState,
+        firing: FiringEvent<'_>,
+        plan: &HeartbeatRunPlan,
+        run: HeartbeatRunParts<'_>,
+        now: u64,
+    ) -> HeartbeatStart {
         tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, kind = ?plan.kind, "heartbeat runs");
-        let arm = self.record_slot(&agent, state, firing.slot_ms, now, None);
+        let arm = self.record_slot(agent, state, firing.slot_ms, now, None);
         if let Some(heartbeat) = state.meta.heartbeat.as_mut() {
             record_task_runs(&mut heartbeat.task_runs, &plan.due_tasks, now);
         }
-        let mut delivery = HeartbeatDelivery::new(config, visibility, target, firing.slot_ms);
-        delivery.cron_run = reason.is_cron();
+        let mut delivery =
+            HeartbeatDelivery::new(run.config, run.visibility, run.target, firing.slot_ms);
+        delivery.cron_run = run.cron;
         // The events reach the model now: cron reminders in the prompt, the others as
         // `System:` lines before it. They are not repeated.
         let other_events: Vec<_> = state
@@ -455,7 +466,7 @@ impl TurnService {
             state.meta.pending_events.clear();
             state.touch_meta();
         }
-        let chat = last_chat.unwrap_or_else(|| ChatRef {
+        let chat = run.last_chat.unwrap_or_else(|| ChatRef {
             channel: "heartbeat".to_owned(),
             chat_id: agent.agent_id.clone(),
             chat_type: ChatType::Direct,
@@ -470,18 +481,18 @@ impl TurnService {
             format!("{system_lines}\n\n{}", plan.prompt)
         };
         let mut prepared = heartbeat_message(chat, &run_id, &prompt, delivery);
-        if session.fresh_each_run && state.meta.turn > 0 {
+        if run.fresh_each_run && state.meta.turn > 0 {
             prepared.reset = Some(ResetRequest {
                 reason: ResetReason::Heartbeat,
                 model: None,
             });
         }
-        Ok(HeartbeatStart {
+        HeartbeatStart {
             incoming: Some(Incoming::Message(Box::new(prepared))),
             arm,
             changed: true,
             skipped: None,
-        })
+        }
     }
 
     /// Records a handled heartbeat in the session's meta: the slot (when it had one), how it
@@ -646,4 +657,68 @@ mod tests {
             TurnEvent::Heartbeat { slot_ms: Some(1_000), attempt: 2, ref reason, .. } if reason == "retry"
         ));
     }
+}
+
+/// A cron wake in a busy session: tried again after a back-off, as the next attempt.
+fn cron_wake_retry(
+    firing: FiringEvent<'_>,
+    run_key: &SessionKey,
+    agent_id: &str,
+    now: u64,
+) -> HeartbeatStart {
+    let delay = busy_retry_delay_ms(firing.attempt);
+    tracing::info!(session = %run_key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
+    let base = firing
+        .heartbeat_id
+        .split(":wake")
+        .next()
+        .unwrap_or(firing.heartbeat_id);
+    HeartbeatStart {
+        skipped: Some(SkipReason::RequestsInFlight),
+        arm: Some(Timer {
+            timer_id: format!("heartbeat:{base}:wake{}", firing.attempt + 1),
+            due_at_ms: now + delay,
+            event: SessionEvent {
+                session_key: run_key.to_string(),
+                agent_id: agent_id.to_owned(),
+                event: TurnEvent::Heartbeat {
+                    heartbeat_id: format!("{base}:wake{}", firing.attempt + 1),
+                    slot_ms: None,
+                    reason: firing.reason.to_owned(),
+                    attempt: firing.attempt + 1,
+                },
+            },
+        }),
+        ..HeartbeatStart::default()
+    }
+}
+
+/// `HEARTBEAT.md` of `workspace`: `Some(None)` when missing, `None` when unreadable.
+async fn read_heartbeat_file(
+    workspace: &clawless_core::tools::Workspace,
+) -> Option<Option<String>> {
+    let file_key = format!("{}{HEARTBEAT_FILE_NAME}", workspace.prefix);
+    match workspace
+        .store
+        .get(&file_key, MAX_BOOTSTRAP_FILE_BYTES)
+        .await
+    {
+        Ok(object) => {
+            Some(object.map(|object| String::from_utf8_lossy(&object.bytes).into_owned()))
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "HEARTBEAT.md unreadable; the heartbeat runs as if it were missing");
+            None
+        }
+    }
+}
+
+/// What a running heartbeat's turn is built from, beside its plan.
+struct HeartbeatRunParts<'a> {
+    config: &'a HeartbeatConfig,
+    visibility: clawless_core::heartbeat::HeartbeatVisibility,
+    target: AlertTarget,
+    last_chat: Option<ChatRef>,
+    fresh_each_run: bool,
+    cron: bool,
 }
