@@ -616,62 +616,26 @@ impl TurnService {
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
         let workspace = self.workspace(agent_id)?;
         let defaults = &self.config().agents.defaults;
-        let heartbeat = state.is_heartbeat_turn();
         let heartbeat_config = self
             .config()
             .heartbeat_agent(agent_id)
             .map(|agent| agent.config);
         let cron_run = cron::current_cron_run(state).cloned();
-        let kind = match &heartbeat_config {
-            Some(config) if heartbeat && config.light_context() => {
-                BootstrapKind::Lightweight { heartbeat: true }
-            }
-            _ if cron_run.as_ref().is_some_and(|run| run.light_context)
-                || state
-                    .meta
-                    .subagent
-                    .as_ref()
-                    .is_some_and(|run| run.start.light_context) =>
-            {
-                BootstrapKind::Lightweight { heartbeat: false }
-            }
-            _ => BootstrapKind::for_session_key(state.key.as_str()),
-        };
         let heartbeat_guidance = heartbeat_config.as_ref().is_some_and(|config| {
             clawless_core::heartbeat::prompt::heartbeat_guidance_enabled(
                 config,
                 agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
             )
         });
-        let listing = self.deps.skills.recent_listing(
-            agent_id,
-            &workspace.store.identity(),
-            &workspace.prefix,
-        );
-        let files = match listing {
-            Some(listing) => {
-                let listed = ListedStore::new(
-                    Arc::clone(&workspace.store),
-                    &workspace.prefix,
-                    listing,
-                    Arc::clone(&self.objects),
-                );
-                load_bootstrap_files(&listed, &workspace.prefix, kind).await?
-            }
-            None => load_bootstrap_files(workspace.store.as_ref(), &workspace.prefix, kind).await?,
-        };
-        // `HEARTBEAT.md` is for heartbeats, and for ordinary turns of an agent told about them.
-        let mut files = files;
-        if !heartbeat && !heartbeat_guidance {
-            files.retain(|file| {
-                file.name != clawless_core::system_prompt::bootstrap::HEARTBEAT_FILE_NAME
-            });
-        }
-        if state.meta.subagent.is_some() {
-            files.retain(|file| {
-                clawless_core::subagents::SUBAGENT_BOOTSTRAP_FILES.contains(&file.name.as_str())
-            });
-        }
+        let files = self
+            .bootstrap_files(
+                agent_id,
+                state,
+                &workspace,
+                heartbeat_config.as_ref(),
+                heartbeat_guidance,
+            )
+            .await?;
         let (context_files, warnings) = build_bootstrap_context_files(
             &files,
             defaults
@@ -699,19 +663,7 @@ impl TurnService {
             channel: channel.as_deref(),
             ..RuntimeLine::default()
         };
-        // A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
-        let extra_system_prompt = [
-            state
-                .meta
-                .subagent
-                .as_ref()
-                .map(|run| run.start.extra_system_prompt.clone()),
-            self.a2a_step_prompt(state),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|part| !part.trim().is_empty())
-        .reduce(|first, second| format!("{first}\n\n{second}"));
+        let extra_system_prompt = self.extra_system_prompt(state);
         let params = SystemPromptParams {
             mode: PromptMode::for_session_key(
                 state.key.as_str(),
@@ -751,6 +703,82 @@ impl TurnService {
                 session: self.session_facts(state),
             },
         })
+    }
+
+    /// A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
+    fn extra_system_prompt(&self, state: &SessionState) -> Option<String> {
+        [
+            state
+                .meta
+                .subagent
+                .as_ref()
+                .map(|run| run.start.extra_system_prompt.clone()),
+            self.a2a_step_prompt(state),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|part| !part.trim().is_empty())
+        .reduce(|first, second| format!("{first}\n\n{second}"))
+    }
+
+    /// The workspace's bootstrap files this turn loads: light for a light heartbeat, cron
+    /// run or sub-agent; `HEARTBEAT.md` only for heartbeats and agents told about them; a
+    /// sub-agent's own set.
+    async fn bootstrap_files(
+        &self,
+        agent_id: &str,
+        state: &SessionState,
+        workspace: &Workspace,
+        heartbeat_config: Option<&clawless_core::heartbeat::HeartbeatConfig>,
+        heartbeat_guidance: bool,
+    ) -> Result<Vec<clawless_core::system_prompt::bootstrap::BootstrapFile>, TurnError> {
+        let heartbeat = state.is_heartbeat_turn();
+        let cron_run = cron::current_cron_run(state);
+        let kind = match heartbeat_config {
+            Some(config) if heartbeat && config.light_context() => {
+                BootstrapKind::Lightweight { heartbeat: true }
+            }
+            _ if cron_run.is_some_and(|run| run.light_context)
+                || state
+                    .meta
+                    .subagent
+                    .as_ref()
+                    .is_some_and(|run| run.start.light_context) =>
+            {
+                BootstrapKind::Lightweight { heartbeat: false }
+            }
+            _ => BootstrapKind::for_session_key(state.key.as_str()),
+        };
+        let listing = self.deps.skills.recent_listing(
+            agent_id,
+            &workspace.store.identity(),
+            &workspace.prefix,
+        );
+        let files = match listing {
+            Some(listing) => {
+                let listed = ListedStore::new(
+                    Arc::clone(&workspace.store),
+                    &workspace.prefix,
+                    listing,
+                    Arc::clone(&self.objects),
+                );
+                load_bootstrap_files(&listed, &workspace.prefix, kind).await?
+            }
+            None => load_bootstrap_files(workspace.store.as_ref(), &workspace.prefix, kind).await?,
+        };
+        // `HEARTBEAT.md` is for heartbeats, and for ordinary turns of an agent told about them.
+        let mut files = files;
+        if !heartbeat && !heartbeat_guidance {
+            files.retain(|file| {
+                file.name != clawless_core::system_prompt::bootstrap::HEARTBEAT_FILE_NAME
+            });
+        }
+        if state.meta.subagent.is_some() {
+            files.retain(|file| {
+                clawless_core::subagents::SUBAGENT_BOOTSTRAP_FILES.contains(&file.name.as_str())
+            });
+        }
+        Ok(files)
     }
 
     /// Keeps the session's snapshot while it is current, so the prompt stays byte-identical.

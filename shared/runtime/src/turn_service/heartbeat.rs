@@ -263,14 +263,7 @@ impl TurnService {
             return Ok(early);
         }
         let last_chat = if session.fresh_each_run {
-            match self.deps.sessions.load_live(&session.base_key).await? {
-                Some(stored) => {
-                    SessionState::from_stored(session.base_key.clone(), &stored)?
-                        .meta
-                        .chat
-                }
-                None => None,
-            }
+            self.chat_of(&session.base_key).await?
         } else {
             state.meta.chat.clone()
         };
@@ -310,20 +303,7 @@ impl TurnService {
                     .slot_ms
                     .is_some_and(|slot| now < slot.saturating_add(interval)) =>
             {
-                let slot_ms = firing.slot_ms.unwrap_or_default();
-                let delay = busy_retry_delay_ms(firing.attempt);
-                tracing::info!(session = %state.key, slot_ms, delay_ms = delay, "heartbeat skipped: requests-in-flight; retrying");
-                return Ok(HeartbeatStart {
-                    skipped: Some(SkipReason::RequestsInFlight),
-                    arm: Some(heartbeat_timer(
-                        &agent.agent_id,
-                        &state.key,
-                        slot_ms,
-                        firing.attempt + 1,
-                        now + delay,
-                    )),
-                    ..HeartbeatStart::default()
-                });
+                return Ok(slot_retry(firing, &state.key, &agent.agent_id, now));
             }
             // A cron reminder's wake in a busy session waits for it (the coalesced wake of
             // spec §2.7), backing off like a busy slot, for up to CRON_WAKE_ATTEMPTS tries;
@@ -356,6 +336,14 @@ impl TurnService {
             cron: reason.is_cron(),
         };
         Ok(self.heartbeat_run(&agent, state, firing, &plan, run, now))
+    }
+
+    /// The chat session `key` last talked on, if it exists.
+    async fn chat_of(&self, key: &SessionKey) -> Result<Option<ChatRef>, TurnError> {
+        Ok(match self.deps.sessions.load_live(key).await? {
+            Some(stored) => SessionState::from_stored(key.clone(), &stored)?.meta.chat,
+            None => None,
+        })
     }
 
     /// Judges a slotted firing against the session's schedule: `Some` ends the firing here
@@ -721,4 +709,28 @@ struct HeartbeatRunParts<'a> {
     last_chat: Option<ChatRef>,
     fresh_each_run: bool,
     cron: bool,
+}
+
+/// A busy session at a slot's firing: the slot is tried again after a back-off, while it is
+/// still the current one.
+fn slot_retry(
+    firing: FiringEvent<'_>,
+    run_key: &SessionKey,
+    agent_id: &str,
+    now: u64,
+) -> HeartbeatStart {
+    let slot_ms = firing.slot_ms.unwrap_or_default();
+    let delay = busy_retry_delay_ms(firing.attempt);
+    tracing::info!(session = %run_key, slot_ms, delay_ms = delay, "heartbeat skipped: requests-in-flight; retrying");
+    HeartbeatStart {
+        skipped: Some(SkipReason::RequestsInFlight),
+        arm: Some(heartbeat_timer(
+            agent_id,
+            run_key,
+            slot_ms,
+            firing.attempt + 1,
+            now + delay,
+        )),
+        ..HeartbeatStart::default()
+    }
 }
