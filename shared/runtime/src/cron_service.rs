@@ -221,13 +221,13 @@ impl CronService {
         ctx: &ValidationContext<'_>,
     ) -> Result<Value, CronServiceError> {
         let now = ctx.now_ms;
-        let patch = prepare_patch(&patch, caller)?;
-        let Some(stored) = self.deps.store.get_job(&job_id).await? else {
-            return Err(unknown_job_error(&job_id).into());
+        let patch = prepare_patch(patch, caller)?;
+        let Some(stored) = self.deps.store.get_job(job_id).await? else {
+            return Err(unknown_job_error(job_id).into());
         };
         let mut job = stored.job;
         let before = firing_slot(&job).filter(|_| job.enabled);
-        apply_patch(&mut job, &patch, &ctx)?;
+        apply_patch(&mut job, &patch, ctx)?;
         job.updated_at_ms = now;
         self.deps.store.put_job(&job, Some(stored.version)).await?;
         let armed = self.arm(&job).await?;
@@ -252,13 +252,13 @@ impl CronService {
         ctx: &ValidationContext<'_>,
     ) -> Result<Value, CronServiceError> {
         let now = ctx.now_ms;
-        let Some(stored) = self.deps.store.get_job(&job_id).await? else {
-            return Err(unknown_job_error(&job_id).into());
+        let Some(stored) = self.deps.store.get_job(job_id).await? else {
+            return Err(unknown_job_error(job_id).into());
         };
         // Manual runs are reserved in increasing order: after the latest one.
         let manual_ms = now.max(stored.reserved.manual_ms.map_or(0, |last| last + 1));
         let mut job = stored.job;
-        if let Err((reason, error)) = preflight_manual_run(&mut job, mode, &ctx) {
+        if let Err((reason, error)) = preflight_manual_run(&mut job, mode, ctx) {
             if let Some(error) = error {
                 tracing::warn!(job_id = %job_id, %error, "manual run refused: invalid job");
             }
@@ -267,7 +267,7 @@ impl CronService {
             );
         }
         let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
-        let run_id = manual_run_id(&job_id, now, n);
+        let run_id = manual_run_id(job_id, now, n);
         let (session_key, agent_id) = self.run_session(&job);
         let event = SessionEvent {
             session_key: session_key.to_string(),

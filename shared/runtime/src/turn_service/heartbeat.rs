@@ -573,80 +573,6 @@ fn alert_target(config: &HeartbeatConfig, last_chat: Option<&ChatRef>) -> AlertT
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chat(channel: &str, id: &str, chat_type: ChatType) -> ChatRef {
-        ChatRef {
-            channel: channel.into(),
-            chat_id: id.into(),
-            chat_type,
-        }
-    }
-
-    fn config(target: Option<&str>, to: Option<&str>) -> HeartbeatConfig {
-        HeartbeatConfig {
-            target: target.map(str::to_owned),
-            to: to.map(str::to_owned),
-            ..HeartbeatConfig::default()
-        }
-    }
-
-    #[test]
-    fn targets_resolve_to_the_last_chat_a_channel_or_nowhere() {
-        let last = chat("telegram", "42", ChatType::Direct);
-        assert_eq!(
-            alert_target(&config(None, None), Some(&last)),
-            AlertTarget::TargetNone
-        );
-        assert_eq!(
-            alert_target(&config(Some("last"), None), Some(&last)),
-            AlertTarget::Chat { chat: last.clone() }
-        );
-        assert_eq!(
-            alert_target(&config(Some("last"), None), None),
-            AlertTarget::NoTarget
-        );
-        assert_eq!(
-            alert_target(&config(Some("slack"), None), Some(&last)),
-            AlertTarget::NoTarget,
-            "no recipient on slack"
-        );
-        assert_eq!(
-            alert_target(&config(Some("slack"), Some("C1")), Some(&last)),
-            AlertTarget::Chat {
-                chat: chat("slack", "C1", ChatType::Direct)
-            }
-        );
-        let blocked = HeartbeatConfig {
-            direct_policy: Some(DirectPolicy::Block),
-            ..config(Some("last"), None)
-        };
-        assert_eq!(alert_target(&blocked, Some(&last)), AlertTarget::DmBlocked);
-        let group = chat("telegram", "-100", ChatType::Group);
-        assert_eq!(
-            alert_target(&blocked, Some(&group)),
-            AlertTarget::Chat { chat: group }
-        );
-    }
-
-    #[test]
-    fn timers_are_named_by_agent_and_slot() {
-        let key = SessionKey::main("main");
-        let timer = heartbeat_timer("main", &key, 1_000, 0, 1_000);
-        assert_eq!(timer.timer_id, "heartbeat:main:1000");
-        assert_eq!(timer.event.session_key, "agent:main:main");
-        let retry = heartbeat_timer("main", &key, 1_000, 2, 5_000);
-        assert_eq!(retry.timer_id, "heartbeat:main:1000:retry2");
-        assert_ne!(retry.event.dedup_id(), timer.event.dedup_id());
-        assert!(matches!(
-            retry.event.event,
-            TurnEvent::Heartbeat { slot_ms: Some(1_000), attempt: 2, ref reason, .. } if reason == "retry"
-        ));
-    }
-}
-
 /// A cron wake in a busy session: tried again after a back-off, as the next attempt.
 fn cron_wake_retry(
     firing: FiringEvent<'_>,
@@ -732,5 +658,79 @@ fn slot_retry(
             now + delay,
         )),
         ..HeartbeatStart::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(channel: &str, id: &str, chat_type: ChatType) -> ChatRef {
+        ChatRef {
+            channel: channel.into(),
+            chat_id: id.into(),
+            chat_type,
+        }
+    }
+
+    fn config(target: Option<&str>, to: Option<&str>) -> HeartbeatConfig {
+        HeartbeatConfig {
+            target: target.map(str::to_owned),
+            to: to.map(str::to_owned),
+            ..HeartbeatConfig::default()
+        }
+    }
+
+    #[test]
+    fn targets_resolve_to_the_last_chat_a_channel_or_nowhere() {
+        let last = chat("telegram", "42", ChatType::Direct);
+        assert_eq!(
+            alert_target(&config(None, None), Some(&last)),
+            AlertTarget::TargetNone
+        );
+        assert_eq!(
+            alert_target(&config(Some("last"), None), Some(&last)),
+            AlertTarget::Chat { chat: last.clone() }
+        );
+        assert_eq!(
+            alert_target(&config(Some("last"), None), None),
+            AlertTarget::NoTarget
+        );
+        assert_eq!(
+            alert_target(&config(Some("slack"), None), Some(&last)),
+            AlertTarget::NoTarget,
+            "no recipient on slack"
+        );
+        assert_eq!(
+            alert_target(&config(Some("slack"), Some("C1")), Some(&last)),
+            AlertTarget::Chat {
+                chat: chat("slack", "C1", ChatType::Direct)
+            }
+        );
+        let blocked = HeartbeatConfig {
+            direct_policy: Some(DirectPolicy::Block),
+            ..config(Some("last"), None)
+        };
+        assert_eq!(alert_target(&blocked, Some(&last)), AlertTarget::DmBlocked);
+        let group = chat("telegram", "-100", ChatType::Group);
+        assert_eq!(
+            alert_target(&blocked, Some(&group)),
+            AlertTarget::Chat { chat: group }
+        );
+    }
+
+    #[test]
+    fn timers_are_named_by_agent_and_slot() {
+        let key = SessionKey::main("main");
+        let timer = heartbeat_timer("main", &key, 1_000, 0, 1_000);
+        assert_eq!(timer.timer_id, "heartbeat:main:1000");
+        assert_eq!(timer.event.session_key, "agent:main:main");
+        let retry = heartbeat_timer("main", &key, 1_000, 2, 5_000);
+        assert_eq!(retry.timer_id, "heartbeat:main:1000:retry2");
+        assert_ne!(retry.event.dedup_id(), timer.event.dedup_id());
+        assert!(matches!(
+            retry.event.event,
+            TurnEvent::Heartbeat { slot_ms: Some(1_000), attempt: 2, ref reason, .. } if reason == "retry"
+        ));
     }
 }
