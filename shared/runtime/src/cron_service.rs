@@ -186,27 +186,7 @@ impl CronService {
                 Ok(serde_json::to_value(&job).unwrap_or(Value::Null))
             }
             CronAction::Update { job_id, patch } => {
-                let patch = prepare_patch(&patch, caller)?;
-                let Some(stored) = self.deps.store.get_job(&job_id).await? else {
-                    return Err(unknown_job_error(&job_id).into());
-                };
-                let mut job = stored.job;
-                let before = firing_slot(&job).filter(|_| job.enabled);
-                apply_patch(&mut job, &patch, &ctx)?;
-                job.updated_at_ms = now;
-                self.deps.store.put_job(&job, Some(stored.version)).await?;
-                let armed = self.arm(&job).await?;
-                if let Some(before) = before
-                    && armed
-                        .as_ref()
-                        .is_none_or(|timer| timer.timer_id != before.key())
-                {
-                    // Best effort: the old slot's firing would find the job moved on anyway.
-                    if let Err(err) = self.deps.timers.cancel(&before.key()).await {
-                        tracing::warn!(job_id = %job.id, error = %err, "the old slot's timer was not cancelled; its firing will do nothing");
-                    }
-                }
-                Ok(serde_json::to_value(&job).unwrap_or(Value::Null))
+                self.update_job(&job_id, &patch, caller, &ctx).await
             }
             CronAction::Remove { job_id } => {
                 let stored = self.deps.store.get_job(&job_id).await?;
@@ -219,41 +199,7 @@ impl CronService {
                 }
                 Ok(json!({"ok": true, "removed": removed}))
             }
-            CronAction::Run { job_id, mode } => {
-                let Some(stored) = self.deps.store.get_job(&job_id).await? else {
-                    return Err(unknown_job_error(&job_id).into());
-                };
-                // Manual runs are reserved in increasing order: after the latest one.
-                let manual_ms = now.max(stored.reserved.manual_ms.map_or(0, |last| last + 1));
-                let mut job = stored.job;
-                if let Err((reason, error)) = preflight_manual_run(&mut job, mode, &ctx) {
-                    if let Some(error) = error {
-                        tracing::warn!(job_id = %job_id, %error, "manual run refused: invalid job");
-                    }
-                    return Ok(serde_json::to_value(ManualRunResponse::not_run(reason))
-                        .unwrap_or(Value::Null));
-                }
-                let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
-                let run_id = manual_run_id(&job_id, now, n);
-                let (session_key, agent_id) = self.run_session(&job);
-                let event = SessionEvent {
-                    session_key: session_key.to_string(),
-                    agent_id,
-                    event: TurnEvent::CronFire {
-                        job_id: job_id.clone(),
-                        slot_ms: None,
-                        manual_ms: Some(manual_ms),
-                        only_if_due: mode == clawless_automation::cron::tool::RunMode::Due,
-                    },
-                };
-                crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
-                    .await
-                    .map_err(CronServiceError::Queue)?;
-                Ok(
-                    serde_json::to_value(ManualRunResponse::enqueued(run_id))
-                        .unwrap_or(Value::Null),
-                )
-            }
+            CronAction::Run { job_id, mode } => self.run_now(&job_id, mode, &ctx).await,
             CronAction::Runs { job_id } => {
                 let page = self
                     .deps
@@ -262,35 +208,111 @@ impl CronService {
                     .await?;
                 Ok(serde_json::to_value(page).unwrap_or(Value::Null))
             }
-            CronAction::Wake { text, mode } => {
-                let text = text.trim();
-                if text.is_empty() {
-                    return Ok(json!({"ok": false}));
-                }
-                let agent_id = DEFAULT_AGENT_ID.to_owned();
-                let heartbeat = self
-                    .deps
-                    .config
-                    .heartbeat_agent(&agent_id)
-                    .map(|agent| agent.config)
-                    .unwrap_or_default();
-                let session = resolve_heartbeat_session(&agent_id, &heartbeat, None);
-                let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
-                let event = SessionEvent {
-                    session_key: session.run_key.to_string(),
-                    agent_id,
-                    event: TurnEvent::SystemEvent {
-                        event_id: format!("wake:{now}:{n}"),
-                        text: text.to_owned(),
-                        wake: mode == WakeMode::Now,
-                    },
-                };
-                crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
-                    .await
-                    .map_err(CronServiceError::Queue)?;
-                Ok(json!({"ok": true}))
+            CronAction::Wake { text, mode } => self.wake(&text, mode, now).await,
+        }
+    }
+
+    /// `update`: patches a job and re-arms it (the old slot's timer cancelled when it moved).
+    async fn update_job(
+        &self,
+        job_id: &str,
+        patch: &serde_json::Map<String, Value>,
+        caller: &CronCaller<'_>,
+        ctx: &ValidationContext<'_>,
+    ) -> Result<Value, CronServiceError> {
+        let now = ctx.now_ms;
+        let patch = prepare_patch(patch, caller)?;
+        let Some(stored) = self.deps.store.get_job(job_id).await? else {
+            return Err(unknown_job_error(job_id).into());
+        };
+        let mut job = stored.job;
+        let before = firing_slot(&job).filter(|_| job.enabled);
+        apply_patch(&mut job, &patch, ctx)?;
+        job.updated_at_ms = now;
+        self.deps.store.put_job(&job, Some(stored.version)).await?;
+        let armed = self.arm(&job).await?;
+        if let Some(before) = before
+            && armed
+                .as_ref()
+                .is_none_or(|timer| timer.timer_id != before.key())
+        {
+            // Best effort: the old slot's firing would find the job moved on anyway.
+            if let Err(err) = self.deps.timers.cancel(&before.key()).await {
+                tracing::warn!(job_id = %job.id, error = %err, "the old slot's timer was not cancelled; its firing will do nothing");
             }
         }
+        Ok(serde_json::to_value(&job).unwrap_or(Value::Null))
+    }
+
+    /// `run`: queues a manual firing of the job, reserved after the latest one.
+    async fn run_now(
+        &self,
+        job_id: &str,
+        mode: clawless_automation::cron::tool::RunMode,
+        ctx: &ValidationContext<'_>,
+    ) -> Result<Value, CronServiceError> {
+        let now = ctx.now_ms;
+        let Some(stored) = self.deps.store.get_job(job_id).await? else {
+            return Err(unknown_job_error(job_id).into());
+        };
+        // Manual runs are reserved in increasing order: after the latest one.
+        let manual_ms = now.max(stored.reserved.manual_ms.map_or(0, |last| last + 1));
+        let mut job = stored.job;
+        if let Err((reason, error)) = preflight_manual_run(&mut job, mode, ctx) {
+            if let Some(error) = error {
+                tracing::warn!(job_id = %job_id, %error, "manual run refused: invalid job");
+            }
+            return Ok(
+                serde_json::to_value(ManualRunResponse::not_run(reason)).unwrap_or(Value::Null)
+            );
+        }
+        let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
+        let run_id = manual_run_id(job_id, now, n);
+        let (session_key, agent_id) = self.run_session(&job);
+        let event = SessionEvent {
+            session_key: session_key.to_string(),
+            agent_id,
+            event: TurnEvent::CronFire {
+                job_id: job_id.to_owned(),
+                slot_ms: None,
+                manual_ms: Some(manual_ms),
+                only_if_due: mode == clawless_automation::cron::tool::RunMode::Due,
+            },
+        };
+        crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
+            .await
+            .map_err(CronServiceError::Queue)?;
+        Ok(serde_json::to_value(ManualRunResponse::enqueued(run_id)).unwrap_or(Value::Null))
+    }
+
+    /// `wake`: a system event for the default agent's heartbeat session, now or at its next beat.
+    async fn wake(&self, text: &str, mode: WakeMode, now: u64) -> Result<Value, CronServiceError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(json!({"ok": false}));
+        }
+        let agent_id = DEFAULT_AGENT_ID.to_owned();
+        let heartbeat = self
+            .deps
+            .config
+            .heartbeat_agent(&agent_id)
+            .map(|agent| agent.config)
+            .unwrap_or_default();
+        let session = resolve_heartbeat_session(&agent_id, &heartbeat, None);
+        let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
+        let event = SessionEvent {
+            session_key: session.run_key.to_string(),
+            agent_id,
+            event: TurnEvent::SystemEvent {
+                event_id: format!("wake:{now}:{n}"),
+                text: text.to_owned(),
+                wake: mode == WakeMode::Now,
+            },
+        };
+        crate::ingress::enqueue(self.deps.queue.as_ref(), &event)
+            .await
+            .map_err(CronServiceError::Queue)?;
+        Ok(json!({"ok": true}))
     }
 
     /// Every job, without versions.

@@ -167,13 +167,7 @@ impl RunningLocal {
 
 /// Assembles and starts the whole system.
 pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, LocalError> {
-    let state_dir = options.state_dir.clone();
-    std::fs::create_dir_all(&state_dir).map_err(state_error(&state_dir))?;
-    let workspace_dir = state_dir.join("workspace");
-    std::fs::create_dir_all(&workspace_dir).map_err(state_error(&workspace_dir))?;
-    if options.config.agents.defaults.workspace.is_none() {
-        options.config.agents.defaults.workspace = Some(workspace_dir.display().to_string());
-    }
+    let state_dir = prepare_state_dir(&mut options.config, &options.state_dir)?;
     let listener = TcpListener::bind(options.listen)
         .await
         .map_err(|err| LocalError::Setup(format!("cannot listen on {}: {err}", options.listen)))?;
@@ -181,48 +175,14 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         .local_addr()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
 
-    let secret = match options
-        .config
-        .channels
-        .generic
-        .as_ref()
-        .and_then(|generic| generic.resolve_secret(&|name| options.secrets.lookup(name)))
-    {
-        Some(secret) => secret,
-        None => local_secret(&state_dir)?,
-    };
-    let generic_config = options.config.channels.generic.clone().unwrap_or_default();
-    let reply_url = generic_config
-        .reply_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{addr}/local/replies"));
+    let (secret, reply_url) = generic_secret_and_reply_url(&options, &state_dir, addr)?;
 
-    let db = SqliteDb::open(state_dir.join("clawless.db"))
-        .map_err(|err| LocalError::Setup(format!("cannot open the local database: {err}")))?;
-    let blobs: Arc<dyn ObjectStore> = Arc::new(
-        DirObjectStore::open(state_dir.join("blobs"))
-            .map_err(|err| LocalError::Setup(format!("cannot open the blob store: {err}")))?,
-    );
-    let inner_sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
-    let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
-        inner_sessions,
-        blobs,
-        "sessions/",
-    ));
-    let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
-    let turn_queue = SqliteTurnQueue::new(db.clone());
-    // A turn the previous process was running when it died resumes now, not after the
-    // queue's visibility timeout.
-    match turn_queue.release_in_flight().await {
-        Ok(0) => {}
-        Ok(released) => tracing::info!(released, "resuming turns left in flight by the last run"),
-        Err(err) => {
-            return Err(LocalError::Setup(format!(
-                "cannot read the turn queue: {err}"
-            )));
-        }
-    }
-    let queue: Arc<dyn TurnQueue> = Arc::new(turn_queue);
+    let LocalStorage {
+        db,
+        sessions,
+        inbox,
+        queue,
+    } = open_storage(&state_dir).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let nodes = Arc::new(local_nodes_service(
         &db,
@@ -259,30 +219,111 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         Arc::clone(&clock),
         options.config.clone(),
     ));
-    let turns = Arc::new(
-        TurnService::new(TurnDeps {
-            skills: Arc::clone(&skills),
-            stores,
-            sessions,
-            model: options.model,
-            outbox: Arc::new(channels.outbox),
-            web: crate::web_fetcher::default_web_fetcher(),
-            clock: Arc::clone(&clock),
-            eligibility: local_context(bins.iter().map(String::as_str)),
-            home_dirs: std::env::var("HOME")
-                .map(|home| vec![home])
-                .unwrap_or_default(),
-            host: HostFacts {
-                host: Some("local".to_owned()),
-                os: Some(std::env::consts::OS.to_owned()),
-                arch: Some(std::env::consts::ARCH.to_owned()),
-            },
-            nodes: Some(Arc::clone(&nodes)),
-        })
+    let turns = TurnService::new(TurnDeps {
+        skills: Arc::clone(&skills),
+        stores,
+        sessions,
+        model: options.model,
+        outbox: Arc::new(channels.outbox),
+        web: crate::web_fetcher::default_web_fetcher(),
+        clock: Arc::clone(&clock),
+        eligibility: local_context(bins.iter().map(String::as_str)),
+        home_dirs: std::env::var("HOME")
+            .map(|home| vec![home])
+            .unwrap_or_default(),
+        host: HostFacts {
+            host: Some("local".to_owned()),
+            os: Some(std::env::consts::OS.to_owned()),
+            arch: Some(std::env::consts::ARCH.to_owned()),
+        },
+        nodes: Some(Arc::clone(&nodes)),
+    });
+    let turns = Arc::new(with_local_ports(
+        turns,
+        &options.config,
+        &options.secrets,
+        &db,
+        &state_dir,
+        &cron,
+        &queue,
+    ));
+    arm_timers(&turns, &cron).await?;
+    let ingress = Arc::new(Ingress {
+        inbox,
+        queue: Arc::clone(&queue),
+        channels: channels.inbound,
+        agent_id: crate::config::DEFAULT_AGENT_ID.to_owned(),
+        dm_scope: options.config.session.dm_scope,
+        clock,
+    });
+    let replies = LocalReplies::new(secret.as_bytes());
+    let app = local_app(&options.secrets, ingress, skills, &nodes, &replies, &cron)?;
+    let server = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::error!(error = ?err, "local server stopped");
+        }
+    });
+    let (stop, worker) = spawn_worker(
+        &options.config,
+        Arc::clone(&turns),
+        Arc::clone(&nodes),
+        queue,
+    );
+    tracing::info!(%addr, state = %state_dir.display(), "clawless local is listening");
+    Ok(RunningLocal {
+        addr,
+        turns,
+        replies,
+        nodes,
+        server,
+        worker,
+        stop,
+    })
+}
+
+/// Creates the state directory and its workspace, which the agents use unless the config
+/// names one.
+fn prepare_state_dir(config: &mut ClawlessConfig, state_dir: &Path) -> Result<PathBuf, LocalError> {
+    let state_dir = state_dir.to_path_buf();
+    std::fs::create_dir_all(&state_dir).map_err(state_error(&state_dir))?;
+    let workspace_dir = state_dir.join("workspace");
+    std::fs::create_dir_all(&workspace_dir).map_err(state_error(&workspace_dir))?;
+    if config.agents.defaults.workspace.is_none() {
+        config.agents.defaults.workspace = Some(workspace_dir.display().to_string());
+    }
+    Ok(state_dir)
+}
+
+/// Arms the heartbeats and the cron jobs (catching up on what was missed while stopped).
+async fn arm_timers(turns: &TurnService, cron: &CronService) -> Result<(), LocalError> {
+    turns
+        .arm_heartbeats()
+        .await
+        .map_err(|err| LocalError::Setup(format!("cannot arm the heartbeats: {err}")))?;
+    let started = cron
+        .start_up()
+        .await
+        .map_err(|err| LocalError::Setup(format!("cannot start the cron jobs: {err}")))?;
+    tracing::info!(armed = started.armed, caught_up = ?started.caught_up, interrupted = ?started.interrupted, "cron jobs armed");
+    Ok(())
+}
+
+/// `turns` with local mode's model choice, heartbeats, cron, sub-agents, session listing
+/// and secrets, all over the same SQLite database and turn queue.
+fn with_local_ports(
+    turns: TurnService,
+    config: &ClawlessConfig,
+    secrets: &SecretValues,
+    db: &SqliteDb,
+    state_dir: &Path,
+    cron: &Arc<CronService>,
+    queue: &Arc<dyn TurnQueue>,
+) -> TurnService {
+    turns
         .with_model_factory({
-            let secrets = options.secrets.clone();
+            let secrets = secrets.clone();
             clawless_llm::model_factory(
-                options.config.models.clone(),
+                config.models.clone(),
                 move |name: &str| secrets.lookup(name),
                 clawless_llm::ModelBuild::default(),
             )
@@ -293,64 +334,100 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             timers: Arc::new(SqliteTimers::new(db.clone())),
             seed: state_dir.display().to_string(),
         })
-        .with_cron(Arc::clone(&cron))
+        .with_cron(Arc::clone(cron))
         // Sub-agents are sessions of their own on the same turn queue.
-        .with_subagents(Arc::clone(&queue))
+        .with_subagents(Arc::clone(queue))
         .with_subagent_timers(Arc::new(SqliteTimers::new(db.clone())))
         .with_session_lister(Arc::new(SqliteSessionStore::new(db.clone())))
-        .with_secrets(options.secrets.clone()),
+        .with_secrets(secrets.clone())
+}
+
+/// The generic channel's secret (configured, else the state directory's own) and where its
+/// replies go (configured, else this server's `/local/replies`).
+fn generic_secret_and_reply_url(
+    options: &LocalOptions,
+    state_dir: &Path,
+    addr: SocketAddr,
+) -> Result<(String, String), LocalError> {
+    let secret = match options
+        .config
+        .channels
+        .generic
+        .as_ref()
+        .and_then(|generic| generic.resolve_secret(&|name| options.secrets.lookup(name)))
+    {
+        Some(secret) => secret,
+        None => local_secret(state_dir)?,
+    };
+    let generic_config = options.config.channels.generic.clone().unwrap_or_default();
+    let reply_url = generic_config
+        .reply_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}/local/replies"));
+    Ok((secret, reply_url))
+}
+
+/// The SQLite database and blob store of local mode, and what is opened over them.
+struct LocalStorage {
+    db: SqliteDb,
+    sessions: Arc<dyn SessionStore>,
+    inbox: Arc<dyn Inbox>,
+    queue: Arc<dyn TurnQueue>,
+}
+
+/// Opens local mode's storage in `state_dir`; turns the last process left in flight are
+/// released to run again.
+async fn open_storage(state_dir: &Path) -> Result<LocalStorage, LocalError> {
+    let db = SqliteDb::open(state_dir.join("clawless.db"))
+        .map_err(|err| LocalError::Setup(format!("cannot open the local database: {err}")))?;
+    let blobs: Arc<dyn ObjectStore> = Arc::new(
+        DirObjectStore::open(state_dir.join("blobs"))
+            .map_err(|err| LocalError::Setup(format!("cannot open the blob store: {err}")))?,
     );
-    turns
-        .arm_heartbeats()
-        .await
-        .map_err(|err| LocalError::Setup(format!("cannot arm the heartbeats: {err}")))?;
-    let started = cron
-        .start_up()
-        .await
-        .map_err(|err| LocalError::Setup(format!("cannot start the cron jobs: {err}")))?;
-    tracing::info!(armed = started.armed, caught_up = ?started.caught_up, interrupted = ?started.interrupted, "cron jobs armed");
-    let ingress = Arc::new(Ingress {
-        inbox,
-        queue: Arc::clone(&queue),
-        channels: channels.inbound,
-        agent_id: crate::config::DEFAULT_AGENT_ID.to_owned(),
-        dm_scope: options.config.session.dm_scope,
-        clock,
-    });
-    let replies = LocalReplies::new(secret.as_bytes());
-    let mut app = webhook_router(ingress)
-        .merge(skills_bins_router(
-            skills,
-            Arc::new(RegistryNodeAuth::new(Arc::clone(&nodes))),
-        ))
-        .merge(nodes_router(Arc::clone(&nodes), true))
-        .merge(replies.clone().router());
-    // `clawless cron` opens the database itself; `clawless cron --url` (the operator route of
-    // the `nodes` function) is served too once an admin token is set, and never without one.
-    if let Some(token) = options.secrets.lookup(ADMIN_TOKEN_ENV) {
-        let token = AdminToken::known(ADMIN_TOKEN_ENV, &token)
-            .map_err(|err| LocalError::Setup(err.to_string()))?;
-        app = app.merge(cron_admin_router(Arc::clone(&cron), token));
-    }
-    let server = tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, app).await {
-            tracing::error!(error = ?err, "local server stopped");
+    let inner_sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
+    let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
+        inner_sessions,
+        blobs,
+        "sessions/",
+    ));
+    let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
+    let turn_queue = SqliteTurnQueue::new(db.clone());
+    // A turn the previous process was running when it died resumes now, not after the
+    // queue's visibility timeout.
+    match turn_queue.release_in_flight().await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(released, "resuming turns left in flight by the last run"),
+        Err(err) => {
+            return Err(LocalError::Setup(format!(
+                "cannot read the turn queue: {err}"
+            )));
         }
-    });
+    }
+    let queue: Arc<dyn TurnQueue> = Arc::new(turn_queue);
+    Ok(LocalStorage {
+        db,
+        sessions,
+        inbox,
+        queue,
+    })
+}
+
+/// Starts the worker: the turn queue's events (sub-agents' in a lane of their own) and the
+/// due timers, until the returned sender says stop.
+fn spawn_worker(
+    config: &ClawlessConfig,
+    turns: Arc<TurnService>,
+    nodes: Arc<NodesService>,
+    queue: Arc<dyn TurnQueue>,
+) -> (
+    tokio::sync::watch::Sender<bool>,
+    tokio::task::JoinHandle<()>,
+) {
     // Sub-agent sessions' events run in a lane of their own, `maxConcurrent` wide.
-    let lanes = WorkerLanes::local(
-        &options
-            .config
-            .agents
-            .defaults
-            .subagents
-            .clone()
-            .unwrap_or_default(),
-    );
+    let lanes = WorkerLanes::local(&config.agents.defaults.subagents.clone().unwrap_or_default());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = {
-        let turns = Arc::clone(&turns);
-        let timer_nodes = Arc::clone(&nodes);
+        let timer_nodes = nodes;
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
             // An error means the sender is gone: stop too.
             let _ = stopped.wait_for(|stop| *stop).await;
@@ -363,16 +440,34 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
             tokio::join!(timers, turns);
         })
     };
-    tracing::info!(%addr, state = %state_dir.display(), "clawless local is listening");
-    Ok(RunningLocal {
-        addr,
-        turns,
-        replies,
-        nodes,
-        server,
-        worker,
-        stop,
-    })
+    (stop, worker)
+}
+
+/// The local server's routes: webhooks, skills' bins, nodes, the local replies, and the cron
+/// admin route once an admin token is set.
+fn local_app(
+    secrets: &SecretValues,
+    ingress: Arc<Ingress>,
+    skills: Arc<SkillsService>,
+    nodes: &Arc<NodesService>,
+    replies: &LocalReplies,
+    cron: &Arc<CronService>,
+) -> Result<axum::Router, LocalError> {
+    let mut app = webhook_router(ingress)
+        .merge(skills_bins_router(
+            skills,
+            Arc::new(RegistryNodeAuth::new(Arc::clone(nodes))),
+        ))
+        .merge(nodes_router(Arc::clone(nodes), true))
+        .merge(replies.clone().router());
+    // `clawless cron` opens the database itself; `clawless cron --url` (the operator route of
+    // the `nodes` function) is served too once an admin token is set, and never without one.
+    if let Some(token) = secrets.lookup(ADMIN_TOKEN_ENV) {
+        let token = AdminToken::known(ADMIN_TOKEN_ENV, &token)
+            .map_err(|err| LocalError::Setup(err.to_string()))?;
+        app = app.merge(cron_admin_router(Arc::clone(cron), token));
+    }
+    Ok(app)
 }
 
 /// The node registry, exec jobs, exec queues and timers of local mode, in the same SQLite

@@ -399,15 +399,7 @@ impl NodesService {
             Ok(node) => node,
             Err(output) => return Ok(Dispatch::Resolved(output)),
         };
-        // Out-of-range timeouts (negative, NaN, huge) fall back to the default or the cap.
-        let timeout = args
-            .timeout
-            .filter(|secs| secs.is_finite() && *secs > 0.0)
-            .map_or(
-                Duration::from_secs(self.deps.settings.timeout_sec),
-                |secs| Duration::try_from_secs_f64(secs).unwrap_or(MAX_EXEC_TIMEOUT),
-            )
-            .min(MAX_EXEC_TIMEOUT);
+        let timeout = exec_timeout(args.timeout, self.deps.settings.timeout_sec);
         let attempt = u32::from(approved.is_some());
         let deadline_ms = now
             + millis(timeout)
@@ -444,21 +436,7 @@ impl NodesService {
         };
         let key = signing_key(&node.secret_hash);
         if let Some((decision, approved_by)) = &approved {
-            let decision = match decision {
-                ApprovalDecision::AllowAlways => GrantDecision::AllowAlways,
-                _ => GrantDecision::AllowOnce,
-            };
-            let grant = Grant {
-                job_id: job_id.to_owned(),
-                binding: job.binding(),
-                decision,
-                approved_by: approved_by.clone(),
-                expires_at_ms: deadline_ms,
-            };
-            job.grant = Some(
-                SignedGrant::seal(&grant, &key)
-                    .map_err(|err| NodesError::BadRequest(err.to_string()))?,
-            );
+            job.grant = Some(seal_grant(&job, *decision, approved_by, &key)?);
         }
         let envelope = Envelope::seal(&NodeMessage::Job(job.clone()), &key)
             .map_err(|err| NodesError::BadRequest(err.to_string()))?
@@ -478,27 +456,8 @@ impl NodesService {
         };
         // A redelivered turn event re-sends the stored envelope: the node's journal makes a
         // second delivery harmless, and a lost first send is repaired.
-        let envelope = if attempt == 0 {
-            if self.deps.jobs.create(&record).await? {
-                envelope
-            } else {
-                match self.deps.jobs.get(job_id).await? {
-                    Some(existing) if existing.result.is_none() => existing.envelope,
-                    _ => return Ok(Dispatch::Sent),
-                }
-            }
-        } else {
-            self.deps.jobs.create(&record).await?;
-            self.deps
-                .jobs
-                .next_attempt(job_id, attempt, &envelope, deadline_ms)
-                .await?;
-            match self.deps.jobs.get(job_id).await? {
-                Some(existing) if existing.result.is_none() && existing.attempt == attempt => {
-                    existing.envelope
-                }
-                _ => return Ok(Dispatch::Sent),
-            }
+        let Some(envelope) = self.store_job(&record).await? else {
+            return Ok(Dispatch::Sent);
         };
         if let Some((allow_always, warnings)) = held {
             // Recorded but not sent: the approval's answer sends attempt 1 with a grant, and
@@ -527,6 +486,35 @@ impl NodesService {
         self.deps.queues.send(&node.queue, &envelope).await?;
         tracing::info!(node = %node.node_id, job = %job_id, attempt, "exec job sent");
         Ok(Dispatch::Sent)
+    }
+
+    /// Stores a job's record and returns the envelope to send: the stored one when a
+    /// redelivered event finds the job already there, `None` when it needs no sending (it
+    /// has its result, or a later attempt replaced it).
+    async fn store_job(&self, record: &ExecJobRecord) -> Result<Option<String>, NodesError> {
+        let (job_id, attempt) = (record.job_id.as_str(), record.attempt);
+        Ok(Some(if attempt == 0 {
+            if self.deps.jobs.create(record).await? {
+                record.envelope.clone()
+            } else {
+                match self.deps.jobs.get(job_id).await? {
+                    Some(existing) if existing.result.is_none() => existing.envelope,
+                    _ => return Ok(None),
+                }
+            }
+        } else {
+            self.deps.jobs.create(record).await?;
+            self.deps
+                .jobs
+                .next_attempt(job_id, attempt, &record.envelope, record.deadline_ms)
+                .await?;
+            match self.deps.jobs.get(job_id).await? {
+                Some(existing) if existing.result.is_none() && existing.attempt == attempt => {
+                    existing.envelope
+                }
+                _ => return Ok(None),
+            }
+        }))
     }
 
     /// The node for a call: the one named, else the configured default, else the only
@@ -924,4 +912,36 @@ fn random_hex(bytes: usize) -> Result<String, NodesError> {
 fn random_bytes(count: usize) -> Result<Vec<u8>, NodesError> {
     clawless_base::ids::random_bytes(count)
         .map_err(|err| NodesError::Internal(format!("no randomness: {err}")))
+}
+
+/// A call's time limit: out-of-range values (negative, NaN, huge) fall back to the default
+/// or the cap.
+fn exec_timeout(requested: Option<f64>, default_sec: u64) -> Duration {
+    requested
+        .filter(|secs| secs.is_finite() && *secs > 0.0)
+        .map_or(Duration::from_secs(default_sec), |secs| {
+            Duration::try_from_secs_f64(secs).unwrap_or(MAX_EXEC_TIMEOUT)
+        })
+        .min(MAX_EXEC_TIMEOUT)
+}
+
+/// The signed grant for `job`, approved in the chat by `approved_by`.
+fn seal_grant(
+    job: &ExecJob,
+    decision: ApprovalDecision,
+    approved_by: &str,
+    key: &[u8],
+) -> Result<SignedGrant, NodesError> {
+    let decision = match decision {
+        ApprovalDecision::AllowAlways => GrantDecision::AllowAlways,
+        _ => GrantDecision::AllowOnce,
+    };
+    let grant = Grant {
+        job_id: job.job_id.clone(),
+        binding: job.binding(),
+        decision,
+        approved_by: approved_by.to_owned(),
+        expires_at_ms: job.deadline_ms,
+    };
+    SignedGrant::seal(&grant, key).map_err(|err| NodesError::BadRequest(err.to_string()))
 }

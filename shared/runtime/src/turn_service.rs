@@ -35,27 +35,17 @@ use clawless_core::system_prompt::{
     PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
 };
 use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
-use clawless_core::tools::{SessionFacts, Tool, ToolContext, ToolOutput, WebFetcher, Workspace};
-use clawless_core::turn::events::{SessionEvent, TurnEvent, dedup_token};
+use clawless_core::tools::{SessionFacts, ToolContext, WebFetcher, Workspace};
+use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
-use clawless_core::turn::{
-    Acceptance, Effect, Incoming, OutboundReply, ToolRouting, TurnEngine, TurnSettings,
-};
+use clawless_core::turn::{OutboundReply, ToolRouting};
 use clawless_skills::eligibility::EligibilityContext;
 use clawless_skills::snapshot::SkillSnapshot;
 
-use clawless_automation::cron::tool::{CRON_TOOL_NAME, cron_tool_spec};
-use clawless_core::nodes::exec_tool::{EXEC_TOOL, exec_tool_spec};
-use clawless_core::subagents::control::{SUBAGENTS_TOOL_NAME, subagents_tool_spec};
-use clawless_core::subagents::sessions_tools::SESSIONS_SEND;
-use clawless_core::subagents::spawn::{SESSIONS_SPAWN, sessions_spawn_tool_spec};
-
-use context_keeper::{ModelStep, OverflowAttempts};
-
 use crate::config::ClawlessConfig;
 use crate::listed_store::{ListedStore, ObjectCache};
-use crate::nodes_service::{Dispatch, NodesError, NodesService};
+use crate::nodes_service::{NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 use clawless_base::clock::Clock;
@@ -63,10 +53,12 @@ use clawless_base::clock::Clock;
 mod agent_to_agent;
 mod context_keeper;
 mod cron;
+mod effects;
+mod handlers;
 mod heartbeat;
 mod prepare;
-mod session_tools;
 mod subagents;
+mod tools;
 
 pub use heartbeat::{HeartbeatTimers, heartbeat_timer};
 
@@ -233,7 +225,9 @@ pub struct TurnService {
     model_factory: Option<clawless_llm::ModelFactory>,
     /// Models sessions chose, built once each.
     chosen_models: std::sync::Mutex<BTreeMap<String, Arc<dyn ModelProvider>>>,
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Every tool the model can call here, built on first use from the ports set by then
+    /// (the `with_…` builders come first): once per service.
+    registry: std::sync::OnceLock<tools::ToolRegistry>,
     objects: Arc<ObjectCache>,
     tools_run: AtomicU64,
     yield_policy: Option<YieldPolicy>,
@@ -258,7 +252,7 @@ pub struct TurnService {
 impl std::fmt::Debug for TurnService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TurnService")
-            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("tools", &self.registry.get())
             .finish_non_exhaustive()
     }
 }
@@ -293,14 +287,9 @@ struct TurnContext {
 impl TurnService {
     /// A service over `deps` with the built-in tools.
     pub fn new(deps: TurnDeps) -> Self {
-        let tools = clawless_core::tools::builtin_tools()
-            .into_iter()
-            .filter(|tool| deps.web.is_some() || tool.spec().name != "web_fetch")
-            .map(|tool| (tool.spec().name, tool))
-            .collect();
         Self {
             deps,
-            tools,
+            registry: std::sync::OnceLock::new(),
             objects: Arc::new(ObjectCache::default()),
             tools_run: AtomicU64::new(0),
             yield_policy: None,
@@ -427,6 +416,11 @@ impl TurnService {
         self.deps.skills.config()
     }
 
+    /// The tools of this service, registered on first use.
+    fn registry(&self) -> &tools::ToolRegistry {
+        self.registry.get_or_init(|| tools::registry(self))
+    }
+
     /// Processes one event for its session until the turn waits or is done.
     pub async fn handle(&self, event: &SessionEvent) -> Result<TurnReport, TurnError> {
         self.handle_until(event, None).await
@@ -453,405 +447,6 @@ impl TurnService {
             }
         }
         Ok(report)
-    }
-
-    /// [`TurnService::handle_until`] before arming `arm`, the heartbeat timer the event asks
-    /// for.
-    async fn handle_inner(
-        &self,
-        event: &SessionEvent,
-        deadline: Option<&Deadline>,
-        arm: &mut Option<clawless_core::nodes::Timer>,
-    ) -> Result<TurnReport, TurnError> {
-        let key = SessionKey::parse(&event.session_key).ok_or_else(|| {
-            TurnError::BadEvent(format!("bad session key {:?}", event.session_key))
-        })?;
-        let agent = self
-            .config()
-            .agent(&event.agent_id)
-            .ok_or_else(|| TurnError::BadEvent(format!("unknown agent {:?}", event.agent_id)))?;
-        let now = self.deps.clock.now_ms();
-        // Only the live part: the latest summary and the steps after its cut.
-        let mut state = match self.deps.sessions.load_live(&key).await? {
-            Some(stored) => SessionState::from_stored(key.clone(), &stored)?,
-            None => {
-                let session_id = dedup_token(&format!("{key}-{now}"));
-                SessionState::new(key.clone(), session_id, now)
-            }
-        };
-        if let TurnEvent::SubagentArchive { run_id } = &event.event {
-            if self.archive_subagent(&mut state, run_id) {
-                let commit = state.pending_commit()?;
-                self.deps.sessions.commit(&key, &commit).await?;
-            }
-            return Ok(TurnReport::default());
-        }
-        // A killed, timed-out or steered sub-agent takes no further step, whatever the event
-        // (but the new run of a steer starts).
-        let steer_restart = matches!(&event.event, TurnEvent::SubagentStart(start)
-            if state.meta.subagent.as_ref().is_some_and(|run| run.status == "steered" && run.start.run_id != start.run_id));
-        if !matches!(event.event, TurnEvent::SubagentTimeout { .. })
-            && !steer_restart
-            && self.stop_if_ended(&mut state)
-        {
-            if state.has_uncommitted() {
-                let commit = state.pending_commit()?;
-                self.deps.sessions.commit(&key, &commit).await?;
-            }
-            return Ok(TurnReport::default());
-        }
-        let settings = TurnSettings {
-            max_model_calls: self
-                .config()
-                .agents
-                .defaults
-                .max_model_calls
-                .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
-        };
-        let engine = TurnEngine::new(settings);
-        let scope = self.node_scope().await?;
-        let mut report = TurnReport::default();
-        if matches!(event.event, TurnEvent::Continue { .. }) {
-            // Nothing new to record: the transcript says what is left.
-            report.acceptance = Some("Continued".to_owned());
-        } else if let TurnEvent::Heartbeat {
-            heartbeat_id,
-            slot_ms,
-            reason,
-            attempt,
-        } = &event.event
-        {
-            let firing = heartbeat::FiringEvent {
-                heartbeat_id,
-                slot_ms: *slot_ms,
-                reason,
-                attempt: *attempt,
-            };
-            let start = self.start_heartbeat(&agent.id, &mut state, firing).await?;
-            *arm = start.arm;
-            match start.incoming {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None if !start.changed && state.version == 0 => {
-                    // Nothing to record in a session that does not exist.
-                    return Ok(report);
-                }
-                None => report.acceptance = Some("HeartbeatHandled".to_owned()),
-            }
-        } else if let TurnEvent::SystemEvent {
-            event_id,
-            text,
-            wake,
-        } = &event.event
-        {
-            let start = self
-                .queue_system_event(&agent.id, &mut state, event_id, text, *wake)
-                .await?;
-            match start {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None => report.acceptance = Some("SystemEventQueued".to_owned()),
-            }
-        } else if let TurnEvent::SubagentTimeout { run_id } = &event.event {
-            if self.time_out_subagent(&mut state, run_id).await? {
-                let commit = state.pending_commit()?;
-                self.deps.sessions.commit(&key, &commit).await?;
-                report.commits += 1;
-            }
-            return Ok(report);
-        } else if let TurnEvent::CronTimeout(mark) = &event.event {
-            // The session goes on with whatever waited behind the run.
-            if !self.time_out_cron_run(&engine, &mut state, mark).await? && state.version == 0 {
-                return Ok(report);
-            }
-            report.acceptance = Some("CronTimeoutHandled".to_owned());
-        } else if let TurnEvent::SubagentStart(start) = &event.event {
-            *arm = subagents::timeout_timer(start, &event.session_key, &event.agent_id, now);
-            match self.start_subagent(&mut state, start, now) {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None => report.acceptance = Some("SubagentStartRedelivered".to_owned()),
-            }
-        } else if let TurnEvent::SubagentAnnounce {
-            announce_id,
-            run_id,
-            status,
-            text,
-            silent,
-            ..
-        } = &event.event
-        {
-            let facts = subagents::AnnounceFacts {
-                announce_id,
-                run_id,
-                status,
-                text,
-                silent: *silent,
-            };
-            match self.take_announce(&mut state, facts, now) {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None => report.acceptance = Some("AnnounceTaken".to_owned()),
-            }
-        } else if let TurnEvent::AgentMessage(message) = &event.event {
-            match self.take_agent_message(&mut state, message) {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None => report.acceptance = Some("AgentMessageTaken".to_owned()),
-            }
-        } else if let TurnEvent::CronFire {
-            job_id,
-            slot_ms,
-            manual_ms,
-            only_if_due,
-        } = &event.event
-        {
-            let firing = cron::CronFiring {
-                job_id,
-                slot_ms: *slot_ms,
-                manual_ms: *manual_ms,
-                only_if_due: *only_if_due,
-            };
-            let start = self.start_cron_run(&agent.id, &mut state, firing).await?;
-            *arm = start.arm;
-            match start.incoming {
-                Some(incoming) => {
-                    let acceptance = engine.accept(&mut state, incoming, now);
-                    report.acceptance = Some(format!("{acceptance:?}"));
-                }
-                None if !start.changed => return Ok(report),
-                None => report.acceptance = Some("CronHandled".to_owned()),
-            }
-        } else {
-            *arm = self.arm_if_needed(&agent.id, &mut state);
-            let Some(mut incoming) = self
-                .prepare(&agent.id, &event.event, &state, &scope)
-                .await?
-            else {
-                tracing::info!(session = %key, "nothing to do for this event; skipped");
-                return Ok(TurnReport::default());
-            };
-            // Pending system events reach the model with the next message, once.
-            if let Incoming::Message(prepared) = &mut incoming
-                && !state.meta.pending_events.is_empty()
-                && prepared.compact.is_none()
-                && !state.has_seen_message(&prepared.message.message_id)
-            {
-                let lines =
-                    clawless_automation::heartbeat::system_event_lines(&state.meta.pending_events);
-                if !lines.is_empty() {
-                    prepared.text = format!("{lines}\n\n{}", prepared.text);
-                }
-                state.meta.pending_events.clear();
-                state.touch_meta();
-            }
-            let acceptance = engine.accept(&mut state, incoming, now);
-            report.acceptance = Some(format!("{acceptance:?}"));
-            if acceptance == Acceptance::AlreadyHandled {
-                tracing::info!(session = %key, "event already handled; resuming");
-            }
-        }
-        // Tool routing depends on the sender (owner-only tools), so it and the prompt context
-        // are per turn: rebuilt when a follow-up turn starts in this invocation.
-        let mut current: Option<PerTurn> = None;
-        let mut overflow = OverflowAttempts::default();
-        loop {
-            let routing = &self
-                .per_turn(&agent.id, &state, &mut current, scope.exec_ready)
-                .routing;
-            let effect = engine.next(&mut state, routing, self.deps.clock.now_ms());
-            let cron_offered = routing.offered.contains(CRON_TOOL_NAME);
-            let spawn_offered = routing.offered.contains(SESSIONS_SPAWN);
-            let subagents_offered = routing.offered.contains(SUBAGENTS_TOOL_NAME);
-            let session_tools_offered = session_tools::offered(routing);
-            match effect {
-                Effect::Persist => {
-                    let commit = state.pending_commit()?;
-                    let version = self.deps.sessions.commit(&key, &commit).await?;
-                    state.mark_committed(version);
-                    report.commits += 1;
-                }
-                Effect::CallModel => {
-                    if let (Some(deadline), Some(policy)) = (deadline, &self.yield_policy)
-                        && deadline.must_yield(self.deps.clock.now_ms(), policy.threshold)
-                    {
-                        self.yield_turn(&key, &agent.id, &mut state, policy, &mut report)
-                            .await?;
-                        return Ok(report);
-                    }
-                    if let Some(chat) = &state.meta.chat
-                        && !state.is_heartbeat_turn()
-                        && let Err(err) = self.deps.outbox.typing(chat).await
-                    {
-                        tracing::debug!(error = %err, "typing indicator not shown");
-                    }
-                    let ctx = self
-                        .context(&agent.id, &mut state, &mut current, &scope)
-                        .await?;
-                    let mut calls = 0;
-                    let step = self
-                        .advance_model(&engine, &mut state, ctx, &mut overflow, &mut calls)
-                        .await;
-                    report.model_calls += calls;
-                    if let Some(deadline) = deadline {
-                        deadline.model_calls.fetch_add(calls, Ordering::Relaxed);
-                    }
-                    let now = self.deps.clock.now_ms();
-                    match step? {
-                        ModelStep::Answered(response) => {
-                            engine.record_model_response(&mut state, response, now);
-                        }
-                        ModelStep::Changed => {}
-                        ModelStep::TooLarge(text) => {
-                            engine.record_context_overflow(&mut state, &text, now);
-                        }
-                        ModelStep::Failed(err) => {
-                            tracing::error!(error = ?err, session = %key, "model call failed");
-                            engine.record_model_failure(&mut state, &err.to_string(), now);
-                        }
-                    }
-                }
-                Effect::Compact(request) => {
-                    let ctx = self
-                        .context(&agent.id, &mut state, &mut current, &scope)
-                        .await?;
-                    let mut calls = 0;
-                    let instructions = request.instructions.as_deref();
-                    let text = self
-                        .compact_command(&engine, &mut state, ctx, instructions, &mut calls)
-                        .await;
-                    report.model_calls += calls;
-                    if let Some(deadline) = deadline {
-                        deadline.model_calls.fetch_add(calls, Ordering::Relaxed);
-                    }
-                    engine.finish_compact_command(&mut state, text, self.deps.clock.now_ms());
-                }
-                Effect::RunTool(call) => {
-                    let ctx = self
-                        .context(&agent.id, &mut state, &mut current, &scope)
-                        .await?;
-                    let output = match self.tools.get(&call.name) {
-                        None if session_tools_offered.contains(&call.name.as_str()) => {
-                            report.tools_run += 1;
-                            self.tools_run.fetch_add(1, Ordering::Relaxed);
-                            self.run_session_tool(&call, &state).await
-                        }
-                        None if call.name == SUBAGENTS_TOOL_NAME && subagents_offered => {
-                            report.tools_run += 1;
-                            self.tools_run.fetch_add(1, Ordering::Relaxed);
-                            self.run_subagents_tool(&call, &mut state).await
-                        }
-                        None if call.name == SESSIONS_SPAWN && spawn_offered => {
-                            report.tools_run += 1;
-                            self.tools_run.fetch_add(1, Ordering::Relaxed);
-                            self.run_spawn_tool(&call, &mut state).await
-                        }
-                        None if call.name == CRON_TOOL_NAME && cron_offered => {
-                            report.tools_run += 1;
-                            self.tools_run.fetch_add(1, Ordering::Relaxed);
-                            self.run_cron_tool(&call, &state).await
-                        }
-                        Some(tool) => {
-                            let mut tool_context = ctx.tool_context.clone();
-                            tool_context.session = self.session_facts(&state);
-                            report.tools_run += 1;
-                            self.tools_run.fetch_add(1, Ordering::Relaxed);
-                            tool.run(&call.input, &tool_context).await
-                        }
-                        None => {
-                            ToolOutput::error(clawless_core::turn::tool_not_available(&call.name))
-                        }
-                    };
-                    engine.record_tool_result(&mut state, &call, output, self.deps.clock.now_ms());
-                }
-                // `sessions_send` waits for the other session's answer as a node's tool would.
-                Effect::SendToNode { job_id, call, .. } if call.name == SESSIONS_SEND => {
-                    report.tools_run += 1;
-                    self.tools_run.fetch_add(1, Ordering::Relaxed);
-                    match self.send_to_session(&call, &state).await {
-                        Some(output) => engine.record_tool_result(
-                            &mut state,
-                            &call,
-                            output,
-                            self.deps.clock.now_ms(),
-                        ),
-                        None => state.mark_dispatched(&job_id),
-                    }
-                }
-                Effect::SendToNode {
-                    job_id,
-                    call,
-                    approved,
-                } => {
-                    let dispatched = match &self.deps.nodes {
-                        Some(nodes) if call.name == EXEC_TOOL => {
-                            let approved = approved.map(|decision| (decision, "owner".to_owned()));
-                            nodes
-                                .dispatch(&event.session_key, &agent.id, &job_id, &call, approved)
-                                .await?
-                        }
-                        _ => Dispatch::Resolved(ToolOutput::error(format!(
-                            "No node host is available to run {}.",
-                            call.name
-                        ))),
-                    };
-                    match dispatched {
-                        Dispatch::Sent => state.mark_dispatched(&job_id),
-                        Dispatch::Resolved(output) => engine.record_tool_result(
-                            &mut state,
-                            &call,
-                            output,
-                            self.deps.clock.now_ms(),
-                        ),
-                    }
-                }
-                Effect::SendReply(reply) => match self.deliver(&reply).await? {
-                    None => {
-                        report.replies_sent += 1;
-                        engine.record_reply_sent(
-                            &mut state,
-                            &reply.reply_id,
-                            self.deps.clock.now_ms(),
-                        );
-                    }
-                    Some(reason) => engine.record_reply_rejected(
-                        &mut state,
-                        &reply.reply_id,
-                        &reason,
-                        self.deps.clock.now_ms(),
-                    ),
-                },
-                Effect::Wait => {
-                    report.waiting = true;
-                    return Ok(report);
-                }
-                Effect::Idle => {
-                    let cron_done = self.finish_cron_run(&mut state).await?;
-                    let a2a_done = self.finish_a2a_steps(&mut state).await?;
-                    let announced = self.announce_if_done(&mut state).await?;
-                    if announced && arm.is_none() {
-                        *arm = self.archive_timer(&state, &event.agent_id);
-                    }
-                    if cron_done || a2a_done || announced {
-                        let commit = state.pending_commit()?;
-                        let version = self.deps.sessions.commit(&key, &commit).await?;
-                        state.mark_committed(version);
-                        report.commits += 1;
-                    }
-                    return Ok(report);
-                }
-            }
-        }
     }
 
     /// Stops the turn before a model call: persists what is not yet (the message that started
@@ -968,18 +563,8 @@ impl TurnService {
         let (provider, model_id) = model_ref
             .split_once('/')
             .unwrap_or((model_ref.as_str(), ""));
-        let mut candidates: Vec<&str> = self.tools.keys().map(String::as_str).collect();
-        if exec_ready {
-            candidates.push(EXEC_TOOL);
-        }
-        if self.cron.is_some() {
-            candidates.push(CRON_TOOL_NAME);
-        }
-        if self.subagent_queue.is_some() {
-            candidates.push(SESSIONS_SPAWN);
-            candidates.push(SUBAGENTS_TOOL_NAME);
-        }
-        candidates.extend(self.session_tool_candidates());
+        let registry = self.registry();
+        let candidates = registry.candidates(tools::ToolScope { exec_ready });
         let agent_tools = self
             .config()
             .agents
@@ -1007,7 +592,7 @@ impl TurnService {
                     .any(|allowed| allowed.eq_ignore_ascii_case(name))
             })
         });
-        tool_routing(names.cloned(), &[EXEC_TOOL, SESSIONS_SEND])
+        tool_routing(names.cloned(), &registry.remote_names())
     }
 
     /// Builds the system prompt, tool specs and tool context for this turn.
@@ -1031,17 +616,129 @@ impl TurnService {
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
         let workspace = self.workspace(agent_id)?;
         let defaults = &self.config().agents.defaults;
-        let heartbeat = state.is_heartbeat_turn();
         let heartbeat_config = self
             .config()
             .heartbeat_agent(agent_id)
             .map(|agent| agent.config);
         let cron_run = cron::current_cron_run(state).cloned();
-        let kind = match &heartbeat_config {
+        let heartbeat_guidance = heartbeat_config.as_ref().is_some_and(|config| {
+            clawless_automation::heartbeat::prompt::heartbeat_guidance_enabled(
+                config,
+                agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
+            )
+        });
+        let files = self
+            .bootstrap_files(
+                agent_id,
+                state,
+                &workspace,
+                heartbeat_config.as_ref(),
+                heartbeat_guidance,
+            )
+            .await?;
+        let (context_files, warnings) = build_bootstrap_context_files(
+            &files,
+            defaults
+                .bootstrap_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
+            defaults
+                .bootstrap_total_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
+        );
+        for warning in warnings {
+            tracing::warn!(%warning, "bootstrap files");
+        }
+        let tool_names: Vec<String> = routing.offered.iter().cloned().collect();
+        let model_ref = self.model(state).model_ref();
+        let default_model = self.deps.model.model_ref();
+        let workspace_dir = workspace.display_root();
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
+        let runtime = RuntimeLine {
+            agent_id: Some(agent_id),
+            host: self.deps.host.host.as_deref(),
+            os: self.deps.host.os.as_deref(),
+            arch: self.deps.host.arch.as_deref(),
+            model: Some(&model_ref),
+            default_model: Some(&default_model),
+            channel: channel.as_deref(),
+            ..RuntimeLine::default()
+        };
+        let extra_system_prompt = self.extra_system_prompt(state);
+        let params = SystemPromptParams {
+            mode: PromptMode::for_session_key(
+                state.key.as_str(),
+                cron_run
+                    .as_ref()
+                    .is_some_and(|run| run.tools_allow.is_some()),
+            ),
+            tool_names: &tool_names,
+            skills_prompt: &snapshot.prompt,
+            include_memory_section: true,
+            workspace_dir: &workspace_dir,
+            context_files: &context_files,
+            user_timezone: defaults.user_timezone.as_deref(),
+            heartbeat_guidance,
+            runtime,
+            extra_system_prompt: extra_system_prompt.as_deref(),
+            ..SystemPromptParams::default()
+        };
+        let system = build_system_prompt(&params);
+        let tools = routing
+            .offered
+            .iter()
+            .filter_map(|name| self.registry().spec(name))
+            .collect();
+        let sources = self.deps.skills.sources(agent_id)?.to_vec();
+        let tool_schemas = serde_json::to_string(&tools).unwrap_or_default();
+        let fixed_tokens = text_tokens(&system) + text_tokens(&tool_schemas);
+        Ok(TurnContext {
+            fixed_tokens,
+            system,
+            tools,
+            tool_context: ToolContext {
+                workspace,
+                skill_sources: sources,
+                home_dirs: self.deps.home_dirs.clone(),
+                web: self.deps.web.clone(),
+                session: self.session_facts(state),
+            },
+        })
+    }
+
+    /// A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
+    fn extra_system_prompt(&self, state: &SessionState) -> Option<String> {
+        [
+            state
+                .meta
+                .subagent
+                .as_ref()
+                .map(|run| run.start.extra_system_prompt.clone()),
+            self.a2a_step_prompt(state),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|part| !part.trim().is_empty())
+        .reduce(|first, second| format!("{first}\n\n{second}"))
+    }
+
+    /// The workspace's bootstrap files this turn loads: light for a light heartbeat, cron
+    /// run or sub-agent; `HEARTBEAT.md` only for heartbeats and agents told about them; a
+    /// sub-agent's own set.
+    async fn bootstrap_files(
+        &self,
+        agent_id: &str,
+        state: &SessionState,
+        workspace: &Workspace,
+        heartbeat_config: Option<&clawless_automation::heartbeat::HeartbeatConfig>,
+        heartbeat_guidance: bool,
+    ) -> Result<Vec<clawless_core::system_prompt::bootstrap::BootstrapFile>, TurnError> {
+        let heartbeat = state.is_heartbeat_turn();
+        let cron_run = cron::current_cron_run(state);
+        let kind = match heartbeat_config {
             Some(config) if heartbeat && config.light_context() => {
                 BootstrapKind::Lightweight { heartbeat: true }
             }
-            _ if cron_run.as_ref().is_some_and(|run| run.light_context)
+            _ if cron_run.is_some_and(|run| run.light_context)
                 || state
                     .meta
                     .subagent
@@ -1052,12 +749,6 @@ impl TurnService {
             }
             _ => BootstrapKind::for_session_key(state.key.as_str()),
         };
-        let heartbeat_guidance = heartbeat_config.as_ref().is_some_and(|config| {
-            clawless_automation::heartbeat::prompt::heartbeat_guidance_enabled(
-                config,
-                agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
-            )
-        });
         let listing = self.deps.skills.recent_listing(
             agent_id,
             &workspace.store.identity(),
@@ -1087,98 +778,7 @@ impl TurnService {
                 clawless_core::subagents::SUBAGENT_BOOTSTRAP_FILES.contains(&file.name.as_str())
             });
         }
-        let (context_files, warnings) = build_bootstrap_context_files(
-            &files,
-            defaults
-                .bootstrap_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
-            defaults
-                .bootstrap_total_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
-        );
-        for warning in warnings {
-            tracing::warn!(%warning, "bootstrap files");
-        }
-        let tool_names: Vec<String> = routing.offered.iter().cloned().collect();
-        let model_ref = self.model(state).model_ref();
-        let default_model = self.deps.model.model_ref();
-        let workspace_dir = workspace.display_root();
-        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.clone());
-        let runtime = RuntimeLine {
-            agent_id: Some(agent_id),
-            host: self.deps.host.host.as_deref(),
-            os: self.deps.host.os.as_deref(),
-            arch: self.deps.host.arch.as_deref(),
-            model: Some(&model_ref),
-            default_model: Some(&default_model),
-            channel: channel.as_deref(),
-            ..RuntimeLine::default()
-        };
-        // A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
-        let extra_system_prompt = [
-            state
-                .meta
-                .subagent
-                .as_ref()
-                .map(|run| run.start.extra_system_prompt.clone()),
-            self.a2a_step_prompt(state),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|part| !part.trim().is_empty())
-        .reduce(|first, second| format!("{first}\n\n{second}"));
-        let params = SystemPromptParams {
-            mode: PromptMode::for_session_key(
-                state.key.as_str(),
-                cron_run
-                    .as_ref()
-                    .is_some_and(|run| run.tools_allow.is_some()),
-            ),
-            tool_names: &tool_names,
-            skills_prompt: &snapshot.prompt,
-            include_memory_section: true,
-            workspace_dir: &workspace_dir,
-            context_files: &context_files,
-            user_timezone: defaults.user_timezone.as_deref(),
-            heartbeat_guidance,
-            runtime,
-            extra_system_prompt: extra_system_prompt.as_deref(),
-            ..SystemPromptParams::default()
-        };
-        let system = build_system_prompt(&params);
-        let tools = routing
-            .offered
-            .iter()
-            .filter_map(|name| match self.tools.get(name) {
-                Some(tool) => Some(tool.spec()),
-                None if name == EXEC_TOOL && routing.remote.contains(name) => {
-                    Some(exec_tool_spec())
-                }
-                None if name == CRON_TOOL_NAME && self.cron.is_some() => Some(cron_tool_spec()),
-                None if name == SESSIONS_SPAWN && self.subagent_queue.is_some() => {
-                    Some(sessions_spawn_tool_spec())
-                }
-                None if name == SUBAGENTS_TOOL_NAME && self.subagent_queue.is_some() => {
-                    Some(subagents_tool_spec())
-                }
-                None => self.session_tool_spec(name),
-            })
-            .collect();
-        let sources = self.deps.skills.sources(agent_id)?.to_vec();
-        let tool_schemas = serde_json::to_string(&tools).unwrap_or_default();
-        let fixed_tokens = text_tokens(&system) + text_tokens(&tool_schemas);
-        Ok(TurnContext {
-            fixed_tokens,
-            system,
-            tools,
-            tool_context: ToolContext {
-                workspace,
-                skill_sources: sources,
-                home_dirs: self.deps.home_dirs.clone(),
-                web: self.deps.web.clone(),
-                session: self.session_facts(state),
-            },
-        })
+        Ok(files)
     }
 
     /// Keeps the session's snapshot while it is current, so the prompt stays byte-identical.
@@ -1202,14 +802,7 @@ impl TurnService {
     }
 
     fn workspace(&self, agent_id: &str) -> Result<Workspace, TurnError> {
-        let agent = self.deps.skills.agent(agent_id)?;
-        let location = agent.workspace.ok_or_else(|| {
-            TurnError::BadEvent(format!("agent {agent_id} has no workspace configured"))
-        })?;
-        let uri =
-            SourceUri::parse(&location).map_err(|err| TurnError::BadEvent(err.to_string()))?;
-        let (store, prefix): (Arc<dyn ObjectStore>, String) = self.deps.stores.open(&uri)?;
-        Ok(Workspace { store, prefix })
+        open_workspace(&self.deps.skills, &self.deps.stores, agent_id)
     }
 
     fn session_facts(&self, state: &SessionState) -> SessionFacts {
@@ -1242,6 +835,21 @@ impl TurnService {
                 .map(|reset| format!("{} at {}", reset.reason.as_str(), rfc3339(reset.at_ms))),
         }
     }
+}
+
+/// The workspace of `agent_id`, opened through `stores`.
+fn open_workspace(
+    skills: &SkillsService,
+    stores: &StoreFactory,
+    agent_id: &str,
+) -> Result<Workspace, TurnError> {
+    let agent = skills.agent(agent_id)?;
+    let location = agent.workspace.ok_or_else(|| {
+        TurnError::BadEvent(format!("agent {agent_id} has no workspace configured"))
+    })?;
+    let uri = SourceUri::parse(&location).map_err(|err| TurnError::BadEvent(err.to_string()))?;
+    let (store, prefix): (Arc<dyn ObjectStore>, String) = stores.open(&uri)?;
+    Ok(Workspace { store, prefix })
 }
 
 /// `45s`, `12m`, `3h 5m`, `2d 4h`.

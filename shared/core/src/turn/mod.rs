@@ -15,6 +15,7 @@
 pub mod events;
 pub mod prepare;
 pub mod state;
+pub mod subagent_run;
 
 use clawless_base::reply_tokens::SILENT_REPLIES;
 use std::collections::BTreeSet;

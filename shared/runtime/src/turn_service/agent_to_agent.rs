@@ -22,22 +22,18 @@
 //!   ends (say, an exec awaiting approval) holds the exchange rather than being cut off.
 
 use clawless_base::session_key::ChatType;
-use clawless_base::transcript::ToolCall;
 use clawless_core::subagents::A2A_SENDER_ID;
 use clawless_core::subagents::sessions_tools::{
     A2A_ANNOUNCE_STEP_MESSAGE, A2aSessions, SendOutcome, a2a_announce_is_silent,
-    a2a_announce_step_prompt, a2a_message_context, a2a_reply_step_prompt, parse_send_call,
-    ping_pong_stops, send_accepted_json, send_result_json,
+    a2a_announce_step_prompt, a2a_message_context, a2a_reply_step_prompt, ping_pong_stops,
+    send_result_json,
 };
-use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{
     A2aExchange, A2aStep, AgentMessage, ChatRef, InboundMessage, SessionEvent, TurnEvent,
-    dedup_token,
 };
 use clawless_core::turn::state::{PreparedMessage, SessionState, StepBody};
 use clawless_core::turn::{Incoming, OutboundReply};
 
-use super::session_tools::{channel_of, error_json};
 use super::{TurnError, TurnService};
 
 /// The channel a step names when its session has no chat of its own.
@@ -53,94 +49,6 @@ enum StepReply {
 }
 
 impl TurnService {
-    /// Sends a `sessions_send` call of `state`'s turn: queues the request to the target and,
-    /// when the caller waits for the answer, arms the timer that answers `timeout`. `Some`
-    /// is the call's result now (a refusal, or `accepted` for `timeoutSeconds: 0`); `None`
-    /// means the result comes later, as a `ToolResult` event.
-    pub(super) async fn send_to_session(
-        &self,
-        call: &ToolCall,
-        state: &SessionState,
-    ) -> Option<ToolOutput> {
-        let Some(queue) = &self.subagent_queue else {
-            return Some(ToolOutput::error(
-                error_json("sessions_send is not available here").to_string(),
-            ));
-        };
-        let request = match parse_send_call(&call.input) {
-            Ok(request) => request,
-            Err(error) => return Some(ToolOutput::error(error_json(&error).to_string())),
-        };
-        let (target_key, target_meta) = match self.send_target(&request.target, state).await {
-            Ok(found) => found,
-            Err(refusal) => return Some(ToolOutput::error(refusal.to_string())),
-        };
-        let exchange_id = dedup_token(&format!(
-            "{}:{}:{}",
-            state.meta.session_id, state.meta.turn, call.id
-        ));
-        let waits = request.timeout_seconds > 0;
-        let exchange = A2aExchange {
-            exchange_id: exchange_id.clone(),
-            requester_key: state.key.to_string(),
-            requester_agent_id: state.meta.agent_id.clone(),
-            requester_channel: Some(channel_of(&state.meta)),
-            target_key: target_key.clone(),
-            target_agent_id: target_meta.agent_id.clone(),
-            target_channel: Some(channel_of(&target_meta)),
-            original: request.message.clone(),
-            round_one_reply: None,
-            latest_reply: None,
-            max_turns: self.config().session.agent_to_agent.max_ping_pong_turns(),
-            reply_call_id: waits.then(|| call.id.clone()),
-            timeout_seconds: request.timeout_seconds,
-        };
-        let event = step_event(exchange, A2aStep::Request, request.message);
-        if let Err(err) = crate::ingress::enqueue(queue.as_ref(), &event).await {
-            return Some(ToolOutput::error(
-                error_json(&format!("sessions_send failed: {err}")).to_string(),
-            ));
-        }
-        tracing::info!(from = %state.key, to = %target_key, exchange = %exchange_id, "agent-to-agent message queued");
-        if !waits {
-            return Some(ToolOutput::ok(
-                send_accepted_json(&exchange_id, &target_key).to_string(),
-            ));
-        }
-        // The wait counts from when the call was made, however often it is re-sent.
-        let sent_at = state
-            .current_turn_steps()
-            .iter()
-            .find(|step| {
-                matches!(&step.body, StepBody::ToolPending { call_id, .. } if *call_id == call.id)
-            })
-            .map_or_else(|| self.deps.clock.now_ms(), |step| step.at_ms);
-        let timeout = send_result_json(
-            &exchange_id,
-            &target_key,
-            request.timeout_seconds,
-            &SendOutcome::Timeout,
-        );
-        let timer = clawless_core::nodes::Timer {
-            timer_id: format!("a2a-timeout:{exchange_id}"),
-            due_at_ms: sent_at.saturating_add(request.timeout_seconds.saturating_mul(1_000)),
-            event: SessionEvent {
-                session_key: state.key.to_string(),
-                agent_id: state.meta.agent_id.clone(),
-                event: TurnEvent::ToolResult {
-                    call_id: call.id.clone(),
-                    text: timeout.to_string(),
-                    is_error: false,
-                    notice: None,
-                },
-            },
-        };
-        if let Err(err) = self.schedule_timer(&timer).await {
-            tracing::warn!(error = %err, exchange = %exchange_id, "sessions_send wait has no time limit: its timer was not armed");
-        }
-        None
-    }
-
     /// Takes a step of an exchange in `state` (the session it is for): records it and returns
     /// its turn. A redelivered step does nothing.
     pub(super) fn take_agent_message(
@@ -338,7 +246,7 @@ impl TurnService {
 }
 
 /// The event taking step `step` of `exchange` to the session whose turn it is.
-fn step_event(exchange: A2aExchange, step: A2aStep, text: String) -> SessionEvent {
+pub(super) fn step_event(exchange: A2aExchange, step: A2aStep, text: String) -> SessionEvent {
     let requester_speaks = matches!(step, A2aStep::Reply { turn } if turn % 2 == 1);
     let (session_key, agent_id) = if requester_speaks {
         (

@@ -348,11 +348,11 @@ impl TurnService {
         let writer = MemoryFlushWrite::new(date.clone());
         // Only what the turn's policy offers: `read` if it is offered, and `write` (offered,
         // or there would be no flush) narrowed to the day's note.
-        let read = self
+        let read = context
             .tools
-            .get("read")
-            .filter(|_| context.tools.iter().any(|tool| tool.name == "read"))
-            .cloned();
+            .iter()
+            .any(|tool| tool.name == "read")
+            .then_some(clawless_core::tools::read::ReadTool);
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
         let prompt = flush_prompt(&date, &clawless_base::time::current_time_line(now, &tz));

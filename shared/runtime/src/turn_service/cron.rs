@@ -37,9 +37,6 @@ use clawless_automation::cron::run::{
     headless_exec_denied_message, isolated_run_message, job_timeout_ms, main_job_step,
     run_message_id, start_main_job,
 };
-use clawless_automation::cron::tool::{
-    ContextMessage, ContextRole, CronAction, CronCaller, parse_cron_call, reminder_context_lines,
-};
 use clawless_automation::cron::types::{
     CronJob, CronPayload, CronRunLogEntry, DeliveryMode, RunStatus, RunUsage, SessionTarget,
 };
@@ -47,7 +44,7 @@ use clawless_automation::cron::{Reservation, RunSlot};
 use clawless_automation::heartbeat::config::DEFAULT_HEARTBEAT_ACK_MAX_CHARS;
 use clawless_automation::heartbeat::{AlertTarget, HeartbeatDelivery, PendingSystemEvent};
 use clawless_base::session_key::ChatType;
-use clawless_base::transcript::{AssistantBlock, ToolCall};
+use clawless_base::transcript::AssistantBlock;
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ChatRef, InboundMessage, dedup_token};
@@ -90,34 +87,6 @@ struct TurnResult {
 }
 
 impl TurnService {
-    /// Runs a `cron` tool call for the session of `state` (owner-only: the tool policy
-    /// offers it to owners only, and never to sub-agents).
-    pub(super) async fn run_cron_tool(&self, call: &ToolCall, state: &SessionState) -> ToolOutput {
-        let Some(cron) = &self.cron else {
-            return ToolOutput::error("cron is not available in this deployment");
-        };
-        let action = match parse_cron_call(&call.input) {
-            Ok(action) => action,
-            Err(err) => return ToolOutput::error(err.message()),
-        };
-        let context = match &action {
-            CronAction::Add {
-                context_messages, ..
-            } if *context_messages > 0 => recent_context(state, *context_messages),
-            _ => Vec::new(),
-        };
-        let caller = CronCaller {
-            session_key: Some(state.key.as_str()),
-            agent_id: Some(&state.meta.agent_id),
-        };
-        match cron.call_with_context(action, &caller, &context).await {
-            Ok(answer) => ToolOutput::ok(
-                serde_json::to_string_pretty(&answer).unwrap_or_else(|_| answer.to_string()),
-            ),
-            Err(err) => ToolOutput::error(err.to_string()),
-        }
-    }
-
     /// Handles a job's firing in `state`'s session: see the module documentation.
     pub(super) async fn start_cron_run(
         &self,
@@ -987,29 +956,4 @@ fn turn_result(state: &SessionState, turn: u64) -> TurnResult {
         result.usage = Some(usage);
     }
     result
-}
-
-/// The last `count` user and assistant texts of the session, for `contextMessages`.
-fn recent_context(state: &SessionState, count: u8) -> Vec<String> {
-    let messages: Vec<ContextMessage<'_>> = state
-        .steps
-        .iter()
-        .filter_map(|step| match &step.body {
-            StepBody::Inbound {
-                text,
-                heartbeat: false,
-                sender_id,
-                ..
-            } if sender_id != CRON_SENDER_ID => Some(ContextMessage {
-                role: ContextRole::User,
-                text,
-            }),
-            StepBody::Reply { text, to: None, .. } => Some(ContextMessage {
-                role: ContextRole::Assistant,
-                text,
-            }),
-            _ => None,
-        })
-        .collect();
-    reminder_context_lines(&messages, count)
 }

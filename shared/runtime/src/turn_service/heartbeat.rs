@@ -25,7 +25,7 @@
 
 use clawless_automation::heartbeat::file::{HeartbeatFile, record_task_runs};
 use clawless_automation::heartbeat::gate::{
-    HeartbeatDecision, HeartbeatRunFacts, decide_heartbeat_run,
+    HeartbeatDecision, HeartbeatRunFacts, HeartbeatRunPlan, decide_heartbeat_run,
 };
 use clawless_automation::heartbeat::schedule::HeartbeatSchedule;
 use clawless_automation::heartbeat::state::{busy_retry_delay_ms, needs_arming};
@@ -166,15 +166,18 @@ impl TurnService {
 
     /// Schedules a heartbeat's (or a sub-agent's time limit's) timer.
     pub(super) async fn schedule_timer(&self, timer: &Timer) -> Result<(), TurnError> {
-        let timers = self
-            .heartbeats
-            .as_ref()
-            .map(|heartbeats| &heartbeats.timers)
-            .or(self.subagent_timers.as_ref());
-        let Some(timers) = timers else {
+        let Some(timers) = self.timers() else {
             return Ok(());
         };
         timers.schedule(timer).await.map_err(TurnError::Timer)
+    }
+
+    /// Where this service's timers wait: the heartbeats' timers, else the sub-agents'.
+    pub(super) fn timers(&self) -> Option<&std::sync::Arc<dyn Timers>> {
+        self.heartbeats
+            .as_ref()
+            .map(|heartbeats| &heartbeats.timers)
+            .or(self.subagent_timers.as_ref())
     }
 
     /// The heartbeat schedule `agent` has from now on.
@@ -256,8 +259,107 @@ impl TurnService {
             return Ok(HeartbeatStart::default());
         }
         let now = self.deps.clock.now_ms();
-        let fresh = self.fresh_schedule(&agent, now);
-        if let (Some(slot_ms), Some(fresh)) = (firing.slot_ms, fresh) {
+        if let Some(early) = self.judge_slot(&agent, state, firing.slot_ms, now) {
+            return Ok(early);
+        }
+        let last_chat = if session.fresh_each_run {
+            self.chat_of(&session.base_key).await?
+        } else {
+            state.meta.chat.clone()
+        };
+        let target = alert_target(config, last_chat.as_ref());
+        let visibility = self.config().heartbeat_visibility();
+        let workspace = self.workspace(agent_id)?;
+        let file_text = read_heartbeat_file(&workspace).await;
+        let heartbeat_file = match &file_text {
+            Some(Some(text)) => HeartbeatFile::Present(text),
+            Some(None) => HeartbeatFile::Missing,
+            None => HeartbeatFile::Unreadable,
+        };
+        let tz = self.time_zone();
+        let heartbeat_state = state.meta.heartbeat.clone().unwrap_or_default();
+        let workspace_dir = workspace.display_root();
+        let decision = decide_heartbeat_run(&HeartbeatRunFacts {
+            heartbeats_enabled: true,
+            config: Some(config),
+            reason: &reason,
+            now_ms: now,
+            user_tz: &tz,
+            // The session's FIFO group is its lane: while this event is handled nothing else
+            // of it runs. A turn left open (waiting on a node or an approval) is gate 5.
+            main_lane_busy: false,
+            session_busy: state.meta.turn_open || !state.meta.follow_ups.is_empty(),
+            pending_events: &state.meta.pending_events,
+            heartbeat_file,
+            task_state: &heartbeat_state.task_runs,
+            visibility,
+            delivery_resolved: target.chat().is_some(),
+            workspace_dir: &workspace_dir,
+        });
+        let interval = config.interval_ms().unwrap_or_default();
+        let plan = match decision {
+            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
+                if firing
+                    .slot_ms
+                    .is_some_and(|slot| now < slot.saturating_add(interval)) =>
+            {
+                return Ok(slot_retry(firing, &state.key, &agent.agent_id, now));
+            }
+            // A cron reminder's wake in a busy session waits for it (the coalesced wake of
+            // spec §2.7), backing off like a busy slot, for up to CRON_WAKE_ATTEMPTS tries;
+            // its event stays pending meanwhile.
+            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
+                if firing.slot_ms.is_none()
+                    && reason.is_cron()
+                    && firing.attempt < CRON_WAKE_ATTEMPTS =>
+            {
+                return Ok(cron_wake_retry(firing, &state.key, &agent.agent_id, now));
+            }
+            HeartbeatDecision::Skipped(skip) => {
+                tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, reason = %skip, "heartbeat skipped");
+                let arm = self.record_slot(&agent, state, firing.slot_ms, now, Some(skip));
+                return Ok(HeartbeatStart {
+                    arm,
+                    changed: true,
+                    incoming: None,
+                    skipped: Some(skip),
+                });
+            }
+            HeartbeatDecision::Run(plan) => plan,
+        };
+        let run = HeartbeatRunParts {
+            config,
+            visibility,
+            target,
+            last_chat,
+            fresh_each_run: session.fresh_each_run,
+            cron: reason.is_cron(),
+        };
+        Ok(self.heartbeat_run(&agent, state, firing, &plan, run, now))
+    }
+
+    /// The chat session `key` last talked on, if it exists.
+    async fn chat_of(&self, key: &SessionKey) -> Result<Option<ChatRef>, TurnError> {
+        Ok(match self.deps.sessions.load_live(key).await? {
+            Some(stored) => SessionState::from_stored(key.clone(), &stored)?.meta.chat,
+            None => None,
+        })
+    }
+
+    /// Judges a slotted firing against the session's schedule: `Some` ends the firing here
+    /// (a stale chain re-armed on the current schedule, a duplicate slot), `None` goes on.
+    fn judge_slot(
+        &self,
+        agent: &HeartbeatAgent,
+        state: &mut SessionState,
+        slot_ms: Option<u64>,
+        now: u64,
+    ) -> Option<HeartbeatStart> {
+        let fresh = self.fresh_schedule(agent, now);
+        let (Some(slot_ms), Some(fresh)) = (slot_ms, fresh) else {
+            return None;
+        };
+        {
             match judge_firing(
                 state.meta.heartbeat.as_ref(),
                 slot_ms,
@@ -271,7 +373,7 @@ impl TurnService {
                     // reaches the chain this way).
                     tracing::info!(session = %state.key, slot_ms, "heartbeat slot not on the current schedule; dropped");
                     if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
-                        return Ok(HeartbeatStart::default());
+                        return Some(HeartbeatStart::default());
                     }
                     state
                         .meta
@@ -279,7 +381,7 @@ impl TurnService {
                         .get_or_insert_with(Default::default)
                         .schedule = Some(fresh);
                     state.touch_meta();
-                    return Ok(HeartbeatStart {
+                    return Some(HeartbeatStart {
                         arm: Some(heartbeat_timer(
                             &agent.agent_id,
                             &state.key,
@@ -309,137 +411,35 @@ impl TurnService {
                                 schedule.next_due_ms,
                             )
                         });
-                    return Ok(HeartbeatStart {
+                    return Some(HeartbeatStart {
                         arm,
                         ..HeartbeatStart::default()
                     });
                 }
             }
         }
-        let last_chat = if session.fresh_each_run {
-            match self.deps.sessions.load_live(&session.base_key).await? {
-                Some(stored) => {
-                    SessionState::from_stored(session.base_key.clone(), &stored)?
-                        .meta
-                        .chat
-                }
-                None => None,
-            }
-        } else {
-            state.meta.chat.clone()
-        };
-        let target = alert_target(config, last_chat.as_ref());
-        let visibility = self.config().heartbeat_visibility();
-        let workspace = self.workspace(agent_id)?;
-        let file_key = format!("{}{HEARTBEAT_FILE_NAME}", workspace.prefix);
-        let file_text = workspace
-            .store
-            .get(&file_key, MAX_BOOTSTRAP_FILE_BYTES)
-            .await
-            .map(|object| object.map(|object| String::from_utf8_lossy(&object.bytes).into_owned()));
-        let heartbeat_file = match &file_text {
-            Ok(Some(text)) => HeartbeatFile::Present(text),
-            Ok(None) => HeartbeatFile::Missing,
-            Err(err) => {
-                tracing::warn!(error = %err, "HEARTBEAT.md unreadable; the heartbeat runs as if it were missing");
-                HeartbeatFile::Unreadable
-            }
-        };
-        let tz = self.time_zone();
-        let heartbeat_state = state.meta.heartbeat.clone().unwrap_or_default();
-        let workspace_dir = workspace.display_root();
-        let decision = decide_heartbeat_run(&HeartbeatRunFacts {
-            heartbeats_enabled: true,
-            config: Some(config),
-            reason: &reason,
-            now_ms: now,
-            user_tz: &tz,
-            // The session's FIFO group is its lane: while this event is handled nothing else
-            // of it runs. A turn left open (waiting on a node or an approval) is gate 5.
-            main_lane_busy: false,
-            session_busy: state.meta.turn_open || !state.meta.follow_ups.is_empty(),
-            pending_events: &state.meta.pending_events,
-            heartbeat_file,
-            task_state: &heartbeat_state.task_runs,
-            visibility,
-            delivery_resolved: target.chat().is_some(),
-            workspace_dir: &workspace_dir,
-        });
-        let interval = config.interval_ms().unwrap_or_default();
-        let plan = match decision {
-            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
-                if firing
-                    .slot_ms
-                    .is_some_and(|slot| now < slot.saturating_add(interval)) =>
-            {
-                let slot_ms = firing.slot_ms.unwrap_or_default();
-                let delay = busy_retry_delay_ms(firing.attempt);
-                tracing::info!(session = %state.key, slot_ms, delay_ms = delay, "heartbeat skipped: requests-in-flight; retrying");
-                return Ok(HeartbeatStart {
-                    skipped: Some(SkipReason::RequestsInFlight),
-                    arm: Some(heartbeat_timer(
-                        &agent.agent_id,
-                        &state.key,
-                        slot_ms,
-                        firing.attempt + 1,
-                        now + delay,
-                    )),
-                    ..HeartbeatStart::default()
-                });
-            }
-            // A cron reminder's wake in a busy session waits for it (the coalesced wake of
-            // spec §2.7), backing off like a busy slot, for up to CRON_WAKE_ATTEMPTS tries;
-            // its event stays pending meanwhile.
-            HeartbeatDecision::Skipped(SkipReason::RequestsInFlight)
-                if firing.slot_ms.is_none()
-                    && reason.is_cron()
-                    && firing.attempt < CRON_WAKE_ATTEMPTS =>
-            {
-                let delay = busy_retry_delay_ms(firing.attempt);
-                tracing::info!(session = %state.key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
-                let base = firing
-                    .heartbeat_id
-                    .split(":wake")
-                    .next()
-                    .unwrap_or(firing.heartbeat_id);
-                return Ok(HeartbeatStart {
-                    skipped: Some(SkipReason::RequestsInFlight),
-                    arm: Some(Timer {
-                        timer_id: format!("heartbeat:{base}:wake{}", firing.attempt + 1),
-                        due_at_ms: now + delay,
-                        event: SessionEvent {
-                            session_key: state.key.to_string(),
-                            agent_id: agent.agent_id.clone(),
-                            event: TurnEvent::Heartbeat {
-                                heartbeat_id: format!("{base}:wake{}", firing.attempt + 1),
-                                slot_ms: None,
-                                reason: firing.reason.to_owned(),
-                                attempt: firing.attempt + 1,
-                            },
-                        },
-                    }),
-                    ..HeartbeatStart::default()
-                });
-            }
-            HeartbeatDecision::Skipped(skip) => {
-                tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, reason = %skip, "heartbeat skipped");
-                let arm = self.record_slot(&agent, state, firing.slot_ms, now, Some(skip));
-                return Ok(HeartbeatStart {
-                    arm,
-                    changed: true,
-                    incoming: None,
-                    skipped: Some(skip),
-                });
-            }
-            HeartbeatDecision::Run(plan) => plan,
-        };
+        None
+    }
+
+    /// A heartbeat that runs: its slot recorded, its due tasks marked, and its poll turn
+    /// (pending system events in front of the prompt).
+    fn heartbeat_run(
+        &self,
+        agent: &HeartbeatAgent,
+        state: &mut SessionState,
+        firing: FiringEvent<'_>,
+        plan: &HeartbeatRunPlan,
+        run: HeartbeatRunParts<'_>,
+        now: u64,
+    ) -> HeartbeatStart {
         tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, kind = ?plan.kind, "heartbeat runs");
-        let arm = self.record_slot(&agent, state, firing.slot_ms, now, None);
+        let arm = self.record_slot(agent, state, firing.slot_ms, now, None);
         if let Some(heartbeat) = state.meta.heartbeat.as_mut() {
             record_task_runs(&mut heartbeat.task_runs, &plan.due_tasks, now);
         }
-        let mut delivery = HeartbeatDelivery::new(config, visibility, target, firing.slot_ms);
-        delivery.cron_run = reason.is_cron();
+        let mut delivery =
+            HeartbeatDelivery::new(run.config, run.visibility, run.target, firing.slot_ms);
+        delivery.cron_run = run.cron;
         // The events reach the model now: cron reminders in the prompt, the others as
         // `System:` lines before it. They are not repeated.
         let other_events: Vec<_> = state
@@ -454,7 +454,7 @@ impl TurnService {
             state.meta.pending_events.clear();
             state.touch_meta();
         }
-        let chat = last_chat.unwrap_or_else(|| ChatRef {
+        let chat = run.last_chat.unwrap_or_else(|| ChatRef {
             channel: "heartbeat".to_owned(),
             chat_id: agent.agent_id.clone(),
             chat_type: ChatType::Direct,
@@ -469,18 +469,18 @@ impl TurnService {
             format!("{system_lines}\n\n{}", plan.prompt)
         };
         let mut prepared = heartbeat_message(chat, &run_id, &prompt, delivery);
-        if session.fresh_each_run && state.meta.turn > 0 {
+        if run.fresh_each_run && state.meta.turn > 0 {
             prepared.reset = Some(ResetRequest {
                 reason: ResetReason::Heartbeat,
                 model: None,
             });
         }
-        Ok(HeartbeatStart {
+        HeartbeatStart {
             incoming: Some(Incoming::Message(Box::new(prepared))),
             arm,
             changed: true,
             skipped: None,
-        })
+        }
     }
 
     /// Records a handled heartbeat in the session's meta: the slot (when it had one), how it
@@ -570,6 +570,94 @@ fn alert_target(config: &HeartbeatConfig, last_chat: Option<&ChatRef>) -> AlertT
             AlertTarget::DmBlocked
         }
         Some(chat) => AlertTarget::Chat { chat },
+    }
+}
+
+/// A cron wake in a busy session: tried again after a back-off, as the next attempt.
+fn cron_wake_retry(
+    firing: FiringEvent<'_>,
+    run_key: &SessionKey,
+    agent_id: &str,
+    now: u64,
+) -> HeartbeatStart {
+    let delay = busy_retry_delay_ms(firing.attempt);
+    tracing::info!(session = %run_key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
+    let base = firing
+        .heartbeat_id
+        .split(":wake")
+        .next()
+        .unwrap_or(firing.heartbeat_id);
+    HeartbeatStart {
+        skipped: Some(SkipReason::RequestsInFlight),
+        arm: Some(Timer {
+            timer_id: format!("heartbeat:{base}:wake{}", firing.attempt + 1),
+            due_at_ms: now + delay,
+            event: SessionEvent {
+                session_key: run_key.to_string(),
+                agent_id: agent_id.to_owned(),
+                event: TurnEvent::Heartbeat {
+                    heartbeat_id: format!("{base}:wake{}", firing.attempt + 1),
+                    slot_ms: None,
+                    reason: firing.reason.to_owned(),
+                    attempt: firing.attempt + 1,
+                },
+            },
+        }),
+        ..HeartbeatStart::default()
+    }
+}
+
+/// `HEARTBEAT.md` of `workspace`: `Some(None)` when missing, `None` when unreadable.
+async fn read_heartbeat_file(
+    workspace: &clawless_core::tools::Workspace,
+) -> Option<Option<String>> {
+    let file_key = format!("{}{HEARTBEAT_FILE_NAME}", workspace.prefix);
+    match workspace
+        .store
+        .get(&file_key, MAX_BOOTSTRAP_FILE_BYTES)
+        .await
+    {
+        Ok(object) => {
+            Some(object.map(|object| String::from_utf8_lossy(&object.bytes).into_owned()))
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "HEARTBEAT.md unreadable; the heartbeat runs as if it were missing");
+            None
+        }
+    }
+}
+
+/// What a running heartbeat's turn is built from, beside its plan.
+struct HeartbeatRunParts<'a> {
+    config: &'a HeartbeatConfig,
+    visibility: clawless_automation::heartbeat::HeartbeatVisibility,
+    target: AlertTarget,
+    last_chat: Option<ChatRef>,
+    fresh_each_run: bool,
+    cron: bool,
+}
+
+/// A busy session at a slot's firing: the slot is tried again after a back-off, while it is
+/// still the current one.
+fn slot_retry(
+    firing: FiringEvent<'_>,
+    run_key: &SessionKey,
+    agent_id: &str,
+    now: u64,
+) -> HeartbeatStart {
+    let slot_ms = firing.slot_ms.unwrap_or_default();
+    let delay = busy_retry_delay_ms(firing.attempt);
+    tracing::info!(session = %run_key, slot_ms, delay_ms = delay, "heartbeat skipped: requests-in-flight; retrying");
+    HeartbeatStart {
+        skipped: Some(SkipReason::RequestsInFlight),
+        arm: Some(heartbeat_timer(
+            agent_id,
+            run_key,
+            slot_ms,
+            firing.attempt + 1,
+            now + delay,
+        )),
+        ..HeartbeatStart::default()
     }
 }
 

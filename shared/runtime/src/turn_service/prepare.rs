@@ -46,59 +46,7 @@ impl TurnService {
     ) -> Result<Option<Incoming>, TurnError> {
         Ok(Some(match event {
             TurnEvent::Inbound(message) => {
-                if let Some(command) = self.session_command(agent_id, message, state).await? {
-                    return Ok(command);
-                }
-                let specs = if needs_skill_commands(message) {
-                    Some(
-                        self.deps
-                            .skills
-                            .commands(agent_id, &scope.eligibility)
-                            .await?,
-                    )
-                } else {
-                    None
-                };
-                // Discord had to rename some skill commands; map its name back.
-                let discord_renamed = match &specs {
-                    Some(specs)
-                        if message.chat.channel == clawless_channels::discord::CHANNEL_ID =>
-                    {
-                        clawless_channels::discord::skill_command_text(&message.text, specs).map(
-                            |text| InboundMessage {
-                                text,
-                                ..message.clone()
-                            },
-                        )
-                    }
-                    _ => None,
-                };
-                let message = discord_renamed.as_ref().unwrap_or(message);
-                match prepare_chat_message(message, specs.as_deref()) {
-                    ChatInput::IgnoredApproval => {
-                        tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
-                        return Ok(None);
-                    }
-                    ChatInput::Approval { id, decision } => {
-                        // The id is the short code or full job id shown in the chat (or a call id).
-                        let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
-                        let notice = match decision {
-                            ApprovalDecision::Deny => {
-                                self.denied_notice(state, &call_id, "user-denied").await?
-                            }
-                            _ => None,
-                        };
-                        Incoming::Approval {
-                            call_id,
-                            decision,
-                            notice,
-                        }
-                    }
-                    ChatInput::Message(mut prepared) => {
-                        prepared.reset = self.automatic_reset(state, message);
-                        Incoming::Message(prepared)
-                    }
-                }
+                return self.prepare_inbound(agent_id, message, state, scope).await;
             }
             TurnEvent::ToolResult {
                 call_id,
@@ -173,6 +121,70 @@ impl TurnService {
             | TurnEvent::AgentMessage(_)
             | TurnEvent::CronTimeout(_) => return Ok(None),
         }))
+    }
+
+    /// A chat message: a session command, an approval in words, or a message (with the
+    /// automatic reset it may bring). Skill commands are resolved when the text asks for one.
+    async fn prepare_inbound(
+        &self,
+        agent_id: &str,
+        message: &InboundMessage,
+        state: &SessionState,
+        scope: &NodeScope,
+    ) -> Result<Option<Incoming>, TurnError> {
+        if let Some(command) = self.session_command(agent_id, message, state).await? {
+            return Ok(command);
+        }
+        let specs = if needs_skill_commands(message) {
+            Some(
+                self.deps
+                    .skills
+                    .commands(agent_id, &scope.eligibility)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        // Discord had to rename some skill commands; map its name back.
+        let discord_renamed = match &specs {
+            Some(specs) if message.chat.channel == clawless_channels::discord::CHANNEL_ID => {
+                clawless_channels::discord::skill_command_text(&message.text, specs).map(|text| {
+                    InboundMessage {
+                        text,
+                        ..message.clone()
+                    }
+                })
+            }
+            _ => None,
+        };
+        let message = discord_renamed.as_ref().unwrap_or(message);
+        Ok(Some(
+            match prepare_chat_message(message, specs.as_deref()) {
+                ChatInput::IgnoredApproval => {
+                    tracing::warn!(sender = %message.sender_id, "approval from a non-owner ignored");
+                    return Ok(None);
+                }
+                ChatInput::Approval { id, decision } => {
+                    // The id is the short code or full job id shown in the chat (or a call id).
+                    let call_id = state.call_awaiting_approval(&id).unwrap_or(id);
+                    let notice = match decision {
+                        ApprovalDecision::Deny => {
+                            self.denied_notice(state, &call_id, "user-denied").await?
+                        }
+                        _ => None,
+                    };
+                    Incoming::Approval {
+                        call_id,
+                        decision,
+                        notice,
+                    }
+                }
+                ChatInput::Message(mut prepared) => {
+                    prepared.reset = self.automatic_reset(state, message);
+                    Incoming::Message(prepared)
+                }
+            },
+        ))
     }
 
     /// `Exec denied (node=… id=…, <reason>): <command>` for a call awaiting approval.

@@ -1,7 +1,7 @@
-//! The session tools in the turn service (spec `openclaw-automation.md` §3.7–§3.9):
-//! `agents_list`, `sessions_list`, `sessions_history` and `sessions_yield` (which ends the
-//! turn), run in-process, and the target and visibility check of `sessions_send` (whose
-//! exchange is `agent_to_agent.rs`).
+//! The session tools (spec `openclaw-automation.md` §3.7–§3.9): `agents_list`,
+//! `sessions_list`, `sessions_history` and `sessions_yield` (which ends the turn), each a
+//! struct over the [`SessionDirectory`], which also finds and checks the target of
+//! `sessions_send` (`sessions_send.rs`).
 //!
 //! - **What a session sees** follows `tools.sessions.visibility` (default `tree`): itself
 //!   and the sub-agents it spawned, found by walking the `children` its meta records (and
@@ -9,57 +9,44 @@
 //!   [`SessionLister`]), without which they see the tree too. Every session passes the
 //!   core's [`check_visibility`], so other agents' sessions also need
 //!   `tools.agentToAgent`.
-//! - **Offered** when the service has what they need: `agents_list` with sub-agents (it
-//!   names the agents `sessions_spawn` may run as), the list and history tools with
-//!   sub-agents or a session listing; always within the tool policy, which keeps
-//!   `agents_list` from sub-agents and the list and history tools from leaf sub-agents.
+//! - **Registered** when the service has what they need: `agents_list` and `sessions_yield`
+//!   with sub-agents (`agents_list` names the agents `sessions_spawn` may run as), the list
+//!   and history tools with sub-agents or a session listing; always offered within the tool
+//!   policy, which keeps `agents_list` from sub-agents and the list and history tools from
+//!   leaf sub-agents.
 //! - **Archived** sub-agents (after `archiveAfterMinutes`) are no longer listed, but their
 //!   history stays readable.
 //! - **Reads only**: nothing here writes a session. A session is read as its live part (the
 //!   steps since its latest reset or compaction), the caller's own from the turn in memory.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
-use clawless_base::model::ToolSpec;
-use clawless_base::transcript::ToolCall;
-use clawless_core::session::SessionKey;
+use clawless_base::model::{ModelProvider, ToolSpec};
+use clawless_core::session::{SessionKey, SessionLister, SessionStore};
 use clawless_core::subagents::config::{AgentToAgentConfig, SessionVisibility};
-use clawless_core::subagents::control::{
-    AGENTS_LIST_TOOL_NAME, ConfiguredAgent, agents_list_json, agents_list_tool_spec,
-};
+use clawless_core::subagents::control::{ConfiguredAgent, agents_list_json, agents_list_tool_spec};
 use clawless_core::subagents::sessions_tools::{
-    ListRequest, SESSIONS_HISTORY, SESSIONS_LIST, SESSIONS_SEND, SESSIONS_YIELD, SendTarget,
-    SessionAction, SessionKind, check_visibility, history_message_json, history_page,
-    no_session_with_label, parse_history_call, parse_list_call, resolve_session_alias,
-    sessions_history_tool_spec, sessions_list_tool_spec, sessions_send_tool_spec,
+    ListRequest, SendTarget, SessionAction, SessionKind, check_visibility, history_message_json,
+    history_page, no_session_with_label, parse_history_call, parse_list_call,
+    resolve_session_alias, sessions_history_tool_spec, sessions_list_tool_spec,
     sessions_yield_tool_spec, yield_json,
 };
 use clawless_core::tools::ToolOutput;
-use clawless_core::turn::ToolRouting;
 use clawless_core::turn::state::{SessionMeta, SessionState};
 use serde_json::{Value, json};
 
-use super::{TurnError, TurnService};
+use async_trait::async_trait;
+
+use super::{RuntimeTool, ToolCallContext, ToolOutcome};
+use crate::config::ClawlessConfig;
+use crate::skills_service::SkillsService;
+use crate::turn_service::subagents::subagents_config;
+use crate::turn_service::{TurnError, TurnService};
+use clawless_base::clock::Clock;
 
 /// The most sessions one call reads while walking a spawned tree.
 const MAX_TREE_SESSIONS: usize = 200;
-
-/// The session tools that run in-process, by name (`sessions_send` waits for its answer
-/// like a node's tool: see `agent_to_agent.rs`).
-const SESSION_TOOLS: [&str; 4] = [
-    AGENTS_LIST_TOOL_NAME,
-    SESSIONS_LIST,
-    SESSIONS_HISTORY,
-    SESSIONS_YIELD,
-];
-
-/// Which session tools `routing` offers this turn.
-pub(super) fn offered(routing: &ToolRouting) -> Vec<&'static str> {
-    SESSION_TOOLS
-        .into_iter()
-        .filter(|name| routing.offered.contains(*name))
-        .collect()
-}
 
 /// A session a tool looked at: its key and meta, and its live transcript when read.
 struct Seen {
@@ -67,54 +54,135 @@ struct Seen {
     state: Option<SessionState>,
 }
 
-impl TurnService {
-    /// The session tools this service can run, for the tool policy to filter.
-    pub(super) fn session_tool_candidates(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        if self.subagent_queue.is_some() {
-            names.extend([AGENTS_LIST_TOOL_NAME, SESSIONS_SEND, SESSIONS_YIELD]);
-        }
-        if self.subagent_queue.is_some() || self.session_lister.is_some() {
-            names.extend([SESSIONS_LIST, SESSIONS_HISTORY]);
-        }
-        names
-    }
+/// The sessions as the session tools read them: the store, the listing when there is one,
+/// the config (visibility, agent-to-agent rules, agents), time and the default model.
+pub(crate) struct SessionDirectory {
+    skills: Arc<SkillsService>,
+    sessions: Arc<dyn SessionStore>,
+    lister: Option<Arc<dyn SessionLister>>,
+    clock: Arc<dyn Clock>,
+    model: Arc<dyn ModelProvider>,
+}
 
-    /// The spec of session tool `name`, when this service runs it.
-    pub(super) fn session_tool_spec(&self, name: &str) -> Option<ToolSpec> {
-        if !self.session_tool_candidates().contains(&name) {
-            return None;
-        }
-        match name {
-            AGENTS_LIST_TOOL_NAME => Some(agents_list_tool_spec()),
-            SESSIONS_LIST => Some(sessions_list_tool_spec()),
-            SESSIONS_HISTORY => Some(sessions_history_tool_spec()),
-            SESSIONS_SEND => Some(sessions_send_tool_spec()),
-            SESSIONS_YIELD => Some(sessions_yield_tool_spec()),
-            _ => None,
+impl SessionDirectory {
+    /// The directory over `service`'s ports.
+    pub(crate) fn of(service: &TurnService) -> Self {
+        Self {
+            skills: Arc::clone(&service.deps.skills),
+            sessions: Arc::clone(&service.deps.sessions),
+            lister: service.session_lister.clone(),
+            clock: Arc::clone(&service.deps.clock),
+            model: Arc::clone(&service.deps.model),
         }
     }
 
-    /// Runs a session tool call of `state`'s turn.
-    pub(super) async fn run_session_tool(
-        &self,
-        call: &ToolCall,
-        state: &SessionState,
-    ) -> ToolOutput {
-        let answer = match call.name.as_str() {
-            AGENTS_LIST_TOOL_NAME => Ok(self.agents_list(state)),
-            SESSIONS_LIST => self.sessions_list(&call.input, state).await,
-            SESSIONS_HISTORY => self.sessions_history(&call.input, state).await,
-            // Ends the turn: the engine calls the model no more after its result.
-            SESSIONS_YIELD => Ok(yield_json(&call.input)),
-            other => Err(error_json(&format!("{other} is not a session tool"))),
-        };
-        match answer {
-            Ok(answer) => ToolOutput::ok(answer.to_string()),
-            Err(refusal) => ToolOutput::error(refusal.to_string()),
-        }
+    pub(super) fn config(&self) -> &ClawlessConfig {
+        self.skills.config()
     }
 
+    pub(super) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+}
+
+/// A tool's JSON answer (or refusal) as its output.
+fn answered(answer: Result<Value, Value>) -> Result<ToolOutcome, TurnError> {
+    Ok(ToolOutcome::Done(match answer {
+        Ok(answer) => ToolOutput::ok(answer.to_string()),
+        Err(refusal) => ToolOutput::error(refusal.to_string()),
+    }))
+}
+
+/// `agents_list`: the agents `sessions_spawn` may run as.
+pub(super) struct AgentsListTool {
+    directory: Arc<SessionDirectory>,
+}
+
+impl AgentsListTool {
+    pub(super) fn new(directory: Arc<SessionDirectory>) -> Self {
+        Self { directory }
+    }
+}
+
+#[async_trait]
+impl RuntimeTool for AgentsListTool {
+    fn spec(&self) -> ToolSpec {
+        agents_list_tool_spec()
+    }
+
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+        answered(Ok(self.directory.agents_list(context.state)))
+    }
+}
+
+/// `sessions_list`: the sessions the caller sees.
+pub(super) struct SessionsListTool {
+    directory: Arc<SessionDirectory>,
+}
+
+impl SessionsListTool {
+    pub(super) fn new(directory: Arc<SessionDirectory>) -> Self {
+        Self { directory }
+    }
+}
+
+#[async_trait]
+impl RuntimeTool for SessionsListTool {
+    fn spec(&self) -> ToolSpec {
+        sessions_list_tool_spec()
+    }
+
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+        answered(
+            self.directory
+                .sessions_list(&context.call.input, context.state)
+                .await,
+        )
+    }
+}
+
+/// `sessions_history`: one visible session's latest messages.
+pub(super) struct SessionsHistoryTool {
+    directory: Arc<SessionDirectory>,
+}
+
+impl SessionsHistoryTool {
+    pub(super) fn new(directory: Arc<SessionDirectory>) -> Self {
+        Self { directory }
+    }
+}
+
+#[async_trait]
+impl RuntimeTool for SessionsHistoryTool {
+    fn spec(&self) -> ToolSpec {
+        sessions_history_tool_spec()
+    }
+
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+        answered(
+            self.directory
+                .sessions_history(&context.call.input, context.state)
+                .await,
+        )
+    }
+}
+
+/// `sessions_yield`: ends the turn (the engine calls the model no more after its result),
+/// so the children's results arrive as the next messages.
+pub(super) struct SessionsYieldTool;
+
+#[async_trait]
+impl RuntimeTool for SessionsYieldTool {
+    fn spec(&self) -> ToolSpec {
+        sessions_yield_tool_spec()
+    }
+
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+        answered(Ok(yield_json(&context.call.input)))
+    }
+}
+
+impl SessionDirectory {
     /// `agents_list`: the caller's agent first, then the agents its sub-agents may run as.
     fn agents_list(&self, state: &SessionState) -> Value {
         let config = self.config();
@@ -127,7 +195,11 @@ impl TurnService {
                 name: None,
             })
             .collect();
-        agents_list_json(agent_id, &self.subagents_config(agent_id), &configured)
+        agents_list_json(
+            agent_id,
+            &subagents_config(self.config(), agent_id),
+            &configured,
+        )
     }
 
     /// `sessions_list`: the sessions the caller sees, most recently active first.
@@ -151,7 +223,7 @@ impl TurnService {
                     .is_some_and(|run| run.archived)
         });
         let visible_keys: BTreeSet<String> = seen.keys().cloned().collect();
-        let now = self.deps.clock.now_ms();
+        let now = self.clock.now_ms();
         let mut rows: Vec<(&String, &Seen)> = seen
             .iter()
             .filter(|(key, session)| wanted(&request, key, &session.meta, now))
@@ -329,7 +401,7 @@ impl TurnService {
             visibility,
             SessionVisibility::Agent | SessionVisibility::All
         ) {
-            match &self.session_lister {
+            match &self.lister {
                 Some(lister) => {
                     for summary in lister.list_sessions().await? {
                         let key = summary.key.to_string();
@@ -444,7 +516,7 @@ impl TurnService {
         session_id: &str,
         visibility: SessionVisibility,
     ) -> Result<Option<String>, TurnError> {
-        let Some(lister) = &self.session_lister else {
+        let Some(lister) = &self.lister else {
             return Ok(None);
         };
         if !matches!(
@@ -470,7 +542,7 @@ impl TurnService {
         let Some(parsed) = SessionKey::parse(key) else {
             return Ok(None);
         };
-        match self.deps.sessions.load_live(&parsed).await? {
+        match self.sessions.load_live(&parsed).await? {
             Some(stored) => Ok(Some(SessionState::from_stored(parsed, &stored)?)),
             None => Ok(None),
         }
@@ -488,7 +560,7 @@ impl TurnService {
             "model": meta
                 .model_override
                 .clone()
-                .unwrap_or_else(|| self.deps.model.model_ref()),
+                .unwrap_or_else(|| self.model.model_ref()),
             "totalTokens": meta.tokens_in.saturating_add(meta.tokens_out),
             "status": status_of(meta),
             "startedAt": run.map_or_else(|| meta.generation_started(), |run| run.started_at_ms),
@@ -546,7 +618,7 @@ fn last_messages(state: &SessionState, limit: u64) -> Vec<Value> {
 }
 
 /// The channel a session talks on; `internal` for sub-agents and sessions without a chat.
-pub(super) fn channel_of(meta: &SessionMeta) -> String {
+pub(crate) fn channel_of(meta: &SessionMeta) -> String {
     match &meta.chat {
         Some(chat) if meta.subagent.is_none() && !chat.channel.trim().is_empty() => {
             chat.channel.clone()
@@ -572,7 +644,7 @@ fn status_of(meta: &SessionMeta) -> &'static str {
 }
 
 /// `{status:"error", error}`.
-pub(super) fn error_json(error: &str) -> Value {
+pub(crate) fn error_json(error: &str) -> Value {
     json!({"status": "error", "error": error})
 }
 

@@ -1,0 +1,314 @@
+//! Every tool the model can call, behind one trait: the core's built-ins (`read`, `write`,
+//! `edit`, `web_fetch`, `session_status`, `memory_*`) and the runtime's own (`exec` on a node
+//! host, `cron`, `sessions_*`, `agents_list`, `subagents`).
+//!
+//! Each tool is a struct owning only what it needs (the cron store, the turn queue, the
+//! session store, the node registry…). [`registry`] builds them once per [`TurnService`]
+//! from the service's ports, so a tool the deployment cannot run is never registered. The
+//! turn routes a call by name through the [`ToolRegistry`] and nothing else: which tools a
+//! session is offered is the registry's candidates narrowed by the tool policy.
+//!
+//! Adding a tool: a file here with a struct implementing [`RuntimeTool`], and one
+//! `registry.register(…)` line in [`registry`] (see `docs/architecture.md`).
+//!
+//! [`TurnService`]: super::TurnService
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clawless_base::model::ToolSpec;
+use clawless_base::transcript::ToolCall;
+use clawless_core::tools::{ToolContext, ToolOutput};
+use clawless_core::turn::ToolRouting;
+use clawless_core::turn::events::ApprovalDecision;
+use clawless_core::turn::state::SessionState;
+
+use super::{TurnError, TurnService};
+
+mod core_tool;
+mod cron;
+mod exec;
+mod sessions;
+mod sessions_send;
+mod spawn;
+mod subagents;
+
+use sessions::SessionDirectory;
+
+/// Where a tool's call runs, as the turn engine routes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// In this process, its result recorded at once.
+    InProcess,
+    /// In this process, but its answer may come later as a `ToolResult` event (the call
+    /// stays pending meanwhile, like a node's job): `sessions_send`.
+    Awaited,
+    /// On a node host; its result comes back as a `ToolResult` event. Not counted among
+    /// the tools run in-process.
+    OnNode,
+}
+
+impl Placement {
+    /// True when the engine routes the call as a pending job (`Effect::SendToNode`).
+    fn is_remote(self) -> bool {
+        !matches!(self, Self::InProcess)
+    }
+}
+
+/// What an event knows before it offers tools: whether a node host is active.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolScope {
+    /// A paired node is active, so `exec` can run.
+    pub exec_ready: bool,
+}
+
+/// The job of a call routed as pending (see [`Placement`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingJob<'a> {
+    /// The idempotent job id the engine gave the call.
+    pub job_id: &'a str,
+    /// The person's decision, when the call was approved in the chat.
+    pub approved: Option<ApprovalDecision>,
+}
+
+/// One call, with what the tool may read or change of its turn.
+pub(crate) struct ToolCallContext<'a> {
+    /// The call as the model made it.
+    pub call: &'a ToolCall,
+    /// The calling session; tools that record children (`sessions_spawn`, `subagents`)
+    /// change its meta, which the turn commits with the result.
+    pub state: &'a mut SessionState,
+    /// The session key as the event named it.
+    pub session_key: &'a str,
+    /// The agent whose turn this is (as configured).
+    pub agent_id: &'a str,
+    /// The workspace, skills and session facts the core's tools read (for calls run
+    /// in-process; a pending job's call is sent before the turn's context is built).
+    pub tool_context: Option<&'a ToolContext>,
+    /// The job, for calls routed as pending.
+    pub job: Option<PendingJob<'a>>,
+}
+
+/// How a call came out.
+#[derive(Debug)]
+pub(crate) enum ToolOutcome {
+    /// The result, recorded now.
+    Done(ToolOutput),
+    /// Sent; the result comes later as an event (the turn marks the job dispatched).
+    Pending,
+}
+
+/// A tool the model can call, run by the turn service.
+#[async_trait]
+pub(crate) trait RuntimeTool: Send + Sync {
+    /// Name, description and argument schema, as offered to the model. The name is the
+    /// tool's key in the registry.
+    fn spec(&self) -> ToolSpec;
+
+    /// Where the call runs.
+    fn placement(&self) -> Placement {
+        Placement::InProcess
+    }
+
+    /// Whether this event may offer the tool at all, before the tool policy narrows it.
+    fn available(&self, _scope: ToolScope) -> bool {
+        true
+    }
+
+    /// Runs one call. `Err` is a failure of the turn's storage worth a redelivery; a refusal
+    /// the model should read is an error [`ToolOutput`].
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError>;
+}
+
+/// The tools of one service, by name (in name order, so the list sent to providers is the
+/// same in every process).
+#[derive(Default)]
+pub(crate) struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn RuntimeTool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// Adds `tool` under its spec's name (replacing one of the same name).
+    pub(crate) fn register(&mut self, tool: impl RuntimeTool + 'static) {
+        self.tools.insert(tool.spec().name, Arc::new(tool));
+    }
+
+    /// The names this event may offer, for the tool policy to narrow.
+    pub(crate) fn candidates(&self, scope: ToolScope) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter(|(_, tool)| tool.available(scope))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The names whose calls the engine routes as pending jobs.
+    pub(crate) fn remote_names(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter(|(_, tool)| tool.placement().is_remote())
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The spec of tool `name`, when registered.
+    pub(crate) fn spec(&self, name: &str) -> Option<ToolSpec> {
+        self.tools.get(name).map(|tool| tool.spec())
+    }
+
+    /// Tool `name` when it is registered and `routing` offers it this turn.
+    pub(crate) fn offered(
+        &self,
+        name: &str,
+        routing: &ToolRouting,
+    ) -> Option<Arc<dyn RuntimeTool>> {
+        if !routing.offered.contains(name) {
+            return None;
+        }
+        self.tools.get(name).cloned()
+    }
+
+    /// True when `name` is registered.
+    #[cfg(test)]
+    fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+}
+
+/// The tools `service` can run, built from its ports (once per service): the core's
+/// built-ins (`web_fetch` only with web access), `exec` with node hosts, `cron` with a cron
+/// store, the sub-agent tools with the turn queue, and the session readers with the turn
+/// queue or a session listing.
+pub(super) fn registry(service: &TurnService) -> ToolRegistry {
+    let deps = &service.deps;
+    let mut registry = ToolRegistry::default();
+    for tool in clawless_core::tools::builtin_tools() {
+        if deps.web.is_some() || tool.spec().name != "web_fetch" {
+            registry.register(core_tool::CoreTool::new(tool));
+        }
+    }
+    if let Some(nodes) = &deps.nodes {
+        registry.register(exec::ExecTool::new(Arc::clone(nodes)));
+    }
+    if let Some(cron) = &service.cron {
+        registry.register(cron::CronTool::new(Arc::clone(cron)));
+    }
+    let directory = Arc::new(SessionDirectory::of(service));
+    if let Some(queue) = &service.subagent_queue {
+        let timers = service.timers().cloned();
+        registry.register(spawn::SpawnTool::new(service, Arc::clone(queue)));
+        registry.register(subagents::SubagentsTool::new(service, Arc::clone(queue)));
+        registry.register(sessions::AgentsListTool::new(Arc::clone(&directory)));
+        registry.register(sessions::SessionsYieldTool);
+        registry.register(sessions_send::SessionsSendTool::new(
+            Arc::clone(&directory),
+            Arc::clone(queue),
+            timers,
+        ));
+    }
+    if service.subagent_queue.is_some() || service.session_lister.is_some() {
+        registry.register(sessions::SessionsListTool::new(Arc::clone(&directory)));
+        registry.register(sessions::SessionsHistoryTool::new(directory));
+    }
+    registry
+}
+
+impl TurnService {
+    /// Runs `call` through the registry: a tool not registered or not offered this turn
+    /// answers "not available" (and, for a pending job, that no node host can run it).
+    /// Tools run in-process count in the report and the service's counter.
+    pub(super) async fn run_tool(
+        &self,
+        mut context: ToolCallContext<'_>,
+        routing: &ToolRouting,
+        tools_run: &mut u32,
+    ) -> Result<ToolOutcome, TurnError> {
+        let name = context.call.name.as_str();
+        let Some(tool) = self.registry().offered(name, routing) else {
+            let text = match context.job {
+                Some(_) => format!("No node host is available to run {name}."),
+                None => clawless_core::turn::tool_not_available(name),
+            };
+            return Ok(ToolOutcome::Done(ToolOutput::error(text)));
+        };
+        if tool.placement() != Placement::OnNode {
+            *tools_run += 1;
+            self.tools_run
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if tool.placement() == Placement::InProcess {
+            context.job = None;
+        }
+        tool.call(context).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str, Placement);
+
+    #[async_trait]
+    impl RuntimeTool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.0.to_owned(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn placement(&self) -> Placement {
+            self.1
+        }
+        fn available(&self, scope: ToolScope) -> bool {
+            self.1 != Placement::OnNode || scope.exec_ready
+        }
+        async fn call(&self, _context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+            Ok(ToolOutcome::Pending)
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut registry = ToolRegistry::default();
+        registry.register(Named("read", Placement::InProcess));
+        registry.register(Named("exec", Placement::OnNode));
+        registry.register(Named("sessions_send", Placement::Awaited));
+        registry
+    }
+
+    #[test]
+    fn a_node_tool_is_a_candidate_only_while_a_node_is_active() {
+        let registry = registry();
+        assert_eq!(
+            registry.candidates(ToolScope { exec_ready: false }),
+            ["read", "sessions_send"]
+        );
+        assert_eq!(
+            registry.candidates(ToolScope { exec_ready: true }),
+            ["exec", "read", "sessions_send"]
+        );
+    }
+
+    #[test]
+    fn awaited_and_node_tools_are_routed_as_pending_jobs() {
+        assert_eq!(registry().remote_names(), ["exec", "sessions_send"]);
+    }
+
+    #[test]
+    fn a_registered_tool_runs_only_when_the_turn_offers_it() {
+        let registry = registry();
+        assert!(registry.contains("read"));
+        let routing = clawless_core::turn::prepare::tool_routing(["exec".to_owned()], &["exec"]);
+        assert!(registry.offered("exec", &routing).is_some());
+        assert!(registry.offered("read", &routing).is_none());
+        assert!(registry.offered("write", &routing).is_none());
+    }
+}
