@@ -8,8 +8,8 @@
 //! cannot use gives no report at all, so the backend never judges from rules the node is not
 //! applying.
 
-use clawless_exec::node::facts::NodeExecReport;
-use clawless_exec::node::facts::{MAX_REPORTED_AGENTS, describe_fs, probe_tokens};
+use clawless_exec::node::facts::{describe_fs, probe_tokens};
+use clawless_exec::node::report::{MAX_REPORTED_AGENTS, NodeExecReport};
 use clawless_exec::resolve::ResolveContext;
 use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 

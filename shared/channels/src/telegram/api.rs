@@ -7,9 +7,7 @@ use std::time::Duration;
 use clawless_core::outbox::OutboxError;
 use serde_json::{Value, json};
 
-use super::config::normalise_username;
-use super::inbound::{BotIdentity, truncate};
-use super::wire::ApiAnswer;
+use super::wire::{ApiAnswer, BotIdentity, normalise_username, truncate};
 
 /// The public Bot API.
 pub const DEFAULT_API_BASE_URL: &str = "https://api.telegram.org";

@@ -7,8 +7,9 @@ use clawless_core::session::Inbox;
 use serde::Deserialize;
 
 use super::api::DEFAULT_API_BASE_URL;
-use super::inbound::{BotIdentity, TelegramChannel};
+use super::inbound::TelegramChannel;
 use super::sender::TelegramSender;
+use super::wire::{BotIdentity, normalise_username};
 use crate::config_values::{REDACTED, SecretError, api_base_url, redacted, required_secret};
 
 /// Longest secret token Telegram accepts.
@@ -241,16 +242,6 @@ fn is_secret_token(token: &str) -> bool {
         && token
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// `@Name` or `Name` as lowercase `name`, or `None` when it is not a Telegram username.
-pub(super) fn normalise_username(name: &str) -> Option<String> {
-    let name = name.trim();
-    let name = name.strip_prefix('@').unwrap_or(name);
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    valid.then(|| name.to_ascii_lowercase())
 }
 
 /// A fresh webhook secret token: 64 characters of `A-Z a-z 0-9 _ -` from the operating

@@ -7,8 +7,10 @@ use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::config::normalise_username;
-use super::wire::{CallbackQuery, Entity, Message, ReplyTo, Update};
+use super::wire::{
+    BotIdentity, CallbackQuery, Entity, Message, ReplyTo, TOPIC_INFIX, Update, normalise_username,
+    truncate,
+};
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
     WebhookError, WebhookOutcome, WebhookRequest, approve_text, parse_approval_button,
@@ -19,18 +21,6 @@ pub const CHANNEL_ID: &str = "telegram";
 
 /// Header in which Telegram repeats the webhook's secret token.
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
-
-/// Infix of a forum topic's chat id: `<chat id>:topic:<thread id>`.
-pub(super) const TOPIC_INFIX: &str = ":topic:";
-
-/// Who the bot is, to tell which group messages are addressed to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BotIdentity {
-    /// The bot's user id (the number before the `:` of its token).
-    pub id: Option<i64>,
-    /// The bot's username, lowercase, without `@`.
-    pub username: Option<String>,
-}
 
 /// The Telegram webhook channel.
 #[derive(Clone)]
@@ -298,10 +288,6 @@ fn text_mentions(text: &str, name: &str) -> bool {
         let after = lower[at + needle.len()..].chars().next();
         !before.is_some_and(is_word) && !after.is_some_and(is_word)
     })
-}
-
-pub(super) fn truncate(text: &str, max_chars: usize) -> String {
-    text.chars().take(max_chars).collect()
 }
 
 fn parse_update(body: &[u8]) -> Result<Update, WebhookError> {

@@ -24,5 +24,6 @@ pub use api::{ALLOWED_UPDATES, ApiError, DEFAULT_API_BASE_URL, get_me, set_webho
 pub use config::{
     ConfigError, DEFAULT_REQUIRE_MENTION, ResolvedTelegram, TelegramConfig, generate_secret_token,
 };
-pub use inbound::{BotIdentity, CHANNEL_ID, SECRET_HEADER, TelegramChannel};
+pub use inbound::{CHANNEL_ID, SECRET_HEADER, TelegramChannel};
 pub use sender::{MESSAGE_LIMIT, TelegramSender};
+pub use wire::BotIdentity;

@@ -13,7 +13,8 @@ use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
 use super::api::{ApiError, call};
-use super::inbound::{CHANNEL_ID, TOPIC_INFIX, truncate};
+use super::inbound::CHANNEL_ID;
+use super::wire::{TOPIC_INFIX, truncate};
 use crate::chunk::chunk_text;
 use crate::directives::strip_directives;
 use crate::webhook::approval_button_value;

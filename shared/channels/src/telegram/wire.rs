@@ -1,6 +1,7 @@
-//! The Bot API's JSON as this channel reads it: the parts of an `Update` the webhook
-//! classifies, and the envelope every Bot API answer comes in. Unknown fields are allowed:
-//! Telegram adds fields without notice.
+//! The Bot API's JSON as this channel reads it (the parts of an `Update` the webhook
+//! classifies, and the envelope every Bot API answer comes in; unknown fields are allowed, as
+//! Telegram adds fields without notice), and the small facts every layer spells the same way:
+//! the bot's identity, usernames, forum-topic chat ids and truncation.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -94,4 +95,31 @@ pub(super) struct ApiAnswer {
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct ApiParameters {
     pub(super) retry_after: Option<u64>,
+}
+
+/// Infix of a forum topic's chat id: `<chat id>:topic:<thread id>`.
+pub(super) const TOPIC_INFIX: &str = ":topic:";
+
+/// Who the bot is, to tell which group messages are addressed to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BotIdentity {
+    /// The bot's user id (the number before the `:` of its token).
+    pub id: Option<i64>,
+    /// The bot's username, lowercase, without `@`.
+    pub username: Option<String>,
+}
+
+/// `@Name` or `Name` as lowercase `name`, or `None` when it is not a Telegram username.
+pub(super) fn normalise_username(name: &str) -> Option<String> {
+    let name = name.trim();
+    let name = name.strip_prefix('@').unwrap_or(name);
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    valid.then(|| name.to_ascii_lowercase())
+}
+
+/// The first `max_chars` characters of `text`.
+pub(super) fn truncate(text: &str, max_chars: usize) -> String {
+    text.chars().take(max_chars).collect()
 }

@@ -34,12 +34,11 @@ pub mod timers;
 pub mod testing;
 
 pub use clawless_exec::node::credentials::{QueueCredentials, credential_lifetime};
-pub use clawless_exec::node::facts::{
-    NodeExecReport, NodeFactsRef, Precheck, node_exec_facts, precheck,
-};
+pub use clawless_exec::node::facts::{NodeFactsRef, Precheck, node_exec_facts, precheck};
 pub use clawless_exec::node::record::{
     GrantedEntry, MAX_NODE_ID_LEN, NodeFacts, NodeRecord, is_valid_node_id,
 };
+pub use clawless_exec::node::report::NodeExecReport;
 pub use credentials::{CredentialError, QueueCredentialVendor};
 pub use error::NodeStoreError;
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};

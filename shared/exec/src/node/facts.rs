@@ -12,11 +12,8 @@
 //! the miss is a policy miss and not a gap in what the backend knows. Anything else goes to
 //! the node, which may still ask.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use super::record::{GrantedEntry, NodeRecord};
+use super::report::{MAX_REPORTED_PATHS, NodeExecReport};
 use super::wire::ExecJob;
 use crate::check::NodeExecFacts;
 use crate::evaluate::{
@@ -31,13 +28,6 @@ use crate::system_run::extract_shell_payload;
 use crate::wrappers::{BLOCKED_WRAPPERS, DISPATCH_WRAPPERS, unwrap_dispatch};
 use crate::{AllowlistEntry, Ask, Platform, SkillBin};
 
-/// Most paths (executables plus symlinks) a node describes; beyond it the report is marked
-/// [`truncated`](NodeExecReport::truncated) and the pre-check trusts no absence in it.
-pub const MAX_REPORTED_PATHS: usize = 512;
-
-/// Most agents a node reports a policy for; beyond it the report is marked truncated.
-pub const MAX_REPORTED_AGENTS: usize = 64;
-
 /// The agent key of an approvals file's entry for every agent.
 pub const ANY_AGENT: &str = "*";
 
@@ -47,37 +37,6 @@ pub const SHELL_TRANSPORT: &str = "/bin/sh";
 /// Programs the exec engine may resolve besides those a policy names: the skill display
 /// prelude's `cat` and `printf`.
 const PRELUDE_BINS: &[&str] = &["cat", "printf"];
-
-/// A node's exec policy and the part of its filesystem that policy can name, as the node
-/// reported it. No secrets: the approvals file's socket settings are never included.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeExecReport {
-    /// The node user's home folder.
-    #[serde(default)]
-    pub home: Option<String>,
-    /// The policy of an agent the approvals file does not name (its `"*"` entry and
-    /// defaults), without skill bins or entries granted from the chat.
-    pub default_policy: ExecPolicy,
-    /// The policy of each agent the approvals file names, resolved as the node resolves it
-    /// (the agent's settings over `"*"`'s over the defaults; `"*"`'s entries then its own).
-    #[serde(default)]
-    pub agents: BTreeMap<String, ExecPolicy>,
-    /// Where the executables the policies can name resolve on the node's PATH.
-    #[serde(default)]
-    pub fs: DescribedFs,
-    /// True when the node left something out ([`MAX_REPORTED_PATHS`],
-    /// [`MAX_REPORTED_AGENTS`]): then a path missing from `fs` proves nothing.
-    #[serde(default)]
-    pub truncated: bool,
-}
-
-impl NodeExecReport {
-    /// The policy the node applies to `agent_id` (before grants and skill bins).
-    pub fn policy_for(&self, agent_id: &str) -> &ExecPolicy {
-        self.agents.get(agent_id).unwrap_or(&self.default_policy)
-    }
-}
 
 impl NodeRecord {
     /// What the node reported, as `clawless exec check` takes it for `agent_id` (see
@@ -337,6 +296,8 @@ fn heads_known(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn report() -> NodeExecReport {

@@ -1,9 +1,10 @@
 //! What the backend and a node host exchange about exec: the signed job envelope and its
-//! results ([`wire`]), the facts a node reports and the backend's pre-check against them
-//! ([`facts`]), a paired node's record ([`record`]) and its queue credentials
+//! results ([`wire`]), the facts a node reports ([`report`]) and the backend's pre-check against
+//! them ([`facts`]), a paired node's record ([`record`]) and its queue credentials
 //! ([`credentials`]). The node host depends on this crate alone for all of it.
 
 pub mod credentials;
 pub mod facts;
 pub mod record;
+pub mod report;
 pub mod wire;

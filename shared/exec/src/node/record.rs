@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::facts::NodeExecReport;
+use super::report::NodeExecReport;
 use crate::{AllowlistEntry, SkillBin};
 
 /// Longest node id, in bytes. Node ids name SQS queues (`<prefix>node-<id>-dlq`, at most 80

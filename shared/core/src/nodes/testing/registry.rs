@@ -14,7 +14,7 @@ use crate::nodes::{
 use crate::testing::{join_all, lock_state};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;
-use clawless_exec::node::facts::MAX_REPORTED_PATHS;
+use clawless_exec::node::report::MAX_REPORTED_PATHS;
 use clawless_exec::{AllowlistEntry, Ask, Security, SkillBin};
 
 #[derive(Debug, Default)]
