@@ -990,14 +990,36 @@ mod tests {
         assert_eq!(html_to_text("<SCRIPT>x</ScRiPt>shown"), "shown");
     }
 
+    /// What every conversion promises whatever the input: no blank line at either end, no
+    /// trailing whitespace on a line; and entity decoding never lengthens a text.
+    fn check_tidy(html: &str) -> Result<(), TestCaseError> {
+        let text = html_to_text(html);
+        prop_assert!(
+            !text.starts_with('\n') && !text.ends_with('\n'),
+            "{:?}",
+            text
+        );
+        prop_assert!(
+            text.split('\n').all(|line| line == line.trim_end()),
+            "{:?}",
+            text
+        );
+        let decoded = decode_entities(html);
+        prop_assert!(decoded.chars().count() <= html.chars().count());
+        if !html.contains('&') {
+            prop_assert_eq!(decoded, html);
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
-        fn html_to_text_never_panics_on_arbitrary_input(input in any::<String>()) {
-            let _ = html_to_text(&input);
+        fn html_to_text_is_tidy_on_arbitrary_input(input in any::<String>()) {
+            check_tidy(&input)?;
         }
 
         #[test]
-        fn html_to_text_never_panics_on_tag_soup(
+        fn html_to_text_is_tidy_on_tag_soup(
             parts in proptest::collection::vec(
                 prop_oneof![
                     Just("<".to_owned()), Just(">".to_owned()), Just("</".to_owned()), Just("/>".to_owned()),
@@ -1011,8 +1033,7 @@ mod tests {
             )
         ) {
             let html: String = parts.concat();
-            let _ = html_to_text(&html);
-            let _ = decode_entities(&html);
+            check_tidy(&html)?;
         }
     }
 
