@@ -29,10 +29,14 @@
 //!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
 //! - `support.rs`: [`join_all`], [`sized_json_body`] and crate-internal helpers (run ids and
 //!   labels, poison-tolerant locking, an executor-free sleep).
+//! - `fixtures.rs`: sample records the adapter tests share: [`session_key`],
+//!   [`sample_steps`], [`queued_message`], [`sample_cron_job`], [`sample_run_entry`],
+//!   [`sample_node`], [`sample_exec_job`].
 //! - Node-host ports: fakes and contracts live in [`crate::nodes::testing`], re-exported here.
 
 mod contracts;
 mod fakes;
+mod fixtures;
 mod support;
 
 pub use contracts::{
@@ -44,6 +48,10 @@ pub use contracts::{
 pub use fakes::{
     CountingObjectStore, DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES,
     InMemoryCronStore, InMemoryInbox, InMemoryObjectStore, InMemorySessionStore, InMemoryTurnQueue,
+};
+pub use fixtures::{
+    queued_message, sample_cron_job, sample_exec_job, sample_node, sample_run_entry, sample_steps,
+    session_key,
 };
 pub use support::{join_all, sized_json_body};
 pub(crate) use support::{lock_state, next_id, sleep};
