@@ -44,6 +44,8 @@ use clawless_core::session::{
     Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionLister, SessionStore,
     SessionStoreError, SessionSummary, StoredSession, StoredStep, claim_expires_at,
 };
+use serde::{Deserialize, Serialize};
+use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
 /// Partition key attribute.
 pub(crate) const PK: &str = "pk";
@@ -92,6 +94,24 @@ pub(crate) fn n(value: u64) -> AttributeValue {
 
 fn step_sk(seq: u64) -> String {
     format!("{STEP_SK_PREFIX}{seq:020}")
+}
+
+/// A session meta item's attributes besides its keys.
+#[derive(Debug, Serialize, Deserialize)]
+struct MetaItem {
+    version: u64,
+    body: String,
+    /// Missing in items written before live loads: the whole transcript is live.
+    #[serde(default)]
+    live_from: u64,
+    /// `None` for items written before live loads.
+    last_seq: Option<u64>,
+}
+
+/// A transcript step item's attributes besides its keys.
+#[derive(Debug, Serialize, Deserialize)]
+struct StepItem {
+    body: String,
 }
 
 /// The session store port on a DynamoDB table laid out as the [module docs](self) describe.
@@ -189,22 +209,24 @@ impl DynamoSessionStore {
         commit: &SessionCommit,
     ) -> Result<Vec<TransactWriteItem>, SessionStoreError> {
         let built = |err| SessionStoreError::unavailable("building a DynamoDB transaction", err);
-        let new_version = commit.expected_version.saturating_add(1);
-        let meta = Put::builder()
-            .table_name(&self.table)
-            .item(PK, s(key.as_str()))
-            .item(SK, s(META_SK))
-            .item("version", n(new_version))
-            .item("body", s(&commit.meta))
-            .item("live_from", n(commit.live_from))
-            .item(
-                "last_seq",
-                n(commit
+        let encoded = |err| SessionStoreError::unavailable("encoding a DynamoDB item", err);
+        let meta = MetaItem {
+            version: commit.expected_version.saturating_add(1),
+            body: commit.meta.clone(),
+            live_from: commit.live_from,
+            last_seq: Some(
+                commit
                     .steps
                     .iter()
                     .map(|step| step.seq)
-                    .fold(commit.last_seq, u64::max)),
-            );
+                    .fold(commit.last_seq, u64::max),
+            ),
+        };
+        let meta = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&meta).map_err(encoded)?))
+            .item(PK, s(key.as_str()))
+            .item(SK, s(META_SK));
         let meta = if commit.expected_version == 0 {
             meta.condition_expression(format!("attribute_not_exists({NAME_PK})"))
                 .expression_attribute_names(NAME_PK, PK)
@@ -220,11 +242,14 @@ impl DynamoSessionStore {
                 .build(),
         );
         for step in &commit.steps {
+            let item = StepItem {
+                body: step.body.clone(),
+            };
             let put = Put::builder()
                 .table_name(&self.table)
+                .set_item(Some(to_item(&item).map_err(encoded)?))
                 .item(PK, s(key.as_str()))
                 .item(SK, s(step_sk(step.seq)))
-                .item("body", s(&step.body))
                 .condition_expression(format!("attribute_not_exists({NAME_PK})"))
                 .expression_attribute_names(NAME_PK, PK)
                 .build()
@@ -291,20 +316,9 @@ pub(crate) fn delete_condition_failed<R>(
     }
 }
 
-pub(crate) fn attribute_str<'a>(
-    item: &'a HashMap<String, AttributeValue>,
-    name: &str,
-) -> Option<&'a str> {
+/// The string attribute `name` of `item` (a key, mostly).
+pub(crate) fn attribute_str<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name)?.as_s().ok().map(String::as_str)
-}
-
-/// The meta item of a session, as read.
-struct MetaItem {
-    version: u64,
-    body: String,
-    live_from: u64,
-    /// `None` for items written before live loads.
-    last_seq: Option<u64>,
 }
 
 impl DynamoSessionStore {
@@ -315,26 +329,8 @@ impl DynamoSessionStore {
         }
     }
 
-    fn meta_of(
-        &self,
-        key: &SessionKey,
-        item: &HashMap<String, AttributeValue>,
-    ) -> Result<MetaItem, SessionStoreError> {
-        let number = |name: &str| {
-            item.get(name)
-                .and_then(|value| value.as_n().ok())
-                .and_then(|number| number.parse::<u64>().ok())
-        };
-        Ok(MetaItem {
-            version: number("version")
-                .ok_or_else(|| self.corrupt(key, "the meta has no numeric version".into()))?,
-            body: attribute_str(item, "body")
-                .ok_or_else(|| self.corrupt(key, "the meta has no string body".into()))?
-                .to_owned(),
-            // Items written before live loads existed: the whole transcript is live.
-            live_from: number("live_from").unwrap_or(0),
-            last_seq: number("last_seq"),
-        })
+    fn meta_of(&self, key: &SessionKey, item: Item) -> Result<MetaItem, SessionStoreError> {
+        from_item(item).map_err(|err| self.corrupt(key, format!("unreadable meta: {err}")))
     }
 
     /// One consistent, paginated `Query` of the partition: every item (`steps` `None`), or
@@ -374,25 +370,25 @@ impl DynamoSessionStore {
                 )
             })?;
             pages += 1;
-            for item in page.items() {
-                let sk = attribute_str(item, SK).unwrap_or_default();
+            for item in page.items.unwrap_or_default() {
+                let sk = attribute_str(&item, SK).unwrap_or_default().to_owned();
                 if sk == META_SK {
                     meta = Some(self.meta_of(key, item)?);
                 } else if let Some(seq) = sk.strip_prefix(STEP_SK_PREFIX) {
                     let seq = seq
                         .parse::<u64>()
                         .map_err(|_| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
-                    let body = attribute_str(item, "body").ok_or_else(|| {
-                        self.corrupt(key, format!("item {sk:?} has no string body"))
+                    let step: StepItem = from_item(item).map_err(|err| {
+                        self.corrupt(key, format!("unreadable item {sk:?}: {err}"))
                     })?;
                     found.push(StoredStep {
                         seq,
-                        body: body.to_owned(),
+                        body: step.body,
                     });
                 }
             }
-            match page.last_evaluated_key() {
-                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+            match page.last_evaluated_key {
+                Some(last) if !last.is_empty() => start_key = Some(last),
                 _ => break,
             }
         }
@@ -436,7 +432,7 @@ impl SessionStore for DynamoSessionStore {
                     err,
                 )
             })?;
-        let Some(item) = item.item() else {
+        let Some(item) = item.item else {
             return Ok(None);
         };
         let meta = self.meta_of(key, item)?;
@@ -533,27 +529,19 @@ impl SessionLister for DynamoSessionStore {
                         err,
                     )
                 })?;
-            for item in page.items() {
-                let key = attribute_str(item, PK).and_then(SessionKey::parse);
-                let version = item
-                    .get("version")
-                    .and_then(|value| value.as_n().ok())
-                    .and_then(|number| number.parse::<u64>().ok());
-                let meta = attribute_str(item, "body");
-                match (key, version, meta) {
-                    (Some(key), Some(version), Some(meta)) => sessions.push(SessionSummary {
+            for item in page.items.unwrap_or_default() {
+                let pk = attribute_str(&item, PK).unwrap_or_default().to_owned();
+                match (SessionKey::parse(&pk), from_item::<MetaItem>(item)) {
+                    (Some(key), Ok(meta)) => sessions.push(SessionSummary {
                         key,
-                        version,
-                        meta: meta.to_owned(),
+                        version: meta.version,
+                        meta: meta.body,
                     }),
-                    _ => tracing::warn!(
-                        pk = attribute_str(item, PK).unwrap_or_default(),
-                        "skipping an unreadable session meta item"
-                    ),
+                    _ => tracing::warn!(pk, "skipping an unreadable session meta item"),
                 }
             }
-            match page.last_evaluated_key() {
-                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+            match page.last_evaluated_key {
+                Some(last) if !last.is_empty() => start_key = Some(last),
                 _ => break,
             }
         }
@@ -677,6 +665,26 @@ mod tests {
                 "step#00000000000000000100".into(),
                 "step#18446744073709551615".into(),
             ]
+        );
+    }
+
+    #[test]
+    fn a_meta_item_from_before_live_loads_reads_as_live_from_zero() {
+        let item = Item::from([("version".into(), n(2)), ("body".into(), s("{}"))]);
+        let meta: MetaItem = from_item(item).unwrap();
+        assert_eq!((meta.version, meta.live_from, meta.last_seq), (2, 0, None));
+        let written = MetaItem {
+            last_seq: Some(4),
+            ..meta
+        };
+        assert_eq!(
+            to_item(&written).unwrap(),
+            Item::from([
+                ("version".into(), n(2)),
+                ("body".into(), s("{}")),
+                ("live_from".into(), n(0)),
+                ("last_seq".into(), n(4)),
+            ])
         );
     }
 

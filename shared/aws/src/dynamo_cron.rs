@@ -25,7 +25,7 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
+    DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
 };
 use clawless_automation::cron::run_log::{RunsQuery, page_runs};
 use clawless_automation::cron::store::{
@@ -36,6 +36,9 @@ use clawless_automation::cron::{
     CronJob, CronRunLogEntry, CronStore, CronStoreError, Reservation, ReservedSlots, RunSlot,
     RunsPage, StoredCronJob,
 };
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
 use crate::dynamo::{
     ITEM_BUDGET, Item, NAME_PK, PK, SK, attribute_str, delete_condition_failed, n,
@@ -92,6 +95,32 @@ fn slot_ms(slot: RunSlot) -> u64 {
     }
 }
 
+/// A job item's attributes besides its keys.
+#[derive(Debug, Serialize, Deserialize)]
+struct JobItem {
+    version: u64,
+    /// The job's OpenClaw JSON.
+    body: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduled_slot_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    manual_slot_ms: Option<u64>,
+}
+
+/// A run-log head's attribute.
+#[derive(Debug, Deserialize)]
+struct HeadItem {
+    last_seq: u64,
+}
+
+/// A run-log line's attributes besides its keys.
+#[derive(Debug, Serialize, Deserialize)]
+struct LineItem {
+    ts: u64,
+    /// The line's JSON.
+    body: String,
+}
+
 /// The cron store port on the sessions table, laid out as the [module docs](self) say.
 ///
 /// - `put_job` creates with a `PutItem` conditioned on `attribute_not_exists(pk)` and
@@ -135,32 +164,26 @@ impl DynamoCronStore {
         CronStoreError::corrupt(format!("DynamoDB item {what} in {}: {problem}", self.table))
     }
 
-    fn number(&self, item: &Item, name: &str, what: &str) -> Result<Option<u64>, CronStoreError> {
-        match item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(value) => value
-                .as_n()
-                .ok()
-                .and_then(|number| number.parse().ok())
-                .map(Some)
-                .ok_or_else(|| self.corrupt(what, &format!("{name} is not a number in range"))),
-        }
+    /// `item`'s attributes.
+    fn write(&self, item: &impl Serialize) -> Result<Item, CronStoreError> {
+        to_item(item).map_err(|err| self.failed("encoding an item", err))
+    }
+
+    /// The attributes of `item` (named `what` in errors) as a `T`.
+    fn read<T: DeserializeOwned>(&self, item: Item, what: &str) -> Result<T, CronStoreError> {
+        from_item(item).map_err(|err| self.corrupt(what, &err.to_string()))
     }
 
     /// A job item read back.
-    fn job_from_item(&self, item: &Item) -> Result<StoredCronJob, CronStoreError> {
-        let what = attribute_str(item, SK).unwrap_or_default().to_owned();
-        let body =
-            attribute_str(item, "body").ok_or_else(|| self.corrupt(&what, "no string body"))?;
-        let job = job_from_json(body, &format!("{what} in {}", self.table))?;
+    fn job_from_item(&self, item: Item) -> Result<StoredCronJob, CronStoreError> {
+        let what = attribute_str(&item, SK).unwrap_or_default().to_owned();
+        let item: JobItem = self.read(item, &what)?;
         Ok(StoredCronJob {
-            job,
-            version: self
-                .number(item, "version", &what)?
-                .ok_or_else(|| self.corrupt(&what, "no number version"))?,
+            job: job_from_json(&item.body, &format!("{what} in {}", self.table))?,
+            version: item.version,
             reserved: ReservedSlots {
-                scheduled_ms: self.number(item, "scheduled_slot_ms", &what)?,
-                manual_ms: self.number(item, "manual_slot_ms", &what)?,
+                scheduled_ms: item.scheduled_slot_ms,
+                manual_ms: item.manual_slot_ms,
             },
         })
     }
@@ -200,9 +223,9 @@ impl DynamoCronStore {
                 .send()
                 .await
                 .map_err(|err| self.failed(&format!("Query of {pk}"), err))?;
-            items.extend(page.items().iter().cloned());
-            match page.last_evaluated_key() {
-                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+            items.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(last) if !last.is_empty() => start_key = Some(last),
                 _ => break,
             }
         }
@@ -215,16 +238,15 @@ impl DynamoCronStore {
             .query_all(&runs_pk(job_id), SortKeyRange::Prefix(RUN_SK_PREFIX), false)
             .await?;
         items
-            .iter()
+            .into_iter()
             .map(|item| {
                 let what = format!(
                     "{}/{}",
                     runs_pk(job_id),
-                    attribute_str(item, SK).unwrap_or_default()
+                    attribute_str(&item, SK).unwrap_or_default()
                 );
-                let body = attribute_str(item, "body")
-                    .ok_or_else(|| self.corrupt(&what, "no string body"))?;
-                serde_json::from_str(body).map_err(|err| {
+                let line: LineItem = self.read(item, &what)?;
+                serde_json::from_str(&line.body).map_err(|err| {
                     CronStoreError::backend(
                         format!("unreadable run-log line {what} in {}", self.table),
                         err,
@@ -302,7 +324,10 @@ impl CronStore for DynamoCronStore {
         let items = self
             .query_all(CRON_PK, SortKeyRange::Prefix(JOB_SK_PREFIX), false)
             .await?;
-        items.iter().map(|item| self.job_from_item(item)).collect()
+        items
+            .into_iter()
+            .map(|item| self.job_from_item(item))
+            .collect()
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id))]
@@ -317,24 +342,26 @@ impl CronStore for DynamoCronStore {
             .send()
             .await
             .map_err(|err| self.failed(&format!("GetItem of cron job {job_id}"), err))?;
-        output
-            .item()
-            .map(|item| self.job_from_item(item))
-            .transpose()
+        output.item.map(|item| self.job_from_item(item)).transpose()
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id = %job.id, ?expected))]
     async fn put_job(&self, job: &CronJob, expected: Option<u64>) -> Result<u64, CronStoreError> {
         let body = job_json(job)?;
         let Some(version) = expected else {
+            let item = JobItem {
+                version: 1,
+                body,
+                scheduled_slot_ms: None,
+                manual_slot_ms: None,
+            };
             let created = self
                 .client
                 .put_item()
                 .table_name(&self.table)
+                .set_item(Some(self.write(&item)?))
                 .item(PK, s(CRON_PK))
                 .item(SK, s(job_sk(&job.id)))
-                .item("version", n(1))
-                .item("body", s(body))
                 .condition_expression(format!("attribute_not_exists({NAME_PK})"))
                 .expression_attribute_names(NAME_PK, PK)
                 .send()
@@ -464,7 +491,7 @@ impl CronStore for DynamoCronStore {
             }),
             Some(Some(old)) => {
                 match self
-                    .job_from_item(old)?
+                    .job_from_item(old.clone())?
                     .reserve(slot, now_ms, expected_version)?
                 {
                     Reservation::Reserved(_) => Err(CronStoreError::corrupt(format!(
@@ -501,18 +528,19 @@ impl CronStore for DynamoCronStore {
             .map_err(|err| {
                 self.failed(&format!("UpdateItem of the run-log head of {job_id}"), err)
             })?;
-        let seq = head
-            .attributes()
-            .and_then(|new| self.number(new, "last_seq", &runlog_sk(job_id)).transpose())
-            .transpose()?
-            .ok_or_else(|| self.corrupt(&runlog_sk(job_id), "no number last_seq"))?;
+        let seq = self
+            .read::<HeadItem>(head.attributes.unwrap_or_default(), &runlog_sk(job_id))?
+            .last_seq;
+        let line = LineItem {
+            ts: entry.ts,
+            body: line,
+        };
         self.client
             .put_item()
             .table_name(&self.table)
+            .set_item(Some(self.write(&line)?))
             .item(PK, s(runs_pk(job_id)))
             .item(SK, s(run_sk(seq)))
-            .item("ts", n(entry.ts))
-            .item("body", s(line))
             .send()
             .await
             .map_err(|err| self.failed(&format!("PutItem of a run-log line of {job_id}"), err))?;
@@ -550,6 +578,8 @@ impl CronStore for DynamoCronStore {
 
 #[cfg(test)]
 mod tests {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
     use super::*;
 
     #[test]
@@ -568,6 +598,36 @@ mod tests {
         }
         assert!(!job_sk("a").starts_with(RUNLOG_SK_PREFIX));
         assert!(!runlog_sk("a").starts_with(JOB_SK_PREFIX));
+    }
+
+    #[test]
+    fn job_and_line_items_keep_numbers_as_n_and_json_as_s() {
+        let job = JobItem {
+            version: 1,
+            body: "{}".into(),
+            scheduled_slot_ms: None,
+            manual_slot_ms: Some(5),
+        };
+        let number = |text: &str| AttributeValue::N(text.into());
+        assert_eq!(
+            to_item(&job).unwrap(),
+            Item::from([
+                ("version".into(), number("1")),
+                ("body".into(), AttributeValue::S("{}".into())),
+                ("manual_slot_ms".into(), number("5")),
+            ])
+        );
+        let line = LineItem {
+            ts: 9,
+            body: "{}".into(),
+        };
+        assert_eq!(
+            to_item(&line).unwrap(),
+            Item::from([
+                ("ts".into(), number("9")),
+                ("body".into(), AttributeValue::S("{}".into())),
+            ])
+        );
     }
 
     #[test]

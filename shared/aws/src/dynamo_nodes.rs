@@ -24,8 +24,9 @@ use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
     NodeStoreError, ResolveOutcome,
 };
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
 use crate::dynamo::{
     EXPIRES_AT, ITEM_BUDGET, Item, NAME_PK, PK, SK, attribute_str, n, put_condition_failed, s,
@@ -109,110 +110,175 @@ fn json(value: &impl Serialize, what: &str) -> Result<String, NodeStoreError> {
         .map_err(|err| NodeStoreError::unavailable(format!("encoding {what} as JSON"), err))
 }
 
-/// Reads typed attributes of one item, naming the item in errors.
-struct Attributes<'a> {
-    item: &'a Item,
-    what: String,
+/// A node item's attributes besides its keys. The lists are JSON text.
+#[derive(Debug, Serialize, Deserialize)]
+struct NodeItem {
+    node_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<String>,
+    secret_hash: String,
+    platform: String,
+    path: String,
+    skill_bins: String,
+    queue: String,
+    paired_at_ms: u64,
+    last_seen_ms: u64,
+    revoked: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at_ms: Option<u64>,
+    granted: String,
+    policy_version: u64,
+    /// `None` when the node sent no report or one over [`MAX_EXEC_REPORT_BYTES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec: Option<String>,
 }
 
-impl Attributes<'_> {
-    fn corrupt(&self, problem: &str) -> NodeStoreError {
-        NodeStoreError::corrupt(format!("DynamoDB item {}: {problem}", self.what))
+impl NodeItem {
+    fn new(record: &NodeRecord) -> Result<Self, NodeStoreError> {
+        Ok(Self {
+            node_id: record.node_id.clone(),
+            display_name: record.display_name.clone(),
+            secret_hash: record.secret_hash.clone(),
+            platform: record.platform.clone(),
+            path: json(&record.path, "a PATH")?,
+            skill_bins: json(&record.skill_bins, "skill bins")?,
+            queue: record.queue.clone(),
+            paired_at_ms: record.paired_at_ms,
+            last_seen_ms: record.last_seen_ms,
+            revoked: record.revoked,
+            revoked_at_ms: record.revoked_at_ms,
+            granted: json(&record.granted, "granted entries")?,
+            policy_version: record.policy_version,
+            exec: exec_json(record.exec.as_ref(), &record.node_id)?,
+        })
     }
 
-    fn string(&self, name: &str) -> Result<String, NodeStoreError> {
-        attribute_str(self.item, name)
-            .map(str::to_owned)
-            .ok_or_else(|| self.corrupt(&format!("no string {name}")))
+    /// The record, `what` naming the item in errors.
+    fn into_record(self, what: &str) -> Result<NodeRecord, NodeStoreError> {
+        Ok(NodeRecord {
+            path: parse_json(&self.path, what, "path")?,
+            skill_bins: parse_json(&self.skill_bins, what, "skill_bins")?,
+            granted: parse_json(&self.granted, what, "granted")?,
+            exec: match &self.exec {
+                Some(exec) => Some(parse_json(exec, what, "exec")?),
+                None => None,
+            },
+            node_id: self.node_id,
+            display_name: self.display_name,
+            secret_hash: self.secret_hash,
+            platform: self.platform,
+            queue: self.queue,
+            paired_at_ms: self.paired_at_ms,
+            last_seen_ms: self.last_seen_ms,
+            revoked: self.revoked,
+            revoked_at_ms: self.revoked_at_ms,
+            policy_version: self.policy_version,
+        })
     }
 
-    fn optional_string(&self, name: &str) -> Option<String> {
-        attribute_str(self.item, name).map(str::to_owned)
+    /// Bytes of the item, counting the keys and attribute names as [`NODE_OVERHEAD`].
+    fn bytes(&self) -> usize {
+        [
+            &self.path,
+            &self.skill_bins,
+            &self.granted,
+            &self.secret_hash,
+            &self.queue,
+            &self.platform,
+        ]
+        .iter()
+        .map(|text| text.len())
+        .sum::<usize>()
+            + self.exec.as_ref().map_or(0, String::len)
+            + self.display_name.as_ref().map_or(0, String::len)
+            + 2 * self.node_id.len()
+            + NODE_OVERHEAD
     }
+}
 
-    fn number<T: std::str::FromStr>(&self, name: &str) -> Result<T, NodeStoreError> {
-        self.optional_number(name)?
-            .ok_or_else(|| self.corrupt(&format!("no number {name}")))
-    }
+/// An exec job item's attributes besides its keys and TTL.
+#[derive(Debug, Serialize, Deserialize)]
+struct JobItem {
+    node_id: String,
+    session_key: String,
+    agent_id: String,
+    call_id: String,
+    attempt: u32,
+    envelope: String,
+    created_at_ms: u64,
+    deadline_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolved_at_ms: Option<u64>,
+}
 
-    fn optional_number<T: std::str::FromStr>(
-        &self,
-        name: &str,
-    ) -> Result<Option<T>, NodeStoreError> {
-        match self.item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(value) => value
-                .as_n()
-                .ok()
-                .and_then(|number| number.parse().ok())
-                .map(Some)
-                .ok_or_else(|| self.corrupt(&format!("{name} is not a number in range"))),
+impl JobItem {
+    fn new(job: &ExecJobRecord) -> Self {
+        Self {
+            node_id: job.node_id.clone(),
+            session_key: job.session_key.clone(),
+            agent_id: job.agent_id.clone(),
+            call_id: job.call_id.clone(),
+            attempt: job.attempt,
+            envelope: job.envelope.clone(),
+            created_at_ms: job.created_at_ms,
+            deadline_ms: job.deadline_ms,
+            result: job.result.clone(),
+            resolved_at_ms: job.resolved_at_ms,
         }
     }
 
-    fn boolean(&self, name: &str) -> Result<bool, NodeStoreError> {
-        self.item
-            .get(name)
-            .and_then(|value| value.as_bool().ok())
-            .copied()
-            .ok_or_else(|| self.corrupt(&format!("no boolean {name}")))
-    }
-
-    fn json<T: DeserializeOwned>(&self, name: &str) -> Result<T, NodeStoreError> {
-        let text = self.string(name)?;
-        serde_json::from_str(&text).map_err(|err| NodeStoreError::Unavailable {
-            message: format!("DynamoDB item {}: unreadable {name}", self.what),
-            source: Some(Box::new(err)),
-        })
+    fn into_record(self, job_id: String) -> ExecJobRecord {
+        ExecJobRecord {
+            job_id,
+            node_id: self.node_id,
+            session_key: self.session_key,
+            agent_id: self.agent_id,
+            call_id: self.call_id,
+            attempt: self.attempt,
+            envelope: self.envelope,
+            created_at_ms: self.created_at_ms,
+            deadline_ms: self.deadline_ms,
+            result: self.result,
+            resolved_at_ms: self.resolved_at_ms,
+        }
     }
 }
 
-fn node_from_item(item: &Item, table: &str) -> Result<NodeRecord, NodeStoreError> {
-    let sk = attribute_str(item, SK).unwrap_or_default();
-    let read = Attributes {
-        item,
-        what: format!("{sk} in {table}"),
-    };
-    Ok(NodeRecord {
-        node_id: read.string("node_id")?,
-        display_name: read.optional_string("display_name"),
-        secret_hash: read.string("secret_hash")?,
-        platform: read.string("platform")?,
-        path: read.json("path")?,
-        skill_bins: read.json("skill_bins")?,
-        queue: read.string("queue")?,
-        paired_at_ms: read.number("paired_at_ms")?,
-        last_seen_ms: read.number("last_seen_ms")?,
-        revoked: read.boolean("revoked")?,
-        revoked_at_ms: read.optional_number("revoked_at_ms")?,
-        granted: read.json("granted")?,
-        policy_version: read.number("policy_version")?,
-        exec: match read.optional_string("exec") {
-            Some(_) => Some(read.json("exec")?),
-            None => None,
-        },
+fn corrupt(what: &str, problem: impl std::fmt::Display) -> NodeStoreError {
+    NodeStoreError::corrupt(format!("DynamoDB item {what}: {problem}"))
+}
+
+fn parse_json<T: DeserializeOwned>(
+    text: &str,
+    what: &str,
+    name: &str,
+) -> Result<T, NodeStoreError> {
+    serde_json::from_str(text).map_err(|err| NodeStoreError::Unavailable {
+        message: format!("DynamoDB item {what}: unreadable {name}"),
+        source: Some(Box::new(err)),
     })
 }
 
-fn job_from_item(item: &Item, table: &str) -> Result<ExecJobRecord, NodeStoreError> {
-    let pk = attribute_str(item, PK).unwrap_or_default();
-    let read = Attributes {
-        item,
-        what: format!("{pk} in {table}"),
-    };
-    Ok(ExecJobRecord {
-        job_id: pk.strip_prefix(JOB_PK_PREFIX).unwrap_or(pk).to_owned(),
-        node_id: read.string("node_id")?,
-        session_key: read.string("session_key")?,
-        agent_id: read.string("agent_id")?,
-        call_id: read.string("call_id")?,
-        attempt: read.number("attempt")?,
-        envelope: read.string("envelope")?,
-        created_at_ms: read.number("created_at_ms")?,
-        deadline_ms: read.number("deadline_ms")?,
-        result: read.optional_string("result"),
-        resolved_at_ms: read.optional_number("resolved_at_ms")?,
-    })
+fn attributes(item: &impl Serialize) -> Result<Item, NodeStoreError> {
+    to_item(item).map_err(|err| NodeStoreError::unavailable("encoding a DynamoDB item", err))
+}
+
+fn node_from_item(item: Item, table: &str) -> Result<NodeRecord, NodeStoreError> {
+    let what = format!(
+        "{} in {table}",
+        attribute_str(&item, SK).unwrap_or_default()
+    );
+    let node: NodeItem = from_item(item).map_err(|err| corrupt(&what, err))?;
+    node.into_record(&what)
+}
+
+fn job_from_item(item: Item, table: &str) -> Result<ExecJobRecord, NodeStoreError> {
+    let pk = attribute_str(&item, PK).unwrap_or_default().to_owned();
+    let job: JobItem = from_item(item).map_err(|err| corrupt(&format!("{pk} in {table}"), err))?;
+    let job_id = pk.strip_prefix(JOB_PK_PREFIX).unwrap_or(&pk).to_owned();
+    Ok(job.into_record(job_id))
 }
 
 /// The node registry port on the sessions table, laid out as the [module docs](self) say.
@@ -251,17 +317,11 @@ impl DynamoNodeRegistry {
         NodeStoreError::unavailable(format!("DynamoDB {action} in {} failed", self.table), err)
     }
 
-    fn check_size(record: &NodeRecord, lists_bytes: usize) -> Result<(), NodeStoreError> {
-        let bytes = lists_bytes
-            + record.secret_hash.len()
-            + record.queue.len()
-            + record.platform.len()
-            + record.display_name.as_ref().map_or(0, String::len)
-            + 2 * record.node_id.len()
-            + NODE_OVERHEAD;
+    fn check_size(node: &NodeItem) -> Result<(), NodeStoreError> {
+        let bytes = node.bytes();
         if bytes > ITEM_BUDGET {
             return Err(NodeStoreError::TooLarge {
-                what: format!("node {}", record.node_id),
+                what: format!("node {}", node.node_id),
                 bytes,
                 limit: ITEM_BUDGET,
             });
@@ -281,7 +341,7 @@ impl DynamoNodeRegistry {
             .await
             .map_err(|err| self.failed(&format!("GetItem of node {node_id}"), err))?;
         output
-            .item()
+            .item
             .map(|item| node_from_item(item, &self.table))
             .transpose()
     }
@@ -346,43 +406,20 @@ impl NodeRegistry for DynamoNodeRegistry {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id = %record.node_id))]
     async fn register(&self, record: &NodeRecord) -> Result<(), NodeStoreError> {
-        let path = json(&record.path, "a PATH")?;
-        let skill_bins = json(&record.skill_bins, "skill bins")?;
-        let granted = json(&record.granted, "granted entries")?;
-        let exec = exec_json(record.exec.as_ref(), &record.node_id)?;
-        Self::check_size(
-            record,
-            path.len() + skill_bins.len() + granted.len() + exec.as_ref().map_or(0, String::len),
-        )?;
-        let mut request = self
+        let node = NodeItem::new(record)?;
+        Self::check_size(&node)?;
+        let result = self
             .client
             .put_item()
             .table_name(&self.table)
+            .set_item(Some(attributes(&node)?))
             .item(PK, s(NODES_PK))
             .item(SK, s(node_sk(&record.node_id)))
-            .item("node_id", s(&record.node_id))
-            .item("secret_hash", s(&record.secret_hash))
-            .item("platform", s(&record.platform))
-            .item("path", s(path))
-            .item("skill_bins", s(skill_bins))
-            .item("queue", s(&record.queue))
-            .item("paired_at_ms", n(record.paired_at_ms))
-            .item("last_seen_ms", n(record.last_seen_ms))
-            .item("revoked", AttributeValue::Bool(record.revoked))
-            .item("granted", s(granted))
-            .item("policy_version", n(record.policy_version))
             .condition_expression(format!("attribute_not_exists({NAME_PK})"))
-            .expression_attribute_names(NAME_PK, PK);
-        if let Some(name) = &record.display_name {
-            request = request.item("display_name", s(name));
-        }
-        if let Some(at) = record.revoked_at_ms {
-            request = request.item("revoked_at_ms", n(at));
-        }
-        if let Some(exec) = exec {
-            request = request.item("exec", s(exec));
-        }
-        match request.send().await {
+            .expression_attribute_names(NAME_PK, PK)
+            .send()
+            .await;
+        match result {
             Ok(_) => Ok(()),
             Err(err) if put_condition_failed(&err) => Err(NodeStoreError::Conflict {
                 what: format!("node {}", record.node_id),
@@ -413,11 +450,11 @@ impl NodeRegistry for DynamoNodeRegistry {
                 .send()
                 .await
                 .map_err(|err| self.failed("Query of nodes", err))?;
-            for item in page.items() {
+            for item in page.items.unwrap_or_default() {
                 nodes.push(node_from_item(item, &self.table)?);
             }
-            match page.last_evaluated_key() {
-                Some(last) if !last.is_empty() => start_key = Some(last.clone()),
+            match page.last_evaluated_key {
+                Some(last) if !last.is_empty() => start_key = Some(last),
                 _ => break,
             }
         }
@@ -518,12 +555,8 @@ impl NodeRegistry for DynamoNodeRegistry {
             if !node.apply_grant(entry) {
                 return Ok(read_version);
             }
-            let granted = json(&node.granted, "granted entries")?;
-            let lists = granted.len()
-                + json(&node.path, "a PATH")?.len()
-                + json(&node.skill_bins, "skill bins")?.len()
-                + exec_json(node.exec.as_ref(), node_id)?.map_or(0, |exec| exec.len());
-            Self::check_size(&node, lists)?;
+            let item = NodeItem::new(&node)?;
+            Self::check_size(&item)?;
             let result = self
                 .client
                 .update_item()
@@ -535,7 +568,7 @@ impl NodeRegistry for DynamoNodeRegistry {
                 .expression_attribute_names("#granted", "granted")
                 .expression_attribute_names("#version", "policy_version")
                 .expression_attribute_names("#revoked", "revoked")
-                .expression_attribute_values(":granted", s(granted))
+                .expression_attribute_values(":granted", s(item.granted))
                 .expression_attribute_values(":new", n(node.policy_version))
                 .expression_attribute_values(":read", n(read_version))
                 .expression_attribute_values(":false", AttributeValue::Bool(false))
@@ -615,34 +648,25 @@ impl ExecJobs for DynamoExecJobs {
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id = %job.job_id))]
     async fn create(&self, job: &ExecJobRecord) -> Result<bool, NodeStoreError> {
         Self::check_document(&job.job_id, "envelope", &job.envelope)?;
-        let mut request = self
+        if let Some(result) = &job.result {
+            Self::check_document(&job.job_id, "result", result)?;
+        }
+        let result = self
             .client
             .put_item()
             .table_name(&self.table)
+            .set_item(Some(attributes(&JobItem::new(job))?))
             .item(PK, s(job_pk(&job.job_id)))
             .item(SK, s(JOB_SK))
-            .item("node_id", s(&job.node_id))
-            .item("session_key", s(&job.session_key))
-            .item("agent_id", s(&job.agent_id))
-            .item("call_id", s(&job.call_id))
-            .item("attempt", n(u64::from(job.attempt)))
-            .item("envelope", s(&job.envelope))
-            .item("created_at_ms", n(job.created_at_ms))
-            .item("deadline_ms", n(job.deadline_ms))
             .item(
                 EXPIRES_AT,
                 n(ttl_after(job.deadline_ms, JOB_RETENTION_SECS)),
             )
             .condition_expression(format!("attribute_not_exists({NAME_PK})"))
-            .expression_attribute_names(NAME_PK, PK);
-        if let Some(result) = &job.result {
-            Self::check_document(&job.job_id, "result", result)?;
-            request = request.item("result", s(result));
-        }
-        if let Some(at) = job.resolved_at_ms {
-            request = request.item("resolved_at_ms", n(at));
-        }
-        match request.send().await {
+            .expression_attribute_names(NAME_PK, PK)
+            .send()
+            .await;
+        match result {
             Ok(_) => Ok(true),
             Err(err) if put_condition_failed(&err) => Ok(false),
             Err(err) => Err(self.failed("PutItem", &job.job_id, err)),
@@ -662,7 +686,7 @@ impl ExecJobs for DynamoExecJobs {
             .await
             .map_err(|err| self.failed("GetItem", job_id, err))?;
         output
-            .item()
+            .item
             .map(|item| job_from_item(item, &self.table))
             .transpose()
     }
@@ -748,7 +772,7 @@ impl ExecJobs for DynamoExecJobs {
         let Some(old) = old else {
             return Ok(ResolveOutcome::Unknown);
         };
-        match job_from_item(old, &self.table)?.resolution_for(attempt) {
+        match job_from_item(old.clone(), &self.table)?.resolution_for(attempt) {
             ResolveOutcome::Recorded => Err(NodeStoreError::corrupt(format!(
                 "DynamoDB refused to resolve job {job_id:?} in {}, yet the job accepts the result",
                 self.table
@@ -789,6 +813,86 @@ mod tests {
             .map(|key| key.strip_prefix(NODE_SK_PREFIX).unwrap())
             .collect();
         assert_eq!(from_keys, ids);
+    }
+
+    fn s(text: &str) -> AttributeValue {
+        AttributeValue::S(text.into())
+    }
+
+    fn n(number: &str) -> AttributeValue {
+        AttributeValue::N(number.into())
+    }
+
+    #[test]
+    fn a_node_item_has_the_documented_attributes_and_types() {
+        let record = NodeRecord {
+            node_id: "n1".into(),
+            display_name: None,
+            secret_hash: "ab".into(),
+            platform: "linux".into(),
+            path: vec!["/usr/bin".into()],
+            skill_bins: vec![],
+            queue: "q".into(),
+            paired_at_ms: 1,
+            last_seen_ms: 2,
+            revoked: false,
+            revoked_at_ms: None,
+            granted: vec![],
+            policy_version: 3,
+            exec: None,
+        };
+        let item = to_item(NodeItem::new(&record).unwrap()).unwrap();
+        let expected = Item::from([
+            ("node_id".into(), s("n1")),
+            ("secret_hash".into(), s("ab")),
+            ("platform".into(), s("linux")),
+            ("path".into(), s(r#"["/usr/bin"]"#)),
+            ("skill_bins".into(), s("[]")),
+            ("queue".into(), s("q")),
+            ("paired_at_ms".into(), n("1")),
+            ("last_seen_ms".into(), n("2")),
+            ("revoked".into(), AttributeValue::Bool(false)),
+            ("granted".into(), s("[]")),
+            ("policy_version".into(), n("3")),
+        ]);
+        assert_eq!(item, expected, "absent options are left out, not NULL");
+        let mut read = expected;
+        read.insert("revoked_at_ms".into(), AttributeValue::Null(true));
+        let node: NodeItem = from_item(read).unwrap();
+        assert_eq!(node.into_record("n1").unwrap(), record);
+    }
+
+    #[test]
+    fn an_exec_job_item_has_the_documented_attributes_and_types() {
+        let job = ExecJobRecord {
+            job_id: "j1".into(),
+            node_id: "n1".into(),
+            session_key: "agent:main:main".into(),
+            agent_id: "main".into(),
+            call_id: "c1".into(),
+            attempt: 2,
+            envelope: "{}".into(),
+            created_at_ms: 10,
+            deadline_ms: 20,
+            result: Some("ok".into()),
+            resolved_at_ms: None,
+        };
+        let item = to_item(JobItem::new(&job)).unwrap();
+        let expected = Item::from([
+            ("node_id".into(), s("n1")),
+            ("session_key".into(), s("agent:main:main")),
+            ("agent_id".into(), s("main")),
+            ("call_id".into(), s("c1")),
+            ("attempt".into(), n("2")),
+            ("envelope".into(), s("{}")),
+            ("created_at_ms".into(), n("10")),
+            ("deadline_ms".into(), n("20")),
+            ("result".into(), s("ok")),
+        ]);
+        assert_eq!(item, expected);
+        let mut read = expected;
+        read.insert(PK.into(), s("job#j1"));
+        assert_eq!(job_from_item(read, "t").unwrap(), job);
     }
 
     #[test]

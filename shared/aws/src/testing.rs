@@ -9,7 +9,7 @@
 //! an operation costs (pagination, caching, requests per turn). Every client here has a
 //! counting twin; one counter may be attached to clients of several services.
 //!
-//! [`fresh_table`] and [`fresh_fifo_queue`] create the DynamoDB table and SQS FIFO queue the
+//! [`fresh_table`] ([`dynamodb_on_fresh_table`] with its client) and [`fresh_fifo_queue`] create the DynamoDB table and SQS FIFO queue the
 //! session, inbox and turn-queue adapters expect, under unique names; [`fresh_standard_queue`]
 //! the timer queue, and [`unique_queue_prefix`] a prefix for per-node queues;
 //! [`fresh_schedule_group`] a schedule group for the Scheduler adapter.
@@ -250,6 +250,16 @@ pub fn unique_queue_prefix() -> String {
 /// An S3 client for the emulator whose requests add to `counter`.
 pub fn s3_client_with_counter(config: &SdkConfig, counter: &RequestCounter) -> Client {
     Client::from_conf(s3_config(config).interceptor(counter.clone()).build())
+}
+
+/// A DynamoDB client on the emulator and a [`fresh_table`] made with it.
+///
+/// # Panics
+/// As [`moto_sdk_config`] and [`fresh_table`] do.
+pub async fn dynamodb_on_fresh_table() -> (aws_sdk_dynamodb::Client, String) {
+    let client = dynamodb_client(&moto_sdk_config().await);
+    let table = fresh_table(&client).await;
+    (client, table)
 }
 
 /// Creates the sessions table as the adapters expect it (string keys `pk` and `sk`,

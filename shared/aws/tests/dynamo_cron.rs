@@ -6,22 +6,14 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use clawless_automation::cron::run_log::RunsQuery;
 use clawless_automation::cron::store::MAX_CRON_JOB_BYTES;
-use clawless_automation::cron::{
-    CronJob, CronJobState, CronPayload, CronRunLogEntry, CronSchedule, CronStore, CronStoreError,
-    Reservation, RunSlot, SessionTarget, WakeMode,
-};
-use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
+use clawless_automation::cron::{CronStore, CronStoreError, Reservation, RunSlot};
+use clawless_aws::testing::{dynamodb_client, dynamodb_on_fresh_table, moto_sdk_config};
 use clawless_aws::{DynamoCronStore, DynamoNodeRegistry, DynamoSessionStore};
-use clawless_core::nodes::{NodeRecord, NodeRegistry};
+use clawless_core::nodes::NodeRegistry;
 use clawless_core::session::{SessionCommit, SessionKey, SessionStore};
-use clawless_core::testing::{CronStoreDeviations, cron_store_contract};
-
-async fn fresh() -> (aws_sdk_dynamodb::Client, String) {
-    let config = moto_sdk_config().await;
-    let client = dynamodb_client(&config);
-    let table = fresh_table(&client).await;
-    (client, table)
-}
+use clawless_core::testing::{
+    CronStoreDeviations, cron_store_contract, sample_cron_job, sample_node, sample_run_entry,
+};
 
 /// moto 5.2.x checks a condition and then writes the item without a lock, on a threaded
 /// server, so two concurrent reservations conditioned on one version can both be written.
@@ -32,54 +24,15 @@ const MOTO: CronStoreDeviations = CronStoreDeviations {
     conditional_writes_not_atomic: true,
 };
 
-fn job(id: &str) -> CronJob {
-    CronJob {
-        id: id.into(),
-        agent_id: Some("main".into()),
-        session_key: None,
-        name: format!("Job {id}"),
-        description: None,
-        enabled: true,
-        delete_after_run: None,
-        created_at_ms: 1,
-        updated_at_ms: 1,
-        schedule: CronSchedule::Every {
-            every_ms: 60_000,
-            anchor_ms: None,
-        },
-        session_target: SessionTarget::Main,
-        wake_mode: WakeMode::Now,
-        payload: CronPayload::SystemEvent {
-            text: "stand up".into(),
-        },
-        delivery: None,
-        failure_alert: None,
-        state: CronJobState {
-            next_run_at_ms: Some(60_000),
-            ..CronJobState::default()
-        },
-    }
-}
-
-fn entry(job_id: &str, ts: u64) -> CronRunLogEntry {
-    CronRunLogEntry {
-        ts,
-        job_id: job_id.into(),
-        action: "finished".into(),
-        summary: Some(format!("run {ts}")),
-        ..CronRunLogEntry::default()
-    }
-}
-
 #[tokio::test]
 async fn dynamo_cron_store_passes_the_cron_store_contract() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     cron_store_contract(&DynamoCronStore::new(client, table), MOTO).await;
 }
 
 #[tokio::test]
 async fn two_cron_contract_runs_can_share_one_table() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let store = DynamoCronStore::new(client, table);
     tokio::join!(
         cron_store_contract(&store, MOTO),
@@ -91,7 +44,7 @@ async fn two_cron_contract_runs_can_share_one_table() {
 async fn cron_items_live_beside_sessions_and_nodes_without_meeting_them() {
     // GIVEN a session, a node, and a cron job with a reserved slot and a pruned run log,
     // all in one table; the job id looks like a session key
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let sessions = DynamoSessionStore::new(client.clone(), &table);
     let key = SessionKey::parse("agent:main:main").unwrap();
     sessions
@@ -108,33 +61,21 @@ async fn cron_items_live_beside_sessions_and_nodes_without_meeting_them() {
         .await
         .unwrap();
     DynamoNodeRegistry::new(client.clone(), &table)
-        .register(&NodeRecord {
-            node_id: "n1".into(),
-            display_name: None,
-            secret_hash: "ab".repeat(32),
-            platform: "linux".into(),
-            path: vec![],
-            skill_bins: vec![],
-            queue: "node-n1".into(),
-            paired_at_ms: 1,
-            last_seen_ms: 1,
-            revoked: false,
-            revoked_at_ms: None,
-            granted: vec![],
-            policy_version: 0,
-            exec: None,
-        })
+        .register(&sample_node("n1"))
         .await
         .unwrap();
     let store = DynamoCronStore::new(client.clone(), &table);
     let id = "agent:main:main";
-    store.put_job(&job(id), None).await.unwrap();
+    store.put_job(&sample_cron_job(id), None).await.unwrap();
     store
         .reserve_run(id, RunSlot::Scheduled(60_000), 60_001, 1)
         .await
         .unwrap();
     for ts in 1..=4 {
-        store.append_run(&entry(id, ts), 2).await.unwrap();
+        store
+            .append_run(&sample_run_entry(id, ts), 2)
+            .await
+            .unwrap();
     }
 
     // THEN each item has the documented keys, and the pruned lines are gone from the table
@@ -181,14 +122,17 @@ async fn cron_items_live_beside_sessions_and_nodes_without_meeting_them() {
 
 #[tokio::test]
 async fn a_job_item_keeps_its_json_as_a_string_and_versions_and_marks_as_numbers() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let store = DynamoCronStore::new(client.clone(), &table);
-    store.put_job(&job("j1"), None).await.unwrap();
+    store.put_job(&sample_cron_job("j1"), None).await.unwrap();
     store
         .reserve_run("j1", RunSlot::Manual(5), 6, 1)
         .await
         .unwrap();
-    store.append_run(&entry("j1", 9), 10).await.unwrap();
+    store
+        .append_run(&sample_run_entry("j1", 9), 10)
+        .await
+        .unwrap();
     let get = |pk: &str, sk: &str| {
         client
             .get_item()
@@ -214,17 +158,17 @@ async fn a_job_item_keeps_its_json_as_a_string_and_versions_and_marks_as_numbers
     assert_eq!(line["ts"], AttributeValue::N("9".into()));
     assert_eq!(
         line["body"].as_s().unwrap(),
-        &serde_json::to_string(&entry("j1", 9)).unwrap()
+        &serde_json::to_string(&sample_run_entry("j1", 9)).unwrap()
     );
 }
 
 #[tokio::test]
 async fn sequential_duplicate_deliveries_through_two_clients_reserve_once() {
     // GIVEN one job and two separately built stores (two Lambda invocations)
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let first = DynamoCronStore::new(client, &table);
     let second = DynamoCronStore::new(dynamodb_client(&moto_sdk_config().await), &table);
-    first.put_job(&job("dup"), None).await.unwrap();
+    first.put_job(&sample_cron_job("dup"), None).await.unwrap();
     // WHEN both deliveries of one firing reserve it, each having read version 1
     let won = first
         .reserve_run("dup", RunSlot::Scheduled(60_000), 60_001, 1)
@@ -246,9 +190,9 @@ async fn sequential_duplicate_deliveries_through_two_clients_reserve_once() {
 
 #[tokio::test]
 async fn a_job_over_the_size_limit_is_rejected_before_any_request() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let store = DynamoCronStore::new(client, &table);
-    let mut big = job("big");
+    let mut big = sample_cron_job("big");
     big.description = Some("x".repeat(MAX_CRON_JOB_BYTES));
     let result = store.put_job(&big, None).await;
     assert!(
@@ -265,6 +209,9 @@ async fn a_missing_table_is_a_backend_error_with_the_sdk_error_as_source() {
     let err = store.get_job("j").await.unwrap_err();
     assert!(matches!(err, CronStoreError::Backend { .. }), "{err:?}");
     assert!(std::error::Error::source(&err).is_some(), "{err}");
-    let err = store.append_run(&entry("j", 1), 5).await.unwrap_err();
+    let err = store
+        .append_run(&sample_run_entry("j", 1), 5)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("clawless-no-such-table"), "{err}");
 }

@@ -4,25 +4,18 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use clawless_aws::dynamo_nodes::{MAX_EXEC_REPORT_BYTES, MAX_JOB_DOCUMENT_BYTES};
-use clawless_aws::testing::{dynamodb_client, fresh_table, moto_sdk_config};
+use clawless_aws::testing::{dynamodb_client, dynamodb_on_fresh_table, moto_sdk_config};
 use clawless_aws::{DynamoExecJobs, DynamoNodeRegistry, DynamoSessionStore};
 use clawless_core::nodes::{
-    ExecJobRecord, ExecJobs, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry, NodeStoreError,
-    ResolveOutcome,
+    ExecJobs, NodeExecReport, NodeFacts, NodeRegistry, NodeStoreError, ResolveOutcome,
 };
 use clawless_core::session::{SessionCommit, SessionKey, SessionStore};
 use clawless_core::testing::{
-    NodeStoreDeviations, exec_jobs_contract, node_registry_contract, sized_json_body,
+    NodeStoreDeviations, exec_jobs_contract, node_registry_contract, sample_exec_job, sample_node,
+    sized_json_body,
 };
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;
-
-async fn fresh() -> (aws_sdk_dynamodb::Client, String) {
-    let config = moto_sdk_config().await;
-    let client = dynamodb_client(&config);
-    let table = fresh_table(&client).await;
-    (client, table)
-}
 
 /// moto 5.2.x checks a condition and then writes the item without a lock, on a threaded
 /// server, so concurrent conditional writes to one item can both succeed (seen: two of eight
@@ -33,50 +26,15 @@ const MOTO: NodeStoreDeviations = NodeStoreDeviations {
     conditional_writes_not_atomic: true,
 };
 
-fn node(node_id: &str) -> NodeRecord {
-    NodeRecord {
-        node_id: node_id.into(),
-        display_name: None,
-        secret_hash: "ab".repeat(32),
-        platform: "linux".into(),
-        path: vec!["/usr/bin".into()],
-        skill_bins: vec![],
-        queue: format!("node-{node_id}"),
-        paired_at_ms: 1,
-        last_seen_ms: 1,
-        revoked: false,
-        revoked_at_ms: None,
-        granted: vec![],
-        policy_version: 0,
-        exec: None,
-    }
-}
-
-fn job(job_id: &str) -> ExecJobRecord {
-    ExecJobRecord {
-        job_id: job_id.into(),
-        node_id: "n1".into(),
-        session_key: "agent:main:main".into(),
-        agent_id: "main".into(),
-        call_id: "call-1".into(),
-        attempt: 1,
-        envelope: "{}".into(),
-        created_at_ms: 1_700_000_000_000,
-        deadline_ms: 1_700_000_060_000,
-        result: None,
-        resolved_at_ms: None,
-    }
-}
-
 #[tokio::test]
 async fn dynamo_node_registry_passes_the_node_registry_contract() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     node_registry_contract(&DynamoNodeRegistry::new(client, table), MOTO).await;
 }
 
 #[tokio::test]
 async fn two_registry_contract_runs_can_share_one_table() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let registry = DynamoNodeRegistry::new(client, table);
     tokio::join!(
         node_registry_contract(&registry, MOTO),
@@ -86,14 +44,14 @@ async fn two_registry_contract_runs_can_share_one_table() {
 
 #[tokio::test]
 async fn dynamo_exec_jobs_pass_the_exec_jobs_contract() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     exec_jobs_contract(&DynamoExecJobs::new(client, table), MOTO).await;
 }
 
 #[tokio::test]
 async fn nodes_codes_and_jobs_live_beside_sessions_without_meeting_them() {
     // GIVEN a session, a node, a pairing code and a job in one table
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let sessions = DynamoSessionStore::new(client.clone(), &table);
     let key = SessionKey::parse("agent:main:main").unwrap();
     sessions
@@ -110,14 +68,16 @@ async fn nodes_codes_and_jobs_live_beside_sessions_without_meeting_them() {
         .await
         .unwrap();
     let registry = DynamoNodeRegistry::new(client.clone(), &table);
-    registry.register(&node("n1")).await.unwrap();
+    registry.register(&sample_node("n1")).await.unwrap();
     registry
         .create_pairing("c0ffee", 1_700_000_600_000)
         .await
         .unwrap();
     let jobs = DynamoExecJobs::new(client.clone(), &table);
     // A job id that looks like a session key must not touch the session.
-    jobs.create(&job("agent:main:main")).await.unwrap();
+    jobs.create(&sample_exec_job("agent:main:main"))
+        .await
+        .unwrap();
 
     // THEN each item has the documented keys and TTL
     let scan = client.scan().table_name(&table).send().await.unwrap();
@@ -151,14 +111,14 @@ async fn nodes_codes_and_jobs_live_beside_sessions_without_meeting_them() {
     // AND the session still loads as it was
     let loaded = sessions.load(&key).await.unwrap().unwrap();
     assert_eq!((loaded.version, loaded.steps.len()), (1, 0));
-    assert_eq!(registry.list().await.unwrap(), vec![node("n1")]);
+    assert_eq!(registry.list().await.unwrap(), vec![sample_node("n1")]);
 }
 
 #[tokio::test]
 async fn a_node_item_keeps_lists_as_json_and_flags_as_native_types() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let registry = DynamoNodeRegistry::new(client.clone(), &table);
-    let mut record = node("n2");
+    let mut record = sample_node("n2");
     record.display_name = Some("desk".into());
     registry.register(&record).await.unwrap();
     registry.revoke("n2", 42).await.unwrap();
@@ -184,9 +144,9 @@ async fn a_node_item_keeps_lists_as_json_and_flags_as_native_types() {
 
 #[tokio::test]
 async fn an_exec_report_over_its_budget_is_not_stored_and_the_heartbeat_still_counts() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let registry = DynamoNodeRegistry::new(client, &table);
-    registry.register(&node("n3")).await.unwrap();
+    registry.register(&sample_node("n3")).await.unwrap();
     let report = |paths: usize| NodeExecReport {
         home: None,
         default_policy: ExecPolicy::default(),
@@ -226,9 +186,9 @@ async fn an_exec_report_over_its_budget_is_not_stored_and_the_heartbeat_still_co
 
 #[tokio::test]
 async fn documents_over_the_item_budget_are_too_large_and_write_nothing() {
-    let (client, table) = fresh().await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     let jobs = DynamoExecJobs::new(client, table);
-    let mut big = job("big");
+    let mut big = sample_exec_job("big");
     big.envelope = sized_json_body("envelope", MAX_JOB_DOCUMENT_BYTES + 1);
     let created = jobs.create(&big).await;
     assert!(
@@ -237,7 +197,7 @@ async fn documents_over_the_item_budget_are_too_large_and_write_nothing() {
     );
     assert_eq!(jobs.get("big").await.unwrap(), None);
 
-    assert!(jobs.create(&job("ok")).await.unwrap());
+    assert!(jobs.create(&sample_exec_job("ok")).await.unwrap());
     let result = jobs
         .resolve(
             "ok",
@@ -251,7 +211,7 @@ async fn documents_over_the_item_budget_are_too_large_and_write_nothing() {
         "{result:?}"
     );
     let at_limit = sized_json_body("result", MAX_JOB_DOCUMENT_BYTES);
-    let mut envelope_at_limit = job("both");
+    let mut envelope_at_limit = sample_exec_job("both");
     envelope_at_limit.envelope = sized_json_body("envelope", MAX_JOB_DOCUMENT_BYTES);
     assert!(jobs.create(&envelope_at_limit).await.unwrap());
     assert_eq!(

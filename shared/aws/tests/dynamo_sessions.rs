@@ -9,38 +9,21 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use clawless_aws::testing::{
-    dynamodb_client, dynamodb_client_counting, fresh_bucket, fresh_table, moto_sdk_config,
-    s3_client,
+    dynamodb_client, dynamodb_client_counting, dynamodb_on_fresh_table, fresh_bucket, fresh_table,
+    moto_sdk_config, s3_client,
 };
 use clawless_aws::{DynamoInbox, DynamoSessionStore, S3ObjectStore};
 use clawless_base::object_store::ObjectStore;
 use clawless_core::session::offload::OffloadingSessionStore;
-use clawless_core::session::{
-    Inbox, SessionCommit, SessionKey, SessionStore, SessionStoreError, StoredStep,
-};
+use clawless_core::session::{Inbox, SessionCommit, SessionStore, SessionStoreError, StoredStep};
 use clawless_core::testing::{
-    SessionStoreDeviations, inbox_contract, session_lister_contract, session_store_contract,
-    sized_json_body,
+    SessionStoreDeviations, inbox_contract, sample_steps, session_key, session_lister_contract,
+    session_store_contract, sized_json_body,
 };
 
 async fn store_on_fresh_table() -> (DynamoSessionStore, aws_sdk_dynamodb::Client) {
-    let config = moto_sdk_config().await;
-    let client = dynamodb_client(&config);
-    let table = fresh_table(&client).await;
+    let (client, table) = dynamodb_on_fresh_table().await;
     (DynamoSessionStore::new(client.clone(), table), client)
-}
-
-fn key(raw: &str) -> SessionKey {
-    SessionKey::parse(raw).expect("a valid session key")
-}
-
-fn steps(seqs: impl IntoIterator<Item = u64>) -> Vec<StoredStep> {
-    seqs.into_iter()
-        .map(|seq| StoredStep {
-            seq,
-            body: format!(r#"{{"seq":{seq}}}"#),
-        })
-        .collect()
 }
 
 /// moto 5.x does not isolate concurrent `TransactWriteItems` on one table (see
@@ -102,7 +85,7 @@ async fn the_offloading_wrapper_over_dynamodb_and_s3_passes_the_contract() {
     session_store_contract(&store, MOTO).await;
 
     // AND a 1 MB step lands in S3 while its DynamoDB item stays small
-    let session = key("agent:main:generic:group:42");
+    let session = session_key("agent:main:generic:group:42");
     let big = sized_json_body("tool output", 1024 * 1024);
     store
         .commit(
@@ -136,7 +119,7 @@ async fn the_offloading_wrapper_over_dynamodb_and_s3_passes_the_contract() {
 async fn items_follow_the_documented_layout() {
     // GIVEN a session with two steps and one inbox claim
     let (store, client) = store_on_fresh_table().await;
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     store
         .commit(
             &session,
@@ -145,7 +128,7 @@ async fn items_follow_the_documented_layout() {
                 live_from: 7,
                 last_seq: 0,
                 meta: r#"{"m":1}"#.into(),
-                steps: steps([7, 12]),
+                steps: sample_steps([7, 12]),
             },
         )
         .await
@@ -223,7 +206,7 @@ async fn a_commit_is_one_request_and_a_load_one_query_per_page() {
     let (client, requests) = dynamodb_client_counting(&config);
     let table = fresh_table(&client).await;
     let store = DynamoSessionStore::new(client, table);
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
 
     requests.reset();
     store
@@ -234,7 +217,7 @@ async fn a_commit_is_one_request_and_a_load_one_query_per_page() {
                 live_from: 0,
                 last_seq: 0,
                 meta: "{}".into(),
-                steps: steps(1..=99),
+                steps: sample_steps(1..=99),
             },
         )
         .await
@@ -251,7 +234,10 @@ async fn a_commit_is_one_request_and_a_load_one_query_per_page() {
     assert_eq!(requests.count(), 1, "one Query for a small session");
 
     requests.reset();
-    assert_eq!(store.load(&key("agent:main:none")).await.unwrap(), None);
+    assert_eq!(
+        store.load(&session_key("agent:main:none")).await.unwrap(),
+        None
+    );
     assert_eq!(requests.count(), 1);
 }
 
@@ -262,7 +248,7 @@ async fn a_session_larger_than_one_query_page_loads_completely() {
     let (client, requests) = dynamodb_client_counting(&config);
     let table = fresh_table(&client).await;
     let store = DynamoSessionStore::new(client, table);
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     let body = sized_json_body("page filler", 300_000);
     let mut version = 0;
     for seq in 1..=10u64 {
@@ -304,7 +290,7 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
     let (client, requests) = dynamodb_client_counting(&config);
     let table = fresh_table(&client).await;
     let store = DynamoSessionStore::new(client, table);
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     requests.reset();
 
     let too_many = SessionCommit {
@@ -312,7 +298,7 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
         live_from: 0,
         last_seq: 0,
         meta: "{}".into(),
-        steps: steps(1..=100),
+        steps: sample_steps(1..=100),
     };
     let result = store.commit(&session, &too_many).await;
     assert!(
@@ -339,7 +325,7 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
         "{result:?}"
     );
 
-    let long_key = key(&format!("agent:main:{}", "k".repeat(1100)));
+    let long_key = session_key(&format!("agent:main:{}", "k".repeat(1100)));
     let result = store
         .commit(
             &long_key,
@@ -364,7 +350,10 @@ async fn commits_over_the_transaction_limits_are_rejected_before_any_request() {
 async fn a_missing_table_is_unavailable_with_the_sdk_error_as_source() {
     let config = moto_sdk_config().await;
     let store = DynamoSessionStore::new(dynamodb_client(&config), "no-such-table");
-    let err = store.load(&key("agent:main:main")).await.unwrap_err();
+    let err = store
+        .load(&session_key("agent:main:main"))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, SessionStoreError::Unavailable { .. }),
         "{err}"
@@ -396,7 +385,7 @@ async fn a_meta_item_from_before_live_loads_loads_whole() {
     }
     // WHEN it is loaded live THEN every step is there
     let live = store
-        .load_live(&key("agent:main:main"))
+        .load_live(&session_key("agent:main:main"))
         .await
         .unwrap()
         .expect("the session");

@@ -11,8 +11,8 @@ use clawless_aws::testing::{
     fresh_fifo_queue, fresh_fifo_queue_with_visibility, moto_sdk_config, sqs_client,
     sqs_client_counting,
 };
-use clawless_core::session::{QueuedMessage, TurnQueue};
-use clawless_core::testing::{QueueDeviations, turn_queue_contract};
+use clawless_core::session::TurnQueue;
+use clawless_core::testing::{QueueDeviations, queued_message, turn_queue_contract};
 
 /// moto 5.x deduplicates FIFO sends only against messages still in the queue (see
 /// `moto_forgets_a_dedup_id_once_its_message_is_deleted`); real SQS remembers an id for five
@@ -20,14 +20,6 @@ use clawless_core::testing::{QueueDeviations, turn_queue_contract};
 const MOTO: QueueDeviations = QueueDeviations {
     dedup_forgets_deleted_messages: true,
 };
-
-fn message(group: &str, dedup_id: &str, body: &str) -> QueuedMessage {
-    QueuedMessage {
-        group: group.into(),
-        dedup_id: dedup_id.into(),
-        body: body.into(),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqs_turn_queue_passes_the_turn_queue_contract() {
@@ -53,11 +45,11 @@ async fn sends_carry_group_and_dedup_ids_and_odd_groups_travel_as_an_attribute()
     let url = fresh_fifo_queue(&client).await;
     let queue = SqsTurnQueue::new(client.clone(), url.clone());
     queue
-        .send(&message("agent:main:main", "telegram:1", "plain"))
+        .send(&queued_message("agent:main:main", "telegram:1", "plain"))
         .await
         .unwrap();
     queue
-        .send(&message(
+        .send(&queued_message(
             "agent:main:generic:group:ünï",
             "telegram:2",
             "odd",
@@ -120,7 +112,7 @@ async fn each_operation_is_one_request_and_receive_asks_for_at_most_ten() {
     let queue = SqsTurnQueue::new(client, url);
     for index in 0..12 {
         queue
-            .send(&message(
+            .send(&queued_message(
                 &format!("agent:main:g{index}"),
                 &format!("d{index}"),
                 "x",
@@ -156,7 +148,7 @@ async fn a_missing_queue_is_an_error_with_the_sdk_error_as_source() {
     let missing = url.replace(".fifo", "-gone.fifo");
     let queue = SqsTurnQueue::new(client, missing);
     let err = queue
-        .send(&message("agent:main:main", "d", "x"))
+        .send(&queued_message("agent:main:main", "d", "x"))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("SendMessage"), "{err}");
@@ -171,9 +163,12 @@ async fn moto_forgets_a_dedup_id_once_its_message_is_deleted() {
     let config = moto_sdk_config().await;
     let client = sqs_client(&config);
     let queue = SqsTurnQueue::new(client.clone(), fresh_fifo_queue(&client).await);
-    queue.send(&message("g", "same", "first")).await.unwrap();
     queue
-        .send(&message("g", "same", "while queued"))
+        .send(&queued_message("g", "same", "first"))
+        .await
+        .unwrap();
+    queue
+        .send(&queued_message("g", "same", "while queued"))
         .await
         .unwrap();
     let first = queue.receive(10, Duration::from_secs(1)).await.unwrap();
@@ -183,7 +178,7 @@ async fn moto_forgets_a_dedup_id_once_its_message_is_deleted() {
         "dropped while the first is queued: {first:?}"
     );
     queue
-        .send(&message("g", "same", "while in flight"))
+        .send(&queued_message("g", "same", "while in flight"))
         .await
         .unwrap();
     queue.delete(&first[0].receipt).await.unwrap();
@@ -197,7 +192,7 @@ async fn moto_forgets_a_dedup_id_once_its_message_is_deleted() {
     );
 
     queue
-        .send(&message("g", "same", "after delete"))
+        .send(&queued_message("g", "same", "after delete"))
         .await
         .unwrap();
     let after = queue.receive(10, Duration::from_secs(1)).await.unwrap();

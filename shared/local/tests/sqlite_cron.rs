@@ -2,73 +2,16 @@
 //! needs (races between separate connections, surviving a reopen, the rows as laid out,
 //! upgrading a file from before the cron tables).
 
-use std::path::PathBuf;
-
 use clawless_automation::cron::run_log::RunsQuery;
-use clawless_automation::cron::{
-    CronJob, CronJobState, CronPayload, CronRunLogEntry, CronSchedule, CronStore, Reservation,
-    RunSlot, SessionTarget, WakeMode,
-};
+use clawless_automation::cron::{CronStore, Reservation, RunSlot};
 use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::testing::{CronStoreDeviations, cron_store_contract};
+use clawless_core::testing::{
+    CronStoreDeviations, cron_store_contract, sample_cron_job, sample_run_entry,
+};
 use clawless_local::sqlite::{SqliteCronStore, SqliteDb, SqliteSessionStore};
 
-/// A temporary directory with a database file path in it; removed on drop.
-struct DbFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl DbFile {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("create a temporary directory");
-        let path = dir.path().join("clawless.sqlite");
-        Self { _dir: dir, path }
-    }
-
-    fn open(&self) -> SqliteDb {
-        SqliteDb::open(&self.path).expect("open the database")
-    }
-}
-
-fn job(id: &str) -> CronJob {
-    CronJob {
-        id: id.into(),
-        agent_id: Some("main".into()),
-        session_key: None,
-        name: format!("Job {id}"),
-        description: None,
-        enabled: true,
-        delete_after_run: None,
-        created_at_ms: 1,
-        updated_at_ms: 1,
-        schedule: CronSchedule::Every {
-            every_ms: 60_000,
-            anchor_ms: None,
-        },
-        session_target: SessionTarget::Main,
-        wake_mode: WakeMode::Now,
-        payload: CronPayload::SystemEvent {
-            text: "stand up".into(),
-        },
-        delivery: None,
-        failure_alert: None,
-        state: CronJobState {
-            next_run_at_ms: Some(60_000),
-            ..CronJobState::default()
-        },
-    }
-}
-
-fn entry(job_id: &str, ts: u64) -> CronRunLogEntry {
-    CronRunLogEntry {
-        ts,
-        job_id: job_id.into(),
-        action: "finished".into(),
-        summary: Some(format!("run {ts}")),
-        ..CronRunLogEntry::default()
-    }
-}
+mod support;
+use support::DbFile;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_cron_store_passes_the_cron_store_contract() {
@@ -102,7 +45,10 @@ async fn concurrent_reservations_through_separate_connections_have_exactly_one_w
     // GIVEN a job and four connections to its file, each with a delivery of the same firing
     let file = DbFile::new();
     let stores: Vec<SqliteCronStore> = (0..4).map(|_| SqliteCronStore::new(file.open())).collect();
-    stores[0].put_job(&job("race"), None).await.unwrap();
+    stores[0]
+        .put_job(&sample_cron_job("race"), None)
+        .await
+        .unwrap();
 
     // WHEN each reserves slot 60 000 at once, as spawned tasks
     let mut tasks = tokio::task::JoinSet::new();
@@ -138,12 +84,15 @@ async fn jobs_marks_and_run_logs_survive_reopening_the_file() {
     let file = DbFile::new();
     {
         let store = SqliteCronStore::new(file.open());
-        store.put_job(&job("j1"), None).await.unwrap();
+        store.put_job(&sample_cron_job("j1"), None).await.unwrap();
         store
             .reserve_run("j1", RunSlot::Scheduled(60_000), 60_001, 1)
             .await
             .unwrap();
-        store.append_run(&entry("j1", 70_000), 10).await.unwrap();
+        store
+            .append_run(&sample_run_entry("j1", 70_000), 10)
+            .await
+            .unwrap();
     }
 
     // WHEN the file is opened again
@@ -163,20 +112,23 @@ async fn jobs_marks_and_run_logs_survive_reopening_the_file() {
         }
     );
     let runs = store.runs(Some("j1"), &RunsQuery::default()).await.unwrap();
-    assert_eq!(runs.entries, vec![entry("j1", 70_000)]);
+    assert_eq!(runs.entries, vec![sample_run_entry("j1", 70_000)]);
 }
 
 #[tokio::test]
 async fn rows_hold_the_job_json_beside_its_version_and_marks() {
     let file = DbFile::new();
     let store = SqliteCronStore::new(file.open());
-    store.put_job(&job("j1"), None).await.unwrap();
+    store.put_job(&sample_cron_job("j1"), None).await.unwrap();
     store
         .reserve_run("j1", RunSlot::Manual(5), 6, 1)
         .await
         .unwrap();
     for ts in 1..=3 {
-        store.append_run(&entry("j1", ts), 2).await.unwrap();
+        store
+            .append_run(&sample_run_entry("j1", ts), 2)
+            .await
+            .unwrap();
     }
     let raw = rusqlite::Connection::open(&file.path).unwrap();
     let (version, body, scheduled, manual): (i64, String, Option<i64>, Option<i64>) = raw
@@ -200,8 +152,8 @@ async fn rows_hold_the_job_json_beside_its_version_and_marks() {
     assert_eq!(
         lines,
         [
-            serde_json::to_string(&entry("j1", 2)).unwrap(),
-            serde_json::to_string(&entry("j1", 3)).unwrap()
+            serde_json::to_string(&sample_run_entry("j1", 2)).unwrap(),
+            serde_json::to_string(&sample_run_entry("j1", 3)).unwrap()
         ],
         "pruned to the newest two, stored as JSONL lines"
     );
@@ -244,8 +196,14 @@ async fn a_version_4_file_gains_the_cron_tables_and_keeps_its_sessions() {
         .expect("the old session");
     assert_eq!(session.version, 1);
     let store = SqliteCronStore::new(db);
-    assert_eq!(store.put_job(&job("new"), None).await.unwrap(), 1);
-    store.append_run(&entry("new", 1), 10).await.unwrap();
+    assert_eq!(
+        store.put_job(&sample_cron_job("new"), None).await.unwrap(),
+        1
+    );
+    store
+        .append_run(&sample_run_entry("new", 1), 10)
+        .await
+        .unwrap();
     let raw = rusqlite::Connection::open(&file.path).unwrap();
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))

@@ -2,75 +2,22 @@
 //! shared contracts, plus what only a file needs (surviving a reopen, races between separate
 //! connections, upgrading a file from before the node tables).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_core::nodes::{
-    ExecJobRecord, ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
-    ResolveOutcome, Timer, Timers,
+    ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRegistry, ResolveOutcome, Timer, Timers,
 };
 use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, NodeStoreDeviations, TimersDeviations, exec_jobs_contract,
-    exec_queue_contract, node_registry_contract, sample_session_event, timers_contract,
+    exec_queue_contract, node_registry_contract, sample_exec_job, sample_node,
+    sample_session_event, timers_contract,
 };
 use clawless_exec::evaluate::ExecPolicy;
-use clawless_local::sqlite::{
-    SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteNodeRegistry, SqliteTimers,
-};
+use clawless_local::sqlite::{SqliteExecJobs, SqliteExecQueue, SqliteNodeRegistry, SqliteTimers};
 
-/// A temporary directory with a database file path in it; removed on drop.
-struct DbFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl DbFile {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("create a temporary directory");
-        let path = dir.path().join("clawless.sqlite");
-        Self { _dir: dir, path }
-    }
-
-    fn open(&self) -> SqliteDb {
-        SqliteDb::open(&self.path).expect("open the database")
-    }
-}
-
-fn node(node_id: &str) -> NodeRecord {
-    NodeRecord {
-        node_id: node_id.into(),
-        display_name: Some("desk".into()),
-        secret_hash: "ab".repeat(32),
-        platform: "linux".into(),
-        path: vec!["/usr/bin".into()],
-        skill_bins: vec![],
-        queue: format!("node-{node_id}"),
-        paired_at_ms: 1,
-        last_seen_ms: 1,
-        revoked: false,
-        revoked_at_ms: None,
-        granted: vec![],
-        policy_version: 0,
-        exec: None,
-    }
-}
-
-fn job(job_id: &str) -> ExecJobRecord {
-    ExecJobRecord {
-        job_id: job_id.into(),
-        node_id: "n1".into(),
-        session_key: "agent:main:main".into(),
-        agent_id: "main".into(),
-        call_id: "call-1".into(),
-        attempt: 1,
-        envelope: "{}".into(),
-        created_at_ms: 1,
-        deadline_ms: 2,
-        result: None,
-        resolved_at_ms: None,
-    }
-}
+mod support;
+use support::DbFile;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_node_registry_passes_the_node_registry_contract() {
@@ -132,7 +79,7 @@ async fn concurrent_resolves_through_separate_connections_have_exactly_one_winne
     // GIVEN a job and four connections to its file
     let file = DbFile::new();
     let stores: Vec<SqliteExecJobs> = (0..4).map(|_| SqliteExecJobs::new(file.open())).collect();
-    assert!(stores[0].create(&job("race")).await.unwrap());
+    assert!(stores[0].create(&sample_exec_job("race")).await.unwrap());
 
     // WHEN each resolves it at once
     let mut tasks = tokio::task::JoinSet::new();
@@ -190,11 +137,11 @@ async fn nodes_jobs_queued_jobs_and_timers_survive_reopening_the_file() {
     {
         let db = file.open();
         SqliteNodeRegistry::new(db.clone())
-            .register(&node("n1"))
+            .register(&sample_node("n1"))
             .await
             .unwrap();
         let jobs = SqliteExecJobs::new(db.clone());
-        jobs.create(&job("j1")).await.unwrap();
+        jobs.create(&sample_exec_job("j1")).await.unwrap();
         jobs.resolve("j1", 1, r#"{"exitCode":0}"#, 5).await.unwrap();
         let queues = SqliteExecQueue::new(db.clone());
         queue_name = queues.create_node_queue("n1").await.unwrap();
@@ -215,7 +162,7 @@ async fn nodes_jobs_queued_jobs_and_timers_survive_reopening_the_file() {
     // THEN all of it is still there
     assert_eq!(
         SqliteNodeRegistry::new(db.clone()).get("n1").await.unwrap(),
-        Some(node("n1"))
+        Some(sample_node("n1"))
     );
     let stored = SqliteExecJobs::new(db.clone())
         .get("j1")

@@ -2,43 +2,22 @@
 //! contracts, plus what only a file needs (surviving a reopen, two connections on one file,
 //! the journal mode and the schema version).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clawless_core::session::{
-    Claim, Inbox, QueuedMessage, SessionCommit, SessionKey, SessionStore, SessionStoreError,
-    StoredStep, TurnQueue,
+    Claim, Inbox, SessionCommit, SessionStore, SessionStoreError, TurnQueue,
 };
 use clawless_core::testing::{
-    QueueDeviations, SessionStoreDeviations, inbox_contract, session_lister_contract,
-    session_store_contract, turn_queue_contract,
+    QueueDeviations, SessionStoreDeviations, inbox_contract, queued_message, sample_steps,
+    session_key, session_lister_contract, session_store_contract, turn_queue_contract,
 };
 use clawless_local::sqlite::{
     SqliteDb, SqliteError, SqliteInbox, SqliteSessionStore, SqliteTurnQueue,
 };
 
-/// A temporary directory with a database file path in it; removed on drop.
-struct DbFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl DbFile {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("create a temporary directory");
-        let path = dir.path().join("clawless.sqlite");
-        Self { _dir: dir, path }
-    }
-
-    fn open(&self) -> SqliteDb {
-        SqliteDb::open(&self.path).expect("open the database")
-    }
-}
-
-fn key(raw: &str) -> SessionKey {
-    SessionKey::parse(raw).expect("a valid session key")
-}
+mod support;
+use support::DbFile;
 
 fn commit(expected_version: u64, meta: &str, seqs: &[u64]) -> SessionCommit {
     SessionCommit {
@@ -46,21 +25,7 @@ fn commit(expected_version: u64, meta: &str, seqs: &[u64]) -> SessionCommit {
         live_from: 0,
         last_seq: 0,
         meta: meta.into(),
-        steps: seqs
-            .iter()
-            .map(|seq| StoredStep {
-                seq: *seq,
-                body: format!(r#"{{"seq":{seq}}}"#),
-            })
-            .collect(),
-    }
-}
-
-fn message(group: &str, dedup_id: &str, body: &str) -> QueuedMessage {
-    QueuedMessage {
-        group: group.into(),
-        dedup_id: dedup_id.into(),
-        body: body.into(),
+        steps: sample_steps(seqs.iter().copied()),
     }
 }
 
@@ -112,7 +77,7 @@ async fn concurrent_commits_through_separate_connections_have_exactly_one_winner
     let stores: Vec<SqliteSessionStore> = (0..4)
         .map(|_| SqliteSessionStore::new(file.open()))
         .collect();
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     stores[0]
         .commit(&session, &commit(0, "{}", &[1]))
         .await
@@ -181,7 +146,7 @@ async fn sqlite_turn_queue_passes_the_turn_queue_contract() {
 async fn sessions_claims_and_queued_messages_survive_reopening_the_file() {
     // GIVEN a session, a claim, a queued message and one in flight, written and closed
     let file = DbFile::new();
-    let session = key("agent:main:generic:group:42");
+    let session = session_key("agent:main:generic:group:42");
     {
         let db = file.open();
         let store = SqliteSessionStore::new(db.clone());
@@ -202,8 +167,14 @@ async fn sessions_claims_and_queued_messages_survive_reopening_the_file() {
             Claim::Claimed
         );
         let queue = SqliteTurnQueue::new(db.clone());
-        queue.send(&message("a", "a1", "in flight")).await.unwrap();
-        queue.send(&message("b", "b1", "waiting")).await.unwrap();
+        queue
+            .send(&queued_message("a", "a1", "in flight"))
+            .await
+            .unwrap();
+        queue
+            .send(&queued_message("b", "b1", "waiting"))
+            .await
+            .unwrap();
         let first = queue.receive(1, Duration::ZERO).await.unwrap();
         assert_eq!(first[0].body, "in flight");
     }
@@ -240,7 +211,10 @@ async fn sessions_claims_and_queued_messages_survive_reopening_the_file() {
         vec!["waiting"],
         "the message in flight stays hidden"
     );
-    queue.send(&message("a", "a1", "repeat")).await.unwrap();
+    queue
+        .send(&queued_message("a", "a1", "repeat"))
+        .await
+        .unwrap();
     queue.delete(&deliveries[0].receipt).await.unwrap();
     assert!(
         queue.receive(10, Duration::ZERO).await.unwrap().is_empty(),
@@ -254,8 +228,13 @@ async fn queues_in_one_file_are_independent() {
     let db = file.open();
     let turns = SqliteTurnQueue::new(db.clone());
     let exec = SqliteTurnQueue::named(db.clone(), "exec");
-    turns.send(&message("g", "same-id", "turn")).await.unwrap();
-    exec.send(&message("g", "same-id", "exec")).await.unwrap();
+    turns
+        .send(&queued_message("g", "same-id", "turn"))
+        .await
+        .unwrap();
+    exec.send(&queued_message("g", "same-id", "exec"))
+        .await
+        .unwrap();
     let from_turns = turns.receive(10, Duration::ZERO).await.unwrap();
     let from_exec = exec.receive(10, Duration::ZERO).await.unwrap();
     assert_eq!(from_turns.len(), 1);
@@ -275,7 +254,10 @@ async fn a_waiting_receive_sees_a_send_from_another_connection() {
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     // WHEN the other connection sends
-    sender.send(&message("g", "d", "hello")).await.unwrap();
+    sender
+        .send(&queued_message("g", "d", "hello"))
+        .await
+        .unwrap();
 
     // THEN the receiver finds it at its next poll, long before its wait ends
     let deliveries = waiting.await.unwrap().unwrap();
@@ -294,7 +276,7 @@ async fn receipts_that_are_not_ours_are_refused_and_stale_ones_do_nothing() {
     let queue = SqliteTurnQueue::new(file.open());
     assert!(queue.delete("garbage").await.is_err());
     assert!(queue.release("", Duration::ZERO).await.is_err());
-    queue.send(&message("g", "d", "x")).await.unwrap();
+    queue.send(&queued_message("g", "d", "x")).await.unwrap();
     let first = queue.receive(1, Duration::ZERO).await.unwrap().remove(0);
     queue.release(&first.receipt, Duration::ZERO).await.unwrap();
     let second = queue.receive(1, Duration::ZERO).await.unwrap().remove(0);
@@ -349,7 +331,7 @@ fn a_path_that_cannot_be_a_database_is_an_open_error() {
 async fn a_seq_beyond_sqlite_integers_is_rejected_and_nothing_is_written() {
     let file = DbFile::new();
     let store = SqliteSessionStore::new(file.open());
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     let result = store
         .commit(&session, &commit(0, "{}", &[1, u64::MAX]))
         .await;
@@ -417,7 +399,7 @@ async fn a_version_3_sessions_table_gains_live_from_and_loads_whole() {
     drop(raw);
     // WHEN it is opened THEN the whole transcript is live, and a cut can be committed
     let store = SqliteSessionStore::new(file.open());
-    let session = key("agent:main:main");
+    let session = session_key("agent:main:main");
     let live = store
         .load_live(&session)
         .await

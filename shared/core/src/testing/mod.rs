@@ -25,10 +25,14 @@
 //!   [`CONTRACT_VISIBILITY_TIMEOUT`], [`CONTRACT_SHORT_VISIBILITY_TIMEOUT`].
 //! - From `clawless_base::testing`: the object store's fake and contract, [`ManualClock`] and
 //!   the shared helpers; from `clawless_automation::testing`: the cron store's.
+//! - `fixtures.rs`: sample records the adapter tests share: [`session_key`],
+//!   [`sample_steps`], [`queued_message`], [`sample_cron_job`], [`sample_run_entry`],
+//!   [`sample_node`], [`sample_exec_job`].
 //! - Node-host ports: fakes and contracts live in [`crate::nodes::testing`], re-exported here.
 
 mod contracts;
 mod fakes;
+mod fixtures;
 
 pub use contracts::{
     CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
@@ -38,6 +42,10 @@ pub use contracts::{
 pub use fakes::{
     DEDUP_WINDOW, DEFAULT_VISIBILITY_TIMEOUT, IN_MEMORY_MAX_RECORD_BYTES, InMemoryInbox,
     InMemorySessionStore, InMemoryTurnQueue,
+};
+pub use fixtures::{
+    queued_message, sample_cron_job, sample_exec_job, sample_node, sample_run_entry, sample_steps,
+    session_key,
 };
 // The base and automation ports' fakes and suites, by name, so a test reaches every port's
 // fake through this one module.
