@@ -885,9 +885,11 @@ metadata:
 
     // --- Property tests ---
 
-    fn assert_metadata_is_clean(metadata: Option<&SkillMetadata>) {
+    /// Checks what resolved metadata promises (no empty or untrimmed list items, every install
+    /// spec carrying what its kind needs); `true` when there was metadata to check.
+    fn assert_metadata_is_clean(metadata: Option<&SkillMetadata>) -> bool {
         let Some(metadata) = metadata else {
-            return;
+            return false;
         };
         let lists = metadata
             .requires
@@ -915,6 +917,103 @@ metadata:
             };
             assert!(required, "{spec:?}");
         }
+        true
+    }
+
+    /// A string field's value: words, URLs, padding, empties, and the wrong types.
+    fn field_value() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            "[ a-z0-9./:_-]{0,12}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::from("https://example.com/tool.tgz")),
+            Just(serde_json::Value::from("  jq  ")),
+            Just(serde_json::Value::from("")),
+            any::<i32>().prop_map(serde_json::Value::from),
+            Just(serde_json::Value::Null),
+        ]
+    }
+
+    /// A list field's value: usually a list of field values, sometimes one bare value.
+    fn list_value() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            3 => prop::collection::vec(field_value(), 0..4).prop_map(serde_json::Value::Array),
+            1 => field_value(),
+        ]
+    }
+
+    /// An object with some of `keys`, each holding what `value` makes.
+    fn object_of<S>(
+        keys: &'static [&'static str],
+        value: S,
+    ) -> impl Strategy<Value = serde_json::Value>
+    where
+        S: Strategy<Value = serde_json::Value>,
+    {
+        prop::collection::vec((prop::sample::select(keys), value), 0..keys.len() + 1).prop_map(
+            |pairs| {
+                serde_json::Value::Object(
+                    pairs
+                        .into_iter()
+                        .map(|(key, value)| (key.to_owned(), value))
+                        .collect(),
+                )
+            },
+        )
+    }
+
+    /// Metadata built from the real keys with junk values, so it usually parses and the checks
+    /// of [`assert_metadata_is_clean`] run.
+    fn structured_metadata() -> impl Strategy<Value = String> {
+        let kind = prop::sample::select(vec!["brew", "node", "uv", "go", "download", "apt", ""])
+            .prop_map(serde_json::Value::from);
+        let install_entry = (
+            kind,
+            object_of(&["formula", "package", "module", "url"], field_value()),
+            object_of(&["bins", "os"], list_value()),
+        )
+            .prop_map(|(kind, strings, lists)| {
+                let mut entry = serde_json::Map::new();
+                entry.insert("kind".to_owned(), kind);
+                for object in [strings, lists] {
+                    if let serde_json::Value::Object(fields) = object {
+                        entry.extend(fields);
+                    }
+                }
+                serde_json::Value::Object(entry)
+            });
+        (
+            object_of(&["bins", "anyBins", "env", "config"], list_value()),
+            prop::collection::vec(install_entry, 0..3),
+            list_value(),
+            field_value(),
+        )
+            .prop_map(|(requires, install, os, homepage)| {
+                serde_json::json!({"openclaw": {
+                    "requires": requires,
+                    "install": install,
+                    "os": os,
+                    "homepage": homepage,
+                }})
+                .to_string()
+            })
+    }
+
+    #[test]
+    fn structured_metadata_resolves_clean() {
+        clawless_base::testing::run_with_floor(
+            "structured_metadata_resolves_clean",
+            structured_metadata(),
+            512,
+            100,
+            |json| {
+                let metadata = metadata_of(&json);
+                let checked = assert_metadata_is_clean(metadata.as_ref());
+                if let Some(metadata) = &metadata {
+                    let homepage = resolve_homepage(&Frontmatter::new(), Some(metadata));
+                    prop_assert!(homepage.is_none_or(|h| !h.is_empty()));
+                }
+                Ok(checked)
+            },
+        );
     }
 
     fn json5ish() -> impl Strategy<Value = String> {

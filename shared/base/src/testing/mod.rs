@@ -12,9 +12,11 @@
 mod manual_clock;
 mod object_store_contract;
 mod object_store_fake;
+mod property_floor;
 mod support;
 
 pub use manual_clock::ManualClock;
 pub use object_store_contract::{object_store_contract, object_store_if_absent_race};
 pub use object_store_fake::{CountingObjectStore, InMemoryObjectStore};
+pub use property_floor::run_with_floor;
 pub use support::{join_all, lock_state, next_id, run_label, sized_json_body, sleep};

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use clawless_base::testing::run_with_floor;
 use proptest::prelude::*;
 
 use super::*;
@@ -949,7 +950,10 @@ fn shell_soup() -> impl Strategy<Value = String> {
 }
 
 /// The properties every analysis must have, whatever the input.
-fn check_analysis(input: &str) -> Result<(), TestCaseError> {
+/// Checks every platform's analysis of `input`; `Ok(true)` when the Linux one was ok, so the
+/// consistency checks below ran.
+fn check_analysis(input: &str) -> Result<bool, TestCaseError> {
+    let mut linux_ok = false;
     for platform in [Platform::Linux, Platform::Darwin, Platform::Windows] {
         let analysis = analyze_shell_command(input, platform);
         prop_assert_eq!(analysis.ok, analysis.reason.is_none());
@@ -957,6 +961,7 @@ fn check_analysis(input: &str) -> Result<(), TestCaseError> {
             prop_assert!(analysis.segments.is_empty());
             continue;
         }
+        linux_ok |= platform == Platform::Linux;
         prop_assert!(!analysis.segments.is_empty());
         prop_assert_eq!(analysis.segments[0].joined_by, None);
         for segment in &analysis.segments {
@@ -969,21 +974,36 @@ fn check_analysis(input: &str) -> Result<(), TestCaseError> {
             }
         }
     }
-    Ok(())
+    Ok(linux_ok)
+}
+
+// The consistency checks run only on analyses that are ok, so each test counts them and fails
+// below a floor (measured on Linux: 250–258 of 1 024 arbitrary strings, 47–51 soups).
+
+#[test]
+fn arbitrary_strings_never_panic_and_ok_analyses_are_consistent() {
+    run_with_floor(
+        "arbitrary_strings_never_panic_and_ok_analyses_are_consistent",
+        any::<String>(),
+        1024,
+        100,
+        |input| check_analysis(&input),
+    );
+}
+
+#[test]
+fn shell_soups_never_panic_and_ok_analyses_are_consistent() {
+    run_with_floor(
+        "shell_soups_never_panic_and_ok_analyses_are_consistent",
+        shell_soup(),
+        1024,
+        15,
+        |input| check_analysis(&input),
+    );
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
-
-    #[test]
-    fn arbitrary_strings_never_panic_and_ok_analyses_are_consistent(input in any::<String>()) {
-        check_analysis(&input)?;
-    }
-
-    #[test]
-    fn shell_soups_never_panic_and_ok_analyses_are_consistent(input in shell_soup()) {
-        check_analysis(&input)?;
-    }
 
     #[test]
     fn quoted_arguments_analyse_back_to_themselves(
