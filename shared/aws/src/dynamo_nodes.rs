@@ -19,6 +19,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use clawless_core::nodes::{
     ExecJobRecord, ExecJobs, GrantedEntry, NodeExecReport, NodeFacts, NodeRecord, NodeRegistry,
@@ -641,6 +642,30 @@ impl DynamoExecJobs {
         }
         Ok(())
     }
+
+    /// An `UpdateItem` of job `job_id` that applies only while the job exists, is unresolved,
+    /// and its `attempt` stands in `attempt_order` (`<` or `=`) to `attempt`. The caller adds
+    /// the update expression with its other names and values.
+    fn update_unresolved_job(
+        &self,
+        job_id: &str,
+        attempt_order: &str,
+        attempt: u32,
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(job_pk(job_id)))
+            .key(SK, s(JOB_SK))
+            .condition_expression(format!(
+                "attribute_exists(#pk) AND attribute_not_exists(#result) \
+                 AND #attempt {attempt_order} :attempt"
+            ))
+            .expression_attribute_names(NAME_PK, PK)
+            .expression_attribute_names("#attempt", "attempt")
+            .expression_attribute_names("#result", "result")
+            .expression_attribute_values(":attempt", n(u64::from(attempt)))
+    }
 }
 
 #[async_trait]
@@ -701,25 +726,14 @@ impl ExecJobs for DynamoExecJobs {
     ) -> Result<bool, NodeStoreError> {
         Self::check_document(job_id, "envelope", envelope)?;
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(job_pk(job_id)))
-            .key(SK, s(JOB_SK))
+            .update_unresolved_job(job_id, "<", attempt)
             .update_expression(
                 "SET #attempt = :attempt, #envelope = :envelope, #deadline = :deadline, \
                  #expires = :expires",
             )
-            .condition_expression(
-                "attribute_exists(#pk) AND attribute_not_exists(#result) AND #attempt < :attempt",
-            )
-            .expression_attribute_names(NAME_PK, PK)
-            .expression_attribute_names("#attempt", "attempt")
             .expression_attribute_names("#envelope", "envelope")
             .expression_attribute_names("#deadline", "deadline_ms")
             .expression_attribute_names("#expires", EXPIRES_AT)
-            .expression_attribute_names("#result", "result")
-            .expression_attribute_values(":attempt", n(u64::from(attempt)))
             .expression_attribute_values(":envelope", s(envelope))
             .expression_attribute_values(":deadline", n(deadline_ms))
             .expression_attribute_values(":expires", n(ttl_after(deadline_ms, JOB_RETENTION_SECS)))
@@ -742,22 +756,11 @@ impl ExecJobs for DynamoExecJobs {
     ) -> Result<ResolveOutcome, NodeStoreError> {
         Self::check_document(job_id, "result", result)?;
         let written = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(job_pk(job_id)))
-            .key(SK, s(JOB_SK))
+            .update_unresolved_job(job_id, "=", attempt)
             .update_expression("SET #result = :result, #resolved = :now")
-            .condition_expression(
-                "attribute_exists(#pk) AND attribute_not_exists(#result) AND #attempt = :attempt",
-            )
-            .expression_attribute_names(NAME_PK, PK)
-            .expression_attribute_names("#result", "result")
             .expression_attribute_names("#resolved", "resolved_at_ms")
-            .expression_attribute_names("#attempt", "attempt")
             .expression_attribute_values(":result", s(result))
             .expression_attribute_values(":now", n(now_ms))
-            .expression_attribute_values(":attempt", n(u64::from(attempt)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;

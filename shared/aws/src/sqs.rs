@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
+use aws_sdk_sqs::error::SdkError;
+use aws_sdk_sqs::operation::delete_message::DeleteMessageError;
+use aws_sdk_sqs::types::{Message, MessageAttributeValue, MessageSystemAttributeName};
 use clawless_core::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
 use sha2::{Digest, Sha256};
 
@@ -76,6 +78,30 @@ pub(crate) fn ceil_secs(duration: Duration) -> u64 {
 
 pub(crate) fn seconds_i32(duration: Duration, cap: u64) -> i32 {
     i32::try_from(ceil_secs(duration).min(cap)).unwrap_or(i32::MAX)
+}
+
+/// A received message's `ApproximateReceiveCount`, 1 when SQS left it out or it is unreadable.
+pub(crate) fn approximate_receive_count(message: &Message) -> u32 {
+    message
+        .attributes()
+        .and_then(|map| map.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Deletes the message `receipt` names from the queue at `queue_url`.
+pub(crate) async fn delete_message(
+    client: &Client,
+    queue_url: &str,
+    receipt: &str,
+) -> Result<(), SdkError<DeleteMessageError>> {
+    client
+        .delete_message()
+        .queue_url(queue_url)
+        .receipt_handle(receipt)
+        .send()
+        .await?;
+    Ok(())
 }
 
 /// A group or deduplication id SQS accepts, standing for `id`.
@@ -179,9 +205,7 @@ impl TurnQueue for SqsTurnQueue {
                 .or_else(|| system(MessageSystemAttributeName::MessageGroupId))
                 .unwrap_or_default()
                 .to_owned();
-            let receive_count = system(MessageSystemAttributeName::ApproximateReceiveCount)
-                .and_then(|count| count.parse().ok())
-                .unwrap_or(1);
+            let receive_count = approximate_receive_count(message);
             deliveries.push(Delivery {
                 receipt: receipt.to_owned(),
                 group,
@@ -195,14 +219,9 @@ impl TurnQueue for SqsTurnQueue {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url))]
     async fn delete(&self, receipt: &str) -> Result<(), QueueError> {
-        self.client
-            .delete_message()
-            .queue_url(&self.queue_url)
-            .receipt_handle(receipt)
-            .send()
+        delete_message(&self.client, &self.queue_url, receipt)
             .await
-            .map_err(|err| self.failed("DeleteMessage", err))?;
-        Ok(())
+            .map_err(|err| self.failed("DeleteMessage", err))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, delay = ?delay))]

@@ -23,7 +23,8 @@ use clawless_core::nodes::{
 use clawless_core::session::QueueError;
 
 use crate::sqs::{
-    MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS, ceil_secs, seconds_i32,
+    MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS, approximate_receive_count,
+    ceil_secs, delete_message, seconds_i32,
 };
 
 /// Longest queue name SQS allows.
@@ -237,11 +238,7 @@ impl ExecQueue for SqsExecQueue {
                     "SQS ReceiveMessage on {queue} returned a message without a receipt handle"
                 )));
             };
-            let receive_count = message
-                .attributes()
-                .and_then(|map| map.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .and_then(|count| count.parse().ok())
-                .unwrap_or(1);
+            let receive_count = approximate_receive_count(message);
             deliveries.push(ExecDelivery {
                 body: message.body().unwrap_or_default().to_owned(),
                 receipt: receipt.to_owned(),
@@ -254,14 +251,9 @@ impl ExecQueue for SqsExecQueue {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue))]
     async fn delete(&self, queue: &str, receipt: &str) -> Result<(), QueueError> {
-        self.client
-            .delete_message()
-            .queue_url(queue)
-            .receipt_handle(receipt)
-            .send()
+        delete_message(&self.client, queue, receipt)
             .await
-            .map_err(|err| self.failed("DeleteMessage", queue, err))?;
-        Ok(())
+            .map_err(|err| self.failed("DeleteMessage", queue, err))
     }
 }
 
@@ -395,11 +387,7 @@ impl SqsTimers {
                 // Send the copy before deleting the original: a crash in between fires the
                 // timer twice, never never.
                 self.send_timer(body, Some(delay)).await?;
-                self.client
-                    .delete_message()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(receipt)
-                    .send()
+                delete_message(&self.client, &self.queue_url, receipt)
                     .await
                     .map_err(|err| self.failed("DeleteMessage (chained timer)", err))?;
                 tracing::debug!(timer_id = %timer.timer_id, delay = ?delay, "chained an early timer");
@@ -452,14 +440,9 @@ impl Timers for SqsTimers {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url))]
     async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
-        self.client
-            .delete_message()
-            .queue_url(&self.queue_url)
-            .receipt_handle(receipt)
-            .send()
+        delete_message(&self.client, &self.queue_url, receipt)
             .await
-            .map_err(|err| self.failed("DeleteMessage", err))?;
-        Ok(())
+            .map_err(|err| self.failed("DeleteMessage", err))
     }
 
     /// Does nothing: a message sent with a delay cannot be withdrawn from SQS (only deleted

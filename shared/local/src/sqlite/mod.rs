@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 mod cron;
 mod node_queues;
 mod nodes;
+mod polling;
 mod queue;
 mod sessions;
 

@@ -6,7 +6,7 @@
 //! timer id, polled by due time). Waiting receives poll, and wake at once when this process
 //! sends or schedules.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_core::nodes::{
@@ -16,10 +16,8 @@ use clawless_core::session::QueueError;
 use rusqlite::types::Type;
 use rusqlite::{TransactionBehavior, params};
 
+use super::polling::{mark_received, millis, now_ms, poll_until_found, receipt_message_id};
 use super::{SqliteDb, SqliteError};
-
-/// How often a waiting receive or take looks again.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Name of the timer set [`SqliteTimers::new`] opens.
 pub const DEFAULT_TIMERS: &str = "timers";
@@ -28,19 +26,10 @@ pub const DEFAULT_TIMERS: &str = "timers";
 /// is handed out again unless acked.
 const DEFAULT_TIMER_VISIBILITY: Duration = Duration::from_secs(60);
 
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 /// Whole seconds, rounded up, in milliseconds: SQS counts visibility in seconds.
 fn whole_seconds_ms(duration: Duration) -> i64 {
     let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
     i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX)
-}
-
-/// Wall-clock milliseconds: visibility times are stored in the file.
-fn now_ms() -> i64 {
-    i64::try_from(clawless_base::clock::system_now_ms()).unwrap_or(i64::MAX)
 }
 
 fn no_queue(queue: &str) -> QueueError {
@@ -171,12 +160,13 @@ impl SqliteExecQueue {
                 };
                 let mut deliveries = Vec::with_capacity(visible.len());
                 for (id, body, count) in visible {
-                    let receive_count = count.saturating_add(1);
-                    let receipt = format!("{id}.{receive_count}");
-                    transaction.execute(
+                    let (receipt, receive_count) = mark_received(
+                        &transaction,
                         "UPDATE exec_messages
                          SET receive_count = ?2, visible_at_ms = ?3, receipt = ?4 WHERE id = ?1",
-                        params![id, receive_count, now.saturating_add(hidden_for), receipt],
+                        id,
+                        count,
+                        now.saturating_add(hidden_for),
                     )?;
                     deliveries.push(ExecDelivery {
                         body,
@@ -273,30 +263,15 @@ impl ExecQueue for SqliteExecQueue {
         wait: Duration,
         visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
-        let deadline = Instant::now() + wait;
-        loop {
-            // Registered before looking, so a send between the look and the wait still wakes us.
-            let changed = self.db.queue_changed().notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let deliveries = self.try_receive(queue, max, visibility).await?;
-            let now = Instant::now();
-            if !deliveries.is_empty() || max == 0 || now >= deadline {
-                return Ok(deliveries);
-            }
-            tokio::select! {
-                () = &mut changed => {}
-                () = tokio::time::sleep(POLL_INTERVAL.min(deadline - now)) => {}
-            }
-        }
+        poll_until_found(&self.db, max, wait, |_waited| {
+            self.try_receive(queue, max, visibility)
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue))]
     async fn delete(&self, queue: &str, receipt: &str) -> Result<(), QueueError> {
-        let Some(id) = receipt
-            .split_once('.')
-            .and_then(|(id, _)| id.parse::<i64>().ok())
-        else {
+        let Some(id) = receipt_message_id(receipt) else {
             return Err(QueueError {
                 message: format!("{receipt:?} is not a receipt of exec queue {queue:?}"),
                 source: None,
@@ -377,6 +352,22 @@ impl SqliteTimers {
         )
     }
 
+    /// Runs `delete_sql` (parameters: this set's name, `value`); `action` names it in errors.
+    async fn delete_where(
+        &self,
+        action: &str,
+        delete_sql: &'static str,
+        value: &str,
+    ) -> Result<(), QueueError> {
+        let name = self.name.clone();
+        let value = value.to_owned();
+        self.db
+            .run(move |connection| connection.execute(delete_sql, params![name, value]))
+            .await
+            .map_err(|err| self.failed(action, err))?;
+        Ok(())
+    }
+
     async fn try_take(&self, now_ms: i64, max: usize) -> Result<Vec<DueTimer>, QueueError> {
         let name = self.name.clone();
         let limit = i64::try_from(max).unwrap_or(i64::MAX);
@@ -455,55 +446,30 @@ impl Timers for SqliteTimers {
         max: usize,
         wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
-        let started = Instant::now();
         let now = to_sql(now_ms);
-        loop {
-            let changed = self.db.queue_changed().notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let elapsed = started.elapsed();
-            let taken = self
-                .try_take(now.saturating_add(millis(elapsed)), max)
-                .await?;
-            if !taken.is_empty() || max == 0 || elapsed >= wait {
-                return Ok(taken);
-            }
-            tokio::select! {
-                () = &mut changed => {}
-                () = tokio::time::sleep(POLL_INTERVAL.min(wait - elapsed)) => {}
-            }
-        }
+        poll_until_found(&self.db, max, wait, |waited| {
+            self.try_take(now.saturating_add(millis(waited)), max)
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(timers = %self.name))]
     async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
-        let name = self.name.clone();
-        let receipt = receipt.to_owned();
-        self.db
-            .run(move |connection| {
-                connection.execute(
-                    "DELETE FROM timers WHERE queue = ?1 AND receipt = ?2",
-                    params![name, receipt],
-                )
-            })
-            .await
-            .map_err(|err| self.failed("ack", err))?;
-        Ok(())
+        self.delete_where(
+            "ack",
+            "DELETE FROM timers WHERE queue = ?1 AND receipt = ?2",
+            receipt,
+        )
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(timers = %self.name, timer_id = %timer_id))]
     async fn cancel(&self, timer_id: &str) -> Result<(), QueueError> {
-        let name = self.name.clone();
-        let id = timer_id.to_owned();
-        self.db
-            .run(move |connection| {
-                connection.execute(
-                    "DELETE FROM timers WHERE queue = ?1 AND timer_id = ?2",
-                    params![name, id],
-                )
-            })
-            .await
-            .map_err(|err| self.failed("cancel", err))?;
-        Ok(())
+        self.delete_where(
+            "cancel",
+            "DELETE FROM timers WHERE queue = ?1 AND timer_id = ?2",
+            timer_id,
+        )
+        .await
     }
 }

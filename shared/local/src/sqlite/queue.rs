@@ -5,12 +5,13 @@
 //! visibility timeouts, the deduplication window, receipts, and waiting for messages by
 //! polling (woken early when this process sends or releases).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_core::session::{Delivery, QueueError, QueuedMessage, TurnQueue};
 use rusqlite::{TransactionBehavior, params};
 
+use super::polling::{mark_received, millis, now_ms, poll_until_found, receipt_message_id};
 use super::{SqliteDb, SqliteError};
 
 /// Name of the queue [`SqliteTurnQueue::new`] opens: the turn queue.
@@ -22,20 +23,6 @@ pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long a deduplication id is remembered after its send, as in SQS FIFO.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(300);
-
-/// How often a waiting receive looks again for messages other processes sent or that
-/// became visible.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Wall-clock milliseconds: visibility and deduplication times are stored in the file, so
-/// they must mean the same after a restart.
-fn now_ms() -> i64 {
-    i64::try_from(clawless_base::clock::system_now_ms()).unwrap_or(i64::MAX)
-}
 
 /// One named FIFO queue in a [`SqliteDb`], behaving like SQS FIFO:
 ///
@@ -125,13 +112,10 @@ impl SqliteTurnQueue {
 
     /// The message id a receipt names, if it is one of ours.
     fn receipt_id(&self, receipt: &str) -> Result<i64, QueueError> {
-        receipt
-            .split_once('.')
-            .and_then(|(id, _)| id.parse().ok())
-            .ok_or_else(|| QueueError {
-                message: format!("{receipt:?} is not a receipt of queue {:?}", self.name),
-                source: None,
-            })
+        receipt_message_id(receipt).ok_or_else(|| QueueError {
+            message: format!("{receipt:?} is not a receipt of queue {:?}", self.name),
+            source: None,
+        })
     }
 
     async fn try_receive(&self, max: usize) -> Result<Vec<Delivery>, QueueError> {
@@ -164,12 +148,13 @@ impl SqliteTurnQueue {
                 };
                 let mut deliveries = Vec::with_capacity(heads.len());
                 for (id, group, body, count) in heads {
-                    let receive_count = count.saturating_add(1);
-                    let receipt = format!("{id}.{receive_count}");
-                    transaction.execute(
+                    let (receipt, receive_count) = mark_received(
+                        &transaction,
                         "UPDATE queue_messages
                          SET receive_count = ?2, visible_at_ms = ?3, receipt = ?4 WHERE id = ?1",
-                        params![id, receive_count, now.saturating_add(hidden_for), receipt],
+                        id,
+                        count,
+                        now.saturating_add(hidden_for),
                     )?;
                     deliveries.push(Delivery {
                         receipt,
@@ -230,22 +215,7 @@ impl TurnQueue for SqliteTurnQueue {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name, max, wait = ?wait))]
     async fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, QueueError> {
-        let deadline = Instant::now() + wait;
-        loop {
-            // Registered before looking, so a send between the look and the wait still wakes us.
-            let changed = self.db.queue_changed().notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let deliveries = self.try_receive(max).await?;
-            let now = Instant::now();
-            if !deliveries.is_empty() || max == 0 || now >= deadline {
-                return Ok(deliveries);
-            }
-            tokio::select! {
-                () = &mut changed => {}
-                () = tokio::time::sleep(POLL_INTERVAL.min(deadline - now)) => {}
-            }
-        }
+        poll_until_found(&self.db, max, wait, |_waited| self.try_receive(max)).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name))]
