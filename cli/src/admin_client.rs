@@ -86,16 +86,29 @@ impl AdminClient {
         segments: &[&str],
     ) -> anyhow::Result<Option<String>> {
         let url = self.url(segments);
-        let mut request = self
-            .http
-            .request(method.clone(), url.clone())
-            .header(reqwest::header::AUTHORIZATION, &self.authorization);
+        let mut request = self.http.request(method.clone(), url.clone());
         if method == reqwest::Method::POST {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body("{}");
         }
+        let (status, body) = self.send(request, &url).await?;
+        match status.as_u16() {
+            200..=299 => Ok(Some(body)),
+            404 => Ok(None),
+            _ => bail!("{method} {url} answered {status}: {}", body.trim()),
+        }
+    }
+
+    /// Sends `request` (to `url`) with the admin token: the answer's status and body, or an
+    /// error when the backend cannot be reached or refuses the token (401, 403).
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &reqwest::Url,
+    ) -> anyhow::Result<(reqwest::StatusCode, String)> {
         let response = request
+            .header(reqwest::header::AUTHORIZATION, &self.authorization)
             .send()
             .await
             .with_context(|| format!("cannot reach {}", self.base))?;
@@ -104,15 +117,13 @@ impl AdminClient {
             .text()
             .await
             .with_context(|| format!("reading the answer of {url}"))?;
-        match status.as_u16() {
-            200..=299 => Ok(Some(body)),
-            401 | 403 => bail!(
+        if matches!(status.as_u16(), 401 | 403) {
+            bail!(
                 "the backend at {} refused the admin token ({ADMIN_TOKEN_ENV})",
                 self.base
-            ),
-            404 => Ok(None),
-            _ => bail!("{method} {url} answered {status}: {}", body.trim()),
+            );
         }
+        Ok((status, body))
     }
 
     fn parse<T: for<'de> Deserialize<'de>>(body: &str, what: &str) -> anyhow::Result<T> {
@@ -154,19 +165,8 @@ impl AdminClient {
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty().extend(["cron", "admin", "call"]);
         }
-        let response = self
-            .http
-            .post(url.clone())
-            .header(reqwest::header::AUTHORIZATION, &self.authorization)
-            .json(args)
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {}", self.base))?;
-        let status = response.status();
-        let body = response
-            .text()
-            .await
-            .with_context(|| format!("reading the answer of {url}"))?;
+        let request = self.http.post(url.clone()).json(args);
+        let (status, body) = self.send(request, &url).await?;
         match status.as_u16() {
             200..=299 => Self::parse(&body, "a cron call"),
             400 => {
@@ -176,10 +176,6 @@ impl AdminClient {
                     None => bail!("POST {url} answered {status}: {}", body.trim()),
                 }
             }
-            401 | 403 => bail!(
-                "the backend at {} refused the admin token ({ADMIN_TOKEN_ENV})",
-                self.base
-            ),
             404 => bail!("this backend has no cron operator route (404 on {url})"),
             _ => bail!("POST {url} answered {status}: {}", body.trim()),
         }

@@ -11,10 +11,9 @@ use clawless_channels::discord::{command_definitions, register_commands};
 use clawless_channels::telegram::{
     DEFAULT_API_BASE_URL, generate_secret_token, get_me, set_webhook,
 };
-use clawless_runtime::local_machine::local_context;
 use clawless_runtime::{ClawlessConfig, SkillsService};
 
-use crate::skills_cmd::{locations, store_factory};
+use crate::skills_cmd::{locations, machine_context, store_factory};
 
 /// `clawless channels` options.
 #[derive(Debug, Args)]
@@ -123,13 +122,7 @@ pub(crate) async fn run(args: ChannelsArgs) -> anyhow::Result<ExitCode> {
             let stores = store_factory(&locations(&config)).await;
             let skills = SkillsService::new(config.clone(), &stores)?;
             let loaded = skills.load(&agent).await?;
-            let wanted = loaded
-                .entries
-                .iter()
-                .filter_map(|entry| entry.metadata.as_ref()?.requires.as_ref())
-                .flat_map(|requires| requires.bins.iter().chain(&requires.any_bins))
-                .map(String::as_str);
-            let specs = skills.commands(&agent, &local_context(wanted)).await?;
+            let specs = skills.commands(&agent, &machine_context(&loaded)).await?;
             let definitions = command_definitions(&specs);
             register_commands(
                 &http,

@@ -880,11 +880,13 @@ fn cut(text: &str, width: usize) -> String {
     format!("{kept}...")
 }
 
+/// The array under `key` in a page the backend answered (empty when it is missing).
+fn page_items<'a>(page: &'a Value, key: &str) -> &'a [Value] {
+    page[key].as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
 fn render_list(page: &Value, now_ms: u64) -> String {
-    let jobs = page["jobs"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let jobs = page_items(page, "jobs");
     if jobs.is_empty() {
         return "No cron jobs.".to_owned();
     }
@@ -967,10 +969,7 @@ fn render_run(answer: &Value, id: &str) -> String {
 }
 
 fn render_runs(page: &Value) -> String {
-    let entries = page["entries"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let entries = page_items(page, "entries");
     if entries.is_empty() {
         return "No runs.".to_owned();
     }

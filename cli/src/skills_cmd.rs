@@ -13,7 +13,7 @@ use clawless_runtime::local_machine::local_context;
 use clawless_runtime::skills_service::SkillStatus;
 use clawless_runtime::sources::looks_like_skills_dir;
 use clawless_runtime::{SkillsService, SourceUri, StoreFactory};
-use clawless_skills::EligibilityContext;
+use clawless_skills::{EligibilityContext, LoadedSkills};
 use serde_json::json;
 
 /// Where to read skills from, and what to do.
@@ -104,13 +104,7 @@ pub(crate) async fn run(args: SkillsArgs) -> anyhow::Result<ExitCode> {
     let stores = store_factory(&locations(&config)).await;
     let service = SkillsService::new(config, &stores)?;
     let loaded = service.load(&args.agent).await?;
-    let wanted = loaded
-        .entries
-        .iter()
-        .filter_map(|entry| entry.metadata.as_ref()?.requires.as_ref())
-        .flat_map(|requires| requires.bins.iter().chain(&requires.any_bins))
-        .map(String::as_str);
-    let context = local_context(wanted);
+    let context = machine_context(&loaded);
     let mut out = std::io::stdout().lock();
     match args.command {
         SkillsCommand::List { json } => {
@@ -235,6 +229,18 @@ fn find_bundled_dir() -> Option<PathBuf> {
         .chain(exe_dir.as_deref())
         .map(|dir| dir.join("skills"))
         .find(|dir| looks_like_skills_dir(dir))
+}
+
+/// What this machine offers the loaded skills: which of the binaries they ask for are on
+/// `PATH`, and the rest of [`local_context`].
+pub(crate) fn machine_context(loaded: &LoadedSkills) -> EligibilityContext {
+    let wanted = loaded
+        .entries
+        .iter()
+        .filter_map(|entry| entry.metadata.as_ref()?.requires.as_ref())
+        .flat_map(|requires| requires.bins.iter().chain(&requires.any_bins))
+        .map(String::as_str);
+    local_context(wanted)
 }
 
 pub(crate) fn locations(config: &ClawlessConfig) -> Vec<&str> {

@@ -15,7 +15,7 @@ use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 
 use crate::approvals_file::{ANY_AGENT, ApprovalsFile};
 use crate::local_fs::LocalFs;
-use crate::policy::exec_policy;
+use crate::policy::{exec_policy, path_dirs};
 
 /// This machine's facts for the report.
 #[derive(Debug, Clone, Copy)]
@@ -58,12 +58,7 @@ pub fn exec_report(file: &ApprovalsFile, context: &ReportContext<'_>) -> Option<
         &granted,
         context.skill_bins,
     );
-    let path: Vec<String> = context
-        .path_env
-        .split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let path = path_dirs(context.path_env);
     let resolve = ResolveContext {
         platform: context.platform,
         path: &path,

@@ -92,12 +92,7 @@ pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decis
         .as_ref()
         .and_then(|grant| serde_json::from_str(&grant.0.payload).ok());
     let approved = grant.is_some();
-    let path: Vec<String> = context
-        .path_env
-        .split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let path = path_dirs(context.path_env);
     let cwd = job.cwd.as_deref().unwrap_or(context.home);
     let verdict = evaluate_exec(
         &ExecEvaluation {
@@ -188,6 +183,15 @@ pub fn decide(job: &ExecJob, context: &JobContext<'_>, fs: &dyn NodeFs) -> Decis
             }
         }
     }
+}
+
+/// The directories of a `PATH` value, in order, without empty entries.
+pub(crate) fn path_dirs(path_env: &str) -> Vec<String> {
+    path_env
+        .split(':')
+        .filter(|dir| !dir.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Keeps only entries bound to their arguments, each once.

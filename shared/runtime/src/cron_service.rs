@@ -24,7 +24,7 @@ use clawless_automation::cron::tool::{CronAction, CronCaller, prepare_add, prepa
 use clawless_automation::cron::types::{CronJob, SessionTarget, WakeMode};
 use clawless_automation::cron::validate::{ValidationContext, apply_patch, unknown_job_error};
 use clawless_automation::cron::{CronInputError, CronStore, CronStoreError};
-use clawless_automation::heartbeat::resolve_heartbeat_session;
+use clawless_automation::heartbeat::{HeartbeatConfig, resolve_heartbeat_session};
 use clawless_base::session_key::normalize_agent_id;
 use clawless_base::time::TimeZone;
 use clawless_core::nodes::{Timer, Timers};
@@ -292,12 +292,7 @@ impl CronService {
             return Ok(json!({"ok": false}));
         }
         let agent_id = DEFAULT_AGENT_ID.to_owned();
-        let heartbeat = self
-            .deps
-            .config
-            .heartbeat_agent(&agent_id)
-            .map(|agent| agent.config)
-            .unwrap_or_default();
+        let heartbeat = self.heartbeat_config(&agent_id);
         let session = resolve_heartbeat_session(&agent_id, &heartbeat, None);
         let n = self.manual_runs.fetch_add(1, Ordering::Relaxed);
         let event = SessionEvent {
@@ -313,6 +308,15 @@ impl CronService {
             .await
             .map_err(CronServiceError::Queue)?;
         Ok(json!({"ok": true}))
+    }
+
+    /// The agent's heartbeat settings (the defaults when it has none).
+    fn heartbeat_config(&self, agent_id: &str) -> HeartbeatConfig {
+        self.deps
+            .config
+            .heartbeat_agent(agent_id)
+            .map(|agent| agent.config)
+            .unwrap_or_default()
     }
 
     /// Every job, without versions.
@@ -334,12 +338,7 @@ impl CronService {
         let agent_id = normalize_agent_id(job.agent_id.as_deref().unwrap_or(DEFAULT_AGENT_ID));
         let key = match &job.session_target {
             SessionTarget::Main => {
-                let heartbeat = self
-                    .deps
-                    .config
-                    .heartbeat_agent(&agent_id)
-                    .map(|agent| agent.config)
-                    .unwrap_or_default();
+                let heartbeat = self.heartbeat_config(&agent_id);
                 resolve_heartbeat_session(&agent_id, &heartbeat, job.session_key.as_deref()).run_key
             }
             _ => clawless_automation::cron::run::run_session(job, &agent_id, "")

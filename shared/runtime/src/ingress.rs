@@ -465,6 +465,15 @@ mod tests {
 
     const BODY: &[u8] = br#"{"message_id":"m1","chat_id":"c1","sender_id":"owner-1","text":"hi","chat_type":"direct"}"#;
 
+    /// How many deliveries wait in `queue` (they are taken out).
+    async fn queued_count(queue: &InMemoryTurnQueue) -> usize {
+        queue
+            .receive(10, Duration::ZERO)
+            .await
+            .expect("receive")
+            .len()
+    }
+
     #[tokio::test]
     async fn an_accepted_message_is_queued_once_in_its_session_group() {
         let queue = Arc::new(InMemoryTurnQueue::new());
@@ -504,14 +513,7 @@ mod tests {
             matches!(retried, IngressOutcome::Accepted { .. }),
             "{retried:?}"
         );
-        assert_eq!(
-            queue
-                .receive(10, Duration::ZERO)
-                .await
-                .expect("receive")
-                .len(),
-            1
-        );
+        assert_eq!(queued_count(&queue).await, 1);
     }
 
     #[tokio::test]
@@ -530,13 +532,7 @@ mod tests {
         assert!(matches!(bad, IngressOutcome::BadRequest(_)));
         let unknown = ingress.accept("telegram", "", &signed(BODY), BODY).await;
         assert!(matches!(unknown, IngressOutcome::UnknownChannel(_)));
-        assert!(
-            queue
-                .receive(10, Duration::ZERO)
-                .await
-                .expect("receive")
-                .is_empty()
-        );
+        assert_eq!(queued_count(&queue).await, 0);
     }
 
     fn body(id: &str, sender: &str, chat_type: &str) -> Vec<u8> {
@@ -620,14 +616,7 @@ mod tests {
             }
         }
         assert_eq!(accepted, 1);
-        assert_eq!(
-            queue
-                .receive(10, Duration::ZERO)
-                .await
-                .expect("receive")
-                .len(),
-            1
-        );
+        assert_eq!(queued_count(&queue).await, 1);
     }
 
     #[tokio::test]

@@ -436,28 +436,18 @@ async fn batch_read_parameters<'a>(
             .with_decryption(true)
             .send()
     });
-    let mut values = BTreeMap::new();
-    for output in futures_util::future::join_all(requests).await {
-        let output = match output {
-            Ok(output) => output,
-            Err(err) => {
-                tracing::debug!(error = %aws_sdk_ssm::error::DisplayErrorContext(err), "GetParameters failed; reading one by one");
-                continue;
-            }
-        };
-        for parameter in output.parameters() {
-            let Some(value) = parameter.value() else {
-                continue;
-            };
-            let returned = [parameter.name(), parameter.arn()];
-            for &name in names {
-                if returned.contains(&Some(name)) {
-                    values.insert(name, value.to_owned());
-                }
-            }
-        }
-    }
-    values
+    let outputs = futures_util::future::join_all(requests).await;
+    values_by_asked_id(names, outputs, "GetParameters", |output| {
+        output
+            .parameters()
+            .iter()
+            .map(|parameter| ReturnedValue {
+                name: parameter.name(),
+                arn: parameter.arn(),
+                value: parameter.value(),
+            })
+            .collect()
+    })
 }
 
 /// The values of `ids` one `BatchGetSecretValue` request per twenty returns, by the id asked
@@ -478,21 +468,53 @@ async fn batch_read_secrets<'a>(
             .set_secret_id_list(Some(chunk.iter().map(|&id| id.to_owned()).collect()))
             .send()
     });
+    let outputs = futures_util::future::join_all(requests).await;
+    values_by_asked_id(ids, outputs, "BatchGetSecretValue", |output| {
+        output
+            .secret_values()
+            .iter()
+            .map(|secret| ReturnedValue {
+                name: secret.name(),
+                arn: secret.arn(),
+                value: secret.secret_string(),
+            })
+            .collect()
+    })
+}
+
+/// One value a batch read returned, with the name and ARN it came back under.
+struct ReturnedValue<'o> {
+    name: Option<&'o str>,
+    arn: Option<&'o str>,
+    value: Option<&'o str>,
+}
+
+/// The values the batch `request`'s `outputs` returned, by the id in `asked` (a name or an
+/// ARN) each answers; a failed request is logged and skipped, so its ids are read one by one.
+fn values_by_asked_id<'a, O, E>(
+    asked: &[&'a str],
+    outputs: Vec<Result<O, E>>,
+    request: &str,
+    returned: impl Fn(&O) -> Vec<ReturnedValue<'_>>,
+) -> BTreeMap<&'a str, String>
+where
+    E: std::error::Error,
+{
     let mut values = BTreeMap::new();
-    for output in futures_util::future::join_all(requests).await {
+    for output in outputs {
         let output = match output {
             Ok(output) => output,
             Err(err) => {
-                tracing::debug!(error = %aws_sdk_secretsmanager::error::DisplayErrorContext(err), "BatchGetSecretValue failed; reading one by one");
+                tracing::debug!(error = %aws_sdk_ssm::error::DisplayErrorContext(err), "{request} failed; reading one by one");
                 continue;
             }
         };
-        for secret in output.secret_values() {
-            let Some(value) = secret.secret_string() else {
+        for ReturnedValue { name, arn, value } in returned(&output) {
+            let Some(value) = value else {
                 continue;
             };
-            let returned = [secret.name(), secret.arn()];
-            for &id in ids {
+            let returned = [name, arn];
+            for &id in asked {
                 if returned.contains(&Some(id)) {
                     values.insert(id, value.to_owned());
                 }

@@ -8,8 +8,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::wire::{
-    BotIdentity, CallbackQuery, Entity, Message, ReplyTo, TOPIC_INFIX, Update, normalise_username,
-    truncate,
+    BotIdentity, CallbackQuery, Chat, Entity, Message, ReplyTo, TOPIC_INFIX, Update,
+    normalise_username, truncate,
 };
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
@@ -94,7 +94,11 @@ impl TelegramChannel {
     }
 
     fn classify_message(&self, event_id: String, message: Message) -> WebhookOutcome {
-        let Some(chat_type) = chat_type(&message.chat.kind) else {
+        let Some(chat) = chat_ref(
+            &message.chat,
+            message.message_thread_id,
+            message.is_topic_message,
+        ) else {
             return WebhookOutcome::Ignored(format!(
                 "messages in {:?} chats are not handled",
                 truncate(&message.chat.kind, 32)
@@ -114,18 +118,9 @@ impl TelegramChannel {
         if text.trim().is_empty() {
             return WebhookOutcome::Ignored("message without text".to_owned());
         }
-        let addressed_to_bot = chat_type == ChatType::Direct
+        let addressed_to_bot = chat.chat_type == ChatType::Direct
             || self.mentions_bot(text, entities)
             || self.replies_to_bot(message.reply_to_message.as_deref());
-        let chat = ChatRef {
-            channel: CHANNEL_ID.to_owned(),
-            chat_id: chat_id(
-                message.chat.id,
-                message.message_thread_id,
-                message.is_topic_message,
-            ),
-            chat_type,
-        };
         WebhookOutcome::Message(ChannelMessage {
             event_id,
             message: InboundMessage {
@@ -215,17 +210,12 @@ fn classify_callback(event_id: String, query: CallbackQuery) -> WebhookOutcome {
     let Some(message) = query.message else {
         return WebhookOutcome::Ignored("button press without its message".to_owned());
     };
-    let Some(chat_type) = chat_type(&message.chat.kind) else {
+    let Some(chat) = chat_ref(
+        &message.chat,
+        message.message_thread_id,
+        message.is_topic_message,
+    ) else {
         return WebhookOutcome::Ignored("button press in an unhandled chat".to_owned());
-    };
-    let chat = ChatRef {
-        channel: CHANNEL_ID.to_owned(),
-        chat_id: chat_id(
-            message.chat.id,
-            message.message_thread_id,
-            message.is_topic_message,
-        ),
-        chat_type,
     };
     WebhookOutcome::Approval(ChannelApproval {
         event_id,
@@ -244,6 +234,16 @@ fn classify_callback(event_id: String, query: CallbackQuery) -> WebhookOutcome {
             "method": "answerCallbackQuery",
             "callback_query_id": query.id,
         })),
+    })
+}
+
+/// The chat a message (or the message under a button) is in, as a turn sees it; `None` in a
+/// kind of chat that is not handled (e.g. a channel).
+fn chat_ref(chat: &Chat, thread: Option<i64>, is_topic_message: bool) -> Option<ChatRef> {
+    Some(ChatRef {
+        channel: CHANNEL_ID.to_owned(),
+        chat_id: chat_id(chat.id, thread, is_topic_message),
+        chat_type: chat_type(&chat.kind)?,
     })
 }
 

@@ -12,7 +12,7 @@ use clawless_core::turn::{Effect, OutboundReply};
 use super::context_keeper::{ModelStep, OverflowAttempts};
 use super::handlers::EventRun;
 use super::tools::{PendingJob, ToolCallContext, ToolOutcome};
-use super::{Deadline, PerTurn, TurnError, TurnService};
+use super::{Deadline, PerTurn, TurnContext, TurnError, TurnService};
 
 /// What the loop keeps between effects: the current turn's routing and prompt context
 /// (rebuilt when a follow-up turn starts, since owner-only tools depend on the sender), and
@@ -101,6 +101,16 @@ impl TurnService {
         Ok(())
     }
 
+    /// The turn's prompt context for `run`, built on first use and kept in `current`.
+    async fn run_context<'a>(
+        &self,
+        run: &mut EventRun<'_>,
+        current: &'a mut Option<PerTurn>,
+    ) -> Result<&'a TurnContext, TurnError> {
+        self.context(&run.agent_id, &mut run.state, current, &run.scope)
+            .await
+    }
+
     /// One model call (with its overflow handling), unless the invocation's deadline is too
     /// near: then the turn yields and the loop stops.
     async fn call_model(
@@ -128,14 +138,7 @@ impl TurnService {
         {
             tracing::debug!(error = %err, "typing indicator not shown");
         }
-        let ctx = self
-            .context(
-                &run.agent_id,
-                &mut run.state,
-                &mut looped.current,
-                &run.scope,
-            )
-            .await?;
+        let ctx = self.run_context(run, &mut looped.current).await?;
         let mut calls = 0;
         let step = self
             .advance_model(
@@ -169,14 +172,7 @@ impl TurnService {
         request: &CompactRequest,
         deadline: Option<&Deadline>,
     ) -> Result<(), TurnError> {
-        let ctx = self
-            .context(
-                &run.agent_id,
-                &mut run.state,
-                &mut looped.current,
-                &run.scope,
-            )
-            .await?;
+        let ctx = self.run_context(run, &mut looped.current).await?;
         let mut calls = 0;
         let instructions = request.instructions.as_deref();
         let text = self
@@ -200,14 +196,7 @@ impl TurnService {
     ) -> Result<(), TurnError> {
         let mut tool_context = None;
         if job.is_none() {
-            let ctx = self
-                .context(
-                    &run.agent_id,
-                    &mut run.state,
-                    &mut looped.current,
-                    &run.scope,
-                )
-                .await?;
+            let ctx = self.run_context(run, &mut looped.current).await?;
             let mut fresh = ctx.tool_context.clone();
             fresh.session = self.session_facts(&run.state);
             tool_context = Some(fresh);

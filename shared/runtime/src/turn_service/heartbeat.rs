@@ -203,18 +203,12 @@ impl TurnService {
         }
         let now = self.deps.clock.now_ms();
         let fresh = self.fresh_schedule(&agent, now)?;
-        if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
-            return None;
-        }
         // With `isolatedSession` this is only a marker in the main session: the heartbeat
         // session keeps its own schedule. It expires every interval, and re-arming an armed
         // slot is harmless.
-        state
-            .meta
-            .heartbeat
-            .get_or_insert_with(Default::default)
-            .schedule = Some(fresh);
-        state.touch_meta();
+        if !adopt_schedule(state, fresh, now) {
+            return None;
+        }
         Some(heartbeat_timer(
             &agent.agent_id,
             &session.run_key,
@@ -372,15 +366,9 @@ impl TurnService {
                     // schedule's next slot is armed in its place (on AWS a redeployed config
                     // reaches the chain this way).
                     tracing::info!(session = %state.key, slot_ms, "heartbeat slot not on the current schedule; dropped");
-                    if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
+                    if !adopt_schedule(state, fresh, now) {
                         return Some(HeartbeatStart::default());
                     }
-                    state
-                        .meta
-                        .heartbeat
-                        .get_or_insert_with(Default::default)
-                        .schedule = Some(fresh);
-                    state.touch_meta();
                     return Some(HeartbeatStart {
                         arm: Some(heartbeat_timer(
                             &agent.agent_id,
@@ -659,6 +647,21 @@ fn slot_retry(
         )),
         ..HeartbeatStart::default()
     }
+}
+
+/// Keeps `fresh` as the session's heartbeat schedule unless the stored one still stands
+/// ([`needs_arming`]); whether it was kept, i.e. whether a timer is to be armed for it.
+fn adopt_schedule(state: &mut SessionState, fresh: HeartbeatSchedule, now: u64) -> bool {
+    if !needs_arming(state.meta.heartbeat.as_ref(), &fresh, now) {
+        return false;
+    }
+    state
+        .meta
+        .heartbeat
+        .get_or_insert_with(Default::default)
+        .schedule = Some(fresh);
+    state.touch_meta();
+    true
 }
 
 #[cfg(test)]

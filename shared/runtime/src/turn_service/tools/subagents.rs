@@ -71,17 +71,9 @@ impl SubagentsTool {
             Err(error) => return ToolOutput::error(subagents_error_json(&error).to_string()),
         };
         let now = self.clock.now_ms();
-        let views = |state: &SessionState| {
-            state
-                .meta
-                .children
-                .iter()
-                .map(|child| child_view(child, now))
-                .collect::<Vec<_>>()
-        };
         match action {
             SubagentsAction::List { recent_minutes } => {
-                let lists = split_runs(views(state), now, recent_minutes);
+                let lists = split_runs(child_views(state, now), now, recent_minutes);
                 ToolOutput::ok(
                     lists
                         .to_json(state.key.as_str(), state.key.as_str())
@@ -93,7 +85,7 @@ impl SubagentsTool {
                 self.steer(call, state, &target, &message, now).await
             }
             SubagentsAction::Info { target } => {
-                let lists = split_runs(views(state), now, 24 * 60);
+                let lists = split_runs(child_views(state, now), now, 24 * 60);
                 match resolve_target(&target, &lists.active, &lists.recent) {
                     Ok(run) => ToolOutput::ok(
                         serde_json::json!({"status": "ok", "action": "info", "text": run.info_text()})
@@ -103,7 +95,7 @@ impl SubagentsTool {
                 }
             }
             SubagentsAction::Log { target, limit } => {
-                let lists = split_runs(views(state), now, 24 * 60);
+                let lists = split_runs(child_views(state, now), now, 24 * 60);
                 let run = match resolve_target(&target, &lists.active, &lists.recent) {
                     Ok(run) => run.clone(),
                     Err(error) => {
@@ -392,15 +384,7 @@ impl SubagentsTool {
             already_finished_text, is_kill_all, kill_all_text, kill_json, kill_text,
             resolve_target, split_runs, subagents_error_json,
         };
-        let views = |state: &SessionState| {
-            state
-                .meta
-                .children
-                .iter()
-                .map(|child| child_view(child, now))
-                .collect::<Vec<_>>()
-        };
-        let lists = split_runs(views(state), now, 24 * 60);
+        let lists = split_runs(child_views(state, now), now, 24 * 60);
         let targets: Vec<String> = if is_kill_all(target) {
             lists.active.iter().map(|run| run.run_id.clone()).collect()
         } else {
@@ -441,7 +425,7 @@ impl SubagentsTool {
         let text = if is_kill_all(target) {
             kill_all_text(killed.len())
         } else {
-            let lists = split_runs(views(state), now, 24 * 60);
+            let lists = split_runs(child_views(state, now), now, 24 * 60);
             lists
                 .recent
                 .iter()
@@ -467,6 +451,19 @@ impl RuntimeTool for SubagentsTool {
 }
 
 /// How `child` looks to the `subagents` tool.
+/// The views of every child run of the session, as of `now_ms`.
+fn child_views(
+    state: &SessionState,
+    now_ms: u64,
+) -> Vec<clawless_core::subagents::control::RunView> {
+    state
+        .meta
+        .children
+        .iter()
+        .map(|child| child_view(child, now_ms))
+        .collect()
+}
+
 fn child_view(child: &ChildRun, now_ms: u64) -> clawless_core::subagents::control::RunView {
     let status = match child.status.as_str() {
         "running" => RunStatus::Running,
