@@ -284,17 +284,6 @@ pub const CLAWLESS_ONLY_ENV_KEYS: &[&str] = &[
     "DOCKER_CONFIG",
 ];
 
-/// The key prefixes OpenClaw's node refuses too (the others in [`BLOCKED_ENV_PREFIXES`]
-/// are clawless's own).
-const OPENCLAW_ENV_PREFIXES: &[&str] = &[
-    "LD_",
-    "DYLD_",
-    "BASH_FUNC_",
-    "GIT_CONFIG_",
-    "NPM_CONFIG_",
-    "CARGO_REGISTRIES_",
-];
-
 /// Key prefixes (upper case) that are never accepted: the dynamic linkers (`LD_`, `DYLD_`),
 /// bash exported functions (`BASH_FUNC_`), configuration injected through the environment
 /// (`GIT_CONFIG_`, `NPM_CONFIG_`, `CARGO_REGISTRIES_`, `PIP_`), Terraform variables
@@ -313,6 +302,11 @@ const BLOCKED_ENV_PREFIXES: &[&str] = &[
     "LUA_PATH",
     "LUA_CPATH",
 ];
+
+/// The prefixes of [`BLOCKED_ENV_PREFIXES`] that OpenClaw's node accepts (the others it
+/// refuses too).
+const CLAWLESS_ONLY_ENV_PREFIXES: &[&str] =
+    &["PIP_", "TF_VAR_", "LUA_INIT", "LUA_PATH", "LUA_CPATH"];
 
 /// Renders an argv for display and for comparing with `rawCommand`: arguments joined by
 /// spaces; an empty argument becomes `""`; one containing whitespace or `"` is wrapped in
@@ -741,7 +735,10 @@ pub fn openclaw_blocks_env_key(key: &str) -> bool {
     let upper = key.trim().to_ascii_uppercase();
     (BLOCKED_ENV_KEYS.contains(&upper.as_str())
         && !CLAWLESS_ONLY_ENV_KEYS.contains(&upper.as_str()))
-        || OPENCLAW_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
+        || BLOCKED_ENV_PREFIXES
+            .iter()
+            .filter(|prefix| !CLAWLESS_ONLY_ENV_PREFIXES.contains(prefix))
+            .any(|prefix| upper.starts_with(prefix))
 }
 
 /// True when clawless refuses these env overrides but OpenClaw's node would accept them:

@@ -195,14 +195,15 @@ fn coerce_yaml(yaml: IndexMap<String, JsValue>) -> IndexMap<String, CoercedValue
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::{Duration, Instant};
 
     use proptest::prelude::*;
 
     use super::*;
 
-    fn fm(pairs: &[(&str, &str)]) -> Frontmatter {
+    /// A frontmatter holding `pairs` as keys and values.
+    pub(crate) fn fm(pairs: &[(&str, &str)]) -> Frontmatter {
         pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

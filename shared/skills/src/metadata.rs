@@ -359,13 +359,7 @@ mod tests {
 
     use super::*;
     use crate::frontmatter::parse_frontmatter;
-
-    fn fm(pairs: &[(&str, &str)]) -> Frontmatter {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::frontmatter::tests::fm;
 
     fn metadata_of(json5: &str) -> Option<SkillMetadata> {
         resolve_metadata(&fm(&[("metadata", json5)]))

@@ -225,17 +225,10 @@ mod tests {
     use super::*;
     use crate::cron::schedule::tests::{at, cron, job};
     use crate::cron::types::{AgentTurn, CronPayload, SessionTarget};
+    use crate::cron::validate::tests::ctx;
 
     const SECOND: u64 = 1_000;
     static UTC: TimeZone = TimeZone::UTC;
-
-    fn ctx(now_ms: u64) -> ValidationContext<'static> {
-        ValidationContext {
-            now_ms,
-            default_agent_id: "main",
-            default_tz: &UTC,
-        }
-    }
 
     fn every(id: &str, next: u64) -> CronJob {
         let mut job = job(

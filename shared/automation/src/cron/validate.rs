@@ -662,7 +662,7 @@ fn object<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cron::normalize::{normalize_create, normalize_patch};
     use crate::cron::schedule::tests::at;
@@ -672,7 +672,8 @@ mod tests {
     const NOW: &str = "2026-01-31T12:00:00Z";
     static UTC: TimeZone = TimeZone::UTC;
 
-    fn ctx(now_ms: u64) -> ValidationContext<'static> {
+    /// A validation context at `now_ms` for agent `main` in UTC.
+    pub(crate) fn ctx(now_ms: u64) -> ValidationContext<'static> {
         ValidationContext {
             now_ms,
             default_agent_id: "main",

@@ -1047,19 +1047,14 @@ mod tests {
             parse_history_call(&json!({"sessionKey": "main", "limit": 5, "includeTools": true}))
                 .expect("valid");
         assert_eq!((history.limit, history.include_tools), (Some(5), true));
-        assert_eq!(SessionKind::of_key("agent:main:main"), SessionKind::Main);
-        assert_eq!(
-            SessionKind::of_key("agent:main:cron:job:run:1"),
-            SessionKind::Cron
-        );
-        assert_eq!(
-            SessionKind::of_key("agent:main:discord:group:1"),
-            SessionKind::Group
-        );
-        assert_eq!(
-            SessionKind::of_key("agent:main:subagent:x"),
-            SessionKind::Other
-        );
+        for (key, kind) in [
+            ("agent:main:main", SessionKind::Main),
+            ("agent:main:cron:job:run:1", SessionKind::Cron),
+            ("agent:main:discord:group:1", SessionKind::Group),
+            ("agent:main:subagent:x", SessionKind::Other),
+        ] {
+            assert_eq!(SessionKind::of_key(key), kind, "{key}");
+        }
         assert_eq!(
             yield_json(&json!({})),
             json!({"status": "yielded", "message": "Turn yielded."})

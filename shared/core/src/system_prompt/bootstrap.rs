@@ -421,22 +421,14 @@ mod tests {
 
     #[test]
     fn session_keys_choose_the_bootstrap_kind() {
-        assert_eq!(
-            BootstrapKind::for_session_key("agent:main:main"),
-            BootstrapKind::Full
-        );
-        assert_eq!(
-            BootstrapKind::for_session_key("agent:main:subagent:worker"),
-            BootstrapKind::Minimal
-        );
-        assert_eq!(
-            BootstrapKind::for_session_key("agent:main:cron:job-1"),
-            BootstrapKind::Minimal
-        );
-        assert_eq!(
-            BootstrapKind::for_session_key("cron:job-1"),
-            BootstrapKind::Full
-        );
+        for (key, kind) in [
+            ("agent:main:main", BootstrapKind::Full),
+            ("agent:main:subagent:worker", BootstrapKind::Minimal),
+            ("agent:main:cron:job-1", BootstrapKind::Minimal),
+            ("cron:job-1", BootstrapKind::Full),
+        ] {
+            assert_eq!(BootstrapKind::for_session_key(key), kind, "{key}");
+        }
     }
 
     const WORKSPACE: &str = "agents/main/workspace/";

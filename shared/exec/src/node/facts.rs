@@ -299,6 +299,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::node::record::tests::node;
 
     fn report() -> NodeExecReport {
         NodeExecReport {
@@ -322,25 +323,6 @@ mod tests {
                 ..DescribedFs::default()
             },
             truncated: false,
-        }
-    }
-
-    fn node(exec: Option<NodeExecReport>) -> NodeRecord {
-        NodeRecord {
-            node_id: "n1".into(),
-            display_name: None,
-            secret_hash: "00".into(),
-            platform: "linux".into(),
-            path: vec!["/usr/local/bin".into(), "/usr/bin".into()],
-            skill_bins: vec![],
-            queue: "node-n1".into(),
-            paired_at_ms: 1,
-            last_seen_ms: 1,
-            revoked: false,
-            revoked_at_ms: None,
-            granted: vec![],
-            policy_version: 0,
-            exec,
         }
     }
 

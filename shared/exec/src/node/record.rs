@@ -123,7 +123,7 @@ impl NodeRecord {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -137,13 +137,15 @@ mod tests {
         }
     }
 
-    fn record() -> NodeRecord {
+    /// Node `n1`, unnamed, on linux with `/usr/local/bin:/usr/bin`, paired and seen at 1 ms,
+    /// with no grants and the given exec report.
+    pub(crate) fn node(exec: Option<NodeExecReport>) -> NodeRecord {
         NodeRecord {
             node_id: "n1".into(),
-            display_name: Some("laptop".into()),
+            display_name: None,
             secret_hash: "00".into(),
             platform: "linux".into(),
-            path: vec!["/usr/bin".into()],
+            path: vec!["/usr/local/bin".into(), "/usr/bin".into()],
             skill_bins: vec![],
             queue: "node-n1".into(),
             paired_at_ms: 1,
@@ -152,7 +154,14 @@ mod tests {
             revoked_at_ms: None,
             granted: vec![],
             policy_version: 0,
-            exec: None,
+            exec,
+        }
+    }
+
+    fn record() -> NodeRecord {
+        NodeRecord {
+            display_name: Some("laptop".into()),
+            ..node(None)
         }
     }
 

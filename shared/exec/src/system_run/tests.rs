@@ -526,6 +526,29 @@ fn clawless_blocks_more_code_loading_keys() {
 }
 
 #[test]
+fn openclaw_refuses_only_its_own_prefixes() {
+    for key in [
+        "LD_PRELOAD",
+        "DYLD_INSERT_LIBRARIES",
+        "BASH_FUNC_ls%%",
+        "GIT_CONFIG_KEY_0",
+        "npm_config_registry",
+        "CARGO_REGISTRIES_CRATES_IO_INDEX",
+    ] {
+        assert!(openclaw_blocks_env_key(key), "{key}");
+    }
+    for key in [
+        "PIP_NO_CACHE_DIR",
+        "TF_VAR_region",
+        "LUA_INIT_5_4",
+        "LUA_PATH_5_4",
+    ] {
+        assert!(is_blocked_env_key(key), "{key}");
+        assert!(!openclaw_blocks_env_key(key), "{key}");
+    }
+}
+
+#[test]
 fn blocked_keys_compare_without_case() {
     for key in ["https_proxy", "Path", "ld_preload", "node_options"] {
         assert!(is_blocked_env_key(key), "{key}");
