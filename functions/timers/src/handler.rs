@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use clawless_core::nodes::Timer;
+use clawless_core::timers::Timer;
 use clawless_runtime::nodes_service::{NodesError, NodesService, TimerFired};
 
 /// Handles one batch; the response lists the message ids SQS must deliver again.

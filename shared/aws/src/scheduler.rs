@@ -24,8 +24,8 @@ use aws_sdk_scheduler::types::{
 };
 use aws_smithy_types::DateTime;
 use aws_smithy_types::date_time::Format;
-use clawless_core::nodes::{DueTimer, MAX_TIMER_DELAY, Timer, Timers};
 use clawless_core::session::QueueError;
+use clawless_core::timers::{DueTimer, MAX_TIMER_DELAY, Timer, Timers};
 use sha2::{Digest, Sha256};
 
 use crate::sqs_nodes::{SqsTimers, timer_body};

@@ -15,12 +15,10 @@ use aws_sdk_sqs::error::SdkError;
 use aws_sdk_sqs::operation::create_queue::CreateQueueError;
 use aws_sdk_sqs::operation::delete_queue::DeleteQueueError;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use clawless_core::nodes::timers::timer_redelivery_within;
-use clawless_core::nodes::{
-    DueTimer, ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT, MAX_TIMER_DELAY, Timer, Timers,
-    is_valid_node_id,
-};
+use clawless_core::nodes::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT, is_valid_node_id};
 use clawless_core::session::QueueError;
+use clawless_core::timers::timer_redelivery_within;
+use clawless_core::timers::{DueTimer, MAX_TIMER_DELAY, Timer, Timers};
 
 use crate::sqs::{
     MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS, approximate_receive_count,

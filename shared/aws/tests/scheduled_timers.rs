@@ -23,10 +23,10 @@ use clawless_aws::testing::{
     scheduler_client, scheduler_client_with_counter, sqs_client,
 };
 use clawless_aws::{ScheduleTarget, ScheduledTimers, SqsTimers};
-use clawless_core::nodes::{Timer, Timers};
 use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, TimersDeviations, sample_session_event, timers_contract,
 };
+use clawless_core::timers::{Timer, Timers};
 
 /// The contract's timers are short, so they take the SQS path: no deduplication, and a
 /// delayed message cannot be withdrawn.

@@ -10,11 +10,12 @@ use clawless_aws::testing::{
     fresh_standard_queue, moto_sdk_config, sqs_client, sqs_client_counting, unique_queue_prefix,
 };
 use clawless_aws::{SqsExecQueue, SqsTimers};
-use clawless_core::nodes::{ExecQueue, Timer, Timers};
+use clawless_core::nodes::ExecQueue;
 use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, TimersDeviations, exec_queue_contract, sample_session_event,
     timers_contract,
 };
+use clawless_core::timers::{Timer, Timers};
 
 /// SQS standard queues do not deduplicate: a timer scheduled twice is delivered twice; and a
 /// delayed message cannot be withdrawn: a cancelled timer still fires.

@@ -13,6 +13,7 @@ pub mod outbox;
 pub mod session;
 pub mod subagents;
 pub mod system_prompt;
+pub mod timers;
 pub mod tool_policy;
 pub mod tool_results;
 pub mod tools;

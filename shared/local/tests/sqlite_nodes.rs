@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clawless_core::nodes::{
-    ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRegistry, ResolveOutcome, Timer, Timers,
+    ExecJobs, ExecQueue, NodeExecReport, NodeFacts, NodeRegistry, ResolveOutcome,
 };
 use clawless_core::testing::{
     CONTRACT_TIMER_VISIBILITY, NodeStoreDeviations, TimersDeviations, exec_jobs_contract,
     exec_queue_contract, node_registry_contract, sample_exec_job, sample_node,
     sample_session_event, timers_contract,
 };
+use clawless_core::timers::{Timer, Timers};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_local::sqlite::{SqliteExecJobs, SqliteExecQueue, SqliteNodeRegistry, SqliteTimers};
 

@@ -28,9 +28,9 @@ use clawless_aws::{
     StsQueueCredentials, SubagentRoutedTurnQueue,
 };
 use clawless_base::object_store::ObjectStore;
-use clawless_core::nodes::Timers;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionStore, TurnQueue};
+use clawless_core::timers::Timers;
 
 use crate::aws_env::non_blank_env as env;
 use crate::channels::{ChannelSet, ChannelSetup};

@@ -27,8 +27,8 @@ use clawless_automation::cron::{CronInputError, CronStore, CronStoreError};
 use clawless_automation::heartbeat::{HeartbeatConfig, resolve_heartbeat_session};
 use clawless_base::session_key::normalize_agent_id;
 use clawless_base::time::TimeZone;
-use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::{QueueError, SessionKey, TurnQueue};
+use clawless_core::timers::{Timer, Timers};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use serde_json::{Value, json};
 

@@ -21,14 +21,14 @@ use clawless_core::nodes::notices::{
     ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text, node_offline_text,
     tool_result_text,
 };
-use clawless_core::nodes::timers::timer_redelivery;
 use clawless_core::nodes::{CredentialError, QueueCredentialVendor, QueueCredentials};
 use clawless_core::nodes::{
     ExecDelivery, ExecJobRecord, ExecJobs, ExecQueue, GrantedEntry, NodeFacts, NodeRecord,
-    NodeRegistry, NodeStoreError, Precheck, ResolveOutcome, Timer, Timers, is_valid_node_id,
-    precheck,
+    NodeRegistry, NodeStoreError, Precheck, ResolveOutcome, is_valid_node_id, precheck,
 };
 use clawless_core::session::{QueueError, TurnQueue};
+use clawless_core::timers::timer_redelivery;
+use clawless_core::timers::{Timer, Timers};
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::node::credentials::MAX_CREDENTIAL_LIFETIME;

@@ -237,7 +237,7 @@ pub struct TurnService {
     /// `sessions_spawn`.
     subagent_queue: Option<Arc<dyn TurnQueue>>,
     /// Where sub-agents' time limits wait.
-    subagent_timers: Option<Arc<dyn clawless_core::nodes::Timers>>,
+    subagent_timers: Option<Arc<dyn clawless_core::timers::Timers>>,
     /// Posts webhook deliveries of cron jobs, under the `web_fetch` address policy: built at
     /// the first delivery, not at cold start (`None` inside when it cannot be built).
     webhooks: std::sync::OnceLock<Option<Arc<crate::web_fetcher::HttpWebFetcher>>>,
@@ -397,7 +397,7 @@ impl TurnService {
     }
 
     /// Enforces sub-agents' `runTimeoutSeconds` with durable timers on `timers`.
-    pub fn with_subagent_timers(mut self, timers: Arc<dyn clawless_core::nodes::Timers>) -> Self {
+    pub fn with_subagent_timers(mut self, timers: Arc<dyn clawless_core::timers::Timers>) -> Self {
         self.subagent_timers = Some(timers);
         self
     }

@@ -28,8 +28,8 @@ use clawless_aws::{
     DynamoCronStore, DynamoSessionStore, ScheduleTarget, ScheduledTimers, SqsTimers, SqsTurnQueue,
 };
 use clawless_base::clock::Clock;
-use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::{SessionStore, TurnQueue};
+use clawless_core::timers::{Timer, Timers};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_runtime::ClawlessConfig;
 use clawless_runtime::cron_service::{CronDeps, CronService};

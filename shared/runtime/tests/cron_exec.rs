@@ -15,11 +15,11 @@ use clawless_automation::cron::tool::{CronCaller, parse_cron_call};
 use clawless_automation::cron::types::RunStatus;
 use clawless_base::clock::Clock;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
-use clawless_core::nodes::testing::{
-    InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
-};
-use clawless_core::nodes::{NodeFacts, Timers};
+use clawless_core::nodes::NodeFacts;
+use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry};
+use clawless_core::testing::InMemoryTimers;
 use clawless_core::testing::InMemoryTurnQueue;
+use clawless_core::timers::Timers;
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteCronStore, SqliteDb, SqliteSessionStore};

@@ -11,9 +11,8 @@ use clawless_base::clock::SystemClock;
 use clawless_base::session_key::ChatType;
 use clawless_channels::{ChannelOutbox, HttpReplySender};
 use clawless_core::nodes::NodeFacts;
-use clawless_core::nodes::testing::{
-    InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
-};
+use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry};
+use clawless_core::testing::InMemoryTimers;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_exec::SkillBin;

@@ -16,14 +16,15 @@ use axum::http::Request;
 use clawless_aws::testing::{RequestCounter, moto_sdk_config};
 use clawless_base::clock::Clock;
 use clawless_base::transcript::ToolCall;
-use clawless_core::nodes::testing::{InMemoryCredentialVendor, sample_session_event};
-use clawless_core::nodes::testing::{
-    InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry, InMemoryTimers,
-};
+use clawless_core::nodes::NodeExecReport;
+use clawless_core::nodes::testing::InMemoryCredentialVendor;
+use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry};
 use clawless_core::nodes::{ExecQueue, NodeFacts, NodeRecord};
-use clawless_core::nodes::{NodeExecReport, Timer, Timers};
 use clawless_core::session::TurnQueue;
+use clawless_core::testing::InMemoryTimers;
 use clawless_core::testing::InMemoryTurnQueue;
+use clawless_core::testing::sample_session_event;
+use clawless_core::timers::{Timer, Timers};
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::fs::DescribedFs;

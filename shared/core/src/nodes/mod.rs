@@ -1,8 +1,8 @@
 //! Node hosts as the backend sees them: the registry, exec jobs, the per-node exec queue,
-//! durable timers, and the short-lived credentials a node reads its queue with.
+//! and the short-lived credentials a node reads its queue with.
 //!
 //! Like [`crate::session`], this module holds only ports and the pure rules every adapter
-//! shares (which node ids are valid, when a chained timer is re-sent, how long vended
+//! shares (which node ids are valid, how long vended
 //! credentials live). Adapters: DynamoDB, SQS and STS in `clawless-aws`, SQLite in
 //! `clawless-local`, in-memory in [`testing`](crate::testing) (re-exported from
 //! `nodes::testing`), all checked by the same contract suites.
@@ -10,7 +10,6 @@
 //! - [`registry`]: paired nodes and one-time pairing codes ([`NodeRegistry`]);
 //! - [`jobs`]: exec jobs, first result wins ([`ExecJobs`]);
 //! - [`queue`]: one standard queue per node with a dead-letter queue ([`ExecQueue`]);
-//! - [`timers`]: durable timers that hold no compute ([`Timers`]);
 //! - [`credentials`]: credentials scoped to one node queue ([`QueueCredentialVendor`]);
 //! - [`notices`]: what the chat and the model are told about exec;
 //! - [`exec_tool`]: the `exec` tool's spec;
@@ -28,7 +27,6 @@ pub mod notices;
 pub mod queue;
 pub mod registry;
 pub mod remote_skills;
-pub mod timers;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
@@ -44,6 +42,3 @@ pub use error::NodeStoreError;
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
 pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
 pub use registry::NodeRegistry;
-pub use timers::{
-    DueTimer, MAX_TIMER_DELAY, Timer, Timers, timer_redelivery, timer_redelivery_within,
-};

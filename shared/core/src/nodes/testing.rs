@@ -1,9 +1,8 @@
 //! Test support for the node ports: in-memory fakes and the contract suites every adapter
 //! runs, re-exported from [`crate::testing`].
 //!
-//! [`InMemoryNodeRegistry`], [`InMemoryExecJobs`], [`InMemoryExecQueue`] and
-//! [`InMemoryTimers`] are checked by [`node_registry_contract`], [`exec_jobs_contract`],
-//! [`exec_queue_contract`] and [`timers_contract`], which the SQLite (`clawless-local`) and
+//! [`InMemoryNodeRegistry`], [`InMemoryExecJobs`] and [`InMemoryExecQueue`] are checked by
+//! [`node_registry_contract`], [`exec_jobs_contract`] and [`exec_queue_contract`], which the SQLite (`clawless-local`) and
 //! DynamoDB/SQS (`clawless-aws`) adapters run too, so none of them can drift.
 //! [`InMemoryCredentialVendor`] stands in for STS. Nothing here touches disk or network.
 
@@ -11,16 +10,11 @@ mod credentials;
 mod jobs;
 mod queue;
 mod registry;
-mod timers;
 
 pub use credentials::{InMemoryCredentialVendor, VendedCall};
 pub use jobs::{InMemoryExecJobs, exec_jobs_contract};
 pub use queue::{InMemoryExecQueue, exec_queue_contract};
 pub use registry::{InMemoryNodeRegistry, node_registry_contract};
-pub use timers::{
-    CONTRACT_TIMER_VISIBILITY, InMemoryTimers, TimersDeviations, sample_session_event,
-    timers_contract,
-};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -66,7 +60,7 @@ pub(crate) fn short_label(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodes::{ExecQueue, Timers};
+    use crate::nodes::ExecQueue;
 
     #[tokio::test]
     async fn in_memory_node_registry_passes_the_node_registry_contract() {
@@ -123,43 +117,5 @@ mod tests {
             .unwrap();
         assert!(sixth.is_empty());
         assert_eq!(queues.dead_letters(&queue), vec!["poison".to_owned()]);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_memory_timers_pass_the_timers_contract() {
-        timers_contract(
-            || async {
-                Box::new(InMemoryTimers::with_visibility_timeout(
-                    CONTRACT_TIMER_VISIBILITY,
-                )) as Box<dyn Timers>
-            },
-            TimersDeviations::default(),
-        )
-        .await;
-    }
-
-    #[tokio::test]
-    async fn in_memory_timers_count_the_caller_clock_not_the_wall_clock() {
-        // GIVEN a timer due at 10 000 on the caller's clock
-        let timers = InMemoryTimers::new();
-        let timer = crate::nodes::Timer {
-            timer_id: "t".into(),
-            due_at_ms: 10_000,
-            event: sample_session_event("c"),
-        };
-        timers.schedule(&timer).await.unwrap();
-        // WHEN taken at 9 999 and at 10 000 THEN only the second finds it
-        let early = timers
-            .take_due(9_999, 10, std::time::Duration::ZERO)
-            .await
-            .unwrap();
-        assert!(early.is_empty());
-        let due = timers
-            .take_due(10_000, 10, std::time::Duration::ZERO)
-            .await
-            .unwrap();
-        assert_eq!(due.len(), 1);
-        timers.ack(&due[0].receipt).await.unwrap();
-        assert!(timers.is_empty());
     }
 }

@@ -270,7 +270,7 @@ pub struct Delivery {
 }
 
 /// Failures of a queue: the [`TurnQueue`], and the node ports'
-/// [`ExecQueue`](crate::nodes::ExecQueue) and [`Timers`](crate::nodes::Timers).
+/// [`ExecQueue`](crate::nodes::ExecQueue) and [`Timers`](crate::timers::Timers).
 #[derive(Debug, thiserror::Error)]
 #[error("queue unavailable: {message}")]
 pub struct QueueError {

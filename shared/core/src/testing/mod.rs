@@ -33,6 +33,7 @@
 mod contracts;
 mod fakes;
 mod fixtures;
+mod timers;
 
 pub use contracts::{
     CONTRACT_SHORT_VISIBILITY_TIMEOUT, CONTRACT_VISIBILITY_TIMEOUT, QueueDeviations,
@@ -47,6 +48,11 @@ pub use fixtures::{
     queued_message, sample_cron_job, sample_exec_job, sample_node, sample_run_entry, sample_steps,
     session_key,
 };
+pub use timers::{
+    CONTRACT_TIMER_VISIBILITY, InMemoryTimers, TimersDeviations, sample_session_event,
+    timers_contract,
+};
+
 // The base and automation ports' fakes and suites, by name, so a test reaches every port's
 // fake through this one module.
 pub use clawless_automation::testing::{

@@ -9,10 +9,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::nodes::{
-    DueTimer, ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT, Timer, Timers, is_valid_node_id,
-};
+use clawless_core::nodes::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT, is_valid_node_id};
 use clawless_core::session::QueueError;
+use clawless_core::timers::{DueTimer, Timer, Timers};
 use rusqlite::types::Type;
 use rusqlite::{TransactionBehavior, params};
 

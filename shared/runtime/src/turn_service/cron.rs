@@ -72,7 +72,7 @@ pub(super) struct CronStart {
     /// The session's meta changed (a mark, a pending event, a heartbeat record).
     pub changed: bool,
     /// A timer to schedule once the session is committed (a busy reminder's wake).
-    pub arm: Option<clawless_core::nodes::Timer>,
+    pub arm: Option<clawless_core::timers::Timer>,
 }
 
 /// How a finished run's turn ended, read from the transcript.
@@ -183,7 +183,7 @@ impl TurnService {
         // The run's time limit is armed as soon as the job has it reserved: even a firing
         // lost before the session recorded the run (dead-lettered) ends, and the job moves on.
         if let Some(limit) = job_timeout_ms(&job) {
-            let timer = clawless_core::nodes::Timer {
+            let timer = clawless_core::timers::Timer {
                 timer_id: format!("cron-timeout:{}:{}", mark.job_id, mark.started_at_ms),
                 due_at_ms: mark.started_at_ms.saturating_add(limit),
                 event: clawless_core::turn::events::SessionEvent {

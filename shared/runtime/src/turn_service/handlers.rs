@@ -6,8 +6,8 @@
 //! A handler answers [`Flow::Run`] when the engine has something to do, or [`Flow::Done`]
 //! when the event is fully handled (the report says what was recorded).
 
-use clawless_core::nodes::Timer;
 use clawless_core::session::SessionKey;
+use clawless_core::timers::Timer;
 use clawless_core::turn::events::{
     AgentMessage, SessionEvent, SubagentStart, TurnEvent, dedup_token,
 };

@@ -35,9 +35,9 @@ use clawless_automation::heartbeat::{
     resolve_heartbeat_session,
 };
 use clawless_base::session_key::ChatType;
-use clawless_core::nodes::{Timer, Timers};
 use clawless_core::session::SessionKey;
 use clawless_core::system_prompt::bootstrap::{HEARTBEAT_FILE_NAME, MAX_BOOTSTRAP_FILE_BYTES};
+use clawless_core::timers::{Timer, Timers};
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ChatRef, SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::heartbeat_message;

@@ -93,10 +93,10 @@ impl TurnService {
         &self,
         state: &SessionState,
         agent_id: &str,
-    ) -> Option<clawless_core::nodes::Timer> {
+    ) -> Option<clawless_core::timers::Timer> {
         let run = state.meta.subagent.as_ref()?;
         let after = self.subagents_config(agent_id).archive_after_ms()?;
-        Some(clawless_core::nodes::Timer {
+        Some(clawless_core::timers::Timer {
             timer_id: format!("subagent-archive:{}", run.start.run_id),
             due_at_ms: run
                 .ended_at_ms
@@ -359,9 +359,9 @@ pub(super) fn timeout_timer(
     child_key: &str,
     agent_id: &str,
     now_ms: u64,
-) -> Option<clawless_core::nodes::Timer> {
+) -> Option<clawless_core::timers::Timer> {
     let timeout = start.timeout_ms.filter(|timeout| *timeout > 0)?;
-    Some(clawless_core::nodes::Timer {
+    Some(clawless_core::timers::Timer {
         timer_id: format!("subagent-timeout:{}", start.run_id),
         due_at_ms: now_ms.saturating_add(timeout),
         event: SessionEvent {

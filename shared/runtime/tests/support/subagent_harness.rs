@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clawless_base::clock::{Clock, SystemClock};
 use clawless_base::session_key::ChatType;
-use clawless_core::nodes::testing::InMemoryTimers;
 use clawless_core::session::{SessionKey, SessionStore, TurnQueue};
+use clawless_core::testing::InMemoryTimers;
 use clawless_core::testing::InMemoryTurnQueue;
 use clawless_core::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_core::turn::state::SessionState;

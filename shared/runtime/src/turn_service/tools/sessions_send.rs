@@ -8,11 +8,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use clawless_base::model::ToolSpec;
 use clawless_base::transcript::ToolCall;
-use clawless_core::nodes::Timers;
 use clawless_core::session::TurnQueue;
 use clawless_core::subagents::sessions_tools::{
     SendOutcome, parse_send_call, send_accepted_json, send_result_json, sessions_send_tool_spec,
 };
+use clawless_core::timers::Timers;
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{A2aExchange, A2aStep, SessionEvent, TurnEvent, dedup_token};
 use clawless_core::turn::state::{SessionState, StepBody};
@@ -109,7 +109,7 @@ impl SessionsSendTool {
             request.timeout_seconds,
             &SendOutcome::Timeout,
         );
-        let timer = clawless_core::nodes::Timer {
+        let timer = clawless_core::timers::Timer {
             timer_id: format!("a2a-timeout:{exchange_id}"),
             due_at_ms: sent_at.saturating_add(request.timeout_seconds.saturating_mul(1_000)),
             event: SessionEvent {

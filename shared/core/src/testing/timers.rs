@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{short_label, wall_ms};
-use crate::nodes::{DueTimer, Timer, Timers};
+use crate::nodes::testing::{short_label, wall_ms};
 use crate::session::QueueError;
 use crate::testing::{lock_state, sleep};
+use crate::timers::{DueTimer, Timer, Timers};
 use crate::turn::events::{ChatRef, InboundMessage, SessionEvent, TurnEvent};
 use clawless_base::session_key::ChatType;
 
@@ -523,5 +523,48 @@ impl TimersContract {
             .await
             .unwrap_or_else(|err| panic!("second cancel of an unknown id: {err}"));
         Self::expect_nothing(timers, "cancelling an unknown id schedules nothing").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_memory_timers_pass_the_timers_contract() {
+        timers_contract(
+            || async {
+                Box::new(InMemoryTimers::with_visibility_timeout(
+                    CONTRACT_TIMER_VISIBILITY,
+                )) as Box<dyn Timers>
+            },
+            TimersDeviations::default(),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn in_memory_timers_count_the_caller_clock_not_the_wall_clock() {
+        // GIVEN a timer due at 10 000 on the caller's clock
+        let timers = InMemoryTimers::new();
+        let timer = Timer {
+            timer_id: "t".into(),
+            due_at_ms: 10_000,
+            event: sample_session_event("c"),
+        };
+        timers.schedule(&timer).await.unwrap();
+        // WHEN taken at 9 999 and at 10 000 THEN only the second finds it
+        let early = timers
+            .take_due(9_999, 10, std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(early.is_empty());
+        let due = timers
+            .take_due(10_000, 10, std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 1);
+        timers.ack(&due[0].receipt).await.unwrap();
+        assert!(timers.is_empty());
     }
 }
