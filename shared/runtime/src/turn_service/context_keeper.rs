@@ -8,8 +8,10 @@
 //! its oldest turns for that one call; when even the newest message alone is too large, the
 //! chat is told so plainly.
 
+use std::sync::Arc;
+
 use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
-use clawless_base::transcript::{AssistantBlock, Message, assistant_text};
+use clawless_base::transcript::{AssistantBlock, Message, ToolCall, assistant_text};
 use clawless_core::compaction::flush::{
     MemoryFlushWrite, flush_prompt, flush_system_addendum, note_path,
 };
@@ -30,6 +32,7 @@ use clawless_core::tools::{Tool, ToolOutput};
 use clawless_core::turn::TurnEngine;
 use clawless_core::turn::state::{CompactionTrigger, SessionState, StepBody};
 
+use super::tools::{ToolCallContext, ToolOutcome, ToolRegistry};
 use super::{TurnContext, TurnError, TurnService};
 
 /// Overflow recoveries one turn may make before it gives up.
@@ -328,6 +331,40 @@ impl TurnService {
             })
     }
 
+    /// Runs one of the memory flush's tools through its registry; a name it does not hold
+    /// is refused.
+    async fn run_flush_tool(
+        &self,
+        flush_tools: &ToolRegistry,
+        call: &ToolCall,
+        state: &mut SessionState,
+        session_key: &str,
+        context: &TurnContext,
+    ) -> ToolOutput {
+        let Some(tool) = flush_tools.get(&call.name) else {
+            return ToolOutput::error(format!(
+                "Tool \"{}\" is not available during the memory flush.",
+                call.name
+            ));
+        };
+        let agent_id = state.key.agent_id().to_owned();
+        let outcome = tool
+            .call(ToolCallContext {
+                call,
+                state,
+                session_key,
+                agent_id: &agent_id,
+                tool_context: Some(&context.tool_context),
+                job: None,
+            })
+            .await;
+        match outcome {
+            Ok(ToolOutcome::Done(output)) => output,
+            Ok(ToolOutcome::Pending) => ToolOutput::error("the memory flush runs no pending tools"),
+            Err(error) => ToolOutput::error(error.to_string()),
+        }
+    }
+
     /// Runs the silent memory flush and records it (also when it fails: it is tried once per
     /// compaction cycle). Nothing of it reaches the chat.
     #[allow(clippy::too_many_arguments)]
@@ -355,6 +392,12 @@ impl TurnService {
             .then_some(clawless_core::tools::read::ReadTool);
         let mut tools = vec![writer.spec()];
         tools.extend(read.iter().map(|tool| tool.spec()));
+        let write_name = writer.spec().name;
+        let flush_tools = ToolRegistry::of_core_tools(
+            std::iter::once(Arc::new(writer) as Arc<dyn Tool>)
+                .chain(read.map(|tool| Arc::new(tool) as Arc<dyn Tool>)),
+        );
+        let session_key = state.key.to_string();
         let prompt = flush_prompt(&date, &clawless_base::time::current_time_line(now, &tz));
         let room = budget
             .prompt_limit()
@@ -395,21 +438,14 @@ impl TurnService {
                 break;
             }
             for call in tool_calls {
-                let output = match (call.name.as_str(), &read) {
-                    ("write", _) => {
-                        let output = writer.run(&call.input, &context.tool_context).await;
-                        if !output.is_error {
-                            appended += call.input["content"]
-                                .as_str()
-                                .map_or(0, |content| content.len() as u64);
-                        }
-                        output
-                    }
-                    ("read", Some(read)) => read.run(&call.input, &context.tool_context).await,
-                    (name, _) => ToolOutput::error(format!(
-                        "Tool \"{name}\" is not available during the memory flush."
-                    )),
-                };
+                let output = self
+                    .run_flush_tool(&flush_tools, &call, state, &session_key, context)
+                    .await;
+                if call.name == write_name && !output.is_error {
+                    appended += call.input["content"]
+                        .as_str()
+                        .map_or(0, |content| content.len() as u64);
+                }
                 conversation.push(Message::ToolResult {
                     tool_call_id: call.id,
                     tool_name: call.name,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use clawless_base::model::ToolSpec;
 use clawless_base::transcript::ToolCall;
-use clawless_core::tools::{ToolContext, ToolOutput};
+use clawless_core::tools::{Tool, ToolContext, ToolOutput};
 use clawless_core::turn::ToolRouting;
 use clawless_core::turn::events::ApprovalDecision;
 use clawless_core::turn::state::SessionState;
@@ -172,6 +172,20 @@ impl ToolRegistry {
         if !routing.offered.contains(name) {
             return None;
         }
+        self.tools.get(name).cloned()
+    }
+
+    /// A registry of core tools alone: the memory flush's narrowed `write` and `read`.
+    pub(crate) fn of_core_tools(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        let mut registry = Self::default();
+        for tool in tools {
+            registry.register(core_tool::CoreTool::new(tool));
+        }
+        registry
+    }
+
+    /// Tool `name`, when registered (for a caller that offers every registered tool).
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn RuntimeTool>> {
         self.tools.get(name).cloned()
     }
 
