@@ -28,6 +28,8 @@
 //! - `fixtures.rs`: sample records the adapter tests share: [`session_key`],
 //!   [`sample_steps`], [`queued_message`], [`sample_cron_job`], [`sample_run_entry`],
 //!   [`sample_node`], [`sample_exec_job`].
+//! - `timers.rs`: [`InMemoryTimers`], [`timers_contract`], [`TimersDeviations`],
+//!   [`CONTRACT_TIMER_VISIBILITY`], [`sample_session_event`].
 //! - Node-host ports: fakes and contracts live in [`crate::nodes::testing`], re-exported here.
 
 mod contracts;
