@@ -86,11 +86,7 @@ impl LambdaWatch {
     /// A request is sent again only when no answer came, so warm a function up with a
     /// request without side effects before relying on one being sent exactly once.
     pub fn post(
-        &mut self,
-        name: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
+        &mut self, name: &str, path: &str, headers: &[(&str, &str)], body: &[u8],
         patience: Duration,
     ) -> (u16, String) {
         self.call("POST", name, path, headers, body, patience)
@@ -99,13 +95,8 @@ impl LambdaWatch {
     /// Sends `method` with `headers` and `body` to `path` of function `name` through its
     /// function URL, waiting up to `patience` for the first build; returns status and body.
     pub fn call(
-        &mut self,
-        method: &'static str,
-        name: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-        patience: Duration,
+        &mut self, method: &'static str, name: &str, path: &str, headers: &[(&str, &str)],
+        body: &[u8], patience: Duration,
     ) -> (u16, String) {
         let request = HttpRequest {
             method,
@@ -123,10 +114,7 @@ impl LambdaWatch {
     /// SQS batch), waiting up to `patience` for the first build; returns status and the
     /// function's response.
     pub fn invoke(
-        &mut self,
-        name: &str,
-        payload: &serde_json::Value,
-        patience: Duration,
+        &mut self, name: &str, payload: &serde_json::Value, patience: Duration,
     ) -> (u16, String) {
         let request = HttpRequest {
             method: "POST",
@@ -219,9 +207,7 @@ pub fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
 /// A minimal HTTP/1.1 request on 127.0.0.1, waiting up to `read_timeout` for the answer;
 /// `Err` until something answers with a status line.
 pub fn http_request(
-    port: u16,
-    request: &HttpRequest,
-    read_timeout: Duration,
+    port: u16, request: &HttpRequest, read_timeout: Duration,
 ) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(read_timeout))?;
@@ -296,9 +282,7 @@ pub fn control_job(node_id: &str, node_secret: &str, dir: &Path) -> (String, Pat
 pub type CraftedJob = (String, String, PathBuf);
 
 fn crafted_jobs(
-    node_id: &str,
-    node_secret: &str,
-    dir: &Path,
+    node_id: &str, node_secret: &str, dir: &Path,
 ) -> ((String, PathBuf), Vec<CraftedJob>) {
     use clawless_exec::node::wire::{
         Envelope, ExecJob, Grant, GrantDecision, NodeMessage, SignedGrant, command_binding,
@@ -407,10 +391,7 @@ pub fn sqs_event(message: &aws_sdk_sqs::types::Message, queue_url: &str) -> serd
 /// (it asserts none is). Returns how many it handed over. Call from a multi-threaded tokio
 /// runtime (the watch's HTTP calls block).
 pub async fn pump_queue(
-    watch: &mut LambdaWatch,
-    sqs: &aws_sdk_sqs::Client,
-    function: &str,
-    queue_url: &str,
+    watch: &mut LambdaWatch, sqs: &aws_sdk_sqs::Client, function: &str, queue_url: &str,
     patience: Duration,
 ) -> usize {
     let received = sqs

@@ -289,8 +289,7 @@ impl SessionStore for CountingSessions {
     }
 
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         let loaded = self.inner.load_live(key).await?;
         self.count(&loaded);
@@ -298,9 +297,7 @@ impl SessionStore for CountingSessions {
     }
 
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         self.inner.commit(key, commit).await
     }
@@ -536,9 +533,7 @@ struct MetaFacts {
 
 /// The mean of `value` over turns `first..=last` (1-based).
 fn mean(
-    figures: &[TurnFigures],
-    (first, last): (usize, usize),
-    value: impl Fn(&TurnFigures) -> f64,
+    figures: &[TurnFigures], (first, last): (usize, usize), value: impl Fn(&TurnFigures) -> f64,
 ) -> f64 {
     let turns = &figures[first - 1..last];
     turns.iter().map(value).sum::<f64>() / turns.len() as f64
@@ -643,10 +638,7 @@ fn rows(aws: bool) -> Vec<Row> {
 /// Prints `rows` as means over `spans` (headed by `headings`), with the last-to-first ratio;
 /// returns each row's `(first, last)` means.
 fn table(
-    figures: &[TurnFigures],
-    rows: &[Row],
-    spans: &[(usize, usize)],
-    headings: &[String],
+    figures: &[TurnFigures], rows: &[Row], spans: &[(usize, usize)], headings: &[String],
 ) -> Vec<(f64, f64)> {
     print!("  {:<34}", "");
     for heading in headings {

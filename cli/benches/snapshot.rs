@@ -38,9 +38,7 @@ fn limits_for(count: usize) -> SkillLimits {
 
 /// Builds one snapshot with `loader`; returns how many skills it loaded.
 async fn snapshot_once(
-    loader: &SkillLoader,
-    sources: &[SkillSource],
-    limits: SkillLimits,
+    loader: &SkillLoader, sources: &[SkillSource], limits: SkillLimits,
 ) -> usize {
     let loaded = loader.load(sources).await.expect("load");
     let skills = SkillsConfig::default();

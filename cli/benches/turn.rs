@@ -208,9 +208,7 @@ fn moto_service(clients: &MotoClients, deployment: &MotoDeployment) -> TurnServi
 
 /// Runs one turn and returns its wall time and requests.
 async fn counted_turn(
-    turns: &TurnService,
-    log: &RequestLog,
-    event: &SessionEvent,
+    turns: &TurnService, log: &RequestLog, event: &SessionEvent,
 ) -> (Duration, Requests) {
     log.take();
     let elapsed = timed_turn(turns, event).await;
@@ -220,11 +218,7 @@ async fn counted_turn(
 /// What a series of calls cost: wall time and each request mix with how many calls had it.
 /// `target` marks the warm turns the request target applies to.
 fn report_moto(
-    label: &str,
-    unit: &str,
-    times: &mut [Duration],
-    requests: &[Requests],
-    target: bool,
+    label: &str, unit: &str, times: &mut [Duration], requests: &[Requests], target: bool,
 ) {
     let count = times.len();
     let (median, p90) = percentiles(times);
@@ -369,9 +363,7 @@ async fn bench_moto(samples: &Samples) {
 }
 
 async fn accept(
-    ingress: &Ingress,
-    log: &RequestLog,
-    body: &[u8],
+    ingress: &Ingress, log: &RequestLog, body: &[u8],
 ) -> (Duration, Requests, IngressOutcome) {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(

@@ -136,12 +136,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Sends one delivery every millisecond for `seconds`; prints rate and latency.
 async fn drive(
-    http: &reqwest::Client,
-    url: &str,
-    name: &str,
-    seconds: u64,
-    make: MakeDelivery,
-    offset: u64,
+    http: &reqwest::Client, url: &str, name: &str, seconds: u64, make: MakeDelivery, offset: u64,
 ) {
     let total = seconds * 1_000;
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(total as usize)));

@@ -81,9 +81,7 @@ impl AdminClient {
 
     /// Sends one request; `Ok(None)` on 404.
     async fn call(
-        &self,
-        method: reqwest::Method,
-        segments: &[&str],
+        &self, method: reqwest::Method, segments: &[&str],
     ) -> anyhow::Result<Option<String>> {
         let url = self.url(segments);
         let mut request = self.http.request(method.clone(), url.clone());
@@ -103,9 +101,7 @@ impl AdminClient {
     /// Sends `request` (to `url`) with the admin token: the answer's status and body, or an
     /// error when the backend cannot be reached or refuses the token (401, 403).
     async fn send(
-        &self,
-        request: reqwest::RequestBuilder,
-        url: &reqwest::Url,
+        &self, request: reqwest::RequestBuilder, url: &reqwest::Url,
     ) -> anyhow::Result<(reqwest::StatusCode, String)> {
         let response = request
             .header(reqwest::header::AUTHORIZATION, &self.authorization)

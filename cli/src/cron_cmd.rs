@@ -530,8 +530,7 @@ fn add_call(args: &AddArgs, now_ms: u64) -> anyhow::Result<Value> {
 /// schedule when only `--tz`, `--stagger` or `--exact` were given (the caller reads the job
 /// and sets `patch.schedule`, see [`apply_tweak`]).
 fn update_call(
-    args: &UpdateArgs,
-    now_ms: u64,
+    args: &UpdateArgs, now_ms: u64,
 ) -> anyhow::Result<(Value, Option<CronScheduleTweak>)> {
     let flags = &args.job;
     let mut patch = Map::new();

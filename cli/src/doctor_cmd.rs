@@ -252,9 +252,7 @@ async fn check_local_state(state_dir: &Path, report: &mut Report) {
 /// Loads the configuration as the functions do: `--config`/`$CLAWLESS_CONFIG` (path or
 /// `s3://`), else `./clawless.yaml`, else the conventional layout of the bucket.
 async fn aws_config_check(
-    args: &DoctorArgs,
-    s3: &aws_sdk_s3::Client,
-    report: &mut Report,
+    args: &DoctorArgs, s3: &aws_sdk_s3::Client, report: &mut Report,
 ) -> Option<ClawlessConfig> {
     let location = match (given(args.config.as_ref()), given(args.bucket.as_ref())) {
         (Some(location), _) => location.to_owned(),
@@ -290,11 +288,7 @@ async fn aws_config_check(
 }
 
 async fn check_bucket(
-    s3: &aws_sdk_s3::Client,
-    what: &str,
-    env: &str,
-    bucket: Option<&str>,
-    report: &mut Report,
+    s3: &aws_sdk_s3::Client, what: &str, env: &str, bucket: Option<&str>, report: &mut Report,
 ) {
     let Some(bucket) = bucket else {
         report.fail(
@@ -372,11 +366,7 @@ async fn check_table(shared: &aws_config::SdkConfig, table: Option<&str>, report
 }
 
 async fn check_queue(
-    sqs: &aws_sdk_sqs::Client,
-    what: &str,
-    env: &str,
-    url: Option<&str>,
-    fifo: bool,
+    sqs: &aws_sdk_sqs::Client, what: &str, env: &str, url: Option<&str>, fifo: bool,
     report: &mut Report,
 ) {
     use aws_sdk_sqs::types::QueueAttributeName;
@@ -418,9 +408,7 @@ async fn check_queue(
 
 /// Fetches each `secrets:` entry on its own, so every unresolvable one gets its line.
 async fn check_secrets(
-    shared: &aws_config::SdkConfig,
-    config: &ClawlessConfig,
-    report: &mut Report,
+    shared: &aws_config::SdkConfig, config: &ClawlessConfig, report: &mut Report,
 ) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
     if config.secrets.is_empty() {
@@ -454,9 +442,7 @@ async fn check_secrets(
 }
 
 async fn check_channels(
-    config: &ClawlessConfig,
-    secrets: &BTreeMap<String, String>,
-    api_url: Option<&str>,
+    config: &ClawlessConfig, secrets: &BTreeMap<String, String>, api_url: Option<&str>,
     report: &mut Report,
 ) {
     // As in the functions: a fetched secret first, then the environment.

@@ -79,8 +79,7 @@ const DEMO_APPROVALS: &str = r#"{
 
 /// Pairs (once) and starts the node host for this machine, polling the local system.
 async fn start_local_node(
-    args: &LocalArgs,
-    running: &RunningLocal,
+    args: &LocalArgs, running: &RunningLocal,
 ) -> anyhow::Result<(
     tokio::task::JoinHandle<()>,
     tokio::sync::watch::Sender<bool>,
@@ -253,9 +252,7 @@ pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn chat(
-    client: &reqwest::Client,
-    base: &str,
-    args: &ChatArgs,
+    client: &reqwest::Client, base: &str, args: &ChatArgs,
 ) -> anyhow::Result<ReceivedReply> {
     let secret = local_secret(&args.local.state_dir)?;
     let seen = replies(client, base, &args.chat_id, 0, 0).await?.len();
@@ -300,11 +297,7 @@ async fn chat(
 }
 
 async fn replies(
-    client: &reqwest::Client,
-    base: &str,
-    chat_id: &str,
-    after: usize,
-    wait: u64,
+    client: &reqwest::Client, base: &str, chat_id: &str, after: usize, wait: u64,
 ) -> anyhow::Result<Vec<ReceivedReply>> {
     let response = client
         .get(format!(

@@ -201,10 +201,7 @@ struct GrantView {
 /// from the chat), read from the local registry in `state_dir`, or from the deployed backend
 /// at `url`. Both go through the node's operator view, so they answer alike.
 pub(crate) async fn paired_node_exec_facts(
-    state_dir: &std::path::Path,
-    url: Option<&str>,
-    node_id: &str,
-    agent_id: &str,
+    state_dir: &std::path::Path, url: Option<&str>, node_id: &str, agent_id: &str,
 ) -> anyhow::Result<NodeExecFacts> {
     let registry = Registry::at(state_dir, url)?;
     let Some(view) = registry.show(node_id).await? else {
@@ -311,10 +308,7 @@ fn state_dir(node_home: Option<PathBuf>) -> anyhow::Result<StateDir> {
 
 /// Pairs this machine: exchanges the code for a node id and secret, stored 0600.
 pub(crate) async fn pair_node(
-    state: &StateDir,
-    url: &str,
-    code: &str,
-    name: Option<String>,
+    state: &StateDir, url: &str, code: &str, name: Option<String>,
 ) -> anyhow::Result<NodeConfig> {
     let path_env = std::env::var("PATH").unwrap_or_default();
     let client = BackendClient::new(url)?;

@@ -360,11 +360,7 @@ fn generations(stored: &StoredSession) -> Vec<GenerationSpan> {
 }
 
 async fn show(
-    sessions: &Sessions,
-    raw_key: &str,
-    which: Generation,
-    full: bool,
-    as_json: bool,
+    sessions: &Sessions, raw_key: &str, which: Generation, full: bool, as_json: bool,
 ) -> anyhow::Result<()> {
     let key = SessionKey::parse(raw_key).with_context(|| {
         format!("{raw_key:?} is not a session key (agent:<agent id>:<rest>, e.g. agent:main:main)")

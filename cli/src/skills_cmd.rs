@@ -329,9 +329,7 @@ fn print_list(out: &mut impl Write, statuses: &[SkillStatus]) -> std::io::Result
 }
 
 fn print_check(
-    out: &mut impl Write,
-    statuses: &[SkillStatus],
-    skipped: &[clawless_skills::SkillDiagnostic],
+    out: &mut impl Write, statuses: &[SkillStatus], skipped: &[clawless_skills::SkillDiagnostic],
     context: &EligibilityContext,
 ) -> std::io::Result<()> {
     let platforms: Vec<&str> = context.platforms.iter().map(String::as_str).collect();
@@ -383,11 +381,7 @@ fn print_check(
 
 /// Copies every object under `from` to `to`, writing only those whose bytes differ.
 async fn sync(
-    stores: &StoreFactory,
-    from: &str,
-    to: &str,
-    delete: bool,
-    dry_run: bool,
+    stores: &StoreFactory, from: &str, to: &str, delete: bool, dry_run: bool,
 ) -> anyhow::Result<ExitCode> {
     let (source, source_prefix) = stores.open(&SourceUri::parse(from)?)?;
     let (target, target_prefix) = stores.open(&SourceUri::parse(&absolute_dir(to))?)?;

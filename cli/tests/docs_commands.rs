@@ -385,10 +385,7 @@ fn workspace_features() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 fn check_cargo(
-    at: &str,
-    command: &str,
-    args: &[String],
-    workspace: &BTreeMap<String, BTreeSet<String>>,
+    at: &str, command: &str, args: &[String], workspace: &BTreeMap<String, BTreeSet<String>>,
 ) -> Result<(), String> {
     // `cargo run … -p clawless -- <clawless arguments>`
     if args.first().map(String::as_str) == Some("run")

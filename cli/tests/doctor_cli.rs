@@ -52,8 +52,7 @@ fn header(headers: &HeaderMap, name: &str) -> String {
 }
 
 async fn telegram_webhook_info(
-    State(platforms): State<Arc<Platforms>>,
-    UrlPath(bot): UrlPath<String>,
+    State(platforms): State<Arc<Platforms>>, UrlPath(bot): UrlPath<String>,
 ) -> Response {
     if bot != format!("bot{BOT_TOKEN}") {
         return (
@@ -75,8 +74,7 @@ async fn slack_auth_test(headers: HeaderMap) -> Json<Value> {
 }
 
 async fn discord_commands(
-    State(platforms): State<Arc<Platforms>>,
-    UrlPath(application): UrlPath<String>,
+    State(platforms): State<Arc<Platforms>>, UrlPath(application): UrlPath<String>,
     headers: HeaderMap,
 ) -> Response {
     if application != APPLICATION_ID

@@ -67,9 +67,7 @@ async fn list(State(registry): State<Arc<Registry>>, headers: HeaderMap) -> Resp
 }
 
 async fn show(
-    State(registry): State<Arc<Registry>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
+    State(registry): State<Arc<Registry>>, headers: HeaderMap, Path(id): Path<String>,
 ) -> Response {
     if !authorized(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
@@ -81,9 +79,7 @@ async fn show(
 }
 
 async fn revoke(
-    State(registry): State<Arc<Registry>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
+    State(registry): State<Arc<Registry>>, headers: HeaderMap, Path(id): Path<String>,
 ) -> Response {
     if !authorized(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
@@ -252,10 +248,7 @@ async fn pair_list_show_and_revoke_speak_to_the_backends_operator_routes() {
 
 /// `clawless exec check --node ID --url URL [extra…]` with `request` on stdin.
 async fn exec_check(
-    url: &str,
-    node: &str,
-    extra: &[&str],
-    request: Value,
+    url: &str, node: &str, extra: &[&str], request: Value,
 ) -> (bool, Value, String) {
     let mut args: Vec<String> = ["exec", "check", "--node", node, "--url", url]
         .map(str::to_owned)

@@ -489,8 +489,7 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// Copies a child's output into `log`, each line stamped with milliseconds since `spawned`.
 fn stamp_lines(
     output: impl std::io::Read + Send + 'static,
-    log: std::sync::Arc<std::sync::Mutex<std::fs::File>>,
-    spawned: Instant,
+    log: std::sync::Arc<std::sync::Mutex<std::fs::File>>, spawned: Instant,
 ) {
     std::thread::spawn(move || {
         for line in BufReader::new(output).lines() {
@@ -507,13 +506,8 @@ fn stamp_lines(
 }
 
 async fn cold_start(
-    binary: &Path,
-    name: &str,
-    template: &str,
-    run: usize,
-    args: &Args,
-    deployment: Option<&Deployment>,
-    log_dir: &Path,
+    binary: &Path, name: &str, template: &str, run: usize, args: &Args,
+    deployment: Option<&Deployment>, log_dir: &Path,
 ) -> Result<Run, String> {
     let api = RuntimeApi::start(name)
         .await
@@ -586,13 +580,8 @@ struct Process {
 }
 
 async fn measure(
-    api: &RuntimeApi,
-    name: &str,
-    template: &str,
-    run: usize,
-    deployment: Option<&Deployment>,
-    Process { spawned, pid }: Process,
-    extra_warm: usize,
+    api: &RuntimeApi, name: &str, template: &str, run: usize, deployment: Option<&Deployment>,
+    Process { spawned, pid }: Process, extra_warm: usize,
 ) -> Result<Run, String> {
     let Some(ready) = api.first_next(INIT_PATIENCE).await else {
         return Err(match api.init_error() {
@@ -729,10 +718,7 @@ fn summarize(name: &str, runs: &[Run], binary: &Path, zip_bytes: u64) -> Summary
 }
 
 async fn bench_function(
-    name: &str,
-    args: &Args,
-    deployment: Option<&Deployment>,
-    log_dir: &Path,
+    name: &str, args: &Args, deployment: Option<&Deployment>, log_dir: &Path,
 ) -> Result<Summary, String> {
     let binary = args.bin_dir.join(name);
     if !binary.is_file() {
@@ -757,10 +743,7 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn print_report(
-    args: &Args,
-    [hello, hello_secret]: [&Summary; 2],
-    rows: &[Summary],
-    model_calls: usize,
+    args: &Args, [hello, hello_secret]: [&Summary; 2], rows: &[Summary], model_calls: usize,
 ) {
     println!();
     println!(

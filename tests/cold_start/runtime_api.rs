@@ -233,17 +233,13 @@ fn finish(shared: &Shared, id: &str, body: &Bytes, is_error: bool) -> StatusCode
 }
 
 async fn response(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    body: Bytes,
+    State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes,
 ) -> StatusCode {
     finish(&shared, &id, &body, false)
 }
 
 async fn error(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    body: Bytes,
+    State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes,
 ) -> StatusCode {
     finish(&shared, &id, &body, true)
 }

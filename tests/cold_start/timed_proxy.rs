@@ -108,9 +108,7 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
 }
 
 async fn relay(
-    upstream: &Upstream,
-    parts: axum::http::request::Parts,
-    body: Body,
+    upstream: &Upstream, parts: axum::http::request::Parts, body: Body,
 ) -> Result<Response, String> {
     let body: Bytes = axum::body::to_bytes(body, usize::MAX)
         .await

@@ -83,10 +83,8 @@ impl Intercept for RequestLog {
     }
 
     fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
+        &self, _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents, cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let (service, operation) = cfg.load::<Metadata>().map_or_else(
             || ("?".to_owned(), "?".to_owned()),
@@ -267,9 +265,7 @@ pub(crate) struct Stack {
 
 /// The ports of a turn service over `stack`, answering with `model` into `outbox`.
 pub(crate) fn turn_deps(
-    stack: Stack,
-    model: Arc<dyn ModelProvider>,
-    outbox: Arc<dyn Outbox>,
+    stack: Stack, model: Arc<dyn ModelProvider>, outbox: Arc<dyn Outbox>,
 ) -> TurnDeps {
     let skills = Arc::new(SkillsService::new(stack.config, &stack.stores).expect("skills service"));
     TurnDeps {
@@ -426,9 +422,7 @@ pub(crate) async fn moto_deployment(clients: &MotoClients, generated: usize) -> 
 /// The adapters `AwsApp::turn_service` wires (DynamoDB sessions offloading to the blob
 /// bucket, skills and workspace read from the deployment bucket), under `config`.
 pub(crate) fn moto_stack(
-    clients: &MotoClients,
-    deployment: &MotoDeployment,
-    config: ClawlessConfig,
+    clients: &MotoClients, deployment: &MotoDeployment, config: ClawlessConfig,
 ) -> Stack {
     let blobs: Arc<dyn ObjectStore> = Arc::new(S3ObjectStore::new(
         clients.s3.clone(),

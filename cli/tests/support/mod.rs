@@ -77,12 +77,7 @@ pub(crate) fn local_secret(root: &Path) -> String {
 /// Posts one signed direct message of `local-user` in `chat` to the generic webhook; it must
 /// be accepted.
 pub(crate) async fn post_message(
-    http: &reqwest::Client,
-    port: u16,
-    secret: &str,
-    chat: &str,
-    id: &str,
-    text: &str,
+    http: &reqwest::Client, port: u16, secret: &str, chat: &str, id: &str, text: &str,
 ) {
     let body = serde_json::to_vec(&json!({
         "message_id": id, "chat_id": chat, "sender_id": "local-user",

@@ -15,9 +15,7 @@ use clawless_runtime::turn_worker::{Processed, process_event_until};
 /// its continuation and counts as done); the response lists the message ids SQS must deliver
 /// again.
 pub(crate) async fn handle(
-    turns: &TurnService,
-    event: SqsEvent,
-    deadline: Option<&Deadline>,
+    turns: &TurnService, event: SqsEvent, deadline: Option<&Deadline>,
 ) -> SqsBatchResponse {
     handle_with(event, |body| async move {
         process_event_until(turns, &body, deadline).await

@@ -204,9 +204,7 @@ impl DynamoSessionStore {
     }
 
     fn transaction(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<Vec<TransactWriteItem>, SessionStoreError> {
         let built = |err| SessionStoreError::unavailable("building a DynamoDB transaction", err);
         let encoded = |err| SessionStoreError::unavailable("encoding a DynamoDB item", err);
@@ -336,9 +334,7 @@ impl DynamoSessionStore {
     /// One consistent, paginated `Query` of the partition: every item (`steps` `None`), or
     /// the step keys from `steps.0` through `steps.1` only.
     async fn query_items(
-        &self,
-        key: &SessionKey,
-        steps: Option<(u64, u64)>,
+        &self, key: &SessionKey, steps: Option<(u64, u64)>,
     ) -> Result<(Option<MetaItem>, Vec<StoredStep>), SessionStoreError> {
         let mut meta = None;
         let mut found = Vec::new();
@@ -414,8 +410,7 @@ impl SessionStore for DynamoSessionStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key))]
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         let item = self
             .client
@@ -458,9 +453,7 @@ impl SessionStore for DynamoSessionStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, session = %key, expected = commit.expected_version, steps = commit.steps.len()))]
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         Self::check_commit(key, commit)?;
         let items = self.transaction(key, commit)?;
@@ -580,10 +573,7 @@ impl DynamoInbox {
 impl Inbox for DynamoInbox {
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, event_id))]
     async fn claim(
-        &self,
-        event_id: &str,
-        ttl: Duration,
-        now_unix: u64,
+        &self, event_id: &str, ttl: Duration, now_unix: u64,
     ) -> Result<Claim, InboxError> {
         let result = self
             .client

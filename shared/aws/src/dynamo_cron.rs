@@ -153,9 +153,7 @@ impl DynamoCronStore {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> CronStoreError {
         CronStoreError::backend(format!("DynamoDB {action} in {} failed", self.table), err)
     }
@@ -191,10 +189,7 @@ impl DynamoCronStore {
     /// Every item of partition `pk` whose sort key starts with `prefix` (or is at most
     /// `up_to`), strongly consistent, following `LastEvaluatedKey`.
     async fn query_all(
-        &self,
-        pk: &str,
-        sort_key: SortKeyRange<'_>,
-        keys_only: bool,
+        &self, pk: &str, sort_key: SortKeyRange<'_>, keys_only: bool,
     ) -> Result<Vec<Item>, CronStoreError> {
         let mut items = Vec::new();
         let mut start_key = None;
@@ -410,9 +405,7 @@ impl CronStore for DynamoCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, ?expected))]
     async fn delete_job(
-        &self,
-        job_id: &str,
-        expected: Option<u64>,
+        &self, job_id: &str, expected: Option<u64>,
     ) -> Result<bool, CronStoreError> {
         let mut request = self
             .client
@@ -446,11 +439,7 @@ impl CronStore for DynamoCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, %slot, expected_version))]
     async fn reserve_run(
-        &self,
-        job_id: &str,
-        slot: RunSlot,
-        now_ms: u64,
-        expected_version: u64,
+        &self, job_id: &str, slot: RunSlot, now_ms: u64, expected_version: u64,
     ) -> Result<Reservation, CronStoreError> {
         let Some(current) = self.get_job(job_id).await? else {
             return Err(CronStoreError::NotFound {
@@ -507,9 +496,7 @@ impl CronStore for DynamoCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id = %entry.job_id, keep_lines))]
     async fn append_run(
-        &self,
-        entry: &CronRunLogEntry,
-        keep_lines: usize,
+        &self, entry: &CronRunLogEntry, keep_lines: usize,
     ) -> Result<(), CronStoreError> {
         let line = fit_run_entry(entry)?;
         let job_id = entry.job_id.as_str();
@@ -553,9 +540,7 @@ impl CronStore for DynamoCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id))]
     async fn runs(
-        &self,
-        job_id: Option<&str>,
-        query: &RunsQuery,
+        &self, job_id: Option<&str>, query: &RunsQuery,
     ) -> Result<RunsPage, CronStoreError> {
         let entries = match job_id {
             Some(job_id) => self.log_lines(job_id).await?,

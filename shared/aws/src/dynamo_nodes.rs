@@ -70,8 +70,7 @@ const _: () = assert!(2 * MAX_JOB_DOCUMENT_BYTES + 4_096 < ITEM_BUDGET);
 /// The exec report as stored: its JSON, or `None` when there is none or it is larger than
 /// [`MAX_EXEC_REPORT_BYTES`].
 fn exec_json(
-    exec: Option<&NodeExecReport>,
-    node_id: &str,
+    exec: Option<&NodeExecReport>, node_id: &str,
 ) -> Result<Option<String>, NodeStoreError> {
     let Some(exec) = exec else {
         return Ok(None);
@@ -252,9 +251,7 @@ fn corrupt(what: &str, problem: impl std::fmt::Display) -> NodeStoreError {
 }
 
 fn parse_json<T: DeserializeOwned>(
-    text: &str,
-    what: &str,
-    name: &str,
+    text: &str, what: &str, name: &str,
 ) -> Result<T, NodeStoreError> {
     serde_json::from_str(text).map_err(|err| NodeStoreError::Unavailable {
         message: format!("DynamoDB item {what}: unreadable {name}"),
@@ -311,9 +308,7 @@ impl DynamoNodeRegistry {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> NodeStoreError {
         NodeStoreError::unavailable(format!("DynamoDB {action} in {} failed", self.table), err)
     }
@@ -352,9 +347,7 @@ impl DynamoNodeRegistry {
 impl NodeRegistry for DynamoNodeRegistry {
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table))]
     async fn create_pairing(
-        &self,
-        code_hash: &str,
-        expires_at_ms: u64,
+        &self, code_hash: &str, expires_at_ms: u64,
     ) -> Result<(), NodeStoreError> {
         let result = self
             .client
@@ -467,10 +460,7 @@ impl NodeRegistry for DynamoNodeRegistry {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, node_id))]
     async fn heartbeat(
-        &self,
-        node_id: &str,
-        facts: &NodeFacts,
-        now_ms: u64,
+        &self, node_id: &str, facts: &NodeFacts, now_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         // Same rule as `NodeRecord::apply_heartbeat`: a missing name keeps the stored one.
         let mut update =
@@ -618,10 +608,7 @@ impl DynamoExecJobs {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        job_id: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, job_id: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> NodeStoreError {
         NodeStoreError::unavailable(
             format!(
@@ -647,10 +634,7 @@ impl DynamoExecJobs {
     /// and its `attempt` stands in `attempt_order` (`<` or `=`) to `attempt`. The caller adds
     /// the update expression with its other names and values.
     fn update_unresolved_job(
-        &self,
-        job_id: &str,
-        attempt_order: &str,
-        attempt: u32,
+        &self, job_id: &str, attempt_order: &str, attempt: u32,
     ) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
@@ -718,11 +702,7 @@ impl ExecJobs for DynamoExecJobs {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, attempt))]
     async fn next_attempt(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        envelope: &str,
-        deadline_ms: u64,
+        &self, job_id: &str, attempt: u32, envelope: &str, deadline_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         Self::check_document(job_id, "envelope", envelope)?;
         let result = self
@@ -748,11 +728,7 @@ impl ExecJobs for DynamoExecJobs {
 
     #[tracing::instrument(level = "debug", skip_all, fields(table = %self.table, job_id, attempt))]
     async fn resolve(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        result: &str,
-        now_ms: u64,
+        &self, job_id: &str, attempt: u32, result: &str, now_ms: u64,
     ) -> Result<ResolveOutcome, NodeStoreError> {
         Self::check_document(job_id, "result", result)?;
         let written = self

@@ -232,10 +232,7 @@ impl ObjectStore for S3ObjectStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(bucket = %self.bucket, key, size = bytes.len()))]
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         validate_key(key)?;
         let size = bytes.len() as u64;

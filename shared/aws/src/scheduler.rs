@@ -159,8 +159,7 @@ impl ScheduledTimers {
     /// Scheduler client; it is called once, at the first long timer or cancel, so a function
     /// that only ever sets short timers never builds it.
     pub fn new(
-        short: SqsTimers,
-        scheduler: impl Fn() -> Client + Send + Sync + 'static,
+        short: SqsTimers, scheduler: impl Fn() -> Client + Send + Sync + 'static,
         target: ScheduleTarget,
     ) -> Self {
         Self {
@@ -192,10 +191,7 @@ impl ScheduledTimers {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        name: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, name: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> QueueError {
         QueueError::new(
             format!(
@@ -276,10 +272,7 @@ impl Timers for ScheduledTimers {
     }
 
     async fn take_due(
-        &self,
-        now_ms: u64,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
         self.short.take_due(now_ms, max, wait).await
     }

@@ -63,9 +63,7 @@ impl SqsTurnQueue {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> QueueError {
         QueueError::new(format!("SQS {action} on {} failed", self.queue_url), err)
     }
@@ -91,9 +89,7 @@ pub(crate) fn approximate_receive_count(message: &Message) -> u32 {
 
 /// Deletes the message `receipt` names from the queue at `queue_url`.
 pub(crate) async fn delete_message(
-    client: &Client,
-    queue_url: &str,
-    receipt: &str,
+    client: &Client, queue_url: &str, receipt: &str,
 ) -> Result<(), SdkError<DeleteMessageError>> {
     client
         .delete_message()

@@ -81,19 +81,14 @@ impl SqsExecQueue {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        queue: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, queue: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> QueueError {
         QueueError::new(format!("SQS {action} on {queue} failed"), err)
     }
 
     /// Creates `name` with `attributes`, or finds it when it exists with other attributes.
     async fn create_queue(
-        &self,
-        name: &str,
-        attributes: Vec<(QueueAttributeName, String)>,
+        &self, name: &str, attributes: Vec<(QueueAttributeName, String)>,
     ) -> Result<String, QueueError> {
         let mut request = self.client.create_queue().queue_name(name);
         for (attribute, value) in attributes {
@@ -208,11 +203,7 @@ impl ExecQueue for SqsExecQueue {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue, max, wait = ?wait))]
     async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        wait: Duration,
-        visibility: Duration,
+        &self, queue: &str, max: usize, wait: Duration, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
         if max == 0 {
             return Ok(Vec::new());
@@ -323,9 +314,7 @@ impl SqsTimers {
     }
 
     fn failed(
-        &self,
-        action: &str,
-        err: impl std::error::Error + Send + Sync + 'static,
+        &self, action: &str, err: impl std::error::Error + Send + Sync + 'static,
     ) -> QueueError {
         QueueError::new(
             format!("SQS {action} on timer queue {} failed", self.queue_url),
@@ -349,11 +338,7 @@ impl SqsTimers {
     /// One receive: the due timers it found; early ones are chained. The caller's clock is
     /// `now_ms` at `started`; messages are judged by it once the receive returns.
     async fn receive_once(
-        &self,
-        now_ms: u64,
-        started: Instant,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, started: Instant, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
         let max = i32::try_from(max.min(MAX_MESSAGES_PER_RECEIVE)).unwrap_or(1);
         let output = self
@@ -415,10 +400,7 @@ impl Timers for SqsTimers {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.queue_url, max, wait = ?wait))]
     async fn take_due(
-        &self,
-        now_ms: u64,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
         if max == 0 {
             return Ok(Vec::new());

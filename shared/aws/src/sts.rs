@@ -110,10 +110,7 @@ impl StsQueueCredentials {
 impl QueueCredentialVendor for StsQueueCredentials {
     #[tracing::instrument(level = "debug", skip_all, fields(node_id))]
     async fn vend(
-        &self,
-        node_id: &str,
-        queue: &str,
-        lifetime: Duration,
+        &self, node_id: &str, queue: &str, lifetime: Duration,
     ) -> Result<QueueCredentials, CredentialError> {
         let region = self.client.config().region().map(|region| region.as_ref());
         let queue_arn = queue_arn_from_url(queue, region).ok_or_else(|| {

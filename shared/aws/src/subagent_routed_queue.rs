@@ -69,9 +69,7 @@ impl SubagentRoutedTurnQueue {
     /// One round: the main queue for up to `max` (waiting up to `slice`), then the sub-agent
     /// queue for the rest (waiting up to `slice` only if the main queue had nothing).
     async fn receive_round(
-        &self,
-        max: usize,
-        slice: Duration,
+        &self, max: usize, slice: Duration,
     ) -> Result<Vec<Delivery>, QueueError> {
         let mut deliveries = self.sessions.receive(max, slice).await?;
         let room = max.saturating_sub(deliveries.len());

@@ -95,8 +95,7 @@ pub fn dynamodb_client_counting(config: &SdkConfig) -> (aws_sdk_dynamodb::Client
 
 /// A DynamoDB client for the emulator whose requests add to `counter`.
 pub fn dynamodb_client_with_counter(
-    config: &SdkConfig,
-    counter: &RequestCounter,
+    config: &SdkConfig, counter: &RequestCounter,
 ) -> aws_sdk_dynamodb::Client {
     let conf = aws_sdk_dynamodb::config::Builder::from(config)
         .interceptor(counter.clone())
@@ -117,8 +116,7 @@ pub fn sqs_client_counting(config: &SdkConfig) -> (aws_sdk_sqs::Client, RequestC
 
 /// An SQS client for the emulator whose requests add to `counter`.
 pub fn sqs_client_with_counter(
-    config: &SdkConfig,
-    counter: &RequestCounter,
+    config: &SdkConfig, counter: &RequestCounter,
 ) -> aws_sdk_sqs::Client {
     let conf = aws_sdk_sqs::config::Builder::from(config)
         .interceptor(counter.clone())
@@ -133,8 +131,7 @@ pub fn scheduler_client(config: &SdkConfig) -> aws_sdk_scheduler::Client {
 
 /// An EventBridge Scheduler client for the emulator whose requests add to `counter`.
 pub fn scheduler_client_with_counter(
-    config: &SdkConfig,
-    counter: &RequestCounter,
+    config: &SdkConfig, counter: &RequestCounter,
 ) -> aws_sdk_scheduler::Client {
     let conf = aws_sdk_scheduler::config::Builder::from(config)
         .interceptor(counter.clone())
@@ -208,8 +205,7 @@ pub fn moto_sdk_config_with(credentials: Credentials) -> SdkConfig {
 /// # Panics
 /// When the emulator refuses (a test setup failure).
 pub async fn fresh_standard_queue(
-    client: &aws_sdk_sqs::Client,
-    visibility_timeout: Duration,
+    client: &aws_sdk_sqs::Client, visibility_timeout: Duration,
 ) -> String {
     use aws_sdk_sqs::types::QueueAttributeName;
     let name = format!("clawless-test-{}", unique_suffix());
@@ -339,8 +335,7 @@ pub async fn fresh_fifo_queue(client: &aws_sdk_sqs::Client) -> String {
 /// # Panics
 /// When the emulator refuses (a test setup failure).
 pub async fn fresh_fifo_queue_with_visibility(
-    client: &aws_sdk_sqs::Client,
-    visibility_timeout: Duration,
+    client: &aws_sdk_sqs::Client, visibility_timeout: Duration,
 ) -> String {
     use aws_sdk_sqs::types::QueueAttributeName;
     let name = format!("clawless-test-{}.fifo", unique_suffix());
@@ -441,10 +436,8 @@ impl Intercept for RequestCounter {
     }
 
     fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        &self, _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents, _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         self.sent.fetch_add(1, Ordering::SeqCst);
         Ok(())

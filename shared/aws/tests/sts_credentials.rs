@@ -31,10 +31,8 @@ impl Intercept for BodyRecorder {
     }
 
     fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        &self, context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents, _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let body = context.request().body().bytes().unwrap_or_default();
         self.bodies

@@ -27,9 +27,7 @@ fn message(group: &str, dedup_id: &str, body: &str) -> QueuedMessage {
 }
 
 fn routed(
-    client: &aws_sdk_sqs::Client,
-    main_url: &str,
-    child_url: &str,
+    client: &aws_sdk_sqs::Client, main_url: &str, child_url: &str,
 ) -> SubagentRoutedTurnQueue {
     SubagentRoutedTurnQueue::new(
         Arc::new(SqsTurnQueue::new(client.clone(), main_url)),

@@ -122,8 +122,7 @@ pub enum StoreError {
 impl StoreError {
     /// Wraps an adapter error as [`StoreError::Unavailable`], keeping it as the source.
     pub fn unavailable(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self::Unavailable {
             message: message.into(),
@@ -155,9 +154,7 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Reads several objects: one result per key, in order. The default reads them
     /// concurrently with [`ObjectStore::get`]; stores with a cheaper batch path override it.
     async fn get_many(
-        &self,
-        keys: &[String],
-        max_bytes: u64,
+        &self, keys: &[String], max_bytes: u64,
     ) -> Vec<Result<Option<Object>, StoreError>> {
         // Plain loops rather than stream combinators: a closure over `&String` here trips the
         // compiler's higher-ranked lifetime check once the future must be `Send`.
@@ -177,10 +174,7 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// Writes an object if `condition` holds; [`StoreError::Conflict`] otherwise.
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError>;
 
     /// Removes an object; removing a missing object is not an error.

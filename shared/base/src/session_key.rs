@@ -84,11 +84,7 @@ impl SessionKey {
 
     /// The session a chat message belongs to.
     pub fn for_chat(
-        agent_id: &str,
-        channel: &str,
-        chat_type: ChatType,
-        chat_id: &str,
-        dm_scope: DmScope,
+        agent_id: &str, channel: &str, chat_type: ChatType, chat_id: &str, dm_scope: DmScope,
     ) -> Self {
         let agent = normalize_agent_id(agent_id);
         let key = match (chat_type, dm_scope) {

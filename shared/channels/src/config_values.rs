@@ -41,9 +41,7 @@ pub enum SecretError {
 /// The secret `field`, given inline (`literal`) or through the environment variable
 /// `env_name` (`env` reads one); `Ok(None)` when neither is given.
 pub(crate) fn optional_secret(
-    field: &'static str,
-    literal: Option<&str>,
-    env_name: Option<&str>,
+    field: &'static str, literal: Option<&str>, env_name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<String>, SecretError> {
     let present = |value: String| {
@@ -70,9 +68,7 @@ pub(crate) fn optional_secret(
 
 /// The secret `field`, given inline or through `env_name`; one of them is required.
 pub(crate) fn required_secret(
-    field: &'static str,
-    literal: Option<&str>,
-    env_name: Option<&str>,
+    field: &'static str, literal: Option<&str>, env_name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, SecretError> {
     optional_secret(field, literal, env_name, env)?.ok_or(SecretError::Missing { field })

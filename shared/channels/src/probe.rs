@@ -63,8 +63,7 @@ fn excerpt(text: &str) -> String {
 }
 
 async fn json_answer(
-    what: &'static str,
-    request: reqwest::RequestBuilder,
+    what: &'static str, request: reqwest::RequestBuilder,
 ) -> Result<(u16, Value), ProbeError> {
     let response =
         request
@@ -91,9 +90,7 @@ async fn json_answer(
 
 /// Asks Telegram for the bot's webhook (`getWebhookInfo`).
 pub async fn telegram_webhook_info(
-    client: &reqwest::Client,
-    api_base: &str,
-    bot_token: &str,
+    client: &reqwest::Client, api_base: &str, bot_token: &str,
 ) -> Result<TelegramWebhookInfo, ProbeError> {
     let what = "Telegram getWebhookInfo";
     let url = format!(
@@ -118,9 +115,7 @@ pub async fn telegram_webhook_info(
 
 /// Checks a Slack bot token (`auth.test`).
 pub async fn slack_auth_test(
-    client: &reqwest::Client,
-    api_base: &str,
-    bot_token: &str,
+    client: &reqwest::Client, api_base: &str, bot_token: &str,
 ) -> Result<SlackIdentity, ProbeError> {
     let what = "Slack auth.test";
     let url = format!("{}/auth.test", api_base.trim_end_matches('/'));
@@ -142,10 +137,7 @@ pub async fn slack_auth_test(
 /// The names of the application's global commands on Discord
 /// (`GET {api_base}/applications/{application_id}/commands`).
 pub async fn discord_command_names(
-    client: &reqwest::Client,
-    api_base: &str,
-    application_id: &str,
-    bot_token: &str,
+    client: &reqwest::Client, api_base: &str, application_id: &str, bot_token: &str,
 ) -> Result<Vec<String>, ProbeError> {
     let what = "Discord application commands";
     if application_id.is_empty() || !application_id.bytes().all(|b| b.is_ascii_digit()) {

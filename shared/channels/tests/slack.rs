@@ -59,10 +59,7 @@ fn channel() -> SlackChannel {
 }
 
 fn call(
-    channel: &SlackChannel,
-    sub_path: &str,
-    headers: &HeaderMap,
-    body: &[u8],
+    channel: &SlackChannel, sub_path: &str, headers: &HeaderMap, body: &[u8],
 ) -> Result<WebhookOutcome, WebhookError> {
     channel.handle(&WebhookRequest {
         sub_path,
@@ -1103,10 +1100,7 @@ fn field<'v>(value: &'v Value, name: &str, position: usize) -> &'v Value {
 /// only from a `block_actions` payload whose button carries it. Unknown routes and random
 /// bytes are always a 400, and nothing signed is refused as unsigned.
 fn junk_outcome_is_sound(
-    value: &Value,
-    body: JunkBody,
-    sub_path: &str,
-    outcome: &Result<WebhookOutcome, WebhookError>,
+    value: &Value, body: JunkBody, sub_path: &str, outcome: &Result<WebhookOutcome, WebhookError>,
 ) -> bool {
     match (sub_path, body, outcome) {
         (_, _, Err(WebhookError::BadRequest(_))) => true,

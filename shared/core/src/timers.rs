@@ -53,10 +53,7 @@ pub trait Timers: Send + Sync + std::fmt::Debug {
     /// come due. `now_ms` is the caller's clock at the call; time spent waiting is added to
     /// it. Never returns a timer before it is due.
     async fn take_due(
-        &self,
-        now_ms: u64,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError>;
 
     /// Acknowledges a taken timer (its event was delivered): it never fires again.
@@ -86,9 +83,7 @@ pub fn timer_redelivery(due_at_ms: u64, now_ms: u64) -> Option<Duration> {
 /// [`timer_redelivery`] with another cap (tests chain timers in seconds, not minutes).
 /// A cap under one second is treated as one second.
 pub fn timer_redelivery_within(
-    due_at_ms: u64,
-    now_ms: u64,
-    max_delay: Duration,
+    due_at_ms: u64, now_ms: u64, max_delay: Duration,
 ) -> Option<Duration> {
     let left_ms = due_at_ms.checked_sub(now_ms).filter(|left| *left > 0)?;
     let seconds = left_ms.div_ceil(1000);

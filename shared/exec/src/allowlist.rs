@@ -69,12 +69,8 @@ impl PreparedEntry {
     /// True when the entry covers a segment whose executable resolved to `resolved_path`
     /// (real path `real_path`) with arguments rendered as `rendered_args`.
     pub fn matches(
-        &self,
-        resolved_path: Option<&str>,
-        real_path: Option<&str>,
-        rendered_args: &dyn Fn() -> String,
-        platform: Platform,
-        home: Option<&str>,
+        &self, resolved_path: Option<&str>, real_path: Option<&str>,
+        rendered_args: &dyn Fn() -> String, platform: Platform, home: Option<&str>,
     ) -> bool {
         if !self.matches_path(resolved_path, real_path, platform, home) {
             return false;
@@ -89,10 +85,7 @@ impl PreparedEntry {
     /// True when the entry's path part covers the executable, whatever its argPattern says:
     /// how OpenClaw matches on POSIX, where it ignores argPatterns.
     pub fn matches_path(
-        &self,
-        resolved_path: Option<&str>,
-        real_path: Option<&str>,
-        platform: Platform,
+        &self, resolved_path: Option<&str>, real_path: Option<&str>, platform: Platform,
         home: Option<&str>,
     ) -> bool {
         let pattern = self.entry.pattern.trim();
@@ -108,11 +101,7 @@ impl PreparedEntry {
 
 /// True when the glob `pattern` covers an executable at `resolved` (real path `real`).
 pub fn path_matches(
-    pattern: &str,
-    resolved: &str,
-    real: Option<&str>,
-    platform: Platform,
-    home: Option<&str>,
+    pattern: &str, resolved: &str, real: Option<&str>, platform: Platform, home: Option<&str>,
 ) -> bool {
     if !(pattern.contains('/') || pattern.contains('\\') || pattern.contains('~')) {
         return false;

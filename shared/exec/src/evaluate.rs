@@ -624,9 +624,7 @@ fn shell_transport_payload(argv: &[String]) -> Option<String> {
 
 /// Step 3 for one segment: unwrap, resolve, classify and match.
 fn evaluate_segment(
-    segment: InputSegment,
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
+    segment: InputSegment, request: &ExecEvaluation<'_>, context: &ResolveContext<'_>,
     fs: &dyn NodeFs,
 ) -> SegmentVerdict {
     let platform = request.platform;
@@ -705,9 +703,7 @@ fn evaluate_segment(
 
 /// §7.7: a bare name resolving to exactly the path the node reported for that skill bin.
 fn is_trusted_skill_bin(
-    resolution: &ExecutableResolution,
-    skill_bins: &[SkillBin],
-    platform: Platform,
+    resolution: &ExecutableResolution, skill_bins: &[SkillBin], platform: Platform,
 ) -> bool {
     if has_separator(&resolution.raw_executable, platform) {
         return false;
@@ -732,9 +728,7 @@ enum Prelude {
 /// The prelude part `segment` is, if any. clawless requires its `cat`/`printf` to be files in
 /// a trusted folder (`trusted_bins`); OpenClaw goes by the name alone.
 fn prelude_kind(
-    segment: &SegmentVerdict,
-    request: &ExecEvaluation<'_>,
-    trusted_bins: bool,
+    segment: &SegmentVerdict, request: &ExecEvaluation<'_>, trusted_bins: bool,
 ) -> Option<Prelude> {
     if !segment.satisfiable() || !segment.wrappers.is_empty() || segment.satisfied_by.is_some() {
         return None;
@@ -775,9 +769,7 @@ fn prelude_kind(
 
 /// §7.7: prelude segments joined by `&&` to a later trusted skill command are satisfied.
 fn apply_skill_prelude(
-    segments: &mut [SegmentVerdict],
-    request: &ExecEvaluation<'_>,
-    trusted_bins: bool,
+    segments: &mut [SegmentVerdict], request: &ExecEvaluation<'_>, trusted_bins: bool,
 ) {
     let kinds: Vec<Option<Prelude>> = segments
         .iter()

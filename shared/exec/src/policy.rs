@@ -38,10 +38,7 @@ pub fn platform_name(platform: Platform) -> &'static str {
 /// entries covering every segment) never asks otherwise; on-miss asks in allowlist mode
 /// when the analysis failed or the allowlist is not satisfied.
 pub fn requires_exec_approval(
-    ask: Ask,
-    security: Security,
-    analysis_ok: bool,
-    allowlist_satisfied: bool,
+    ask: Ask, security: Security, analysis_ok: bool, allowlist_satisfied: bool,
     durable_approval_satisfied: bool,
 ) -> bool {
     if ask == Ask::Always {
@@ -165,9 +162,7 @@ pub enum FallbackOutcome {
 /// `allowlist` runs only an analysed, allowlist-satisfied command, else
 /// `approval-timeout (allowlist-miss)`.
 pub fn ask_fallback_outcome(
-    ask_fallback: Security,
-    analysis_ok: bool,
-    allowlist_satisfied: bool,
+    ask_fallback: Security, analysis_ok: bool, allowlist_satisfied: bool,
 ) -> FallbackOutcome {
     match ask_fallback {
         Security::Full => FallbackOutcome::Run,

@@ -63,9 +63,7 @@ impl ExecutableResolution {
 /// Resolves `raw` the way the node would run it: `~` expanded, a path-scoped token joined
 /// to `cwd`, a bare name searched on PATH. Only executable regular files count.
 pub fn resolve_executable(
-    raw: &str,
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
+    raw: &str, context: &ResolveContext<'_>, fs: &dyn NodeFs,
 ) -> ExecutableResolution {
     let resolved_path = resolved_path(raw, context, fs);
     let resolved_real_path = resolved_path.as_deref().and_then(|path| fs.real_path(path));
@@ -114,9 +112,7 @@ fn resolved_path(raw: &str, context: &ResolveContext<'_>, fs: &dyn NodeFs) -> Op
 /// process folder). `None` when that finds the same file as [`resolve_executable`], or
 /// when the token is not a bare name.
 pub(crate) fn resolve_with_relative_entries(
-    raw: &str,
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
+    raw: &str, context: &ResolveContext<'_>, fs: &dyn NodeFs,
 ) -> Option<ExecutableResolution> {
     let platform = context.platform;
     if raw.is_empty()

@@ -236,9 +236,7 @@ pub fn is_safe_literal(word: &str) -> bool {
 
 /// Validates a safe bin's arguments (`argv[1..]`) against its profile and semantic rules.
 pub fn validate_safe_bin_args(
-    name: &str,
-    profile: &SafeBinProfile,
-    args: &[String],
+    name: &str, profile: &SafeBinProfile, args: &[String],
 ) -> Result<(), SafeBinRejection> {
     validate_args(name, profile, args, true)
 }
@@ -246,10 +244,7 @@ pub fn validate_safe_bin_args(
 /// [`validate_safe_bin_args`], with clawless's `jq` module rule only when `modules_refused`
 /// (OpenClaw's validator has none).
 fn validate_args(
-    name: &str,
-    profile: &SafeBinProfile,
-    args: &[String],
-    modules_refused: bool,
+    name: &str, profile: &SafeBinProfile, args: &[String], modules_refused: bool,
 ) -> Result<(), SafeBinRejection> {
     if ALWAYS_REJECTED.contains(&name) {
         return Err(SafeBinRejection::Semantic(format!(
@@ -418,8 +413,7 @@ impl SafeBins {
     /// built-ins of the same name and add new ones. `trusted_dirs` are added to `/bin` and
     /// `/usr/bin`.
     pub fn new(
-        names: Option<&[String]>,
-        profiles: &BTreeMap<String, SafeBinProfile>,
+        names: Option<&[String]>, profiles: &BTreeMap<String, SafeBinProfile>,
         trusted_dirs: &[String],
     ) -> Self {
         let names = match names {
@@ -475,10 +469,7 @@ impl SafeBins {
 
     /// Why this segment is or is not a safe-bin use (`Ok` = it is).
     pub fn check(
-        &self,
-        platform: Platform,
-        resolution: &ExecutableResolution,
-        args: &[String],
+        &self, platform: Platform, resolution: &ExecutableResolution, args: &[String],
     ) -> Result<(), String> {
         if platform.is_windows() {
             return Err("safe bins are disabled on Windows".into());
@@ -504,10 +495,7 @@ impl SafeBins {
     /// OpenClaw refuses it too. OpenClaw trusts the folder of the resolved path (not the real
     /// one) and has no `jq` module rule.
     pub fn stricter_rule(
-        &self,
-        platform: Platform,
-        resolution: &ExecutableResolution,
-        args: &[String],
+        &self, platform: Platform, resolution: &ExecutableResolution, args: &[String],
     ) -> Option<Deviation> {
         if platform.is_windows() || self.check(platform, resolution, args).is_ok() {
             return None;

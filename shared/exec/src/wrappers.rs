@@ -168,10 +168,7 @@ enum Token {
 /// ends the options (and is consumed). The index where the options end, or why the wrapper
 /// cannot be read.
 fn scan_options(
-    argv: &[String],
-    at: usize,
-    separators: &[&str],
-    read: impl Fn(&str, &str) -> Token,
+    argv: &[String], at: usize, separators: &[&str], read: impl Fn(&str, &str) -> Token,
 ) -> Result<usize, String> {
     let mut index = at + 1;
     let mut value_expected = false;

@@ -112,12 +112,8 @@ impl LazyPlatformVerifier {
 
 impl ServerCertVerifier for LazyPlatformVerifier {
     fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
+        &self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>, ocsp_response: &[u8], now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         self.verifier()?.verify_server_cert(
             end_entity,
@@ -129,19 +125,13 @@ impl ServerCertVerifier for LazyPlatformVerifier {
     }
 
     fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        &self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.verifier()?.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        &self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.verifier()?.verify_tls13_signature(message, cert, dss)
     }

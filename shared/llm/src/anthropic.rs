@@ -197,9 +197,7 @@ fn part_json(part: &Part<'_>) -> Value {
 
 /// Reads a Messages API response.
 pub(crate) fn parse_response(
-    provider: &str,
-    answer: &Value,
-    model: String,
+    provider: &str, answer: &Value, model: String,
 ) -> Result<ModelResponse, ModelError> {
     let invalid = |message: &str| ModelError::Invalid {
         provider: provider.to_owned(),

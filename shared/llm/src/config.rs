@@ -241,17 +241,14 @@ pub fn process_env(name: &str) -> Option<String> {
 
 /// Builds the model the config describes, waiting between retries with the real clock.
 pub fn build_model(
-    config: &ModelsConfig,
-    env: &dyn Fn(&str) -> Option<String>,
+    config: &ModelsConfig, env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     build_model_from(config, env, &ModelBuild::default())
 }
 
 /// [`build_model`] with an injected [`Sleeper`] (tests record delays instead of waiting).
 pub fn build_model_with(
-    config: &ModelsConfig,
-    env: &dyn Fn(&str) -> Option<String>,
-    sleeper: Arc<dyn Sleeper>,
+    config: &ModelsConfig, env: &dyn Fn(&str) -> Option<String>, sleeper: Arc<dyn Sleeper>,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     build_model_from(config, env, &ModelBuild::default().with_sleeper(sleeper))
 }
@@ -308,8 +305,7 @@ pub type ModelFactory =
 /// A [`ModelFactory`] over `config`: each chosen model is built as the primary of a copy of
 /// it, with its fallbacks, keys from `env`, and `build`'s sleeper and AWS configuration.
 pub fn model_factory(
-    config: ModelsConfig,
-    env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    config: ModelsConfig, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     build: ModelBuild,
 ) -> ModelFactory {
     Arc::new(move |model_ref: &str| {
@@ -332,9 +328,7 @@ pub fn model_factory(
 /// Bedrock credentials come from `build`'s AWS configuration, else from the AWS SDK's own
 /// chain, when the client is first used.
 pub fn build_model_from(
-    config: &ModelsConfig,
-    env: &dyn Fn(&str) -> Option<String>,
-    build: &ModelBuild,
+    config: &ModelsConfig, env: &dyn Fn(&str) -> Option<String>, build: &ModelBuild,
 ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
     let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let primary = match config.primary.as_deref().map(str::trim) {
@@ -379,8 +373,7 @@ pub fn build_model_from(
 }
 
 fn default_primary(
-    config: &ModelsConfig,
-    env: &dyn Fn(&str) -> Option<String>,
+    config: &ModelsConfig, env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<&'static str> {
     let has_key = |provider: &str, variable: &str| {
         let configured = config.providers.get(provider);
@@ -403,9 +396,7 @@ fn default_primary(
 }
 
 fn build_one(
-    config: &ModelsConfig,
-    model_ref: &str,
-    env: &dyn Fn(&str) -> Option<String>,
+    config: &ModelsConfig, model_ref: &str, env: &dyn Fn(&str) -> Option<String>,
     http: &HttpClient,
     #[cfg_attr(
         not(feature = "bedrock"),

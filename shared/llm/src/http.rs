@@ -66,12 +66,7 @@ impl HttpClient {
     ///
     /// `timeout` covers the whole exchange, from connecting to the end of the body.
     pub(crate) async fn post_json(
-        &self,
-        provider: &str,
-        url: &str,
-        headers: HeaderMap,
-        body: &Value,
-        timeout: Duration,
+        &self, provider: &str, url: &str, headers: HeaderMap, body: &Value, timeout: Duration,
     ) -> Result<Value, ModelError> {
         let transport = |err: reqwest::Error| map_reqwest_error(provider, timeout, &err);
         let response = self
@@ -104,9 +99,7 @@ impl HttpClient {
 
 /// Builds a header value, refusing characters HTTP forbids (a key pasted with a newline).
 pub(crate) fn header_value(
-    provider: &str,
-    name: &str,
-    value: &str,
+    provider: &str, name: &str, value: &str,
 ) -> Result<HeaderValue, ModelError> {
     HeaderValue::from_str(value).map_err(|_| ModelError::Auth {
         provider: provider.to_owned(),
@@ -145,10 +138,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 /// 429 → `RateLimited`; 5xx and Anthropic's 529 (overloaded) → `Server`; 401/403 → `Auth`;
 /// any other status → `Invalid` with the provider's message.
 pub(crate) fn error_for_status(
-    provider: &str,
-    status: u16,
-    retry_after: Option<Duration>,
-    message: &str,
+    provider: &str, status: u16, retry_after: Option<Duration>, message: &str,
 ) -> ModelError {
     let provider = provider.to_owned();
     match status {

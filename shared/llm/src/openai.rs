@@ -226,9 +226,7 @@ pub(crate) fn parse_arguments(arguments: Option<&Value>) -> Value {
 
 /// Reads a Chat Completions response.
 pub(crate) fn parse_response(
-    provider: &str,
-    answer: &Value,
-    model: String,
+    provider: &str, answer: &Value, model: String,
 ) -> Result<ModelResponse, ModelError> {
     let invalid = |message: String| ModelError::Invalid {
         provider: provider.to_owned(),

@@ -93,9 +93,7 @@ pub struct Retrying {
 impl Retrying {
     /// Wraps `inner` with `policy`, waiting with `sleeper`.
     pub fn new(
-        inner: Arc<dyn ModelProvider>,
-        policy: RetryPolicy,
-        sleeper: Arc<dyn Sleeper>,
+        inner: Arc<dyn ModelProvider>, policy: RetryPolicy, sleeper: Arc<dyn Sleeper>,
     ) -> Self {
         Self {
             inner,

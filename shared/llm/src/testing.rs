@@ -151,8 +151,7 @@ pub struct ScriptedServer {
 /// # Panics
 /// When no loopback port can be bound (test support only).
 pub(crate) async fn serve_on_loopback(
-    app: Router,
-    what: &'static str,
+    app: Router, what: &'static str,
 ) -> (SocketAddr, oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -216,8 +215,7 @@ impl ScriptedServer {
     /// Answers requests to `route` with `responder` first: for sessions that call the model
     /// concurrently, a reply chosen by the request's content rather than by arrival order.
     pub fn respond_with(
-        &self,
-        route: &str,
+        &self, route: &str,
         responder: impl Fn(&RecordedRequest) -> Option<ScriptedReply> + Send + Sync + 'static,
     ) -> &Self {
         lock(&self.script)

@@ -339,10 +339,7 @@ impl Inner {
     }
 
     fn put(
-        &self,
-        key: &str,
-        bytes: &[u8],
-        condition: &PutCondition,
+        &self, key: &str, bytes: &[u8], condition: &PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         validate_key(key)?;
         let _write_guard = self
@@ -449,11 +446,7 @@ fn write_then_rename(temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<Met
 }
 
 fn read_limited(
-    key: &str,
-    path: &Path,
-    file: File,
-    meta: &Metadata,
-    max_bytes: u64,
+    key: &str, path: &Path, file: File, meta: &Metadata, max_bytes: u64,
 ) -> Result<Object, StoreError> {
     if meta.size() > max_bytes {
         return Err(StoreError::TooLarge {
@@ -495,9 +488,7 @@ impl ObjectStore for DirObjectStore {
     }
 
     async fn get_many(
-        &self,
-        keys: &[String],
-        max_bytes: u64,
+        &self, keys: &[String], max_bytes: u64,
     ) -> Vec<Result<Option<Object>, StoreError>> {
         // A few trips to the blocking pool for the whole batch instead of one per file,
         // spread over the cores: reading is mostly system calls, which run in parallel.
@@ -542,10 +533,7 @@ impl ObjectStore for DirObjectStore {
     }
 
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         let key = key.to_owned();
         self.blocking(move |inner| inner.put(&key, &bytes, &condition))

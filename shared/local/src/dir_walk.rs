@@ -110,11 +110,7 @@ impl Walk<'_> {
     /// make, shows as a symlink whose target is the current directory or one of its
     /// ancestors, and real directories need no `stat` of their own.
     fn directory(
-        &mut self,
-        dir: &Path,
-        dir_key: &str,
-        name_filter: &str,
-        depth: usize,
+        &mut self, dir: &Path, dir_key: &str, name_filter: &str, depth: usize,
     ) -> Result<(), StoreError> {
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,

@@ -251,9 +251,7 @@ impl ApprovalsFile {
     /// The rules for `agent_id`, plus the allowlist entries granted from the chat (`granted`
     /// pairs an agent id, or [`ANY_AGENT`], with an entry; other agents' grants are ignored).
     pub fn resolve(
-        &self,
-        agent_id: &str,
-        granted: &[(String, AllowlistEntry)],
+        &self, agent_id: &str, granted: &[(String, AllowlistEntry)],
     ) -> ResolvedApprovals {
         let own = self.agents.get(agent_id);
         let any = self.agents.get(ANY_AGENT);
@@ -327,9 +325,7 @@ impl AgentApprovals {
 
 /// Loads the file at `path` and resolves `agent_id`'s rules (see [`ApprovalsFile::resolve`]).
 pub fn resolve_from_path(
-    path: &Path,
-    agent_id: &str,
-    granted: &[(String, AllowlistEntry)],
+    path: &Path, agent_id: &str, granted: &[(String, AllowlistEntry)],
 ) -> Result<ResolvedApprovals, ApprovalsFileError> {
     Ok(ApprovalsFile::load(path)?.resolve(agent_id, granted))
 }
@@ -341,9 +337,7 @@ pub fn resolve_from_path(
 /// An existing file that is invalid is left untouched and reported. Two processes adding
 /// at the same moment can lose one entry: only the node host writes this file.
 pub fn add_entry(
-    path: &Path,
-    agent_id: &str,
-    entry: &AllowlistEntry,
+    path: &Path, agent_id: &str, entry: &AllowlistEntry,
 ) -> Result<bool, ApprovalsFileError> {
     let invalid = |json_path: &str, message: &str| ApprovalsFileError::Invalid {
         path: path.to_path_buf(),

@@ -134,10 +134,7 @@ impl BackendClient {
     }
 
     async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<String>,
+        &self, method: reqwest::Method, path: &str, body: Option<String>,
     ) -> Result<String, ClientError> {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(token) = &self.token {

@@ -264,10 +264,7 @@ impl Journal {
     /// either way the message must be refused. Nonces are forgotten once they expire, so
     /// callers must also refuse messages past their own expiry.
     pub fn remember_nonce(
-        &self,
-        nonce: &str,
-        expires_at_ms: u64,
-        now_ms: u64,
+        &self, nonce: &str, expires_at_ms: u64, now_ms: u64,
     ) -> Result<bool, JournalError> {
         if expires_at_ms <= now_ms {
             return Ok(false);

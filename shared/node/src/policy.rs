@@ -56,8 +56,7 @@ pub enum Decision {
 /// autoAllowSkills is on). `Err` with the denial text when `safeBinProfiles` is invalid: then
 /// the node refuses every job.
 pub fn exec_policy(
-    approvals: &ResolvedApprovals,
-    skill_bins: &[SkillBin],
+    approvals: &ResolvedApprovals, skill_bins: &[SkillBin],
 ) -> Result<ExecPolicy, String> {
     let safe_bin_profiles = match approvals.safe_bin_profiles.clone() {
         None => BTreeMap::new(),
@@ -205,10 +204,7 @@ fn argv_bound(entries: Vec<AllowlistEntry>) -> Vec<AllowlistEntry> {
 }
 
 fn denial(
-    reason: &str,
-    message: String,
-    approval_required: bool,
-    allowed_decisions: Vec<String>,
+    reason: &str, message: String, approval_required: bool, allowed_decisions: Vec<String>,
 ) -> ExecDenial {
     ExecDenial {
         reason: reason.to_owned(),

@@ -357,8 +357,7 @@ impl Captured {
 
 /// Reads both pipes to their end, keeping what fits under the cap.
 async fn drain_pipes(
-    stdout: Option<tokio::process::ChildStdout>,
-    stderr: Option<tokio::process::ChildStderr>,
+    stdout: Option<tokio::process::ChildStdout>, stderr: Option<tokio::process::ChildStderr>,
     captured: Arc<Mutex<Captured>>,
 ) {
     tokio::join!(
@@ -439,8 +438,7 @@ pub fn is_blocked_env_key(key: &str) -> bool {
 /// here too: the approval resolved the executable on the node's own `PATH`, so a different
 /// `PATH` could run a different binary than the one approved.
 pub fn child_environment(
-    base: &BTreeMap<String, String>,
-    overrides: &BTreeMap<String, String>,
+    base: &BTreeMap<String, String>, overrides: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = base
         .iter()

@@ -93,10 +93,7 @@ impl<S: SkillBinsSource> SkillBinsCache<S, LocalFs> {
 impl<S: SkillBinsSource, F: NodeFs> SkillBinsCache<S, F> {
     /// A cache with an explicit filesystem and clock (tests, or a described node).
     pub fn with_parts(
-        source: S,
-        fs: F,
-        path_env: impl Into<String>,
-        clock: Arc<dyn Clock>,
+        source: S, fs: F, path_env: impl Into<String>, clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             source,
@@ -221,9 +218,7 @@ mod tests {
     }
 
     fn cache(
-        script: &Arc<Script>,
-        path_env: &str,
-        clock: &Arc<ManualClock>,
+        script: &Arc<Script>, path_env: &str, clock: &Arc<ManualClock>,
     ) -> SkillBinsCache<Arc<Script>> {
         SkillBinsCache::with_parts(
             Arc::clone(script),

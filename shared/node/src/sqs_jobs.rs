@@ -233,9 +233,7 @@ impl SqsJobs {
     /// Maps an SDK error; when it looks like the credentials were refused, drops the cached
     /// session so the next call asks the backend for new ones.
     async fn failed<E>(
-        &self,
-        operation: &'static str,
-        err: SdkError<E, HttpResponse>,
+        &self, operation: &'static str, err: SdkError<E, HttpResponse>,
     ) -> ClientError
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,

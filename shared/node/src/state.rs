@@ -136,8 +136,7 @@ impl StateDir {
     /// `node_home` (the value of `$CLAWLESS_NODE_HOME`) when set and non-empty, else
     /// `<home>/.clawless/node`.
     pub fn resolve(
-        node_home: Option<OsString>,
-        home: Option<OsString>,
+        node_home: Option<OsString>, home: Option<OsString>,
     ) -> Result<Self, StateError> {
         if let Some(dir) = node_home.filter(|dir| !dir.is_empty()) {
             return Ok(Self::at(dir));

@@ -515,13 +515,8 @@ impl NodeWorker {
     }
 
     fn report_for(
-        &self,
-        job: &ExecJob,
-        outcome: ExecOutcome,
-        denial: Option<ExecDenial>,
-        interrupted: bool,
-        allow_always_entries: Vec<AllowlistEntry>,
-        duration_ms: u64,
+        &self, job: &ExecJob, outcome: ExecOutcome, denial: Option<ExecDenial>, interrupted: bool,
+        allow_always_entries: Vec<AllowlistEntry>, duration_ms: u64,
     ) -> ExecReport {
         let now = self.clock.now_ms();
         ExecReport {
@@ -552,9 +547,7 @@ async fn keep_leased(jobs: &SqsJobs, receipt: &str) -> std::convert::Infallible 
 /// The facts a node reports at pairing: platform, PATH and resolved skill bins (the exec
 /// report follows with the first heartbeat).
 pub fn facts_of(
-    path_env: &str,
-    skill_bins: Vec<SkillBin>,
-    display_name: Option<String>,
+    path_env: &str, skill_bins: Vec<SkillBin>, display_name: Option<String>,
 ) -> NodeFacts {
     NodeFacts {
         platform: std::env::consts::OS.to_owned(),

@@ -113,9 +113,7 @@ async fn skills_bins() -> Json<Value> {
 }
 
 async fn results(
-    State(backend): State<Arc<Backend>>,
-    headers: HeaderMap,
-    body: String,
+    State(backend): State<Arc<Backend>>, headers: HeaderMap, body: String,
 ) -> Response {
     if !backend.authorized(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
@@ -364,9 +362,7 @@ fn sealed_job(id: &str, command: &str, timeout_ms: u64) -> String {
 
 /// A fresh fixture with a paired node's state and one sealed job on its queue.
 async fn fixture_with_job(
-    id: &str,
-    command: &str,
-    timeout_ms: u64,
+    id: &str, command: &str, timeout_ms: u64,
 ) -> (Fixture, tempfile::TempDir, StateDir) {
     let fixture = Fixture::start(FRESH).await;
     let (temp, state) = node_state(&fixture);

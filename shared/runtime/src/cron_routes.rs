@@ -38,9 +38,7 @@ pub fn cron_admin_router(cron: Arc<CronService>, token: AdminToken) -> Router {
 }
 
 async fn call(
-    State(state): State<CronAdminState>,
-    headers: HeaderMap,
-    body: String,
+    State(state): State<CronAdminState>, headers: HeaderMap, body: String,
 ) -> Result<Json<Value>, ApiError> {
     state.token.authorize(&headers).await?;
     let args: Value = serde_json::from_str(&body)

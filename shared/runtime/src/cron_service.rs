@@ -133,9 +133,7 @@ impl CronService {
 
     /// Runs one `cron` call for `caller` and answers with OpenClaw's JSON.
     pub async fn call(
-        &self,
-        action: CronAction,
-        caller: &CronCaller<'_>,
+        &self, action: CronAction, caller: &CronCaller<'_>,
     ) -> Result<Value, CronServiceError> {
         self.call_with_context(action, caller, &[]).await
     }
@@ -143,10 +141,7 @@ impl CronService {
     /// [`CronService::call`] with the caller's recent messages (`- User: …` lines, see
     /// `contextMessages`) to append to a new system event's text.
     pub async fn call_with_context(
-        &self,
-        action: CronAction,
-        caller: &CronCaller<'_>,
-        context: &[String],
+        &self, action: CronAction, caller: &CronCaller<'_>, context: &[String],
     ) -> Result<Value, CronServiceError> {
         let tz = self.default_tz();
         let now = self.now();
@@ -214,10 +209,7 @@ impl CronService {
 
     /// `update`: patches a job and re-arms it (the old slot's timer cancelled when it moved).
     async fn update_job(
-        &self,
-        job_id: &str,
-        patch: &serde_json::Map<String, Value>,
-        caller: &CronCaller<'_>,
+        &self, job_id: &str, patch: &serde_json::Map<String, Value>, caller: &CronCaller<'_>,
         ctx: &ValidationContext<'_>,
     ) -> Result<Value, CronServiceError> {
         let now = ctx.now_ms;
@@ -246,9 +238,7 @@ impl CronService {
 
     /// `run`: queues a manual firing of the job, reserved after the latest one.
     async fn run_now(
-        &self,
-        job_id: &str,
-        mode: clawless_automation::cron::tool::RunMode,
+        &self, job_id: &str, mode: clawless_automation::cron::tool::RunMode,
         ctx: &ValidationContext<'_>,
     ) -> Result<Value, CronServiceError> {
         let now = ctx.now_ms;

@@ -215,11 +215,7 @@ impl Ingress {
     /// Handles one webhook call for `channel` (`sub_path` is what follows
     /// `/webhook/<channel>/`, usually empty).
     pub async fn accept(
-        &self,
-        channel: &str,
-        sub_path: &str,
-        headers: &HeaderMap,
-        body: &[u8],
+        &self, channel: &str, sub_path: &str, headers: &HeaderMap, body: &[u8],
     ) -> IngressOutcome {
         let Some(chat_channel) = self.channels.get(channel) else {
             return IngressOutcome::UnknownChannel(channel.to_owned());
@@ -342,8 +338,7 @@ impl Ingress {
 
 /// Puts an event on the turn queue, grouped by session, deduplicated by its id.
 pub async fn enqueue(
-    queue: &dyn TurnQueue,
-    event: &SessionEvent,
+    queue: &dyn TurnQueue, event: &SessionEvent,
 ) -> Result<(), clawless_core::session::QueueError> {
     let body = serde_json::to_string(event).map_err(|err| {
         clawless_core::session::QueueError::new("turn event could not be encoded", err)
@@ -368,19 +363,15 @@ pub fn webhook_router(ingress: Arc<Ingress>) -> Router {
 }
 
 async fn webhook(
-    State(ingress): State<Arc<Ingress>>,
-    Path(channel): Path<String>,
-    headers: HeaderMap,
+    State(ingress): State<Arc<Ingress>>, Path(channel): Path<String>, headers: HeaderMap,
     body: Bytes,
 ) -> IngressOutcome {
     ingress.accept(&channel, "", &headers, &body).await
 }
 
 async fn webhook_sub(
-    State(ingress): State<Arc<Ingress>>,
-    Path((channel, sub)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
+    State(ingress): State<Arc<Ingress>>, Path((channel, sub)): Path<(String, String)>,
+    headers: HeaderMap, body: Bytes,
 ) -> IngressOutcome {
     ingress.accept(&channel, &sub, &headers, &body).await
 }

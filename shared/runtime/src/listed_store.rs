@@ -55,10 +55,7 @@ pub struct ListedStore {
 impl ListedStore {
     /// Wraps `inner`; `listing` must be a complete (untruncated) listing of `prefix`.
     pub fn new(
-        inner: Arc<dyn ObjectStore>,
-        prefix: &str,
-        listing: Arc<Listing>,
-        cache: Arc<ObjectCache>,
+        inner: Arc<dyn ObjectStore>, prefix: &str, listing: Arc<Listing>, cache: Arc<ObjectCache>,
     ) -> Self {
         Self {
             inner,
@@ -117,9 +114,7 @@ impl ObjectStore for ListedStore {
     }
 
     async fn get_many(
-        &self,
-        keys: &[String],
-        max_bytes: u64,
+        &self, keys: &[String], max_bytes: u64,
     ) -> Vec<Result<Option<Object>, StoreError>> {
         futures_util::future::join_all(keys.iter().map(|key| self.read(key, max_bytes))).await
     }
@@ -129,10 +124,7 @@ impl ObjectStore for ListedStore {
     }
 
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         self.inner.put(key, bytes, condition).await
     }

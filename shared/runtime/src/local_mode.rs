@@ -311,13 +311,8 @@ async fn arm_timers(turns: &TurnService, cron: &CronService) -> Result<(), Local
 /// `turns` with local mode's model choice, heartbeats, cron, sub-agents, session listing
 /// and secrets, all over the same SQLite database and turn queue.
 fn with_local_ports(
-    turns: TurnService,
-    config: &ClawlessConfig,
-    secrets: &SecretValues,
-    db: &SqliteDb,
-    state_dir: &Path,
-    cron: &Arc<CronService>,
-    queue: &Arc<dyn TurnQueue>,
+    turns: TurnService, config: &ClawlessConfig, secrets: &SecretValues, db: &SqliteDb,
+    state_dir: &Path, cron: &Arc<CronService>, queue: &Arc<dyn TurnQueue>,
 ) -> TurnService {
     turns
         .with_model_factory({
@@ -345,9 +340,7 @@ fn with_local_ports(
 /// The generic channel's secret (configured, else the state directory's own) and where its
 /// replies go (configured, else this server's `/local/replies`).
 fn generic_secret_and_reply_url(
-    options: &LocalOptions,
-    state_dir: &Path,
-    addr: SocketAddr,
+    options: &LocalOptions, state_dir: &Path, addr: SocketAddr,
 ) -> Result<(String, String), LocalError> {
     let secret = match options
         .config
@@ -415,9 +408,7 @@ async fn open_storage(state_dir: &Path) -> Result<LocalStorage, LocalError> {
 /// Starts the worker: the turn queue's events (sub-agents' in a lane of their own) and the
 /// due timers, until the returned sender says stop.
 fn spawn_worker(
-    config: &ClawlessConfig,
-    turns: Arc<TurnService>,
-    nodes: Arc<NodesService>,
+    config: &ClawlessConfig, turns: Arc<TurnService>, nodes: Arc<NodesService>,
     queue: Arc<dyn TurnQueue>,
 ) -> (
     tokio::sync::watch::Sender<bool>,
@@ -446,12 +437,8 @@ fn spawn_worker(
 /// The local server's routes: webhooks, skills' bins, nodes, the local replies, and the cron
 /// admin route once an admin token is set.
 fn local_app(
-    secrets: &SecretValues,
-    ingress: Arc<Ingress>,
-    skills: Arc<SkillsService>,
-    nodes: &Arc<NodesService>,
-    replies: &LocalReplies,
-    cron: &Arc<CronService>,
+    secrets: &SecretValues, ingress: Arc<Ingress>, skills: Arc<SkillsService>,
+    nodes: &Arc<NodesService>, replies: &LocalReplies, cron: &Arc<CronService>,
 ) -> Result<axum::Router, LocalError> {
     let mut app = webhook_router(ingress)
         .merge(skills_bins_router(
@@ -473,9 +460,7 @@ fn local_app(
 /// The node registry, exec jobs, exec queues and timers of local mode, in the same SQLite
 /// database as the sessions.
 pub fn local_nodes_service(
-    db: &SqliteDb,
-    turns: Arc<dyn TurnQueue>,
-    clock: Arc<dyn Clock>,
+    db: &SqliteDb, turns: Arc<dyn TurnQueue>, clock: Arc<dyn Clock>,
     settings: crate::nodes_service::ExecSettings,
 ) -> NodesService {
     NodesService::new(NodesDeps {
@@ -492,10 +477,7 @@ pub fn local_nodes_service(
 /// The cron jobs of local mode, in the same SQLite database as the sessions, with their
 /// firings in its timers table. `clawless cron` opens the same.
 pub fn local_cron_service(
-    db: &SqliteDb,
-    state_dir: &Path,
-    turns: Arc<dyn TurnQueue>,
-    clock: Arc<dyn Clock>,
+    db: &SqliteDb, state_dir: &Path, turns: Arc<dyn TurnQueue>, clock: Arc<dyn Clock>,
     config: ClawlessConfig,
 ) -> CronService {
     CronService::new(CronDeps {
@@ -527,8 +509,7 @@ async fn fire_timers(nodes: Arc<NodesService>, shutdown: impl std::future::Futur
 /// first-conversation ritual included), so a first start greets the user with an identity
 /// rather than `[MISSING]` lines. A workspace already in use is left exactly as it is.
 async fn seed_new_workspaces(
-    config: &ClawlessConfig,
-    stores: &StoreFactory,
+    config: &ClawlessConfig, stores: &StoreFactory,
 ) -> Result<(), LocalError> {
     let mut seen = Vec::new();
     for location in config

@@ -133,8 +133,7 @@ struct ListQuery {
 }
 
 async fn list(
-    State(replies): State<LocalReplies>,
-    Path(chat_id): Path<String>,
+    State(replies): State<LocalReplies>, Path(chat_id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> Json<Vec<ReceivedReply>> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(query.wait).min(MAX_WAIT);

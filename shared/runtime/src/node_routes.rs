@@ -127,9 +127,7 @@ async fn pair(State(state): State<NodesState>, body: String) -> Result<Json<Valu
 }
 
 async fn heartbeat(
-    State(state): State<NodesState>,
-    headers: HeaderMap,
-    body: String,
+    State(state): State<NodesState>, headers: HeaderMap, body: String,
 ) -> Result<Json<Value>, ApiError> {
     let node = state.auth.node(&headers).await?;
     let facts: NodeFacts = parse_json(&body)?;
@@ -140,9 +138,7 @@ async fn heartbeat(
 }
 
 async fn results(
-    State(state): State<NodesState>,
-    headers: HeaderMap,
-    body: String,
+    State(state): State<NodesState>, headers: HeaderMap, body: String,
 ) -> Result<Json<Value>, ApiError> {
     let node = state.auth.node(&headers).await?;
     let outcome = state.nodes.submit_report(&node, &body).await?;
@@ -159,9 +155,7 @@ struct PollQuery {
 }
 
 async fn poll_jobs(
-    State(state): State<NodesState>,
-    headers: HeaderMap,
-    Query(query): Query<PollQuery>,
+    State(state): State<NodesState>, headers: HeaderMap, Query(query): Query<PollQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let node = state.auth.node(&headers).await?;
     let wait = Duration::from_secs(query.wait.unwrap_or(0)).min(MAX_POLL_WAIT);
@@ -185,9 +179,7 @@ struct AckRequest {
 }
 
 async fn ack_job(
-    State(state): State<NodesState>,
-    headers: HeaderMap,
-    body: String,
+    State(state): State<NodesState>, headers: HeaderMap, body: String,
 ) -> Result<Json<Value>, ApiError> {
     let node = state.auth.node(&headers).await?;
     let ack: AckRequest = parse_json(&body)?;
@@ -236,8 +228,7 @@ pub fn queue_credentials_router(nodes: Arc<NodesService>, access: QueueAccess) -
 }
 
 async fn queue_credentials(
-    State(state): State<CredentialsState>,
-    headers: HeaderMap,
+    State(state): State<CredentialsState>, headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     let node = state.auth.node(&headers).await?;
     let credentials = state
@@ -373,8 +364,7 @@ async fn require_admin(state: &AdminState, headers: &HeaderMap) -> Result<(), Ap
 }
 
 async fn admin_pairing_code(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
+    State(state): State<AdminState>, headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     require_admin(&state, &headers).await?;
     let (code, expires_at_ms) = state.nodes.create_pairing_code().await?;
@@ -382,8 +372,7 @@ async fn admin_pairing_code(
 }
 
 async fn admin_list(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
+    State(state): State<AdminState>, headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     require_admin(&state, &headers).await?;
     let nodes: Vec<Value> = state.nodes.list().await?.iter().map(node_view).collect();
@@ -391,9 +380,7 @@ async fn admin_list(
 }
 
 async fn admin_show(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
-    Path(node_id): Path<String>,
+    State(state): State<AdminState>, headers: HeaderMap, Path(node_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_admin(&state, &headers).await?;
     let node = state
@@ -407,9 +394,7 @@ async fn admin_show(
 }
 
 async fn admin_revoke(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
-    Path(node_id): Path<String>,
+    State(state): State<AdminState>, headers: HeaderMap, Path(node_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_admin(&state, &headers).await?;
     if state.nodes.revoke(&node_id).await? {

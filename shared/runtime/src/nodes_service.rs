@@ -290,9 +290,7 @@ impl NodesService {
 
     /// The node these credentials belong to; refuses unknown and revoked nodes.
     pub async fn authenticate(
-        &self,
-        node_id: &str,
-        secret: &str,
+        &self, node_id: &str, secret: &str,
     ) -> Result<NodeRecord, NodesError> {
         if !is_valid_node_id(node_id) {
             return Err(NodesError::Unauthorized("unknown node".to_owned()));
@@ -313,9 +311,7 @@ impl NodesService {
 
     /// Records a heartbeat and answers with the node's granted entries.
     pub async fn heartbeat(
-        &self,
-        node: &NodeRecord,
-        facts: &NodeFacts,
+        &self, node: &NodeRecord, facts: &NodeFacts,
     ) -> Result<HeartbeatReply, NodesError> {
         let now = self.deps.clock.now_ms();
         if !self
@@ -356,9 +352,7 @@ impl NodesService {
 
     /// Receives jobs for a node (local mode, where nodes poll over HTTP).
     pub async fn receive_jobs(
-        &self,
-        node: &NodeRecord,
-        wait: Duration,
+        &self, node: &NodeRecord, wait: Duration,
     ) -> Result<Vec<ExecDelivery>, NodesError> {
         Ok(self
             .deps
@@ -374,11 +368,7 @@ impl NodesService {
 
     /// Sends the job for an `exec` call, or resolves the call at once when it cannot be sent.
     pub async fn dispatch(
-        &self,
-        session_key: &str,
-        agent_id: &str,
-        job_id: &str,
-        call: &ToolCall,
+        &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall,
         approved: Option<(ApprovalDecision, String)>,
     ) -> Result<Dispatch, NodesError> {
         let now = self.deps.clock.now_ms();
@@ -520,8 +510,7 @@ impl NodesService {
     /// The node for a call: the one named, else the configured default, else the only
     /// active node. `Err(output)` when none can take the job.
     async fn pick_node(
-        &self,
-        requested: Option<&str>,
+        &self, requested: Option<&str>,
     ) -> Result<Result<NodeRecord, ToolOutput>, NodesError> {
         let now = self.deps.clock.now_ms();
         let wanted = requested
@@ -584,9 +573,7 @@ impl NodesService {
     /// Takes a node's signed report: records the first result of the current attempt and
     /// resumes the turn, or turns an "approval required" refusal into a chat request.
     pub async fn submit_report(
-        &self,
-        node: &NodeRecord,
-        body: &str,
+        &self, node: &NodeRecord, body: &str,
     ) -> Result<ReportOutcome, NodesError> {
         let envelope =
             Envelope::parse(body).map_err(|err| NodesError::BadRequest(err.to_string()))?;
@@ -687,11 +674,7 @@ impl NodesService {
     /// timeout, then puts the request on the turn queue. Used for a node's "approval required"
     /// report and for the backend's pre-check.
     async fn request_approval(
-        &self,
-        job: &ExecJob,
-        node_id: &str,
-        allow_always: bool,
-        warnings: &[String],
+        &self, job: &ExecJob, node_id: &str, allow_always: bool, warnings: &[String],
     ) -> Result<(), NodesError> {
         let event_for = |event: TurnEvent| SessionEvent {
             session_key: job.session_key.clone(),
@@ -729,10 +712,7 @@ impl NodesService {
     }
 
     async fn send_policy_update(
-        &self,
-        node: &NodeRecord,
-        granted: &GrantedEntry,
-        version: u64,
+        &self, node: &NodeRecord, granted: &GrantedEntry, version: u64,
     ) -> Result<(), NodesError> {
         let now = self.deps.clock.now_ms();
         let update = NodeMessage::PolicyUpdate(PolicyUpdate {
@@ -806,9 +786,7 @@ impl NodesService {
 
     /// Short-lived credentials that let `node` read its own queue, and nothing else.
     pub async fn queue_credentials(
-        &self,
-        node: &NodeRecord,
-        vendor: &dyn QueueCredentialVendor,
+        &self, node: &NodeRecord, vendor: &dyn QueueCredentialVendor,
     ) -> Result<QueueCredentials, NodesError> {
         if node.revoked {
             return Err(NodesError::Unauthorized(format!(
@@ -927,10 +905,7 @@ fn exec_timeout(requested: Option<f64>, default_sec: u64) -> Duration {
 
 /// The signed grant for `job`, approved in the chat by `approved_by`.
 fn seal_grant(
-    job: &ExecJob,
-    decision: ApprovalDecision,
-    approved_by: &str,
-    key: &[u8],
+    job: &ExecJob, decision: ApprovalDecision, approved_by: &str, key: &[u8],
 ) -> Result<SignedGrant, NodesError> {
     let decision = match decision {
         ApprovalDecision::AllowAlways => GrantDecision::AllowAlways,

@@ -72,8 +72,7 @@ pub fn skills_bins_router(skills: Arc<SkillsService>, auth: Arc<dyn NodeAuthenti
 }
 
 async fn skills_bins(
-    State(state): State<NodeRoutesState>,
-    headers: HeaderMap,
+    State(state): State<NodeRoutesState>, headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     state.auth.authenticate(&headers).await?;
     let bins = state.skills.bins().await?;

@@ -187,8 +187,7 @@ pub fn parse_env_sources(json: &str) -> Result<BTreeMap<String, SecretSource>, S
 /// The entries of `file` (the `secrets:` section) and `env` (from [`SECRETS_ENV`]) together;
 /// a name in both keeps the file's entry, so an operator can point a name elsewhere.
 pub fn merge_sources(
-    file: &BTreeMap<String, SecretSource>,
-    env: BTreeMap<String, SecretSource>,
+    file: &BTreeMap<String, SecretSource>, env: BTreeMap<String, SecretSource>,
 ) -> BTreeMap<String, SecretSource> {
     let mut merged = env;
     for (name, source) in file {
@@ -199,8 +198,7 @@ pub fn merge_sources(
 
 /// Takes the entries `names` name out of `sources`.
 pub fn take_entries(
-    sources: &mut BTreeMap<String, SecretSource>,
-    names: &[&str],
+    sources: &mut BTreeMap<String, SecretSource>, names: &[&str],
 ) -> BTreeMap<String, SecretSource> {
     names
         .iter()
@@ -221,9 +219,7 @@ pub struct SecretOnDemand {
 impl SecretOnDemand {
     /// The secret `source` names for `name`; an entry with no or two sources is refused now.
     pub fn new(
-        name: impl Into<String>,
-        source: SecretSource,
-        clients: SecretClients,
+        name: impl Into<String>, source: SecretSource, clients: SecretClients,
     ) -> Result<Self, SecretsError> {
         let name = name.into();
         Stored::of(&name, &source)?;
@@ -334,8 +330,7 @@ const SECRETS_PER_REQUEST: usize = 20;
 /// not return (a partial ARN, a version selector, a refused batch) is read on its own, which
 /// also gives a missing one its store's own error.
 pub async fn fetch_secrets(
-    sources: &BTreeMap<String, SecretSource>,
-    clients: &SecretClients,
+    sources: &BTreeMap<String, SecretSource>, clients: &SecretClients,
 ) -> Result<SecretValues, SecretsError> {
     let mut wanted = BTreeMap::new();
     for (name, source) in sources {
@@ -378,8 +373,7 @@ pub async fn fetch_secrets(
 /// Reads each of `stored`: batched per store where two or more share it, then one by one
 /// for whatever a batch did not return.
 async fn read_all<'a>(
-    stored: &[&'a Stored],
-    clients: &SecretClients,
+    stored: &[&'a Stored], clients: &SecretClients,
 ) -> BTreeMap<&'a Stored, Result<String, String>> {
     let parameters: Vec<&str> = stored
         .iter()
@@ -423,8 +417,7 @@ async fn read_all<'a>(
 /// for; nothing when fewer than two are wanted (one is a plain `GetParameter`). A failed
 /// request returns nothing, and its names are then read one by one.
 async fn batch_read_parameters<'a>(
-    names: &[&'a str],
-    clients: &SecretClients,
+    names: &[&'a str], clients: &SecretClients,
 ) -> BTreeMap<&'a str, String> {
     if names.len() < 2 {
         return BTreeMap::new();
@@ -455,8 +448,7 @@ async fn batch_read_parameters<'a>(
 /// (e.g. a role without `secretsmanager:BatchGetSecretValue`) returns nothing, and its ids are
 /// then read one by one.
 async fn batch_read_secrets<'a>(
-    ids: &[&'a str],
-    clients: &SecretClients,
+    ids: &[&'a str], clients: &SecretClients,
 ) -> BTreeMap<&'a str, String> {
     if ids.len() < 2 {
         return BTreeMap::new();
@@ -492,9 +484,7 @@ struct ReturnedValue<'o> {
 /// The values the batch `request`'s `outputs` returned, by the id in `asked` (a name or an
 /// ARN) each answers; a failed request is logged and skipped, so its ids are read one by one.
 fn values_by_asked_id<'a, O, E>(
-    asked: &[&'a str],
-    outputs: Vec<Result<O, E>>,
-    request: &str,
+    asked: &[&'a str], outputs: Vec<Result<O, E>>, request: &str,
     returned: impl Fn(&O) -> Vec<ReturnedValue<'_>>,
 ) -> BTreeMap<&'a str, String>
 where

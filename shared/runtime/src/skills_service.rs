@@ -102,10 +102,7 @@ impl SkillsService {
     /// The listing of store `identity` made by the latest load of `agent_id`'s skills, if it
     /// covers everything under `prefix` (see [`clawless_skills::loader::SkillLoader::recent_listing`]).
     pub fn recent_listing(
-        &self,
-        agent_id: &str,
-        identity: &str,
-        prefix: &str,
+        &self, agent_id: &str, identity: &str, prefix: &str,
     ) -> Option<Arc<clawless_base::object_store::Listing>> {
         let agent = self.agent(agent_id).ok()?;
         self.loaders
@@ -124,10 +121,7 @@ impl SkillsService {
 
     /// The snapshot a session of `agent_id` gets on machines described by `context`.
     pub async fn snapshot(
-        &self,
-        agent_id: &str,
-        context: &EligibilityContext,
-        home_dirs: &[String],
+        &self, agent_id: &str, context: &EligibilityContext, home_dirs: &[String],
         node_note: Option<&str>,
     ) -> Result<SkillSnapshot, SkillsError> {
         let agent = self.agent(agent_id)?;
@@ -143,9 +137,7 @@ impl SkillsService {
 
     /// Every loaded skill of `agent_id` with its eligibility.
     pub async fn check(
-        &self,
-        agent_id: &str,
-        context: &EligibilityContext,
+        &self, agent_id: &str, context: &EligibilityContext,
     ) -> Result<Vec<SkillStatus>, SkillsError> {
         let agent = self.agent(agent_id)?;
         let loaded = self.load(agent_id).await?;
@@ -172,9 +164,7 @@ impl SkillsService {
 
     /// Slash command specs of `agent_id`'s eligible, user-invocable skills.
     pub async fn commands(
-        &self,
-        agent_id: &str,
-        context: &EligibilityContext,
+        &self, agent_id: &str, context: &EligibilityContext,
     ) -> Result<Vec<SkillCommandSpec>, SkillsError> {
         let agent = self.agent(agent_id)?;
         let loaded = self.load(agent_id).await?;
@@ -189,10 +179,7 @@ impl SkillsService {
     /// The store and key behind a skill `<location>` of `agent_id` (`~/` expanded with
     /// `home_dirs`): what the `read` tool opens. `None` outside the agent's skill sources.
     pub fn resolve_location(
-        &self,
-        agent_id: &str,
-        location: &str,
-        home_dirs: &[String],
+        &self, agent_id: &str, location: &str, home_dirs: &[String],
     ) -> Result<Option<ResolvedLocation>, SkillsError> {
         Ok(resolve_skill_location(
             self.sources(agent_id)?,
@@ -212,9 +199,7 @@ impl SkillsService {
 
 /// An agent's sources: extra < bundled < managed < workspace `.agents/skills` < workspace `skills`.
 fn agent_sources(
-    config: &ClawlessConfig,
-    agent: &ResolvedAgent,
-    stores: &StoreFactory,
+    config: &ClawlessConfig, agent: &ResolvedAgent, stores: &StoreFactory,
 ) -> Result<Vec<SkillSource>, SkillsError> {
     let mut located: Vec<(SkillSourceKind, SourceUri)> = Vec::new();
     for extra in config.skills.extra.iter().filter(|e| !e.trim().is_empty()) {

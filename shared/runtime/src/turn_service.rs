@@ -389,8 +389,7 @@ impl TurnService {
     /// (under `tools.sessions.visibility` `agent` or `all`), and offers them even without
     /// sub-agents.
     pub fn with_session_lister(
-        mut self,
-        lister: Arc<dyn clawless_core::session::SessionLister>,
+        mut self, lister: Arc<dyn clawless_core::session::SessionLister>,
     ) -> Self {
         self.session_lister = Some(lister);
         self
@@ -429,9 +428,7 @@ impl TurnService {
     /// [`TurnService::handle`] within `deadline`: with a [`YieldPolicy`], the turn stops
     /// before a model call that might not finish in time and queues its continuation.
     pub async fn handle_until(
-        &self,
-        event: &SessionEvent,
-        deadline: Option<&Deadline>,
+        &self, event: &SessionEvent, deadline: Option<&Deadline>,
     ) -> Result<TurnReport, TurnError> {
         let mut arm = None;
         let report = self.handle_inner(event, deadline, &mut arm).await?;
@@ -453,11 +450,7 @@ impl TurnService {
     /// it may be uncommitted, and its queue message is about to be acknowledged), then queues
     /// the continuation, deduplicated by the session version it stopped at.
     async fn yield_turn(
-        &self,
-        key: &SessionKey,
-        agent_id: &str,
-        state: &mut SessionState,
-        policy: &YieldPolicy,
+        &self, key: &SessionKey, agent_id: &str, state: &mut SessionState, policy: &YieldPolicy,
         report: &mut TurnReport,
     ) -> Result<(), TurnError> {
         if state.has_uncommitted() {
@@ -505,10 +498,7 @@ impl TurnService {
 
     /// The per-turn state for the session's current turn, replacing a stale one.
     fn per_turn<'a>(
-        &self,
-        agent_id: &str,
-        state: &SessionState,
-        current: &'a mut Option<PerTurn>,
+        &self, agent_id: &str, state: &SessionState, current: &'a mut Option<PerTurn>,
         exec_ready: bool,
     ) -> &'a mut PerTurn {
         if current
@@ -526,10 +516,7 @@ impl TurnService {
 
     /// The prompt context of the current turn, built on first use.
     async fn context<'a>(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        current: &'a mut Option<PerTurn>,
+        &self, agent_id: &str, state: &mut SessionState, current: &'a mut Option<PerTurn>,
         scope: &NodeScope,
     ) -> Result<&'a TurnContext, TurnError> {
         let per_turn = self.per_turn(agent_id, state, current, scope.exec_ready);
@@ -597,11 +584,7 @@ impl TurnService {
 
     /// Builds the system prompt, tool specs and tool context for this turn.
     async fn turn_context(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        routing: &ToolRouting,
-        scope: &NodeScope,
+        &self, agent_id: &str, state: &mut SessionState, routing: &ToolRouting, scope: &NodeScope,
     ) -> Result<TurnContext, TurnError> {
         let snapshot = self
             .deps
@@ -725,10 +708,7 @@ impl TurnService {
     /// run or sub-agent; `HEARTBEAT.md` only for heartbeats and agents told about them; a
     /// sub-agent's own set.
     async fn bootstrap_files(
-        &self,
-        agent_id: &str,
-        state: &SessionState,
-        workspace: &Workspace,
+        &self, agent_id: &str, state: &SessionState, workspace: &Workspace,
         heartbeat_config: Option<&clawless_automation::heartbeat::HeartbeatConfig>,
         heartbeat_guidance: bool,
     ) -> Result<Vec<clawless_core::system_prompt::bootstrap::BootstrapFile>, TurnError> {
@@ -783,9 +763,7 @@ impl TurnService {
 
     /// Keeps the session's snapshot while it is current, so the prompt stays byte-identical.
     fn keep_or_replace_snapshot(
-        &self,
-        state: &mut SessionState,
-        fresh: SkillSnapshot,
+        &self, state: &mut SessionState, fresh: SkillSnapshot,
     ) -> SkillSnapshot {
         match &state.meta.skills_snapshot {
             Some(kept)
@@ -839,9 +817,7 @@ impl TurnService {
 
 /// The workspace of `agent_id`, opened through `stores`.
 fn open_workspace(
-    skills: &SkillsService,
-    stores: &StoreFactory,
-    agent_id: &str,
+    skills: &SkillsService, stores: &StoreFactory, agent_id: &str,
 ) -> Result<Workspace, TurnError> {
     let agent = skills.agent(agent_id)?;
     let location = agent.workspace.ok_or_else(|| {

@@ -38,9 +38,7 @@ pub async fn process_event(turns: &TurnService, body: &str) -> Processed {
 /// [`process_event`] within an invocation's `deadline` (a turn that yields is `Done`: its
 /// continuation is on the queue).
 pub async fn process_event_until(
-    turns: &TurnService,
-    body: &str,
-    deadline: Option<&Deadline>,
+    turns: &TurnService, body: &str, deadline: Option<&Deadline>,
 ) -> Processed {
     let event: SessionEvent = match serde_json::from_str(body) {
         Ok(event) => event,
@@ -101,9 +99,7 @@ impl WorkerLanes {
 /// concurrently within `lanes`: a new event is taken as soon as a slot is free, so one
 /// session's long model call never holds another session's message.
 pub async fn run_worker(
-    turns: Arc<TurnService>,
-    queue: Arc<dyn TurnQueue>,
-    lanes: WorkerLanes,
+    turns: Arc<TurnService>, queue: Arc<dyn TurnQueue>, lanes: WorkerLanes,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let handle = move |body: String| {
@@ -166,9 +162,7 @@ impl Lane {
 /// never stops the worker from taking other sessions' events. At shutdown the waiting
 /// deliveries go back to the queue at once, and the running ones finish.
 async fn run_lanes<H, Fut>(
-    queue: Arc<dyn TurnQueue>,
-    lanes: WorkerLanes,
-    handle: H,
+    queue: Arc<dyn TurnQueue>, lanes: WorkerLanes, handle: H,
     shutdown: impl std::future::Future<Output = ()>,
 ) where
     H: Fn(String) -> Fut + Send + Sync + 'static,
@@ -281,8 +275,7 @@ mod tests {
     /// A handler under which every child event (body `child…`) runs until `gate` opens and
     /// any other event is done at once.
     fn gated_handler(
-        seen: Arc<Mutex<Seen>>,
-        gate: watch::Receiver<bool>,
+        seen: Arc<Mutex<Seen>>, gate: watch::Receiver<bool>,
     ) -> impl Fn(String) -> std::pin::Pin<Box<dyn std::future::Future<Output = Processed> + Send>>
     + Send
     + Sync

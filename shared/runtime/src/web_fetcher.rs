@@ -162,11 +162,7 @@ impl HttpWebFetcher {
     /// internal address reached, at most `timeout`, with `Authorization: Bearer <token>`
     /// when a token is given. Returns the HTTP status.
     pub async fn post_json(
-        &self,
-        url: &str,
-        body: &serde_json::Value,
-        bearer: Option<&str>,
-        timeout: Duration,
+        &self, url: &str, body: &serde_json::Value, bearer: Option<&str>, timeout: Duration,
     ) -> Result<u16, FetchError> {
         let url = Url::parse(url.trim())
             .map_err(|error| FetchError::InvalidUrl(format!("{url}: {error}")))?;
@@ -190,10 +186,7 @@ impl HttpWebFetcher {
 impl WebFetcher for HttpWebFetcher {
     #[tracing::instrument(skip_all, fields(max_bytes = max_bytes, timeout_ms = timeout.as_millis()))]
     async fn fetch(
-        &self,
-        url: &str,
-        max_bytes: usize,
-        timeout: Duration,
+        &self, url: &str, max_bytes: usize, timeout: Duration,
     ) -> Result<FetchedPage, FetchError> {
         let outcome = tokio::time::timeout(timeout, self.fetch_hops(url, max_bytes))
             .await
@@ -213,9 +206,7 @@ impl WebFetcher for HttpWebFetcher {
 
 /// Streams the body, keeping at most `max_bytes`.
 async fn read_body(
-    mut response: reqwest::Response,
-    url: Url,
-    max_bytes: usize,
+    mut response: reqwest::Response, url: Url, max_bytes: usize,
 ) -> Result<FetchedPage, FetchError> {
     let status = response.status().as_u16();
     let content_type = response

@@ -53,16 +53,13 @@ impl SessionStore for Killable {
     }
 
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         self.inner.load_live(key).await
     }
 
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
         let killed = || SessionStoreError::Unavailable {

@@ -210,12 +210,8 @@ impl Harness {
 /// The turn service of the deployment in `dir` with `heartbeat_yaml` as
 /// `agents.defaults.heartbeat`.
 fn build_turns(
-    dir: &std::path::Path,
-    model: &ScriptedServer,
-    receiver: &ReplyReceiver,
-    sessions: &Arc<dyn SessionStore>,
-    clock: &Arc<ManualClock>,
-    timers: &InMemoryTimers,
+    dir: &std::path::Path, model: &ScriptedServer, receiver: &ReplyReceiver,
+    sessions: &Arc<dyn SessionStore>, clock: &Arc<ManualClock>, timers: &InMemoryTimers,
     heartbeat_yaml: &str,
 ) -> TurnService {
     let yaml = format!(

@@ -26,10 +26,7 @@ fn message(id: &str, text: &str) -> Vec<u8> {
 }
 
 async fn post(
-    client: &reqwest::Client,
-    url: &str,
-    body: Vec<u8>,
-    signature: Option<String>,
+    client: &reqwest::Client, url: &str, body: Vec<u8>, signature: Option<String>,
 ) -> (u16, serde_json::Value) {
     let mut request = client
         .post(url)
@@ -162,9 +159,7 @@ async fn a_message_is_answered_after_the_model_reads_a_skill() {
 
 /// Starts a local system over `fixture` whose model answers from `model_server`.
 async fn start(
-    fixture: &Fixture,
-    model_server: &ScriptedServer,
-    receiver: &ReplyReceiver,
+    fixture: &Fixture, model_server: &ScriptedServer, receiver: &ReplyReceiver,
 ) -> clawless_runtime::local_mode::RunningLocal {
     let yaml = fixture.config_yaml(&model_server.base_url(), &receiver.url);
     let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");

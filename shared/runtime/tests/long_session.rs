@@ -62,10 +62,7 @@ impl Chat {
     /// tokens, so the chat leaves out the tools of cron, sub-agents and the session tools,
     /// whose schemas alone would fill them; what is measured is the conversation.
     async fn start_with(
-        model: &WindowedModel,
-        context_tokens: u64,
-        extra: &str,
-        deny: &[&str],
+        model: &WindowedModel, context_tokens: u64, extra: &str, deny: &[&str],
     ) -> Self {
         let denied: Vec<&str> = AUTOMATION_TOOLS.iter().chain(deny).copied().collect();
         let denied = denied.join(", ");

@@ -149,8 +149,7 @@ fn truncate_description(text: &str) -> String {
 
 /// Command specs for the user-invocable skills among `eligible` (already filtered), in order.
 pub fn build_command_specs(
-    eligible: &[&Arc<SkillEntry>],
-    reserved: &[&str],
+    eligible: &[&Arc<SkillEntry>], reserved: &[&str],
 ) -> Vec<SkillCommandSpec> {
     let mut used: HashSet<String> = reserved.iter().map(|name| name.to_lowercase()).collect();
     let mut specs = Vec::new();
@@ -245,8 +244,7 @@ pub struct SkillCommandInvocation {
 
 /// Matches `/name args` against spec names and `/skill x args` against names or skill names.
 pub fn resolve_skill_command(
-    body: &str,
-    specs: &[SkillCommandSpec],
+    body: &str, specs: &[SkillCommandSpec],
 ) -> Option<SkillCommandInvocation> {
     let after = body.trim().strip_prefix('/')?;
     let (name, args) = split_first_word(after);
@@ -285,8 +283,7 @@ fn split_first_word(text: &str) -> (&str, Option<&str>) {
 }
 
 fn find_skill_command<'s>(
-    raw: &str,
-    specs: &'s [SkillCommandSpec],
+    raw: &str, specs: &'s [SkillCommandSpec],
 ) -> Option<&'s SkillCommandSpec> {
     let lower = raw.to_lowercase();
     let loose = loosen(&lower);

@@ -119,10 +119,7 @@ impl<'a> DirNode<'a> {
 
 /// Finds the candidates of `source` in a listing of its prefix.
 pub(crate) fn discover(
-    source: &SkillSource,
-    objects: &[ObjectMeta],
-    refused: &[RefusedEntry],
-    limits: &SkillLimits,
+    source: &SkillSource, objects: &[ObjectMeta], refused: &[RefusedEntry], limits: &SkillLimits,
 ) -> Discovery {
     let mut root = DirNode::default();
     for meta in objects {

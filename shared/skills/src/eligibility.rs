@@ -238,8 +238,7 @@ pub fn filters_match(a: Option<&[String]>, b: Option<&[String]>) -> bool {
 
 /// Eligible entries that pass the (normalised) filter, in load order.
 pub fn filter_entries<'e>(
-    entries: &'e [std::sync::Arc<SkillEntry>],
-    inputs: EligibilityInputs<'_>,
+    entries: &'e [std::sync::Arc<SkillEntry>], inputs: EligibilityInputs<'_>,
     filter: Option<&[String]>,
 ) -> Vec<&'e std::sync::Arc<SkillEntry>> {
     let filter = normalize_skill_filter(filter);

@@ -68,10 +68,7 @@ pub(crate) struct ParsedSkill {
 
 impl ParsedSkill {
     pub(crate) fn into_entry(
-        self,
-        source: SkillSourceKind,
-        key: String,
-        location: String,
+        self, source: SkillSourceKind, key: String, location: String,
     ) -> SkillEntry {
         SkillEntry {
             name: self.name,

@@ -237,8 +237,7 @@ impl SkillLoader {
 
     /// Parses every candidate, reading only those whose ETag the cache does not know.
     async fn parse_candidates(
-        &self,
-        discovered: &[(&SkillSource, super::discovery::Discovery)],
+        &self, discovered: &[(&SkillSource, super::discovery::Discovery)],
     ) -> Result<HashMap<ParseKey, CachedParse>, StoreError> {
         let mut known = HashMap::new();
         let mut to_read = Vec::new();
@@ -274,8 +273,7 @@ impl SkillLoader {
 }
 
 fn discovered_under(
-    discovered: &[(&SkillSource, super::discovery::Discovery)],
-    key: &ParseKey,
+    discovered: &[(&SkillSource, super::discovery::Discovery)], key: &ParseKey,
 ) -> bool {
     discovered.iter().any(|(source, _)| {
         source.kind == key.kind
@@ -294,8 +292,7 @@ fn parse_key(source: &SkillSource, candidate: &Candidate) -> ParseKey {
 
 /// Reads the candidates (one batch per store) and parses them.
 async fn read_and_parse_all(
-    to_read: Vec<(ParseKey, SkillSource, Candidate)>,
-    max_bytes: u64,
+    to_read: Vec<(ParseKey, SkillSource, Candidate)>, max_bytes: u64,
 ) -> Result<Vec<(ParseKey, CachedParse)>, StoreError> {
     let mut by_store: BTreeMap<String, Vec<(ParseKey, SkillSource, Candidate)>> = BTreeMap::new();
     for item in to_read {
@@ -444,9 +441,7 @@ pub(crate) fn write_field(hasher: &mut FnvHasher, text: &str) {
 }
 
 fn write_source(
-    hasher: &mut FnvHasher,
-    source: &SkillSource,
-    candidates: &[Candidate],
+    hasher: &mut FnvHasher, source: &SkillSource, candidates: &[Candidate],
     diagnostics: &[SkillDiagnostic],
 ) {
     write_field(hasher, source.kind.label());

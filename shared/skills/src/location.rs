@@ -21,9 +21,7 @@ pub struct ResolvedLocation {
 /// A leading `~/` is expanded with each of `home_dirs`; only keys under a source's prefix
 /// resolve, so a location cannot be used to read elsewhere in a shared bucket.
 pub fn resolve_skill_location(
-    sources: &[SkillSource],
-    location: &str,
-    home_dirs: &[String],
+    sources: &[SkillSource], location: &str, home_dirs: &[String],
 ) -> Option<ResolvedLocation> {
     let expanded: Vec<String> = match location.strip_prefix("~/") {
         Some(rest) => home_dirs

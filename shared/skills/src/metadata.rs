@@ -334,8 +334,7 @@ pub fn resolve_tool_dispatch(frontmatter: &Frontmatter) -> Option<ToolDispatch> 
 /// The first one present is used (even if blank, as with JS `??`); it is trimmed, and a blank
 /// result is `None`.
 pub fn resolve_homepage(
-    frontmatter: &Frontmatter,
-    metadata: Option<&SkillMetadata>,
+    frontmatter: &Frontmatter, metadata: Option<&SkillMetadata>,
 ) -> Option<String> {
     let raw = metadata
         .and_then(|metadata| metadata.homepage.as_deref())
@@ -936,8 +935,7 @@ metadata:
 
     /// An object with some of `keys`, each holding what `value` makes.
     fn object_of<S>(
-        keys: &'static [&'static str],
-        value: S,
+        keys: &'static [&'static str], value: S,
     ) -> impl Strategy<Value = serde_json::Value>
     where
         S: Strategy<Value = serde_json::Value>,

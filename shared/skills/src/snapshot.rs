@@ -80,9 +80,7 @@ pub struct SnapshotOptions<'a> {
 
 /// Hash of everything [`build_snapshot`] reads, to tell whether a stored snapshot is current.
 pub fn snapshot_fingerprint(
-    loaded: &LoadedSkills,
-    inputs: EligibilityInputs<'_>,
-    options: &SnapshotOptions<'_>,
+    loaded: &LoadedSkills, inputs: EligibilityInputs<'_>, options: &SnapshotOptions<'_>,
 ) -> String {
     let mut hash = FnvHasher::default();
     hash.write(&loaded.fingerprint.to_le_bytes());
@@ -101,9 +99,7 @@ pub fn snapshot_fingerprint(
 
 /// Builds the snapshot: eligibility, filter, visibility, compaction and limits.
 pub fn build_snapshot(
-    loaded: &LoadedSkills,
-    inputs: EligibilityInputs<'_>,
-    options: &SnapshotOptions<'_>,
+    loaded: &LoadedSkills, inputs: EligibilityInputs<'_>, options: &SnapshotOptions<'_>,
 ) -> SkillSnapshot {
     let eligible = filter_entries(&loaded.entries, inputs, options.filter);
     let visible: Vec<_> = eligible
@@ -169,9 +165,7 @@ pub fn should_refresh_snapshot_for_version(cached: Option<u64>, next: u64) -> bo
 
 /// Whether a session's stored snapshot must be rebuilt before a turn.
 pub fn snapshot_is_stale(
-    existing: Option<&SkillSnapshot>,
-    current_version: u64,
-    current_fingerprint: &str,
+    existing: Option<&SkillSnapshot>, current_version: u64, current_fingerprint: &str,
     filter: Option<&[String]>,
 ) -> bool {
     match existing {

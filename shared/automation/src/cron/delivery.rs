@@ -125,8 +125,7 @@ pub struct RunOutput<'a> {
 /// nothing), and nothing when the output is a heartbeat ack. `is_heartbeat_ack` is the
 /// heartbeat module's test (token stripped, remainder within `ackMaxChars`).
 pub fn decide_delivery(
-    output: &RunOutput<'_>,
-    is_heartbeat_ack: impl Fn(&str) -> bool,
+    output: &RunOutput<'_>, is_heartbeat_ack: impl Fn(&str) -> bool,
 ) -> DeliveryDecision {
     if output.descendants_pending {
         return DeliveryDecision::Suppress(Suppression::DescendantsPending);

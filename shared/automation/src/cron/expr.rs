@@ -68,18 +68,13 @@ impl CronExpr {
 
     /// The last occurrence at or before `at_ms`, or `None` if there is none.
     pub fn previous_at_or_before(
-        &self,
-        at_ms: u64,
-        tz: &TimeZone,
+        &self, at_ms: u64, tz: &TimeZone,
     ) -> Result<Option<u64>, CronExprError> {
         self.search(at_ms, tz, Search::PreviousFrom)
     }
 
     fn search(
-        &self,
-        from_ms: u64,
-        tz: &TimeZone,
-        search: Search,
+        &self, from_ms: u64, tz: &TimeZone, search: Search,
     ) -> Result<Option<u64>, CronExprError> {
         let Some(start) = i64::try_from(from_ms)
             .ok()

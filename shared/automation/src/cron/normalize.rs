@@ -48,8 +48,7 @@ const LEGACY_PAYLOAD_DELIVERY_FIELDS: [&str; 5] =
 /// job is created from: `sessionTarget: "current"` becomes `session:<that key>` (or
 /// `isolated` without one).
 pub fn normalize_create(
-    raw: &Map<String, Value>,
-    caller_session_key: Option<&str>,
+    raw: &Map<String, Value>, caller_session_key: Option<&str>,
 ) -> Result<Map<String, Value>, CronInputError> {
     let mut job = normalize_fields(unwrap(raw), caller_session_key)?;
     apply_create_defaults(&mut job);
@@ -59,8 +58,7 @@ pub fn normalize_create(
 /// Normalises a patch (same tidying as [`normalize_create`], no defaults). `agentId`,
 /// `sessionKey` and `payload.toolsAllow` may be `null` to clear them.
 pub fn normalize_patch(
-    raw: &Map<String, Value>,
-    caller_session_key: Option<&str>,
+    raw: &Map<String, Value>, caller_session_key: Option<&str>,
 ) -> Result<Map<String, Value>, CronInputError> {
     normalize_fields(unwrap(raw), caller_session_key)
 }
@@ -76,8 +74,7 @@ fn unwrap(raw: &Map<String, Value>) -> &Map<String, Value> {
 }
 
 fn normalize_fields(
-    raw: &Map<String, Value>,
-    caller_session_key: Option<&str>,
+    raw: &Map<String, Value>, caller_session_key: Option<&str>,
 ) -> Result<Map<String, Value>, CronInputError> {
     let mut job = raw.clone();
     job.remove("isolation");
@@ -285,8 +282,7 @@ fn truncate_with_ellipsis(text: &str, max_chars: usize) -> String {
 /// `main`, `isolated`, `current`, `session:<id>`; `current` resolved against the caller.
 /// Unknown values are dropped (`Ok(None)`); a `session:` target with a bad id is an error.
 fn normalize_session_target(
-    value: &Value,
-    caller_session_key: Option<&str>,
+    value: &Value, caller_session_key: Option<&str>,
 ) -> Result<Option<SessionTarget>, CronInputError> {
     let Some(raw) = value.as_str() else {
         return Ok(None);
@@ -631,8 +627,7 @@ mod tests {
     }
 
     fn create_from(
-        value: Value,
-        caller: Option<&str>,
+        value: Value, caller: Option<&str>,
     ) -> Result<Map<String, Value>, CronInputError> {
         let Value::Object(map) = value else {
             panic!("object expected")

@@ -93,10 +93,7 @@ pub struct FailureAlertPlan {
 /// - Recurring: `error` → the later of the natural next run and the error backoff; success →
 ///   the natural next run (a cron job at least 2 s after the run ended).
 pub fn apply_run_outcome(
-    job: &mut CronJob,
-    outcome: &RunOutcome,
-    config: &CronConfig,
-    default_tz: &TimeZone,
+    job: &mut CronJob, outcome: &RunOutcome, config: &CronConfig, default_tz: &TimeZone,
 ) -> AppliedRun {
     let status = outcome.status();
     let ended = outcome.ended_at_ms;

@@ -87,10 +87,7 @@ pub const SYSTEM_EVENT_TIMEOUT_MS: u64 = 10 * 60_000;
 /// `Current time: …` line, and when the result is delivered a blank line and
 /// [`DELIVERY_INSTRUCTION`].
 pub fn isolated_run_message(
-    job: &CronJob,
-    message: &str,
-    current_time_line: &str,
-    delivery_requested: bool,
+    job: &CronJob, message: &str, current_time_line: &str, delivery_requested: bool,
 ) -> String {
     let mut text = format!(
         "[cron:{} {}] {message}\n{current_time_line}",
@@ -121,9 +118,7 @@ pub struct RunSession {
 /// fresh session of an isolated run; an unresolved `current` target runs isolated. A
 /// `session:` id that is not already an `agent:` key is scoped to the job's agent.
 pub fn run_session(
-    job: &CronJob,
-    default_agent_id: &str,
-    new_session_id: &str,
+    job: &CronJob, default_agent_id: &str, new_session_id: &str,
 ) -> Option<RunSession> {
     let agent = normalize_agent_id(job.agent_id.as_deref().unwrap_or(default_agent_id));
     match &job.session_target {
@@ -241,10 +236,7 @@ pub enum MainJobStep {
 /// request at once, a one-shot retries every 250 ms for up to 2 minutes (`waited_ms` so
 /// far) first; `failed` → `error`.
 pub fn main_job_step(
-    job: &CronJob,
-    text: &str,
-    answer: &HeartbeatAnswer,
-    waited_ms: u64,
+    job: &CronJob, text: &str, answer: &HeartbeatAnswer, waited_ms: u64,
 ) -> MainJobStep {
     match answer {
         HeartbeatAnswer::Ran => MainJobStep::Finish {

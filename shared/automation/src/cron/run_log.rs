@@ -205,9 +205,7 @@ pub struct CronStatus {
 
 /// The `status` answer for `jobs`.
 pub fn cron_status(
-    config: &CronConfig,
-    jobs: &[CronJob],
-    store_path: Option<String>,
+    config: &CronConfig, jobs: &[CronJob], store_path: Option<String>,
 ) -> CronStatus {
     CronStatus {
         enabled: config.enabled(),

@@ -77,10 +77,7 @@ pub fn iso_millis(ms: u64) -> String {
 /// the first `anchor + k·everyMs` (k ≥ 1) after `now`; the anchor itself while `now` is
 /// before it. No anchor counts from `now`. `everyMs` is at least 1.
 pub fn next_every_ms(
-    every_ms: u64,
-    anchor_ms: Option<u64>,
-    last_run_at_ms: Option<u64>,
-    now_ms: u64,
+    every_ms: u64, anchor_ms: Option<u64>, last_run_at_ms: Option<u64>, now_ms: u64,
 ) -> u64 {
     let every = every_ms.max(1);
     if let Some(next) = last_run_at_ms
@@ -123,10 +120,7 @@ pub fn stagger_offset_ms(job_id: &str, stagger_ms: u64) -> u64 {
 /// The next occurrence of a cron expression strictly after `now_ms`, in the schedule's zone
 /// (`tz`, else `default_tz`), without stagger.
 pub fn next_cron_ms(
-    expr: &str,
-    tz: Option<&str>,
-    default_tz: &TimeZone,
-    now_ms: u64,
+    expr: &str, tz: Option<&str>, default_tz: &TimeZone, now_ms: u64,
 ) -> Result<Option<u64>, ScheduleError> {
     let (cron, zone) = parse_cron(expr, tz, default_tz)?;
     cron.next_after(now_ms, &zone)
@@ -136,11 +130,7 @@ pub fn next_cron_ms(
 /// The next fire of a staggered cron job strictly after `now_ms`: a base slot plus the job's
 /// offset, searching base slots from `now − offset`.
 fn next_staggered_cron_ms(
-    job_id: &str,
-    expr: &str,
-    tz: Option<&str>,
-    stagger_ms: Option<u64>,
-    default_tz: &TimeZone,
+    job_id: &str, expr: &str, tz: Option<&str>, stagger_ms: Option<u64>, default_tz: &TimeZone,
     now_ms: u64,
 ) -> Result<Option<u64>, ScheduleError> {
     let (cron, zone) = parse_cron(expr, tz, default_tz)?;
@@ -165,9 +155,7 @@ fn next_staggered_cron_ms(
 }
 
 fn parse_cron(
-    expr: &str,
-    tz: Option<&str>,
-    default_tz: &TimeZone,
+    expr: &str, tz: Option<&str>, default_tz: &TimeZone,
 ) -> Result<(CronExpr, TimeZone), ScheduleError> {
     let cron = CronExpr::parse(expr).map_err(|error| ScheduleError(error.to_string()))?;
     let zone = match tz.map(str::trim).filter(|tz| !tz.is_empty()) {
@@ -194,9 +182,7 @@ pub fn at_ms(at: &str) -> Result<u64, ScheduleError> {
 /// - `every`: see [`next_every_ms`]; the anchor defaults to the job's creation.
 /// - `cron`: the next slot after `now` in the job's zone, plus its stagger offset.
 pub fn next_run_at(
-    job: &CronJob,
-    now_ms: u64,
-    default_tz: &TimeZone,
+    job: &CronJob, now_ms: u64, default_tz: &TimeZone,
 ) -> Result<Option<u64>, ScheduleError> {
     if !job.enabled {
         return Ok(None);
@@ -238,9 +224,7 @@ pub fn next_run_at(
 /// when there is none). Start-up catch-up compares it with `lastRunAtMs` to find runs missed
 /// while nothing was running.
 pub fn previous_slot_at_or_before(
-    job: &CronJob,
-    now_ms: u64,
-    default_tz: &TimeZone,
+    job: &CronJob, now_ms: u64, default_tz: &TimeZone,
 ) -> Result<Option<u64>, ScheduleError> {
     let CronSchedule::Cron {
         expr,
@@ -352,9 +336,7 @@ impl ScheduleAutoDisabled {
 /// (`lastError = "schedule error: <err>"`, no next run); the third in a row disables the job
 /// and is returned. A success resets the count.
 pub fn refresh_next_run(
-    job: &mut CronJob,
-    now_ms: u64,
-    default_tz: &TimeZone,
+    job: &mut CronJob, now_ms: u64, default_tz: &TimeZone,
 ) -> Option<ScheduleAutoDisabled> {
     match next_run_at(job, now_ms, default_tz) {
         Ok(next) => {
@@ -368,8 +350,7 @@ pub fn refresh_next_run(
 
 /// Counts a schedule error on `job`; see [`refresh_next_run`].
 pub fn record_schedule_error(
-    job: &mut CronJob,
-    error: &ScheduleError,
+    job: &mut CronJob, error: &ScheduleError,
 ) -> Option<ScheduleAutoDisabled> {
     let errors = job
         .state

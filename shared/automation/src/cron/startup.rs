@@ -196,9 +196,7 @@ pub fn manual_run_id(job_id: &str, now_ms: u64, n: u64) -> String {
 /// refuses (`invalid-spec`, with the error to record as a `skipped` run); in `due` mode a
 /// job that is not due refuses (`not-due`). `force` runs even a disabled job.
 pub fn preflight_manual_run(
-    job: &mut CronJob,
-    mode: RunMode,
-    ctx: &ValidationContext<'_>,
+    job: &mut CronJob, mode: RunMode, ctx: &ValidationContext<'_>,
 ) -> Result<(), (NotRunReason, Option<String>)> {
     let now = ctx.now_ms;
     if job

@@ -154,10 +154,7 @@ impl StoredCronJob {
     /// `now_ms`, `lastError` cleared, the slot recorded, one version on. Every adapter decides
     /// with this, under its lock or condition.
     pub fn reserve(
-        &self,
-        slot: RunSlot,
-        now_ms: u64,
-        expected_version: u64,
+        &self, slot: RunSlot, now_ms: u64, expected_version: u64,
     ) -> Result<Reservation, CronStoreError> {
         if let Some(last_slot_ms) = self.reserved.taken_by(slot) {
             return Ok(Reservation::AlreadyTaken { last_slot_ms });
@@ -231,8 +228,7 @@ fn conflict_message(job_id: &str, expected: Option<u64>) -> String {
 impl CronStoreError {
     /// Wraps an adapter error as [`CronStoreError::Backend`].
     pub fn backend(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self::Backend {
             message: message.into(),
@@ -388,19 +384,13 @@ pub trait CronStore: Send + Sync + fmt::Debug {
     /// and every later call for that slot or an earlier one of its kind, are
     /// [`Reservation::AlreadyTaken`]. A missing job is [`CronStoreError::NotFound`].
     async fn reserve_run(
-        &self,
-        job_id: &str,
-        slot: RunSlot,
-        now_ms: u64,
-        expected_version: u64,
+        &self, job_id: &str, slot: RunSlot, now_ms: u64, expected_version: u64,
     ) -> Result<Reservation, CronStoreError>;
 
     /// Appends a line to `entry.job_id`'s log (cut to fit by [`fit_run_entry`]), then prunes
     /// the log to its newest `keep_lines` lines (at least 1: the line just written stays).
     async fn append_run(
-        &self,
-        entry: &CronRunLogEntry,
-        keep_lines: usize,
+        &self, entry: &CronRunLogEntry, keep_lines: usize,
     ) -> Result<(), CronStoreError>;
 
     /// A page of one job's log (`Some(job_id)`; empty when it has none) or of every log
@@ -410,9 +400,7 @@ pub trait CronStore: Send + Sync + fmt::Debug {
     /// `desc`) on every backend. Lines are returned as logged; the caller adds `jobName` for
     /// `scope: "all"`.
     async fn runs(
-        &self,
-        job_id: Option<&str>,
-        query: &RunsQuery,
+        &self, job_id: Option<&str>, query: &RunsQuery,
     ) -> Result<RunsPage, CronStoreError>;
 }
 

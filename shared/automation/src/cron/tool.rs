@@ -446,9 +446,7 @@ impl CronCaller<'_> {
 /// caller when absent, infers announce delivery from the caller's chat for agent turns
 /// (see [`infer_delivery_from_session_key`]), then validates.
 pub fn prepare_add(
-    job: &Map<String, Value>,
-    caller: &CronCaller<'_>,
-    ctx: &ValidationContext<'_>,
+    job: &Map<String, Value>, caller: &CronCaller<'_>, ctx: &ValidationContext<'_>,
 ) -> Result<CronJobCreate, CronInputError> {
     let mut job = normalize_create(job, caller.session_key)?;
     check_tool_webhook(&job)?;
@@ -492,8 +490,7 @@ pub fn prepare_add(
 /// The tool side of `update`: normalises the patch and refuses a webhook without an
 /// http(s) URL. Apply it with `validate::apply_patch`.
 pub fn prepare_patch(
-    patch: &Map<String, Value>,
-    caller: &CronCaller<'_>,
+    patch: &Map<String, Value>, caller: &CronCaller<'_>,
 ) -> Result<Map<String, Value>, CronInputError> {
     let patch = normalize_patch(patch, caller.session_key)?;
     check_tool_webhook(&patch)?;

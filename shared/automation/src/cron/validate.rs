@@ -141,17 +141,13 @@ impl CronJobCreate {
 
 /// Validates a normalised new job (`normalize::normalize_create`).
 pub fn validate_create(
-    job: &Map<String, Value>,
-    ctx: &ValidationContext<'_>,
+    job: &Map<String, Value>, ctx: &ValidationContext<'_>,
 ) -> Result<CronJobCreate, CronInputError> {
     check(job, "cron.add", ctx, true)
 }
 
 fn check(
-    job: &Map<String, Value>,
-    method: &str,
-    ctx: &ValidationContext<'_>,
-    check_at_window: bool,
+    job: &Map<String, Value>, method: &str, ctx: &ValidationContext<'_>, check_at_window: bool,
 ) -> Result<CronJobCreate, CronInputError> {
     let invalid =
         |detail: String| CronInputError::new(format!("invalid {method} params: {detail}"));
@@ -167,9 +163,7 @@ fn check(
 
 /// The rule checks, in OpenClaw's order.
 fn check_rules(
-    job: &CronJobCreate,
-    ctx: &ValidationContext<'_>,
-    check_at_window: bool,
+    job: &CronJobCreate, ctx: &ValidationContext<'_>, check_at_window: bool,
 ) -> Result<(), CronInputError> {
     if job.name.trim().is_empty() {
         return Err(CronInputError::new(NAME_REQUIRED));
@@ -299,9 +293,7 @@ pub fn is_http_url(raw: &str) -> bool {
 /// `nextRunAtMs` is recomputed only when the schedule or `enabled` changed, so a past-due
 /// run is never skipped by an unrelated edit.
 pub fn apply_patch(
-    job: &mut CronJob,
-    patch: &Map<String, Value>,
-    ctx: &ValidationContext<'_>,
+    job: &mut CronJob, patch: &Map<String, Value>, ctx: &ValidationContext<'_>,
 ) -> Result<(), CronInputError> {
     let invalid =
         |detail: String| CronInputError::new(format!("invalid cron.update params: {detail}"));
@@ -650,9 +642,7 @@ fn integer(map: &Map<String, Value>, key: &str, min: u64, path: &str) -> Result<
 }
 
 fn object<'a>(
-    map: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
+    map: &'a Map<String, Value>, key: &str, path: &str,
 ) -> Result<Option<&'a Map<String, Value>>, String> {
     match map.get(key) {
         None => Ok(None),

@@ -300,8 +300,7 @@ pub struct HeartbeatAgent {
 ///
 /// Agent ids are normalised; a repeated id keeps its first entry.
 pub fn heartbeat_agents(
-    defaults: &HeartbeatConfig,
-    agents: &[(String, Option<HeartbeatConfig>)],
+    defaults: &HeartbeatConfig, agents: &[(String, Option<HeartbeatConfig>)],
     default_agent_id: &str,
 ) -> Vec<HeartbeatAgent> {
     let mut selected: Vec<HeartbeatAgent> = Vec::new();

@@ -217,9 +217,7 @@ pub fn context_outside_tasks(content: &str) -> String {
 
 /// The tasks due at `now_ms` given when each last ran, in file order.
 pub fn due_tasks<'a>(
-    tasks: &'a [HeartbeatTask],
-    state: &HeartbeatTaskState,
-    now_ms: u64,
+    tasks: &'a [HeartbeatTask], state: &HeartbeatTaskState, now_ms: u64,
 ) -> Vec<&'a HeartbeatTask> {
     tasks
         .iter()

@@ -152,10 +152,7 @@ pub fn decide_heartbeat_run(facts: &HeartbeatRunFacts<'_>) -> HeartbeatDecision 
 /// The prompt body when `HEARTBEAT.md` has no tasks: a finished command, else a cron reminder
 /// (both only when pending events are read), else the configured prompt with its file path.
 fn untasked_body(
-    facts: &HeartbeatRunFacts<'_>,
-    config: &HeartbeatConfig,
-    read_events: bool,
-    deliverable: bool,
+    facts: &HeartbeatRunFacts<'_>, config: &HeartbeatConfig, read_events: bool, deliverable: bool,
 ) -> (String, HeartbeatPromptKind) {
     if read_events {
         if facts

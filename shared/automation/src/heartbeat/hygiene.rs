@@ -41,9 +41,7 @@ pub fn is_heartbeat_ack(message: &Message, ack_max_chars: usize) -> bool {
 ///
 /// `prompt_body` is the agent's heartbeat prompt body ([`super::config::HeartbeatConfig::prompt_body`]).
 pub fn drop_heartbeat_acks(
-    messages: &[Message],
-    prompt_body: &str,
-    ack_max_chars: usize,
+    messages: &[Message], prompt_body: &str, ack_max_chars: usize,
 ) -> Vec<Message> {
     let mut kept = Vec::with_capacity(messages.len());
     let mut index = 0;

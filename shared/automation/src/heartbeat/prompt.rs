@@ -243,9 +243,7 @@ pub fn heartbeat_guidance_enabled(config: &HeartbeatConfig, is_default_agent: bo
 /// The `## Heartbeats` section of the system prompt, for the full prompt mode when
 /// [`heartbeat_guidance_enabled`]; `None` otherwise. See [`heartbeats_section`].
 pub fn heartbeats_system_prompt_section(
-    config: &HeartbeatConfig,
-    is_default_agent: bool,
-    full_prompt_mode: bool,
+    config: &HeartbeatConfig, is_default_agent: bool, full_prompt_mode: bool,
 ) -> Option<String> {
     (full_prompt_mode && heartbeat_guidance_enabled(config, is_default_agent))
         .then(heartbeats_section)

@@ -53,9 +53,7 @@ pub struct StrippedReply {
 /// 5. Nothing left → skipped. In heartbeat mode a remainder of at most `ack_max_chars`
 ///    characters (Unicode scalar values) is skipped too; a longer one is the text to send.
 pub fn strip_heartbeat_token(
-    raw: Option<&str>,
-    mode: StripMode,
-    ack_max_chars: usize,
+    raw: Option<&str>, mode: StripMode, ack_max_chars: usize,
 ) -> StrippedReply {
     let trimmed = raw.map(str::trim).unwrap_or_default();
     if trimmed.is_empty() {

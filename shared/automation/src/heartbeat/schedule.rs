@@ -84,10 +84,7 @@ impl HeartbeatSchedule {
     /// interval and phase are unchanged and its due time is still ahead; otherwise a new one
     /// starts from `now_ms`.
     pub fn reconcile(
-        previous: Option<&HeartbeatSchedule>,
-        seed: &str,
-        agent_id: &str,
-        interval_ms: u64,
+        previous: Option<&HeartbeatSchedule>, seed: &str, agent_id: &str, interval_ms: u64,
         now_ms: u64,
     ) -> Self {
         let fresh = Self::new(seed, agent_id, interval_ms, now_ms);
@@ -115,10 +112,7 @@ impl HeartbeatSchedule {
     /// - after any other trigger (manual, cron, exec event, hook, wake), `now + interval`,
     ///   a cooldown, unless the heartbeat was skipped as `disabled`, which leaves it unchanged.
     pub fn after_run(
-        &self,
-        reason: &HeartbeatReason,
-        result: &HeartbeatRunResult,
-        now_ms: u64,
+        &self, reason: &HeartbeatReason, result: &HeartbeatRunResult, now_ms: u64,
     ) -> Self {
         let next_due_ms = match (result, reason) {
             (HeartbeatRunResult::Skipped(SkipReason::RequestsInFlight), _) => self.next_due_ms,
@@ -156,9 +150,7 @@ pub fn retry_delay_ms(result: &HeartbeatRunResult) -> Option<u64> {
 ///   `agents.defaults.userTimezone`; `local` is the server's zone, which for clawless is UTC
 ///   (the host's zone is never read); anything else is an IANA name.
 pub fn is_within_active_hours(
-    active_hours: Option<&ActiveHoursConfig>,
-    now_ms: u64,
-    user_tz: &TimeZone,
+    active_hours: Option<&ActiveHoursConfig>, now_ms: u64, user_tz: &TimeZone,
 ) -> bool {
     let Some(active) = active_hours else {
         return true;

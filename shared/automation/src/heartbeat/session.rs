@@ -31,9 +31,7 @@ pub struct HeartbeatSession {
 ///
 /// With `isolatedSession`, the run key is the base key plus `:heartbeat` (never twice).
 pub fn resolve_heartbeat_session(
-    agent_id: &str,
-    config: &HeartbeatConfig,
-    requested_key: Option<&str>,
+    agent_id: &str, config: &HeartbeatConfig, requested_key: Option<&str>,
 ) -> HeartbeatSession {
     let agent_id = normalize_agent_id(agent_id);
     let base_key = requested_key

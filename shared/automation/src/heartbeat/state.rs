@@ -137,9 +137,7 @@ pub struct HeartbeatDelivery {
 impl HeartbeatDelivery {
     /// The rules for `config`, `visibility` and a resolved `target`.
     pub fn new(
-        config: &HeartbeatConfig,
-        visibility: HeartbeatVisibility,
-        target: AlertTarget,
+        config: &HeartbeatConfig, visibility: HeartbeatVisibility, target: AlertTarget,
         slot_ms: Option<u64>,
     ) -> Self {
         Self {
@@ -155,10 +153,7 @@ impl HeartbeatDelivery {
     /// What becomes of the run's final answer `text` ([`decide_heartbeat_reply`]), given the
     /// session's last alert and the time now.
     pub fn decide(
-        &self,
-        text: &str,
-        last_alert: Option<&SentAlert>,
-        now_ms: u64,
+        &self, text: &str, last_alert: Option<&SentAlert>, now_ms: u64,
     ) -> HeartbeatOutcome {
         let text = if self.cron_run && text.trim() == NO_REPLY {
             ""
@@ -213,10 +208,7 @@ pub enum Firing {
 /// (`slot mod interval == phase`), and a session handles them in increasing order, each at
 /// most once, whichever timer (or duplicate of one) delivers it.
 pub fn judge_firing(
-    state: Option<&HeartbeatState>,
-    slot_ms: u64,
-    interval_ms: u64,
-    phase_ms: u64,
+    state: Option<&HeartbeatState>, slot_ms: u64, interval_ms: u64, phase_ms: u64,
 ) -> Firing {
     if interval_ms == 0 || slot_ms % interval_ms != phase_ms % interval_ms {
         return Firing::Stale;
@@ -231,9 +223,7 @@ pub fn judge_firing(
 /// has no schedule, or one for another interval or phase, or one whose slot has passed
 /// without being handled.
 pub fn needs_arming(
-    state: Option<&HeartbeatState>,
-    fresh: &HeartbeatSchedule,
-    now_ms: u64,
+    state: Option<&HeartbeatState>, fresh: &HeartbeatSchedule, now_ms: u64,
 ) -> bool {
     let Some(state) = state else {
         return true;

@@ -161,11 +161,7 @@ impl CronContract<'_> {
     }
 
     async fn reserved(
-        &self,
-        job_id: &str,
-        slot: RunSlot,
-        now: u64,
-        expected: u64,
+        &self, job_id: &str, slot: RunSlot, now: u64, expected: u64,
     ) -> StoredCronJob {
         match self.reserve(job_id, slot, now, expected).await {
             Reservation::Reserved(stored) => *stored,

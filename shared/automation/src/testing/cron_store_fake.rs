@@ -82,9 +82,7 @@ impl CronStore for InMemoryCronStore {
     }
 
     async fn delete_job(
-        &self,
-        job_id: &str,
-        expected: Option<u64>,
+        &self, job_id: &str, expected: Option<u64>,
     ) -> Result<bool, CronStoreError> {
         let mut state = lock_state(&self.state);
         match (state.jobs.get(job_id), expected) {
@@ -100,11 +98,7 @@ impl CronStore for InMemoryCronStore {
     }
 
     async fn reserve_run(
-        &self,
-        job_id: &str,
-        slot: RunSlot,
-        now_ms: u64,
-        expected_version: u64,
+        &self, job_id: &str, slot: RunSlot, now_ms: u64, expected_version: u64,
     ) -> Result<Reservation, CronStoreError> {
         let mut state = lock_state(&self.state);
         let Some(stored) = state.jobs.get_mut(job_id) else {
@@ -120,9 +114,7 @@ impl CronStore for InMemoryCronStore {
     }
 
     async fn append_run(
-        &self,
-        entry: &CronRunLogEntry,
-        keep_lines: usize,
+        &self, entry: &CronRunLogEntry, keep_lines: usize,
     ) -> Result<(), CronStoreError> {
         let line = fit_run_entry(entry)?;
         let mut state = lock_state(&self.state);
@@ -134,9 +126,7 @@ impl CronStore for InMemoryCronStore {
     }
 
     async fn runs(
-        &self,
-        job_id: Option<&str>,
-        query: &RunsQuery,
+        &self, job_id: Option<&str>, query: &RunsQuery,
     ) -> Result<RunsPage, CronStoreError> {
         let lines: Vec<String> = {
             let state = lock_state(&self.state);

@@ -158,10 +158,7 @@ impl ObjectStore for InMemoryObjectStore {
     }
 
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         validate_key(key)?;
         let mut state = self.lock();
@@ -245,10 +242,7 @@ impl ObjectStore for CountingObjectStore {
     }
 
     async fn put(
-        &self,
-        key: &str,
-        bytes: Vec<u8>,
-        condition: PutCondition,
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
     ) -> Result<ObjectMeta, StoreError> {
         self.inner.put(key, bytes, condition).await
     }

@@ -11,10 +11,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 /// reached the checks under test. Panics on a failing case (with proptest's shrunk input), or
 /// when fewer than `floor` cases reached the checks.
 pub fn run_with_floor<S: Strategy>(
-    name: &str,
-    strategy: S,
-    cases: u32,
-    floor: u32,
+    name: &str, strategy: S, cases: u32, floor: u32,
     check: impl Fn(S::Value) -> Result<bool, TestCaseError>,
 ) {
     let mut runner = TestRunner::new(Config {

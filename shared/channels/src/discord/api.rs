@@ -45,10 +45,7 @@ pub enum DiscordApiError {
 /// Registers `definitions` as the application's global commands, replacing the ones there
 /// (`PUT {api_base}/applications/{application_id}/commands` with `Authorization: Bot …`).
 pub async fn register_commands(
-    client: &reqwest::Client,
-    api_base: &str,
-    application_id: &str,
-    bot_token: &str,
+    client: &reqwest::Client, api_base: &str, application_id: &str, bot_token: &str,
     definitions: &[Value],
 ) -> Result<(), DiscordApiError> {
     if !is_snowflake(application_id) {

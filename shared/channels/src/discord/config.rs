@@ -142,8 +142,7 @@ impl DiscordConfig {
     /// registering commands needs one), but `botToken` and `botTokenEnv` together are an error,
     /// and so is a `botTokenEnv` naming an unset variable.
     pub fn resolve(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
+        &self, env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedDiscord, ConfigError> {
         let application_id = self.application_id.trim();
         if !is_snowflake(application_id) {

@@ -243,8 +243,7 @@ fn bad_request(reason: String) -> WebhookError {
 }
 
 fn parse_data<T: serde::de::DeserializeOwned>(
-    data: Option<&Value>,
-    field: &str,
+    data: Option<&Value>, field: &str,
 ) -> Result<T, WebhookError> {
     let data = data.ok_or_else(|| bad_request(format!("interaction without {field}")))?;
     serde_path_to_error::deserialize(data)

@@ -61,10 +61,7 @@ impl DiscordSender {
     }
 
     async fn post_chunk(
-        &self,
-        interaction_id: &str,
-        token: &str,
-        body: &Value,
+        &self, interaction_id: &str, token: &str, body: &Value,
     ) -> Result<(), OutboxError> {
         // The token is a credential: it is in the URL, so neither goes into errors or logs.
         let url = format!(

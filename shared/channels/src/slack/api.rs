@@ -43,10 +43,7 @@ pub(super) struct Post<'a> {
 /// server error or an `error` code a retry may fix is `Failed`; any other refusal is
 /// `Rejected`.
 pub(super) async fn post_message(
-    client: &reqwest::Client,
-    api_base_url: &str,
-    bot_token: &str,
-    post: &Post<'_>,
+    client: &reqwest::Client, api_base_url: &str, bot_token: &str, post: &Post<'_>,
 ) -> Result<(), OutboxError> {
     let url = format!("{api_base_url}/chat.postMessage");
     let mut body = json!({ "channel": post.channel, "text": post.text });

@@ -111,8 +111,7 @@ impl std::fmt::Debug for ResolvedSlack {
 impl SlackConfig {
     /// Reads the secrets (from the literal fields or through `env`) and checks the rest.
     pub fn resolve(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
+        &self, env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedSlack, ConfigError> {
         let bot_token = required_secret(
             "botToken",

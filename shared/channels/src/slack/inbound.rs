@@ -324,9 +324,7 @@ fn strip_leading_mention(text: &str, bot: Option<&str>) -> String {
 }
 
 fn classify_event(
-    event_id: String,
-    event: &Value,
-    bot_user_id: Option<&str>,
+    event_id: String, event: &Value, bot_user_id: Option<&str>,
 ) -> Result<WebhookOutcome, WebhookError> {
     let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
     let is_mention = match kind {

@@ -53,10 +53,7 @@ impl SlackSender {
     /// [`DEFAULT_API_BASE_URL`](super::DEFAULT_API_BASE_URL)) with `bot_token`, claiming
     /// chunks in `inbox`.
     pub fn new(
-        client: reqwest::Client,
-        api_base_url: &str,
-        bot_token: &str,
-        inbox: Arc<dyn Inbox>,
+        client: reqwest::Client, api_base_url: &str, bot_token: &str, inbox: Arc<dyn Inbox>,
     ) -> Self {
         Self {
             client,
@@ -68,9 +65,7 @@ impl SlackSender {
 
     /// The sender for a resolved config.
     pub fn from_config(
-        client: reqwest::Client,
-        config: &ResolvedSlack,
-        inbox: Arc<dyn Inbox>,
+        client: reqwest::Client, config: &ResolvedSlack, inbox: Arc<dyn Inbox>,
     ) -> Self {
         Self::new(client, &config.api_base_url, &config.bot_token, inbox)
     }

@@ -91,11 +91,7 @@ impl From<ApiError> for OutboxError {
 
 /// Calls `{api_base}/bot{token}/{method}` with a JSON body; the answer's `result` on success.
 pub(super) async fn call(
-    client: &reqwest::Client,
-    api_base: &str,
-    token: &str,
-    method: &str,
-    body: &Value,
+    client: &reqwest::Client, api_base: &str, token: &str, method: &str, body: &Value,
 ) -> Result<Value, ApiError> {
     let url = format!("{}/bot{token}/{method}", api_base.trim_end_matches('/'));
     let response = client
@@ -145,11 +141,7 @@ pub(super) async fn call(
 /// Points the bot's webhook at `url` with `secret_token`, asking only for the update types
 /// the channel handles ([`ALLOWED_UPDATES`]). For `clawless channels telegram set-webhook`.
 pub async fn set_webhook(
-    client: &reqwest::Client,
-    api_base: &str,
-    token: &str,
-    url: &str,
-    secret_token: &str,
+    client: &reqwest::Client, api_base: &str, token: &str, url: &str, secret_token: &str,
 ) -> Result<(), ApiError> {
     let body = json!({
         "url": url,
@@ -163,9 +155,7 @@ pub async fn set_webhook(
 
 /// Asks Telegram who the bot is (`getMe`): its id and username, for `botUsername`.
 pub async fn get_me(
-    client: &reqwest::Client,
-    api_base: &str,
-    token: &str,
+    client: &reqwest::Client, api_base: &str, token: &str,
 ) -> Result<BotIdentity, ApiError> {
     let result = call(client, api_base, token, "getMe", &json!({})).await?;
     Ok(BotIdentity {

@@ -136,8 +136,7 @@ impl TelegramConfig {
 
     /// Looks up the secrets (`env` reads an environment variable) and checks every value.
     pub fn resolve(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
+        &self, env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedTelegram, ConfigError> {
         let bot_token = required_secret(
             "botToken",

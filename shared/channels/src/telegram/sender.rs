@@ -86,10 +86,7 @@ impl TelegramSender {
     /// A sender for the bot with `token`, at `api_base` (e.g.
     /// [`DEFAULT_API_BASE_URL`](super::DEFAULT_API_BASE_URL)).
     pub fn new(
-        client: reqwest::Client,
-        api_base: &str,
-        token: &str,
-        inbox: Arc<dyn Inbox>,
+        client: reqwest::Client, api_base: &str, token: &str, inbox: Arc<dyn Inbox>,
     ) -> Self {
         Self {
             client,
@@ -117,9 +114,7 @@ impl TelegramSender {
     /// Answers a button press (`answerCallbackQuery`), with a short notice when `text` is
     /// given.
     pub async fn answer_callback(
-        &self,
-        callback_query_id: &str,
-        text: Option<&str>,
+        &self, callback_query_id: &str, text: Option<&str>,
     ) -> Result<(), OutboxError> {
         let mut body = json!({"callback_query_id": callback_query_id});
         if let Some(text) = text {

@@ -397,9 +397,7 @@ pub fn pruning_due(now_ms: u64, last_model_call_ms: Option<u64>, ttl_ms: u64) ->
 /// Only tool-result text changes; call ids, tool names, error flags and every other message are
 /// kept as they are.
 pub fn prune_messages(
-    messages: &[Message],
-    context_window_tokens: usize,
-    settings: &EffectivePruning,
+    messages: &[Message], context_window_tokens: usize, settings: &EffectivePruning,
 ) -> Option<Vec<Message>> {
     let window_chars = context_window_tokens.saturating_mul(CHARS_PER_TOKEN);
     if window_chars == 0 {

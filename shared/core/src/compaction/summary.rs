@@ -134,11 +134,8 @@ fn instruction(has_previous: bool, focus: Option<&str>, feedback: Option<&str>) 
 /// One summary request: `conversation` (a stage of it), the summary to merge, optional
 /// `/compact` focus and quality feedback.
 pub fn summary_request(
-    conversation: &[Message],
-    previous_summary: Option<&str>,
-    focus: Option<&str>,
-    feedback: Option<&str>,
-    budget: &ContextBudget,
+    conversation: &[Message], previous_summary: Option<&str>, focus: Option<&str>,
+    feedback: Option<&str>, budget: &ContextBudget,
 ) -> ModelRequest {
     let per_message = usize::try_from(budget.prompt_limit() / 2)
         .unwrap_or(usize::MAX)
@@ -169,9 +166,7 @@ pub const SUMMARY_REQUEST_OVERHEAD: u64 = 600;
 /// only before a user message or an assistant message (a tool result stays with its call).
 /// Each stage after the first is merged into the summary of the ones before it.
 pub fn summary_stages(
-    messages: &[Message],
-    budget: &ContextBudget,
-    previous_summary_tokens: u64,
+    messages: &[Message], budget: &ContextBudget, previous_summary_tokens: u64,
 ) -> Vec<Vec<Message>> {
     let room = budget
         .prompt_limit()

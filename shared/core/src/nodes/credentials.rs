@@ -24,8 +24,7 @@ pub struct CredentialError {
 impl CredentialError {
     /// Wraps an adapter error.
     pub fn new(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self {
             message: message.into(),
@@ -50,9 +49,6 @@ pub trait QueueCredentialVendor: Send + Sync + std::fmt::Debug {
     /// [`ExecQueue::create_node_queue`](super::ExecQueue::create_node_queue)), living
     /// [`credential_lifetime`]`(lifetime)`.
     async fn vend(
-        &self,
-        node_id: &str,
-        queue: &str,
-        lifetime: Duration,
+        &self, node_id: &str, queue: &str, lifetime: Duration,
     ) -> Result<QueueCredentials, CredentialError>;
 }

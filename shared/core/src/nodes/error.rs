@@ -49,8 +49,7 @@ pub enum NodeStoreError {
 impl NodeStoreError {
     /// Wraps an adapter error as [`NodeStoreError::Unavailable`].
     pub fn unavailable(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self::Unavailable {
             message: message.into(),

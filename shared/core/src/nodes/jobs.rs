@@ -83,21 +83,13 @@ pub trait ExecJobs: Send + Sync + std::fmt::Debug {
     /// Moves an unresolved job to a later `attempt` with a new envelope and deadline.
     /// `false`, changing nothing, when the job is unknown, resolved, or not behind `attempt`.
     async fn next_attempt(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        envelope: &str,
-        deadline_ms: u64,
+        &self, job_id: &str, attempt: u32, envelope: &str, deadline_ms: u64,
     ) -> Result<bool, NodeStoreError>;
 
     /// Records `result` for `attempt` if it is the first result for the current attempt (a
     /// conditional write: of concurrent resolves, exactly one is [`ResolveOutcome::Recorded`]).
     async fn resolve(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        result: &str,
-        now_ms: u64,
+        &self, job_id: &str, attempt: u32, result: &str, now_ms: u64,
     ) -> Result<ResolveOutcome, NodeStoreError>;
 }
 

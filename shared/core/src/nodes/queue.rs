@@ -44,11 +44,7 @@ pub trait ExecQueue: Send + Sync + std::fmt::Debug {
     /// Receives up to `max` messages, in no particular order, waiting up to `wait` for the
     /// first; each stays invisible for `visibility` (whole seconds) unless deleted.
     async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        wait: Duration,
-        visibility: Duration,
+        &self, queue: &str, max: usize, wait: Duration, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError>;
 
     /// Acknowledges a delivery: it is never delivered again.

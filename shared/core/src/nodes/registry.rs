@@ -15,9 +15,7 @@ pub trait NodeRegistry: Send + Sync + std::fmt::Debug {
     /// Stores a pairing code (by its hash) that can be redeemed once before `expires_at_ms`.
     /// [`NodeStoreError::Conflict`] if that hash was stored before.
     async fn create_pairing(
-        &self,
-        code_hash: &str,
-        expires_at_ms: u64,
+        &self, code_hash: &str, expires_at_ms: u64,
     ) -> Result<(), NodeStoreError>;
 
     /// Redeems a pairing code: `true` exactly once, and only while `now_ms < expires_at_ms`;
@@ -37,10 +35,7 @@ pub trait NodeRegistry: Send + Sync + std::fmt::Debug {
     /// Records a heartbeat ([`NodeRecord::apply_heartbeat`]). `false`, changing nothing, when
     /// the node is unknown or revoked.
     async fn heartbeat(
-        &self,
-        node_id: &str,
-        facts: &NodeFacts,
-        now_ms: u64,
+        &self, node_id: &str, facts: &NodeFacts, now_ms: u64,
     ) -> Result<bool, NodeStoreError>;
 
     /// Revokes the node: `revoked` becomes true and `revoked_at_ms` is set on the first

@@ -85,9 +85,7 @@ impl OffloadingSessionStore {
     /// Wraps `inner`, offloading to `objects` under `prefix` (normalised to end in `/`, e.g.
     /// `sessions/`).
     pub fn new(
-        inner: Arc<dyn SessionStore>,
-        objects: Arc<dyn ObjectStore>,
-        prefix: impl AsRef<str>,
+        inner: Arc<dyn SessionStore>, objects: Arc<dyn ObjectStore>, prefix: impl AsRef<str>,
     ) -> Self {
         let threshold = DEFAULT_THRESHOLD.min(inner.max_record_bytes());
         Self {
@@ -127,10 +125,7 @@ impl OffloadingSessionStore {
     /// Replaces `body` by a pointer to `object_key` if it must be offloaded, queueing the
     /// blob for writing.
     fn offload(
-        &self,
-        session: &SessionKey,
-        body: &str,
-        object_key: String,
+        &self, session: &SessionKey, body: &str, object_key: String,
         blobs: &mut Vec<(String, Vec<u8>)>,
     ) -> Result<String, SessionStoreError> {
         if !self.must_offload(body) {
@@ -199,9 +194,7 @@ enum Slot {
 impl OffloadingSessionStore {
     /// Replaces every pointer in a loaded session with the body it points to.
     async fn hydrate(
-        &self,
-        key: &SessionKey,
-        mut session: StoredSession,
+        &self, key: &SessionKey, mut session: StoredSession,
     ) -> Result<StoredSession, SessionStoreError> {
         let mut pointers: Vec<(Slot, Pointer)> = Vec::new();
         if let Some(pointer) = Pointer::decode(&session.meta) {
@@ -269,8 +262,7 @@ impl SessionStore for OffloadingSessionStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         match self.inner.load_live(key).await? {
             Some(session) => self.hydrate(key, session).await.map(Some),
@@ -280,9 +272,7 @@ impl SessionStore for OffloadingSessionStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key, steps = commit.steps.len()))]
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         let base = format!("{}{}", self.prefix, encode_session_key(key));
         let nonce = nonce();

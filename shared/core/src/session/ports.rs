@@ -129,8 +129,7 @@ pub enum SessionStoreError {
 impl SessionStoreError {
     /// Wraps an adapter error as [`SessionStoreError::Unavailable`].
     pub fn unavailable(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self::Unavailable {
             message: message.into(),
@@ -154,9 +153,7 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 
     /// Writes `commit` atomically: all of it or nothing. Returns the new version.
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError>;
 
     /// Largest meta or step body, in bytes, the adapter stores inline. Larger bodies must be
@@ -211,8 +208,7 @@ pub struct InboxError {
 impl InboxError {
     /// Wraps an adapter error.
     pub fn new(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self {
             message: message.into(),
@@ -235,10 +231,7 @@ pub trait Inbox: Send + Sync + std::fmt::Debug {
     /// Claims `event_id` until [`claim_expires_at`]`(now_unix, ttl)`, inclusive. A claim whose
     /// expiry is before `now_unix` has expired and may be claimed again.
     async fn claim(
-        &self,
-        event_id: &str,
-        ttl: Duration,
-        now_unix: u64,
+        &self, event_id: &str, ttl: Duration, now_unix: u64,
     ) -> Result<Claim, InboxError>;
 
     /// Gives a claim back (the event could not be enqueued, so the platform's retry must pass).
@@ -284,8 +277,7 @@ pub struct QueueError {
 impl QueueError {
     /// Wraps an adapter error.
     pub fn new(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
+        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self {
             message: message.into(),

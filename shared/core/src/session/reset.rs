@@ -248,9 +248,7 @@ impl Default for EffectivePolicy {
 /// any `resetByType` entry exists; else no automatic reset. An unset `atHour` is 4 and an unset
 /// `idleMinutes` is 0 (never).
 pub fn resolve_policy(
-    config: &SessionResetConfig,
-    reset_type: ResetType,
-    channel: &str,
+    config: &SessionResetConfig, reset_type: ResetType, channel: &str,
 ) -> EffectivePolicy {
     let channel = channel.trim();
     let by_channel = (!channel.is_empty())
@@ -333,11 +331,8 @@ pub fn is_system_event(provider: &str) -> bool {
 /// When both have expired, the reason is the one that expired first (a tie counts as daily).
 /// Mode `none` never expires.
 pub fn is_stale(
-    policy: &EffectivePolicy,
-    session_started_at_ms: u64,
-    last_interaction_at_ms: Option<u64>,
-    now_ms: u64,
-    tz: &TimeZone,
+    policy: &EffectivePolicy, session_started_at_ms: u64, last_interaction_at_ms: Option<u64>,
+    now_ms: u64, tz: &TimeZone,
 ) -> Option<ResetReason> {
     if policy.mode == ResetMode::None {
         return None;
@@ -441,9 +436,7 @@ pub fn parse_compact_command(body: &str) -> Option<Option<String>> {
 /// On a hit the model is returned as spelled in `known_models` with the rest of the text;
 /// otherwise `(None, whole text)`. `hey there` stays a message: `hey` is short and no model.
 pub fn split_reset_model(
-    args: &str,
-    known_models: &[&str],
-    known_providers: &[&str],
+    args: &str, known_models: &[&str], known_providers: &[&str],
 ) -> (Option<String>, String) {
     let args = args.trim();
     let Some((first, after_first)) = next_word(args) else {
@@ -732,11 +725,7 @@ mod tests {
 
     /// Staleness of a session started (and last used) at `started` for a message at `now`.
     fn stale(
-        config: &SessionResetConfig,
-        key: &str,
-        has_thread: bool,
-        channel: &str,
-        started: &str,
+        config: &SessionResetConfig, key: &str, has_thread: bool, channel: &str, started: &str,
         now: &str,
     ) -> Option<ResetReason> {
         let direct = !key.contains(":group:") && !key.contains(":channel:");

@@ -277,8 +277,7 @@ pub fn requester_is_internal(requester_session_key: &str) -> bool {
 
 /// The `Action:` instruction for a requester.
 pub fn reply_instruction(
-    requester_is_internal: bool,
-    expects_completion_message: bool,
+    requester_is_internal: bool, expects_completion_message: bool,
 ) -> &'static str {
     match (requester_is_internal, expects_completion_message) {
         (true, _) => INTERNAL_REPLY_INSTRUCTION,
@@ -427,10 +426,7 @@ impl AnnounceGiveUp {
 /// Whether to stop after `attempts` failed announce attempts of a run that ended at
 /// `ended_at_ms`.
 pub fn announce_give_up(
-    attempts: u32,
-    ended_at_ms: u64,
-    now_ms: u64,
-    expects_completion_message: bool,
+    attempts: u32, ended_at_ms: u64, now_ms: u64, expects_completion_message: bool,
 ) -> Option<AnnounceGiveUp> {
     let expiry = if expects_completion_message {
         COMPLETION_ANNOUNCE_EXPIRY_MS

@@ -454,9 +454,7 @@ impl RunLists {
 /// `Ambiguous subagent label: <v>`, `Ambiguous subagent label prefix: <v>`,
 /// `Ambiguous subagent run id prefix: <v>`, `Unknown subagent target: <v>`.
 pub fn resolve_target<'a>(
-    target: &str,
-    active: &'a [RunView],
-    recent: &'a [RunView],
+    target: &str, active: &'a [RunView], recent: &'a [RunView],
 ) -> Result<&'a RunView, String> {
     let target = target.trim();
     let runs: Vec<&RunView> = active.iter().chain(recent).collect();
@@ -550,9 +548,7 @@ impl SteerRefusal {
 /// Checks a steer: at most 4000 characters (`Message too long (<n> chars, max 4000).`), and
 /// no sooner than 2 s after this caller's last steer to the same child.
 pub fn check_steer(
-    message: &str,
-    last_steer_at_ms: Option<u64>,
-    now_ms: u64,
+    message: &str, last_steer_at_ms: Option<u64>, now_ms: u64,
 ) -> Result<(), SteerRefusal> {
     let chars = message.chars().count();
     if chars > MAX_STEER_CHARS {
@@ -643,9 +639,7 @@ pub struct ConfiguredAgent {
 /// `{requester, allowAny, agents:[{id, name?, configured}]}`, the requester first, then the
 /// other allowed agents sorted (`*` stands for every configured agent).
 pub fn agents_list_json(
-    requester_agent_id: &str,
-    config: &SubagentsConfig,
-    configured: &[ConfiguredAgent],
+    requester_agent_id: &str, config: &SubagentsConfig, configured: &[ConfiguredAgent],
 ) -> Value {
     let requester = normalize_agent_id(requester_agent_id);
     let allow_any = config.allows_any_agent();

@@ -389,10 +389,7 @@ pub enum SendOutcome {
 /// `sessions_send`'s answer after waiting: `{runId, status:"ok", reply, sessionKey,
 /// delivery}`, or `status` `timeout` / `error` with an `error`.
 pub fn send_result_json(
-    run_id: &str,
-    session_key: &str,
-    timeout_seconds: u64,
-    outcome: &SendOutcome,
+    run_id: &str, session_key: &str, timeout_seconds: u64, outcome: &SendOutcome,
 ) -> Value {
     match outcome {
         SendOutcome::Reply(reply) => json!({
@@ -448,11 +445,8 @@ impl SessionAction {
 /// or for `tree` a session in the caller's spawned tree (`in_spawned_tree`), and for `self`
 /// the caller itself.
 pub fn check_visibility(
-    action: SessionAction,
-    visibility: SessionVisibility,
-    caller_session_key: &str,
-    target_session_key: &str,
-    in_spawned_tree: &dyn Fn(&str) -> bool,
+    action: SessionAction, visibility: SessionVisibility, caller_session_key: &str,
+    target_session_key: &str, in_spawned_tree: &dyn Fn(&str) -> bool,
     agent_to_agent: &AgentToAgentConfig,
 ) -> Result<(), String> {
     let caller = caller_session_key.trim().to_ascii_lowercase();
@@ -745,9 +739,7 @@ pub fn ping_pong_stops(reply: &str) -> bool {
 /// The extra system prompt of the announce step that closes the exchange in the target
 /// session (its message is [`A2A_ANNOUNCE_STEP_MESSAGE`]).
 pub fn a2a_announce_step_prompt(
-    sessions: &A2aSessions<'_>,
-    original_request: &str,
-    round_one_reply: Option<&str>,
+    sessions: &A2aSessions<'_>, original_request: &str, round_one_reply: Option<&str>,
     latest_reply: Option<&str>,
 ) -> String {
     let or_missing = |reply: Option<&str>| {
@@ -789,10 +781,7 @@ mod tests {
     }
 
     fn visible(
-        action: SessionAction,
-        visibility: SessionVisibility,
-        caller: &str,
-        target: &str,
+        action: SessionAction, visibility: SessionVisibility, caller: &str, target: &str,
         config: &AgentToAgentConfig,
     ) -> Result<(), String> {
         let tree = |key: &str| key.starts_with("agent:main:subagent:");

@@ -482,11 +482,8 @@ pub struct SpawnPlan {
 /// `configured_agent_ids`), the sandbox; then what clawless cannot do (threads) and the
 /// configured thinking level.
 pub fn plan_spawn<S: AsRef<str>>(
-    request: &SpawnRequest,
-    caller: &CallerFacts<'_>,
-    config: &SubagentsConfig,
-    configured_agent_ids: &[S],
-    child_uuid: &str,
+    request: &SpawnRequest, caller: &CallerFacts<'_>, config: &SubagentsConfig,
+    configured_agent_ids: &[S], child_uuid: &str,
 ) -> Result<SpawnPlan, SpawnRefusal> {
     let max_spawn_depth = config.max_spawn_depth();
     if caller.depth >= max_spawn_depth {
@@ -567,9 +564,7 @@ pub fn plan_spawn<S: AsRef<str>>(
 
 /// The allowlist gate for a spawn as another agent.
 fn check_allowlist<S: AsRef<str>>(
-    target: &str,
-    config: &SubagentsConfig,
-    configured_agent_ids: &[S],
+    target: &str, config: &SubagentsConfig, configured_agent_ids: &[S],
 ) -> Result<(), SpawnRefusal> {
     let mut allowed = config.allowed_agent_ids();
     if config.allows_any_agent() {
@@ -720,9 +715,7 @@ mod tests {
     }
 
     fn plan(
-        args: Value,
-        caller: &CallerFacts<'_>,
-        cfg: &SubagentsConfig,
+        args: Value, caller: &CallerFacts<'_>, cfg: &SubagentsConfig,
     ) -> Result<SpawnPlan, SpawnRefusal> {
         plan_spawn(&request(args), caller, cfg, &["main", "ops"], UUID)
     }

@@ -129,9 +129,7 @@ pub struct ContextFile {
 /// [`MAX_BOOTSTRAP_FILE_BYTES`] is treated as missing, as a guarded read that refused it
 /// would be; any other store failure is returned.
 pub async fn load_bootstrap_files(
-    store: &dyn ObjectStore,
-    workspace_prefix: &str,
-    kind: BootstrapKind,
+    store: &dyn ObjectStore, workspace_prefix: &str, kind: BootstrapKind,
 ) -> Result<Vec<BootstrapFile>, StoreError> {
     let prefix = normalize_prefix(workspace_prefix);
     let mut names = kind.file_names();
@@ -180,9 +178,7 @@ pub async fn load_bootstrap_files(
 /// around a truncation marker; the result is then clamped to the remaining budget, ending in
 /// `…`. Files that are empty after trimming trailing whitespace are skipped.
 pub fn build_bootstrap_context_files(
-    files: &[BootstrapFile],
-    max_chars: usize,
-    total_max_chars: usize,
+    files: &[BootstrapFile], max_chars: usize, total_max_chars: usize,
 ) -> (Vec<ContextFile>, Vec<String>) {
     let mut remaining = total_max_chars;
     let mut injected = Vec::new();

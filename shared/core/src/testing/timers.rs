@@ -115,10 +115,7 @@ impl Timers for InMemoryTimers {
     }
 
     async fn take_due(
-        &self,
-        now_ms: u64,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
         let started = Instant::now();
         loop {

@@ -165,9 +165,7 @@ const EVERY_PROFILE: &[ToolProfile] = &[
 ];
 
 const fn tool(
-    id: &'static str,
-    section: ToolSection,
-    profiles: &'static [ToolProfile],
+    id: &'static str, section: ToolSection, profiles: &'static [ToolProfile],
 ) -> CoreTool {
     CoreTool {
         id,

@@ -188,9 +188,7 @@ impl ToolNotAllowed {
 /// remove every core tool). One that names only unknown tools is kept and so lets nothing
 /// through: a typo should not open everything up. Both produce a warning.
 pub fn resolve_allowed_tools(
-    candidates: &[&str],
-    global: &ToolsConfig,
-    agent: Option<&AgentToolsConfig>,
+    candidates: &[&str], global: &ToolsConfig, agent: Option<&AgentToolsConfig>,
     ctx: &PolicyContext<'_>,
 ) -> AllowedTools {
     let mut names: Vec<&str> = Vec::new();
@@ -266,9 +264,7 @@ struct Step {
 }
 
 fn pipeline_steps(
-    global: &ToolsConfig,
-    agent: Option<&AgentToolsConfig>,
-    ctx: &PolicyContext<'_>,
+    global: &ToolsConfig, agent: Option<&AgentToolsConfig>, ctx: &PolicyContext<'_>,
     warnings: &mut Vec<String>,
 ) -> Vec<Step> {
     let mut steps = Vec::new();
@@ -355,10 +351,7 @@ fn pipeline_steps(
 
 /// The profile as an allowlist step; `None` when there is no profile or it restricts nothing.
 fn profile_step(
-    label: &str,
-    profile: Option<&str>,
-    also_allow: Vec<String>,
-    warnings: &mut Vec<String>,
+    label: &str, profile: Option<&str>, also_allow: Vec<String>, warnings: &mut Vec<String>,
 ) -> Option<Step> {
     let raw = profile?;
     let Some(profile) = ToolProfile::parse(raw) else {
@@ -382,8 +375,7 @@ fn profile_step(
 /// The entry for `<provider>/<modelId>`, else for `<provider>`; keys compare lowercased and
 /// trimmed, and the first of several keys that differ only in case wins.
 fn provider_entry<'c>(
-    by_provider: &'c IndexMap<String, ProviderToolPolicy>,
-    ctx: &PolicyContext<'_>,
+    by_provider: &'c IndexMap<String, ProviderToolPolicy>, ctx: &PolicyContext<'_>,
 ) -> Option<(&'c str, &'c ProviderToolPolicy)> {
     let provider = ctx.provider.trim().to_lowercase();
     if provider.is_empty() || by_provider.is_empty() {
@@ -470,9 +462,7 @@ fn classify_entry(entry: &str, known: &BTreeSet<String>) -> EntryKind {
 /// Checks a step's allowlist against the known tools, warning about entries that match
 /// nothing, and drops a plugin-only allowlist. `None` when the step restricts nothing.
 fn checked_policy(
-    step: Step,
-    known: &BTreeSet<String>,
-    warnings: &mut Vec<String>,
+    step: Step, known: &BTreeSet<String>, warnings: &mut Vec<String>,
 ) -> Option<ToolPolicy> {
     let Step { label, mut policy } = step;
     if policy.is_unrestricted() {
@@ -552,9 +542,7 @@ mod tests {
     }
 
     fn resolve(
-        global: &ToolsConfig,
-        agent: Option<&AgentToolsConfig>,
-        ctx: &PolicyContext<'_>,
+        global: &ToolsConfig, agent: Option<&AgentToolsConfig>, ctx: &PolicyContext<'_>,
     ) -> AllowedTools {
         resolve_allowed_tools(&all_tools(), global, agent, ctx)
     }

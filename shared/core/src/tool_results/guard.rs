@@ -111,8 +111,7 @@ pub fn estimate_context_chars(messages: &[Message]) -> usize {
 /// [`ContextOverflow`] when the estimated size of the guarded copy is still over
 /// [`ContextGuardLimits::context_chars`].
 pub fn apply_context_guard(
-    messages: &[Message],
-    context_window_tokens: usize,
+    messages: &[Message], context_window_tokens: usize,
 ) -> Result<Vec<Message>, ContextOverflow> {
     let limits = ContextGuardLimits::for_window(context_window_tokens);
     let guarded: Vec<Message> = messages
@@ -137,8 +136,7 @@ pub fn apply_context_guard(
 /// The shortening half of [`apply_context_guard`] alone: every tool result longer than half
 /// the window is cut the same way, and nothing is refused (the caller sizes the request).
 pub fn shorten_oversized_results(
-    messages: &[Message],
-    context_window_tokens: usize,
+    messages: &[Message], context_window_tokens: usize,
 ) -> Vec<Message> {
     let limit = ContextGuardLimits::for_window(context_window_tokens).tool_result_chars;
     messages

@@ -147,8 +147,7 @@ pub fn messages_from_raw(values: &[Value]) -> Vec<Message> {
 /// becomes a [`Message::User`] only when it is not empty. Results without an id are dropped:
 /// nothing could pair them. Pairing itself is left to [`super::repair_transcript`].
 pub fn messages_from_raw_with_allowed_tools(
-    values: &[Value],
-    allowed: Option<&HashSet<String>>,
+    values: &[Value], allowed: Option<&HashSet<String>>,
 ) -> Vec<Message> {
     let mut out = Vec::with_capacity(values.len());
     for value in values {
@@ -161,8 +160,7 @@ pub fn messages_from_raw_with_allowed_tools(
 /// `null` input, or a name failing [`is_valid_tool_name`] against `allowed`. Kept names are
 /// trimmed, and an assistant message left with no content by the dropping is removed.
 pub fn sanitize_tool_calls_for_replay(
-    messages: &[Message],
-    allowed: Option<&HashSet<String>>,
+    messages: &[Message], allowed: Option<&HashSet<String>>,
 ) -> Vec<Message> {
     messages
         .iter()
@@ -266,8 +264,7 @@ fn import_result(value: &Value, object: &Map<String, Value>) -> Option<Message> 
 }
 
 fn import_assistant(
-    object: &Map<String, Value>,
-    allowed: Option<&HashSet<String>>,
+    object: &Map<String, Value>, allowed: Option<&HashSet<String>>,
 ) -> Option<Message> {
     let mut content = Vec::new();
     match object.get("content") {
@@ -351,9 +348,7 @@ fn raw_call_parts(block: &Value) -> Option<RawCallParts<'_>> {
 }
 
 fn build_call(
-    id: Option<&Value>,
-    name: Option<&Value>,
-    input: Option<&Value>,
+    id: Option<&Value>, name: Option<&Value>, input: Option<&Value>,
     allowed: Option<&HashSet<String>>,
 ) -> Option<ToolCall> {
     let id = id?.as_str().filter(|id| !id.is_empty())?;

@@ -327,10 +327,7 @@ mod tests {
             self.inner.head(key).await
         }
         async fn put(
-            &self,
-            key: &str,
-            bytes: Vec<u8>,
-            condition: PutCondition,
+            &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
         ) -> Result<ObjectMeta, StoreError> {
             self.inner.put(key, bytes, condition).await
         }

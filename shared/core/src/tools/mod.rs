@@ -140,10 +140,7 @@ pub enum FetchError {
 pub trait WebFetcher: Send + Sync + std::fmt::Debug {
     /// Fetches `url`, reading at most `max_bytes` of body, giving up after `timeout`.
     async fn fetch(
-        &self,
-        url: &str,
-        max_bytes: usize,
-        timeout: Duration,
+        &self, url: &str, max_bytes: usize, timeout: Duration,
     ) -> Result<FetchedPage, FetchError>;
 }
 

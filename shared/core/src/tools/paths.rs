@@ -48,8 +48,7 @@ pub struct ResolvedPath {
 
 /// Resolves `path` inside the workspace (write, edit, memory tools).
 pub fn resolve_workspace_path(
-    workspace: &Workspace,
-    path: &str,
+    workspace: &Workspace, path: &str,
 ) -> Result<ResolvedPath, PathError> {
     let path = screen(path)?;
     if is_absolute(path) {

@@ -98,9 +98,7 @@ impl LineWindow {
 /// Selects lines `offset..offset+limit` (1-based, both optional) within the per-call limits.
 /// `Err` with a message for the model when `offset` lies past the end.
 pub fn line_window(
-    content: &str,
-    offset: Option<usize>,
-    limit: Option<usize>,
+    content: &str, offset: Option<usize>, limit: Option<usize>,
 ) -> Result<LineWindow, String> {
     let lines: Vec<&str> = content.split('\n').collect();
     let total_lines = lines.len();

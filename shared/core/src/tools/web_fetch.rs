@@ -1075,10 +1075,7 @@ mod tests {
     #[async_trait]
     impl WebFetcher for FakeFetcher {
         async fn fetch(
-            &self,
-            url: &str,
-            max_bytes: usize,
-            timeout: Duration,
+            &self, url: &str, max_bytes: usize, timeout: Duration,
         ) -> Result<FetchedPage, FetchError> {
             self.asked
                 .lock()

@@ -302,11 +302,7 @@ impl TurnEngine {
     }
 
     fn resolve_pending(
-        &self,
-        state: &mut SessionState,
-        call_id: &str,
-        output: ToolOutput,
-        now_ms: u64,
+        &self, state: &mut SessionState, call_id: &str, output: ToolOutput, now_ms: u64,
     ) -> Acceptance {
         let pending = matches!(state.find_pending(call_id), Some((false, _)));
         if !pending || state.find_result(call_id).is_some() {
@@ -321,10 +317,7 @@ impl TurnEngine {
 
     /// Records a model response. Calls without an id get a deterministic one.
     pub fn record_model_response(
-        &self,
-        state: &mut SessionState,
-        response: ModelResponse,
-        now_ms: u64,
+        &self, state: &mut SessionState, response: ModelResponse, now_ms: u64,
     ) {
         let seq = state.next_seq();
         let mut seen_ids = BTreeSet::new();
@@ -411,14 +404,8 @@ impl TurnEngine {
     /// from `first_kept_seq` on, and turns load only from there.
     #[allow(clippy::too_many_arguments)]
     pub fn record_compaction(
-        &self,
-        state: &mut SessionState,
-        summary: String,
-        first_kept_seq: u64,
-        tokens_before: u64,
-        tokens_after: u64,
-        trigger: CompactionTrigger,
-        now_ms: u64,
+        &self, state: &mut SessionState, summary: String, first_kept_seq: u64, tokens_before: u64,
+        tokens_after: u64, trigger: CompactionTrigger, now_ms: u64,
     ) {
         state.push(
             StepBody::Compaction {
@@ -441,11 +428,7 @@ impl TurnEngine {
 
     /// Records that the pre-compaction memory flush ran (once per compaction cycle).
     pub fn record_memory_flush(
-        &self,
-        state: &mut SessionState,
-        path: String,
-        appended_bytes: u64,
-        error: Option<String>,
+        &self, state: &mut SessionState, path: String, appended_bytes: u64, error: Option<String>,
         now_ms: u64,
     ) {
         state.push(
@@ -477,11 +460,7 @@ impl TurnEngine {
 
     /// Records a tool's output (capped for the transcript).
     pub fn record_tool_result(
-        &self,
-        state: &mut SessionState,
-        call: &ToolCall,
-        output: ToolOutput,
-        now_ms: u64,
+        &self, state: &mut SessionState, call: &ToolCall, output: ToolOutput, now_ms: u64,
     ) {
         if state.find_result(&call.id).is_none() {
             push_result(state, &call.id, &call.name, output, now_ms);
@@ -496,11 +475,7 @@ impl TurnEngine {
     /// Records that the platform refused the reply for good (`reason`): it is not sent again,
     /// and the session goes on.
     pub fn record_reply_rejected(
-        &self,
-        state: &mut SessionState,
-        reply_id: &str,
-        reason: &str,
-        now_ms: u64,
+        &self, state: &mut SessionState, reply_id: &str, reason: &str, now_ms: u64,
     ) {
         record_reply_outcome(state, reply_id, Some(reason.to_owned()), now_ms);
     }
@@ -672,11 +647,7 @@ impl TurnEngine {
     }
 
     fn derive_command(
-        &self,
-        state: &mut SessionState,
-        routing: &ToolRouting,
-        call: ToolCall,
-        now_ms: u64,
+        &self, state: &mut SessionState, routing: &ToolRouting, call: ToolCall, now_ms: u64,
     ) -> Derived {
         let result = state.find_result(&call.id).map(|step| step.body.clone());
         match result {
@@ -715,12 +686,8 @@ impl TurnEngine {
     }
 
     fn finish_with_answer(
-        &self,
-        state: &mut SessionState,
-        assistant_seq: u64,
-        content: &[AssistantBlock],
-        failed: bool,
-        now_ms: u64,
+        &self, state: &mut SessionState, assistant_seq: u64, content: &[AssistantBlock],
+        failed: bool, now_ms: u64,
     ) -> Derived {
         if let Some(delivery) = state.heartbeat_delivery().cloned() {
             return finish_heartbeat(state, assistant_seq, content, failed, &delivery, now_ms);
@@ -879,12 +846,8 @@ fn close_turn(state: &mut SessionState, now_ms: u64) {
 /// nowhere to go) closes the turn without a word to the chat. A failed model call is recorded
 /// as `failed` and not sent.
 fn finish_heartbeat(
-    state: &mut SessionState,
-    assistant_seq: u64,
-    content: &[AssistantBlock],
-    failed: bool,
-    delivery: &HeartbeatDelivery,
-    now_ms: u64,
+    state: &mut SessionState, assistant_seq: u64, content: &[AssistantBlock], failed: bool,
+    delivery: &HeartbeatDelivery, now_ms: u64,
 ) -> Derived {
     let decided = state.current_turn_steps().iter().any(|step| {
         step.seq > assistant_seq && matches!(step.body, StepBody::HeartbeatOutcome { .. })
@@ -946,11 +909,7 @@ fn finish_heartbeat(
 }
 
 fn push_result(
-    state: &mut SessionState,
-    call_id: &str,
-    tool_name: &str,
-    output: ToolOutput,
-    now_ms: u64,
+    state: &mut SessionState, call_id: &str, tool_name: &str, output: ToolOutput, now_ms: u64,
 ) {
     state.push(
         StepBody::ToolResult {
@@ -984,10 +943,7 @@ fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String
 }
 
 fn record_reply_outcome(
-    state: &mut SessionState,
-    reply_id: &str,
-    rejected: Option<String>,
-    now_ms: u64,
+    state: &mut SessionState, reply_id: &str, rejected: Option<String>, now_ms: u64,
 ) {
     let already = state.current_turn_steps().iter().any(
         |step| matches!(&step.body, StepBody::ReplySent { reply_id: id, .. } if id == reply_id),

@@ -41,8 +41,7 @@ pub fn needs_skill_commands(message: &InboundMessage) -> bool {
 /// Classifies a chat message. `skill_commands` are the agent's slash commands, when the
 /// caller loaded them (see [`needs_skill_commands`]).
 pub fn prepare_chat_message(
-    message: &InboundMessage,
-    skill_commands: Option<&[SkillCommandSpec]>,
+    message: &InboundMessage, skill_commands: Option<&[SkillCommandSpec]>,
 ) -> ChatInput {
     let body = normalize_command_body(&message.text, None);
     if let Some((id, decision)) = parse_approve_command(&body) {
@@ -94,10 +93,7 @@ pub fn parse_approve_command(body: &str) -> Option<(String, ApprovalDecision)> {
 /// only where the poll is said to come from). `run_id` names the run (`<agent>:<slot>`); the
 /// message id is `heartbeat:<run_id>`.
 pub fn heartbeat_message(
-    chat: ChatRef,
-    run_id: &str,
-    prompt: &str,
-    delivery: HeartbeatDelivery,
+    chat: ChatRef, run_id: &str, prompt: &str, delivery: HeartbeatDelivery,
 ) -> PreparedMessage {
     let message = InboundMessage {
         message_id: format!("heartbeat:{run_id}"),

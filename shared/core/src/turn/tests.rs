@@ -149,11 +149,7 @@ enum Stop {
 impl World {
     /// Delivers one event and drives the engine until it waits or idles (or "crashes").
     fn deliver(
-        &mut self,
-        engine: &TurnEngine,
-        routing: &ToolRouting,
-        event: Incoming,
-        stop: Stop,
+        &mut self, engine: &TurnEngine, routing: &ToolRouting, event: Incoming, stop: Stop,
     ) -> Option<Effect> {
         let mut state = self.stored.load();
         engine.accept(&mut state, event, 1);

@@ -33,9 +33,7 @@ use crate::wrappers::{PRIVILEGE_WRAPPERS, normalized_name, unwrap_dispatch};
 /// Records on each segment the rule that leaves it unsatisfied although OpenClaw would
 /// satisfy it. Call after clawless's own skill prelude pass.
 pub(super) fn attribute_segments(
-    segments: &mut [SegmentVerdict],
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
+    segments: &mut [SegmentVerdict], request: &ExecEvaluation<'_>, context: &ResolveContext<'_>,
     fs: &dyn NodeFs,
 ) {
     for segment in segments.iter_mut() {
@@ -57,9 +55,7 @@ pub(super) fn attribute_segments(
 /// The rule that changed this verdict's decision, if one did (see
 /// [`deviation`](crate::deviation) for the order).
 pub(super) fn verdict_deviation(
-    verdict: &ExecVerdict,
-    request: &ExecEvaluation<'_>,
-    fs: &dyn NodeFs,
+    verdict: &ExecVerdict, request: &ExecEvaluation<'_>, fs: &dyn NodeFs,
 ) -> Option<Deviation> {
     let policy = request.policy.policy();
     if policy.security == Security::Deny {
@@ -130,9 +126,7 @@ pub(super) fn verdict_deviation(
 
 /// The rule that leaves `segment` unsatisfied although OpenClaw would satisfy it.
 fn segment_deviation(
-    segment: &SegmentVerdict,
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
+    segment: &SegmentVerdict, request: &ExecEvaluation<'_>, context: &ResolveContext<'_>,
     fs: &dyn NodeFs,
 ) -> Option<Deviation> {
     if segment.satisfied_by.is_some() || segment.effective_argv.is_empty() {
@@ -239,9 +233,7 @@ fn carrier_rule(carrier: &Carrier) -> Deviation {
 /// The first entry OpenClaw would match: on POSIX by path alone (it ignores argPatterns),
 /// on Windows with its argPattern.
 fn path_entry<'a>(
-    resolution: &ExecutableResolution,
-    args: &[String],
-    request: &'a ExecEvaluation<'_>,
+    resolution: &ExecutableResolution, args: &[String], request: &'a ExecEvaluation<'_>,
 ) -> Option<&'a crate::AllowlistEntry> {
     let platform = request.platform;
     let resolved = resolution.resolved_path.as_deref();
@@ -269,9 +261,7 @@ fn path_entry<'a>(
 /// True when OpenClaw would satisfy an executable with these arguments: an entry by path, a
 /// safe bin by its resolved folder, or a skill bin.
 fn satisfies(
-    resolution: &ExecutableResolution,
-    args: &[String],
-    request: &ExecEvaluation<'_>,
+    resolution: &ExecutableResolution, args: &[String], request: &ExecEvaluation<'_>,
 ) -> bool {
     let policy = request.policy.policy();
     let safe_bins = &request.policy.safe_bins;
@@ -286,10 +276,7 @@ fn satisfies(
 
 /// True when OpenClaw would satisfy a segment with these words (its own unwrapping).
 fn argv_satisfies(
-    argv: &[String],
-    request: &ExecEvaluation<'_>,
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
+    argv: &[String], request: &ExecEvaluation<'_>, context: &ResolveContext<'_>, fs: &dyn NodeFs,
 ) -> bool {
     let plan = unwrap_dispatch(argv, request.platform);
     let Some(effective) = argv
@@ -332,9 +319,7 @@ fn matches_command_hash(verdict: &ExecVerdict, request: &ExecEvaluation<'_>) -> 
 /// `sh-parsing` for a command refused for a newline that follows a comment: OpenClaw's
 /// tokenizer ends the comment at the end of the text, so it judges only what precedes it.
 fn comment_cut_deviation(
-    verdict: &ExecVerdict,
-    request: &ExecEvaluation<'_>,
-    fs: &dyn NodeFs,
+    verdict: &ExecVerdict, request: &ExecEvaluation<'_>, fs: &dyn NodeFs,
 ) -> Option<Deviation> {
     let payload = verdict.shell_payload.as_deref()?;
     if request.platform.is_windows()

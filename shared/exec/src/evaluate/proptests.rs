@@ -268,9 +268,7 @@ fn trusted(path: &str, fs: &DescribedFs) -> bool {
 
 /// Checks that a satisfied segment only runs covered executables; returns why not.
 fn oracle_segment(
-    segment: &ShellSegment,
-    policy: &ExecPolicy,
-    fs: &DescribedFs,
+    segment: &ShellSegment, policy: &ExecPolicy, fs: &DescribedFs,
 ) -> Result<(), String> {
     // Hazards, `$` expansions, dot paths, assignment words and wrappers from any folder need
     // no rule: the enforced command runs exactly these words, wrappers dropped.

@@ -127,10 +127,7 @@ impl Run {
     }
 
     pub(super) fn argv(
-        &self,
-        argv: &[String],
-        raw: Option<&str>,
-        env: Option<&BTreeMap<String, String>>,
+        &self, argv: &[String], raw: Option<&str>, env: Option<&BTreeMap<String, String>>,
     ) -> ExecVerdict {
         let prepared = PreparedPolicy::new(self.policy.clone());
         let request = ExecEvaluation {

@@ -73,9 +73,7 @@ pub struct NodeFactsRef<'a> {
 /// the agent's policy with the entries granted from the chat (the agent's and `"*"`'s, after
 /// the file's, as the node adds them) and, under autoAllowSkills, the node's skill bins.
 pub fn node_exec_facts(
-    report: &NodeExecReport,
-    node: &NodeFactsRef<'_>,
-    agent_id: &str,
+    report: &NodeExecReport, node: &NodeFactsRef<'_>, agent_id: &str,
 ) -> NodeExecFacts {
     let mut policy = report.policy_for(agent_id).clone();
     let granted = node
@@ -108,8 +106,7 @@ pub fn node_exec_facts(
 /// pattern whose base name has no glob), its safe bins and safe-bin profiles; then the skill
 /// bins (names and the paths the node resolved). In that order, without repeats.
 pub fn probe_tokens<'a>(
-    policies: impl IntoIterator<Item = &'a ExecPolicy>,
-    extra_entries: &[AllowlistEntry],
+    policies: impl IntoIterator<Item = &'a ExecPolicy>, extra_entries: &[AllowlistEntry],
     skill_bins: &[SkillBin],
 ) -> Vec<String> {
     fn push(tokens: &mut Vec<String>, token: &str) {
@@ -167,9 +164,7 @@ pub fn probe_tokens<'a>(
 /// path as a symlink to it when they differ. Returns the description and whether it stopped at
 /// [`MAX_REPORTED_PATHS`].
 pub fn describe_fs(
-    tokens: &[String],
-    context: &ResolveContext<'_>,
-    fs: &dyn NodeFs,
+    tokens: &[String], context: &ResolveContext<'_>, fs: &dyn NodeFs,
 ) -> (DescribedFs, bool) {
     let mut described = DescribedFs::default();
     for token in tokens {
@@ -266,10 +261,7 @@ pub fn precheck(node: &NodeRecord, job: &ExecJob) -> Precheck {
 /// the shell transport and its wrappers, and per segment its wrappers and its command (a
 /// policy-blocked segment is never satisfied, so its command need not resolve).
 fn heads_known(
-    verdict: &ExecVerdict,
-    argv: &[String],
-    context: &ResolveContext<'_>,
-    fs: &DescribedFs,
+    verdict: &ExecVerdict, argv: &[String], context: &ResolveContext<'_>, fs: &DescribedFs,
 ) -> bool {
     let known = |token: &str| {
         resolve_executable(token, context, fs)

@@ -80,9 +80,7 @@ pub fn exec_job_id(session_key: &str, turn: u64, call_id: &str) -> String {
 /// SHA-256 (hex) over exactly what will run: argv, cwd and env, length-prefixed so no two
 /// different commands share a binding.
 pub fn command_binding(
-    argv: &[String],
-    cwd: Option<&str>,
-    env: &BTreeMap<String, String>,
+    argv: &[String], cwd: Option<&str>, env: &BTreeMap<String, String>,
 ) -> String {
     let mut hasher = Sha256::new();
     hasher.update(BINDING_CONTEXT);
@@ -208,10 +206,7 @@ impl NodeMessage {
     /// Opens and checks a message on the node: signature, addressee and expiry. The caller
     /// checks the nonce against its journal (replays).
     pub fn open_for_node(
-        envelope: &Envelope,
-        key: &[u8],
-        node_id: &str,
-        now_ms: u64,
+        envelope: &Envelope, key: &[u8], node_id: &str, now_ms: u64,
     ) -> Result<Self, WireError> {
         let message: Self = envelope.open(key)?;
         if message.node_id() != node_id {

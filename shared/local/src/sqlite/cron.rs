@@ -191,9 +191,7 @@ impl CronStore for SqliteCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id, ?expected))]
     async fn delete_job(
-        &self,
-        job_id: &str,
-        expected: Option<u64>,
+        &self, job_id: &str, expected: Option<u64>,
     ) -> Result<bool, CronStoreError> {
         let id = job_id.to_owned();
         self.db
@@ -227,11 +225,7 @@ impl CronStore for SqliteCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id, %slot, expected_version))]
     async fn reserve_run(
-        &self,
-        job_id: &str,
-        slot: RunSlot,
-        now_ms: u64,
-        expected_version: u64,
+        &self, job_id: &str, slot: RunSlot, now_ms: u64, expected_version: u64,
     ) -> Result<Reservation, CronStoreError> {
         let id = job_id.to_owned();
         let location = self.location().to_owned();
@@ -273,9 +267,7 @@ impl CronStore for SqliteCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id = %entry.job_id, keep_lines))]
     async fn append_run(
-        &self,
-        entry: &CronRunLogEntry,
-        keep_lines: usize,
+        &self, entry: &CronRunLogEntry, keep_lines: usize,
     ) -> Result<(), CronStoreError> {
         let line = fit_run_entry(entry)?;
         let id = entry.job_id.clone();
@@ -304,9 +296,7 @@ impl CronStore for SqliteCronStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id))]
     async fn runs(
-        &self,
-        job_id: Option<&str>,
-        query: &RunsQuery,
+        &self, job_id: Option<&str>, query: &RunsQuery,
     ) -> Result<RunsPage, CronStoreError> {
         let id = job_id.map(str::to_owned);
         let lines = self

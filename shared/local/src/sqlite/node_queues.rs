@@ -119,10 +119,7 @@ impl SqliteExecQueue {
     }
 
     async fn try_receive(
-        &self,
-        queue: &str,
-        max: usize,
-        visibility: Duration,
+        &self, queue: &str, max: usize, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
         let name = queue.to_owned();
         let limit = i64::try_from(max).unwrap_or(i64::MAX);
@@ -256,11 +253,7 @@ impl ExecQueue for SqliteExecQueue {
 
     #[tracing::instrument(level = "debug", skip_all, fields(queue, max, wait = ?wait))]
     async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        wait: Duration,
-        visibility: Duration,
+        &self, queue: &str, max: usize, wait: Duration, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
         poll_until_found(&self.db, max, wait, |_waited| {
             self.try_receive(queue, max, visibility)
@@ -353,10 +346,7 @@ impl SqliteTimers {
 
     /// Runs `delete_sql` (parameters: this set's name, `value`); `action` names it in errors.
     async fn delete_where(
-        &self,
-        action: &str,
-        delete_sql: &'static str,
-        value: &str,
+        &self, action: &str, delete_sql: &'static str, value: &str,
     ) -> Result<(), QueueError> {
         let name = self.name.clone();
         let value = value.to_owned();
@@ -440,10 +430,7 @@ impl Timers for SqliteTimers {
 
     #[tracing::instrument(level = "debug", skip_all, fields(timers = %self.name, max, wait = ?wait))]
     async fn take_due(
-        &self,
-        now_ms: u64,
-        max: usize,
-        wait: Duration,
+        &self, now_ms: u64, max: usize, wait: Duration,
     ) -> Result<Vec<DueTimer>, QueueError> {
         let now = to_sql(now_ms);
         poll_until_found(&self.db, max, wait, |waited| {

@@ -43,8 +43,7 @@ const NODE_COLUMNS: &str = "node_id, display_name, secret_hash, platform, path, 
 
 /// An optional JSON column: NULL is `None`.
 fn optional_json_column<T: DeserializeOwned>(
-    row: &Row<'_>,
-    index: usize,
+    row: &Row<'_>, index: usize,
 ) -> Result<Option<T>, rusqlite::Error> {
     let text: Option<String> = row.get(index)?;
     text.map(|text| {
@@ -115,9 +114,7 @@ impl SqliteNodeRegistry {
 impl NodeRegistry for SqliteNodeRegistry {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn create_pairing(
-        &self,
-        code_hash: &str,
-        expires_at_ms: u64,
+        &self, code_hash: &str, expires_at_ms: u64,
     ) -> Result<(), NodeStoreError> {
         let hash = code_hash.to_owned();
         let inserted = self
@@ -230,10 +227,7 @@ impl NodeRegistry for SqliteNodeRegistry {
 
     #[tracing::instrument(level = "debug", skip_all, fields(node_id))]
     async fn heartbeat(
-        &self,
-        node_id: &str,
-        facts: &NodeFacts,
-        now_ms: u64,
+        &self, node_id: &str, facts: &NodeFacts, now_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         let id = node_id.to_owned();
         let facts = facts.clone();
@@ -424,11 +418,7 @@ impl ExecJobs for SqliteExecJobs {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id, attempt))]
     async fn next_attempt(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        envelope: &str,
-        deadline_ms: u64,
+        &self, job_id: &str, attempt: u32, envelope: &str, deadline_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         let id = job_id.to_owned();
         let envelope = envelope.to_owned();
@@ -448,11 +438,7 @@ impl ExecJobs for SqliteExecJobs {
 
     #[tracing::instrument(level = "debug", skip_all, fields(job_id, attempt))]
     async fn resolve(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        result: &str,
-        now_ms: u64,
+        &self, job_id: &str, attempt: u32, result: &str, now_ms: u64,
     ) -> Result<ResolveOutcome, NodeStoreError> {
         let id = job_id.to_owned();
         let result = result.to_owned();

@@ -31,10 +31,7 @@ pub(super) fn now_ms() -> i64 {
 /// has passed. Between looks it sleeps up to [`POLL_INTERVAL`], waking at once when this
 /// process changes a queue of `db`.
 pub(super) async fn poll_until_found<T, Look, Found>(
-    db: &SqliteDb,
-    max: usize,
-    wait: Duration,
-    mut look: Look,
+    db: &SqliteDb, max: usize, wait: Duration, mut look: Look,
 ) -> Result<Vec<T>, QueueError>
 where
     Look: FnMut(Duration) -> Found,
@@ -62,10 +59,7 @@ where
 /// `update_sql` (parameters: id, receive count, visible-at, receipt). Returns the new receipt
 /// and receive count.
 pub(super) fn mark_received(
-    transaction: &Transaction<'_>,
-    update_sql: &str,
-    id: i64,
-    previous_count: u32,
+    transaction: &Transaction<'_>, update_sql: &str, id: i64, previous_count: u32,
     hidden_until_ms: i64,
 ) -> rusqlite::Result<(String, u32)> {
     let receive_count = previous_count.saturating_add(1);

@@ -109,9 +109,7 @@ impl SqliteSessionStore {
     /// One read transaction: the meta row, then the steps from the start (`live_only` false)
     /// or from the row's `live_from`, through the primary key's range.
     async fn read(
-        &self,
-        key: &SessionKey,
-        live_only: bool,
+        &self, key: &SessionKey, live_only: bool,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         let session_key = key.as_str().to_owned();
         let loaded = self
@@ -169,17 +167,14 @@ impl SessionStore for SqliteSessionStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key))]
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         self.read(key, true).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(session = %key, expected = commit.expected_version, steps = commit.steps.len()))]
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         self.check(key, commit)?;
         let session_key = key.as_str().to_owned();
@@ -322,10 +317,7 @@ impl SqliteInbox {
 impl Inbox for SqliteInbox {
     #[tracing::instrument(level = "debug", skip_all, fields(event_id))]
     async fn claim(
-        &self,
-        event_id: &str,
-        ttl: Duration,
-        now_unix: u64,
+        &self, event_id: &str, ttl: Duration, now_unix: u64,
     ) -> Result<Claim, InboxError> {
         let id = event_id.to_owned();
         let expires_at = to_sql_int(claim_expires_at(now_unix, ttl));

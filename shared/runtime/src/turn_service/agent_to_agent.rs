@@ -52,9 +52,7 @@ impl TurnService {
     /// Takes a step of an exchange in `state` (the session it is for): records it and returns
     /// its turn. A redelivered step does nothing.
     pub(super) fn take_agent_message(
-        &self,
-        state: &mut SessionState,
-        message: &AgentMessage,
+        &self, state: &mut SessionState, message: &AgentMessage,
     ) -> Option<Incoming> {
         if state.has_seen_message(&message.message_id)
             || state
@@ -117,8 +115,7 @@ impl TurnService {
     /// back to a waiting sender, the next step queued, the announce posted), then forgets it
     /// (the caller commits). True when the meta changed.
     pub(super) async fn finish_a2a_steps(
-        &self,
-        state: &mut SessionState,
+        &self, state: &mut SessionState,
     ) -> Result<bool, TurnError> {
         if state.meta.a2a_steps.is_empty() || state.meta.turn_open {
             return Ok(false);
@@ -138,10 +135,7 @@ impl TurnService {
 
     /// What follows step `message` of `state`'s session, given how its turn ended.
     async fn follow_up_step(
-        &self,
-        state: &SessionState,
-        message: &AgentMessage,
-        reply: StepReply,
+        &self, state: &SessionState, message: &AgentMessage, reply: StepReply,
     ) -> Result<(), TurnError> {
         let Some(queue) = &self.subagent_queue else {
             return Ok(());
@@ -217,10 +211,7 @@ impl TurnService {
     /// Posts the announce step's reply to the target's own chat (a session without one
     /// keeps it in its transcript only).
     async fn post_announce(
-        &self,
-        state: &SessionState,
-        exchange: &A2aExchange,
-        text: &str,
+        &self, state: &SessionState, exchange: &A2aExchange, text: &str,
     ) -> Result<(), TurnError> {
         let Some(chat) = state
             .meta

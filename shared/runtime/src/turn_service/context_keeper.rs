@@ -108,8 +108,7 @@ impl TurnService {
     /// Pruning of old tool results in requests: `agents.defaults.contextPruning`, with
     /// OpenClaw's defaults for Anthropic models (`cache-ttl`, 1 hour) where unset.
     fn pruning_settings(
-        &self,
-        state: &SessionState,
+        &self, state: &SessionState,
     ) -> Option<clawless_core::compaction::pruning::EffectivePruning> {
         let settings = self
             .config()
@@ -173,12 +172,8 @@ impl TurnService {
     /// Advances a turn by one model call, compacting or flushing first when the budget says
     /// so, and recovering from a provider's overflow error.
     pub(super) async fn advance_model(
-        &self,
-        engine: &TurnEngine,
-        state: &mut SessionState,
-        context: &TurnContext,
-        attempts: &mut OverflowAttempts,
-        calls: &mut u32,
+        &self, engine: &TurnEngine, state: &mut SessionState, context: &TurnContext,
+        attempts: &mut OverflowAttempts, calls: &mut u32,
     ) -> Result<ModelStep, TurnError> {
         let budget = self.budget(state);
         let fixed = context.fixed_tokens;
@@ -291,11 +286,7 @@ impl TurnService {
     /// Remembers a smaller real window: the one the provider names, or else 15% below what
     /// was just refused.
     fn learn_window(
-        &self,
-        state: &mut SessionState,
-        error: &str,
-        sent: u64,
-        budget: &ContextBudget,
+        &self, state: &mut SessionState, error: &str, sent: u64, budget: &ContextBudget,
     ) {
         let named = stated_window(error);
         let learned = match named {
@@ -312,10 +303,7 @@ impl TurnService {
     }
 
     fn flush_due(
-        &self,
-        state: &SessionState,
-        context: &TurnContext,
-        budget: &ContextBudget,
+        &self, state: &SessionState, context: &TurnContext, budget: &ContextBudget,
     ) -> bool {
         budget.memory_flush
             && state.meta.memory_flush_compaction_count != Some(state.meta.compaction_count)
@@ -334,12 +322,8 @@ impl TurnService {
     /// Runs one of the memory flush's tools through its registry; a name it does not hold
     /// is refused.
     async fn run_flush_tool(
-        &self,
-        flush_tools: &ToolRegistry,
-        call: &ToolCall,
-        state: &mut SessionState,
-        session_key: &str,
-        context: &TurnContext,
+        &self, flush_tools: &ToolRegistry, call: &ToolCall, state: &mut SessionState,
+        session_key: &str, context: &TurnContext,
     ) -> ToolOutput {
         let Some(tool) = flush_tools.get(&call.name) else {
             return ToolOutput::error(format!(
@@ -369,14 +353,8 @@ impl TurnService {
     /// compaction cycle). Nothing of it reaches the chat.
     #[allow(clippy::too_many_arguments)]
     async fn memory_flush(
-        &self,
-        engine: &TurnEngine,
-        state: &mut SessionState,
-        context: &TurnContext,
-        messages: &[Message],
-        fixed: u64,
-        budget: &ContextBudget,
-        calls: &mut u32,
+        &self, engine: &TurnEngine, state: &mut SessionState, context: &TurnContext,
+        messages: &[Message], fixed: u64, budget: &ContextBudget, calls: &mut u32,
     ) {
         let now = self.deps.clock.now_ms();
         let tz = self.time_zone();
@@ -463,14 +441,8 @@ impl TurnService {
     /// summary comes back.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn compact(
-        &self,
-        engine: &TurnEngine,
-        state: &mut SessionState,
-        plan: CompactionPlan,
-        budget: &ContextBudget,
-        fixed: u64,
-        trigger: CompactionTrigger,
-        focus: Option<&str>,
+        &self, engine: &TurnEngine, state: &mut SessionState, plan: CompactionPlan,
+        budget: &ContextBudget, fixed: u64, trigger: CompactionTrigger, focus: Option<&str>,
         calls: &mut u32,
     ) -> Result<(u64, u64), String> {
         let focus = focus.or(self
@@ -504,12 +476,8 @@ impl TurnService {
     }
 
     async fn summarize(
-        &self,
-        model: &dyn ModelProvider,
-        plan: &CompactionPlan,
-        budget: &ContextBudget,
-        focus: Option<&str>,
-        calls: &mut u32,
+        &self, model: &dyn ModelProvider, plan: &CompactionPlan, budget: &ContextBudget,
+        focus: Option<&str>, calls: &mut u32,
     ) -> Result<String, String> {
         let previous_tokens = plan.previous_summary.as_deref().map_or(0, summary_tokens);
         let mut summary = plan.previous_summary.clone();
@@ -560,12 +528,8 @@ impl TurnService {
     /// `/compact`: compacts now and words the outcome for the chat. A redelivered command
     /// whose compaction was already recorded reports that one instead of compacting again.
     pub(super) async fn compact_command(
-        &self,
-        engine: &TurnEngine,
-        state: &mut SessionState,
-        context: &TurnContext,
-        instructions: Option<&str>,
-        calls: &mut u32,
+        &self, engine: &TurnEngine, state: &mut SessionState, context: &TurnContext,
+        instructions: Option<&str>, calls: &mut u32,
     ) -> String {
         let budget = self.budget(state);
         let fixed = context.fixed_tokens;

@@ -89,10 +89,7 @@ struct TurnResult {
 impl TurnService {
     /// Handles a job's firing in `state`'s session: see the module documentation.
     pub(super) async fn start_cron_run(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        firing: CronFiring<'_>,
+        &self, agent_id: &str, state: &mut SessionState, firing: CronFiring<'_>,
     ) -> Result<CronStart, TurnError> {
         let Some(cron) = &self.cron else {
             tracing::info!(job_id = %firing.job_id, "cron firing without a cron store; dropped");
@@ -212,9 +209,7 @@ impl TurnService {
     ///
     /// [`TurnEvent::CronTimeout`]: clawless_core::turn::events::TurnEvent::CronTimeout
     pub(super) async fn time_out_cron_run(
-        &self,
-        engine: &clawless_core::turn::TurnEngine,
-        state: &mut SessionState,
+        &self, engine: &clawless_core::turn::TurnEngine, state: &mut SessionState,
         mark: &CronRunMark,
     ) -> Result<bool, TurnError> {
         let same_run = state.meta.cron_run.as_ref().is_some_and(|current| {
@@ -267,11 +262,7 @@ impl TurnService {
 
     /// A main job: its text becomes a pending system event; `now` runs the heartbeat.
     async fn start_main_run(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        job: &CronJob,
-        mark: CronRunMark,
+        &self, agent_id: &str, state: &mut SessionState, job: &CronJob, mark: CronRunMark,
     ) -> Result<CronStart, TurnError> {
         let now = mark.started_at_ms;
         let (text, wake_reason) = match start_main_job(job) {
@@ -365,10 +356,7 @@ impl TurnService {
 
     /// An isolated (or `session:`) job: an agent turn whose answer is announced.
     async fn start_isolated_run(
-        &self,
-        state: &mut SessionState,
-        job: &CronJob,
-        mut mark: CronRunMark,
+        &self, state: &mut SessionState, job: &CronJob, mut mark: CronRunMark,
     ) -> Result<CronStart, TurnError> {
         let now = mark.started_at_ms;
         let CronPayload::AgentTurn(turn) = &job.payload else {
@@ -451,9 +439,7 @@ impl TurnService {
     /// The chat an announce goes to: the job's channel and `to`; `last` (or no `to`) is the
     /// last chat of the session that created the job, else of the agent's main session.
     async fn announce_target(
-        &self,
-        job: &CronJob,
-        plan: &DeliveryPlan,
+        &self, job: &CronJob, plan: &DeliveryPlan,
     ) -> Result<AlertTarget, TurnError> {
         let agent_id = job
             .agent_id
@@ -512,12 +498,7 @@ impl TurnService {
     /// Queues a system event in `state`'s session (once per `event_id`); with `wake`, runs
     /// a heartbeat with reason `wake` at once and returns its poll.
     pub(super) async fn queue_system_event(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        event_id: &str,
-        text: &str,
-        wake: bool,
+        &self, agent_id: &str, state: &mut SessionState, event_id: &str, text: &str, wake: bool,
     ) -> Result<Option<Incoming>, TurnError> {
         let message_id = format!("system:{event_id}");
         if state.has_seen_message(&message_id) {
@@ -553,9 +534,7 @@ impl TurnService {
     /// An exec that needs approval in a cron run is refused: nobody is there to answer.
     /// `Some` with the call's result when `state`'s current turn is a cron run.
     pub(super) fn headless_approval(
-        &self,
-        state: &SessionState,
-        call_id: &str,
+        &self, state: &SessionState, call_id: &str,
     ) -> Option<Incoming> {
         let mark = current_cron_run(state)?;
         tracing::warn!(job_id = %mark.job_id, call_id, "{HEADLESS_EXEC_DENIED}");
@@ -589,8 +568,7 @@ impl TurnService {
     /// When the cron run marked in `state` has finished its turn, records it on the job and
     /// clears the mark. True when the meta changed.
     pub(super) async fn finish_cron_run(
-        &self,
-        state: &mut SessionState,
+        &self, state: &mut SessionState,
     ) -> Result<bool, TurnError> {
         let Some(mark) = state.meta.cron_run.clone() else {
             return Ok(false);
@@ -630,10 +608,7 @@ impl TurnService {
     /// Records a finished run on its job (retries, backoff, removal), writes its run-log
     /// line, arms the next firing and posts a webhook delivery.
     async fn record_run(
-        &self,
-        mark: &CronRunMark,
-        result: TurnResult,
-        state: &SessionState,
+        &self, mark: &CronRunMark, result: TurnResult, state: &SessionState,
     ) -> Result<(), TurnError> {
         let Some(cron) = &self.cron else {
             return Ok(());
@@ -738,9 +713,7 @@ impl TurnService {
     /// cooldown, the failure alert. Each chat message has an id of its run, so a redone
     /// recording sends it once; a send that fails is logged (the run stays recorded).
     async fn send_failure_messages(
-        &self,
-        job: &CronJob,
-        applied: &clawless_automation::cron::outcome::AppliedRun,
+        &self, job: &CronJob, applied: &clawless_automation::cron::outcome::AppliedRun,
         entry: &CronRunLogEntry,
     ) {
         use clawless_automation::cron::delivery::{FailureWebhookBody, NoticeTarget};
@@ -803,12 +776,7 @@ impl TurnService {
     /// Sends `text` to the chat `channel`/`to` names for `job` (`last`: the chat the job was
     /// made in, else the agent's main chat); nothing when no chat is known.
     async fn send_to_job_chat(
-        &self,
-        job: &CronJob,
-        channel: &str,
-        to: Option<&str>,
-        reply_id: &str,
-        text: &str,
+        &self, job: &CronJob, channel: &str, to: Option<&str>, reply_id: &str, text: &str,
     ) {
         let plan = DeliveryPlan {
             mode: DeliveryMode::Announce,
@@ -848,11 +816,7 @@ impl TurnService {
 
     /// POSTs `body` to `url` under the webhook address policy, logging the outcome.
     async fn post_json_logged(
-        &self,
-        url: &str,
-        body: &serde_json::Value,
-        job_id: &str,
-        what: &str,
+        &self, url: &str, body: &serde_json::Value, job_id: &str, what: &str,
     ) {
         let Some(poster) = self.webhook_poster() else {
             return;

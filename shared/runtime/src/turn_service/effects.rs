@@ -32,9 +32,7 @@ enum Next {
 impl TurnService {
     /// Performs the engine's effects for `run` until the turn waits, yields or is done.
     pub(super) async fn run_effects(
-        &self,
-        run: &mut EventRun<'_>,
-        deadline: Option<&Deadline>,
+        &self, run: &mut EventRun<'_>, deadline: Option<&Deadline>,
     ) -> Result<(), TurnError> {
         let mut looped = LoopState::default();
         loop {
@@ -103,9 +101,7 @@ impl TurnService {
 
     /// The turn's prompt context for `run`, built on first use and kept in `current`.
     async fn run_context<'a>(
-        &self,
-        run: &mut EventRun<'_>,
-        current: &'a mut Option<PerTurn>,
+        &self, run: &mut EventRun<'_>, current: &'a mut Option<PerTurn>,
     ) -> Result<&'a TurnContext, TurnError> {
         self.context(&run.agent_id, &mut run.state, current, &run.scope)
             .await
@@ -114,10 +110,7 @@ impl TurnService {
     /// One model call (with its overflow handling), unless the invocation's deadline is too
     /// near: then the turn yields and the loop stops.
     async fn call_model(
-        &self,
-        run: &mut EventRun<'_>,
-        looped: &mut LoopState,
-        deadline: Option<&Deadline>,
+        &self, run: &mut EventRun<'_>, looped: &mut LoopState, deadline: Option<&Deadline>,
     ) -> Result<Next, TurnError> {
         if let (Some(deadline), Some(policy)) = (deadline, &self.yield_policy)
             && deadline.must_yield(self.deps.clock.now_ms(), policy.threshold)
@@ -166,10 +159,7 @@ impl TurnService {
 
     /// `/compact`: compacts the session now and reports the outcome for the chat.
     async fn compact_now(
-        &self,
-        run: &mut EventRun<'_>,
-        looped: &mut LoopState,
-        request: &CompactRequest,
+        &self, run: &mut EventRun<'_>, looped: &mut LoopState, request: &CompactRequest,
         deadline: Option<&Deadline>,
     ) -> Result<(), TurnError> {
         let ctx = self.run_context(run, &mut looped.current).await?;
@@ -188,10 +178,7 @@ impl TurnService {
     /// context is built first, since the core's tools read it), or as a pending job (a
     /// node's `exec`, `sessions_send`), which is marked dispatched when sent.
     async fn tool_effect(
-        &self,
-        run: &mut EventRun<'_>,
-        looped: &mut LoopState,
-        call: &ToolCall,
+        &self, run: &mut EventRun<'_>, looped: &mut LoopState, call: &ToolCall,
         job: Option<(&str, Option<ApprovalDecision>)>,
     ) -> Result<(), TurnError> {
         let mut tool_context = None;
@@ -240,9 +227,7 @@ impl TurnService {
 
     /// Delivers a reply and records whether it was sent or refused for good.
     async fn send_reply(
-        &self,
-        run: &mut EventRun<'_>,
-        reply: &OutboundReply,
+        &self, run: &mut EventRun<'_>, reply: &OutboundReply,
     ) -> Result<(), TurnError> {
         let delivered = self.deliver(reply).await?;
         let now = self.deps.clock.now_ms();

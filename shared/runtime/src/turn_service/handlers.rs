@@ -62,10 +62,7 @@ pub(super) enum Flow {
 impl TurnService {
     /// [`TurnService::handle_until`] before arming `arm`, the timer the event asks for.
     pub(super) async fn handle_inner(
-        &self,
-        event: &SessionEvent,
-        deadline: Option<&Deadline>,
-        arm: &mut Option<Timer>,
+        &self, event: &SessionEvent, deadline: Option<&Deadline>, arm: &mut Option<Timer>,
     ) -> Result<TurnReport, TurnError> {
         let key = SessionKey::parse(&event.session_key).ok_or_else(|| {
             TurnError::BadEvent(format!("bad session key {:?}", event.session_key))
@@ -211,10 +208,7 @@ impl TurnService {
     /// or steered sub-agent, which takes no further step whatever the event (but the new run
     /// of a steer starts, and a time limit is still recorded). True when the event is done.
     async fn stopped_before(
-        &self,
-        event: &SessionEvent,
-        key: &SessionKey,
-        state: &mut SessionState,
+        &self, event: &SessionEvent, key: &SessionKey, state: &mut SessionState,
     ) -> Result<bool, TurnError> {
         if let TurnEvent::SubagentArchive { run_id } = &event.event {
             if self.archive_subagent(state, run_id) {
@@ -245,9 +239,7 @@ impl TurnService {
 
     /// A heartbeat firing, through its gates: a poll turn, or a skip recorded in the meta.
     async fn on_heartbeat(
-        &self,
-        run: &mut EventRun<'_>,
-        firing: heartbeat::FiringEvent<'_>,
+        &self, run: &mut EventRun<'_>, firing: heartbeat::FiringEvent<'_>,
     ) -> Result<Flow, TurnError> {
         let start = self
             .start_heartbeat(&run.agent_id, &mut run.state, firing)
@@ -266,11 +258,7 @@ impl TurnService {
 
     /// A system event (a cron reminder for the main session): queued, or a turn at once.
     async fn on_system_event(
-        &self,
-        run: &mut EventRun<'_>,
-        event_id: &str,
-        text: &str,
-        wake: bool,
+        &self, run: &mut EventRun<'_>, event_id: &str, text: &str, wake: bool,
     ) -> Result<Flow, TurnError> {
         let incoming = self
             .queue_system_event(&run.agent_id, &mut run.state, event_id, text, wake)
@@ -281,9 +269,7 @@ impl TurnService {
 
     /// A sub-agent's time limit: its run stops and its end is announced.
     async fn on_subagent_timeout(
-        &self,
-        run: &mut EventRun<'_>,
-        run_id: &str,
+        &self, run: &mut EventRun<'_>, run_id: &str,
     ) -> Result<Flow, TurnError> {
         if self.time_out_subagent(&mut run.state, run_id).await? {
             let commit = run.state.pending_commit()?;
@@ -311,9 +297,7 @@ impl TurnService {
 
     /// A cron job's firing: its run's turn, or what the firing recorded.
     async fn on_cron_fire(
-        &self,
-        run: &mut EventRun<'_>,
-        firing: cron::CronFiring<'_>,
+        &self, run: &mut EventRun<'_>, firing: cron::CronFiring<'_>,
     ) -> Result<Flow, TurnError> {
         let start = self
             .start_cron_run(&run.agent_id, &mut run.state, firing)

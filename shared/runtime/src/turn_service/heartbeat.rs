@@ -92,11 +92,7 @@ pub(super) struct HeartbeatStart {
 /// The timer of `agent_id`'s firing of `slot_ms` (its `attempt`-th busy retry when above 0),
 /// due at `due_at_ms`, for the session `run_key`.
 pub fn heartbeat_timer(
-    agent_id: &str,
-    run_key: &SessionKey,
-    slot_ms: u64,
-    attempt: u32,
-    due_at_ms: u64,
+    agent_id: &str, run_key: &SessionKey, slot_ms: u64, attempt: u32, due_at_ms: u64,
 ) -> Timer {
     let (run_id, reason) = if attempt == 0 {
         (format!("{agent_id}:{slot_ms}"), "interval")
@@ -221,10 +217,7 @@ impl TurnService {
     /// Handles a heartbeat firing for `state`'s session: judges the slot, runs the gates and
     /// either returns the poll to run or records the skip. See the module documentation.
     pub(super) async fn start_heartbeat(
-        &self,
-        agent_id: &str,
-        state: &mut SessionState,
-        firing: FiringEvent<'_>,
+        &self, agent_id: &str, state: &mut SessionState, firing: FiringEvent<'_>,
     ) -> Result<HeartbeatStart, TurnError> {
         let Some(agent) = self.config().heartbeat_agent(agent_id) else {
             tracing::info!(agent = %agent_id, "heartbeat for an agent that runs none; dropped");
@@ -343,11 +336,7 @@ impl TurnService {
     /// Judges a slotted firing against the session's schedule: `Some` ends the firing here
     /// (a stale chain re-armed on the current schedule, a duplicate slot), `None` goes on.
     fn judge_slot(
-        &self,
-        agent: &HeartbeatAgent,
-        state: &mut SessionState,
-        slot_ms: Option<u64>,
-        now: u64,
+        &self, agent: &HeartbeatAgent, state: &mut SessionState, slot_ms: Option<u64>, now: u64,
     ) -> Option<HeartbeatStart> {
         let fresh = self.fresh_schedule(agent, now);
         let (Some(slot_ms), Some(fresh)) = (slot_ms, fresh) else {
@@ -412,13 +401,8 @@ impl TurnService {
     /// A heartbeat that runs: its slot recorded, its due tasks marked, and its poll turn
     /// (pending system events in front of the prompt).
     fn heartbeat_run(
-        &self,
-        agent: &HeartbeatAgent,
-        state: &mut SessionState,
-        firing: FiringEvent<'_>,
-        plan: &HeartbeatRunPlan,
-        run: HeartbeatRunParts<'_>,
-        now: u64,
+        &self, agent: &HeartbeatAgent, state: &mut SessionState, firing: FiringEvent<'_>,
+        plan: &HeartbeatRunPlan, run: HeartbeatRunParts<'_>, now: u64,
     ) -> HeartbeatStart {
         tracing::info!(session = %state.key, slot_ms = ?firing.slot_ms, kind = ?plan.kind, "heartbeat runs");
         let arm = self.record_slot(agent, state, firing.slot_ms, now, None);
@@ -474,11 +458,7 @@ impl TurnService {
     /// Records a handled heartbeat in the session's meta: the slot (when it had one), how it
     /// ended, and the schedule's next slot, whose timer is returned.
     fn record_slot(
-        &self,
-        agent: &HeartbeatAgent,
-        state: &mut SessionState,
-        slot_ms: Option<u64>,
-        now: u64,
+        &self, agent: &HeartbeatAgent, state: &mut SessionState, slot_ms: Option<u64>, now: u64,
         skipped: Option<SkipReason>,
     ) -> Option<Timer> {
         let fresh = self.fresh_schedule(agent, now);
@@ -563,10 +543,7 @@ fn alert_target(config: &HeartbeatConfig, last_chat: Option<&ChatRef>) -> AlertT
 
 /// A cron wake in a busy session: tried again after a back-off, as the next attempt.
 fn cron_wake_retry(
-    firing: FiringEvent<'_>,
-    run_key: &SessionKey,
-    agent_id: &str,
-    now: u64,
+    firing: FiringEvent<'_>, run_key: &SessionKey, agent_id: &str, now: u64,
 ) -> HeartbeatStart {
     let delay = busy_retry_delay_ms(firing.attempt);
     tracing::info!(session = %run_key, reason = firing.reason, delay_ms = delay, "cron wake skipped: requests-in-flight; retrying");
@@ -628,10 +605,7 @@ struct HeartbeatRunParts<'a> {
 /// A busy session at a slot's firing: the slot is tried again after a back-off, while it is
 /// still the current one.
 fn slot_retry(
-    firing: FiringEvent<'_>,
-    run_key: &SessionKey,
-    agent_id: &str,
-    now: u64,
+    firing: FiringEvent<'_>, run_key: &SessionKey, agent_id: &str, now: u64,
 ) -> HeartbeatStart {
     let slot_ms = firing.slot_ms.unwrap_or_default();
     let delay = busy_retry_delay_ms(firing.attempt);

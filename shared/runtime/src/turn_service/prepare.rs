@@ -38,11 +38,7 @@ impl TurnService {
     /// `None` when the event needs nothing here: an `/approve` from someone not the owner, or
     /// a continuation or heartbeat (handled before this).
     pub(super) async fn prepare(
-        &self,
-        agent_id: &str,
-        event: &TurnEvent,
-        state: &SessionState,
-        scope: &NodeScope,
+        &self, agent_id: &str, event: &TurnEvent, state: &SessionState, scope: &NodeScope,
     ) -> Result<Option<Incoming>, TurnError> {
         Ok(Some(match event {
             TurnEvent::Inbound(message) => {
@@ -126,11 +122,7 @@ impl TurnService {
     /// A chat message: a session command, an approval in words, or a message (with the
     /// automatic reset it may bring). Skill commands are resolved when the text asks for one.
     async fn prepare_inbound(
-        &self,
-        agent_id: &str,
-        message: &InboundMessage,
-        state: &SessionState,
-        scope: &NodeScope,
+        &self, agent_id: &str, message: &InboundMessage, state: &SessionState, scope: &NodeScope,
     ) -> Result<Option<Incoming>, TurnError> {
         if let Some(command) = self.session_command(agent_id, message, state).await? {
             return Ok(command);
@@ -189,10 +181,7 @@ impl TurnService {
 
     /// `Exec denied (node=… id=…, <reason>): <command>` for a call awaiting approval.
     async fn denied_notice(
-        &self,
-        state: &SessionState,
-        call_id: &str,
-        reason: &str,
+        &self, state: &SessionState, call_id: &str, reason: &str,
     ) -> Result<Option<String>, TurnError> {
         let (Some(nodes), Some(pending)) = (&self.deps.nodes, state.latest_pending(call_id)) else {
             return Ok(None);
@@ -210,10 +199,7 @@ impl TurnService {
     /// in a direct chat, since ingress admits only authorised senders; the owner in groups).
     /// `Some(None)` for such a command from anyone else: ignored, without a reply.
     async fn session_command(
-        &self,
-        agent_id: &str,
-        message: &InboundMessage,
-        state: &SessionState,
+        &self, agent_id: &str, message: &InboundMessage, state: &SessionState,
     ) -> Result<Option<Option<Incoming>>, TurnError> {
         let group = message.chat.chat_type != ChatType::Direct;
         let normalized = normalize_command_body(&message.text, None);
@@ -296,9 +282,7 @@ impl TurnService {
     /// A daily or idle reset due for this message under `session.reset*` (evaluated now, when
     /// the message arrives: nothing runs at the reset hour itself).
     fn automatic_reset(
-        &self,
-        state: &SessionState,
-        message: &InboundMessage,
+        &self, state: &SessionState, message: &InboundMessage,
     ) -> Option<ResetRequest> {
         if state.version == 0 {
             return None;

@@ -69,9 +69,7 @@ impl TurnService {
     /// A child's time limit came: if its run is still going, it stops at its next step and
     /// its end is announced as `timed out`. True when the meta changed.
     pub(super) async fn time_out_subagent(
-        &self,
-        state: &mut SessionState,
-        run_id: &str,
+        &self, state: &mut SessionState, run_id: &str,
     ) -> Result<bool, TurnError> {
         let Some(run) = state.meta.subagent.as_mut() else {
             return Ok(false);
@@ -90,9 +88,7 @@ impl TurnService {
     /// The timer that archives `state`'s finished run after `archiveAfterMinutes` (none
     /// when archiving is off).
     pub(super) fn archive_timer(
-        &self,
-        state: &SessionState,
-        agent_id: &str,
+        &self, state: &SessionState, agent_id: &str,
     ) -> Option<clawless_core::timers::Timer> {
         let run = state.meta.subagent.as_ref()?;
         let after = self.subagents_config(agent_id).archive_after_ms()?;
@@ -128,19 +124,14 @@ impl TurnService {
 
     /// The sub-agent settings for `agent_id`.
     pub(super) fn subagents_config(
-        &self,
-        agent_id: &str,
+        &self, agent_id: &str,
     ) -> clawless_core::subagents::config::SubagentsConfig {
         subagents_config(self.config(), agent_id)
     }
 
     /// The announce of `run`'s end for its parent.
     fn announce_event(
-        &self,
-        state: &SessionState,
-        run: &SubagentRun,
-        result: &ChildResult,
-        now_ms: u64,
+        &self, state: &SessionState, run: &SubagentRun, result: &ChildResult, now_ms: u64,
     ) -> SessionEvent {
         let start = &run.start;
         let outcome = match result.status.as_str() {
@@ -188,10 +179,7 @@ impl TurnService {
     /// Starts a child's run in `state` (the child's session): records how it was started
     /// and returns its first message. A redelivered start does nothing.
     pub(super) fn start_subagent(
-        &self,
-        state: &mut SessionState,
-        start: &SubagentStart,
-        now_ms: u64,
+        &self, state: &mut SessionState, start: &SubagentStart, now_ms: u64,
     ) -> Option<Incoming> {
         if let Some(run) = &state.meta.subagent {
             if run.start.run_id == start.run_id {
@@ -239,8 +227,7 @@ impl TurnService {
     /// parent's queue: queues the announce, then records it (the caller commits). True when
     /// the meta changed.
     pub(super) async fn announce_if_done(
-        &self,
-        state: &mut SessionState,
+        &self, state: &mut SessionState,
     ) -> Result<bool, TurnError> {
         let Some(run) = state.meta.subagent.clone() else {
             return Ok(false);
@@ -276,10 +263,7 @@ impl TurnService {
     /// Takes a child's announce in the parent's session: the child's record is updated, and
     /// unless the result was silent the announce becomes a turn. A redelivery does nothing.
     pub(super) fn take_announce(
-        &self,
-        state: &mut SessionState,
-        announce: AnnounceFacts<'_>,
-        now_ms: u64,
+        &self, state: &mut SessionState, announce: AnnounceFacts<'_>, now_ms: u64,
     ) -> Option<Incoming> {
         if state.has_seen_message(announce.announce_id) {
             tracing::info!(session = %state.key, announce = announce.announce_id, "announce already taken");
@@ -355,10 +339,7 @@ pub(super) fn start_event(start: SubagentStart, child_key: &str, agent_id: &str)
 
 /// The timer of `start`'s time limit, if it has one.
 pub(super) fn timeout_timer(
-    start: &SubagentStart,
-    child_key: &str,
-    agent_id: &str,
-    now_ms: u64,
+    start: &SubagentStart, child_key: &str, agent_id: &str, now_ms: u64,
 ) -> Option<clawless_core::timers::Timer> {
     let timeout = start.timeout_ms.filter(|timeout| *timeout > 0)?;
     Some(clawless_core::timers::Timer {
@@ -376,8 +357,7 @@ pub(super) fn timeout_timer(
 
 /// The sub-agent settings for `agent_id`: `agents.defaults.subagents` under its own.
 pub(super) fn subagents_config(
-    config: &crate::config::ClawlessConfig,
-    agent_id: &str,
+    config: &crate::config::ClawlessConfig, agent_id: &str,
 ) -> clawless_core::subagents::config::SubagentsConfig {
     let defaults = config.agents.defaults.subagents.clone().unwrap_or_default();
     let own = config

@@ -199,8 +199,7 @@ impl ReplyReceiver {
 /// `clock`, no node hosts.
 pub fn turn_service(
     config: &clawless_runtime::ClawlessConfig,
-    sessions: Arc<dyn clawless_core::session::SessionStore>,
-    reply_url: &str,
+    sessions: Arc<dyn clawless_core::session::SessionStore>, reply_url: &str,
     clock: Arc<dyn clawless_base::clock::Clock>,
 ) -> clawless_runtime::turn_service::TurnService {
     use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};

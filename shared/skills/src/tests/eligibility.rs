@@ -60,10 +60,7 @@ async fn spec_skills() -> Arc<LoadedSkills> {
 }
 
 fn eligible_names(
-    loaded: &LoadedSkills,
-    skills: &SkillsConfig,
-    config: &Value,
-    context: &EligibilityContext,
+    loaded: &LoadedSkills, skills: &SkillsConfig, config: &Value, context: &EligibilityContext,
 ) -> Vec<String> {
     let inputs = EligibilityInputs {
         skills,

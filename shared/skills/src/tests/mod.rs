@@ -56,9 +56,7 @@ pub(super) fn store_with(files: &[(&str, String)]) -> Arc<InMemoryObjectStore> {
 }
 
 pub(super) fn source(
-    kind: SkillSourceKind,
-    store: &Arc<InMemoryObjectStore>,
-    prefix: &str,
+    kind: SkillSourceKind, store: &Arc<InMemoryObjectStore>, prefix: &str,
 ) -> SkillSource {
     let store: Arc<dyn ObjectStore> = store.clone();
     SkillSource::new(kind, store, prefix)

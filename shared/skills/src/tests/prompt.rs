@@ -37,9 +37,7 @@ fn view(skills: &[Owned]) -> Vec<PromptSkill<'_>> {
 
 /// The prompt text as the snapshot assembles it.
 fn prompt(
-    skills: &[PromptSkill<'_>],
-    max_skills: usize,
-    max_chars: usize,
+    skills: &[PromptSkill<'_>], max_skills: usize, max_chars: usize,
 ) -> (String, LimitedBlock) {
     let limited = apply_prompt_limits(
         skills,

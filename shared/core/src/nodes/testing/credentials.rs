@@ -44,10 +44,7 @@ impl InMemoryCredentialVendor {
 #[async_trait]
 impl QueueCredentialVendor for InMemoryCredentialVendor {
     async fn vend(
-        &self,
-        node_id: &str,
-        queue: &str,
-        lifetime: Duration,
+        &self, node_id: &str, queue: &str, lifetime: Duration,
     ) -> Result<QueueCredentials, CredentialError> {
         if queue.is_empty() {
             return Err(CredentialError::refused(format!(

@@ -40,11 +40,7 @@ impl ExecJobs for InMemoryExecJobs {
     }
 
     async fn next_attempt(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        envelope: &str,
-        deadline_ms: u64,
+        &self, job_id: &str, attempt: u32, envelope: &str, deadline_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         let mut jobs = lock_state(&self.jobs);
         match jobs.get_mut(job_id) {
@@ -59,11 +55,7 @@ impl ExecJobs for InMemoryExecJobs {
     }
 
     async fn resolve(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        result: &str,
-        now_ms: u64,
+        &self, job_id: &str, attempt: u32, result: &str, now_ms: u64,
     ) -> Result<ResolveOutcome, NodeStoreError> {
         let mut jobs = lock_state(&self.jobs);
         let Some(job) = jobs.get_mut(job_id) else {
@@ -157,11 +149,7 @@ impl JobsContract<'_> {
     }
 
     async fn next_attempt(
-        &self,
-        job_id: &str,
-        attempt: u32,
-        envelope: &str,
-        deadline: u64,
+        &self, job_id: &str, attempt: u32, envelope: &str, deadline: u64,
     ) -> bool {
         self.jobs
             .next_attempt(job_id, attempt, envelope, deadline)

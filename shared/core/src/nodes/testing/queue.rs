@@ -81,10 +81,7 @@ impl InMemoryExecQueue {
     }
 
     fn try_receive(
-        &self,
-        queue: &str,
-        max: usize,
-        visibility: Duration,
+        &self, queue: &str, max: usize, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
         let now = Instant::now();
         let mut state = lock_state(&self.state);
@@ -162,11 +159,7 @@ impl ExecQueue for InMemoryExecQueue {
     }
 
     async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        wait: Duration,
-        visibility: Duration,
+        &self, queue: &str, max: usize, wait: Duration, visibility: Duration,
     ) -> Result<Vec<ExecDelivery>, QueueError> {
         let deadline = Instant::now() + wait;
         loop {
@@ -270,11 +263,7 @@ impl ExecQueueContract<'_> {
     }
 
     async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        wait: Duration,
-        visibility: Duration,
+        &self, queue: &str, max: usize, wait: Duration, visibility: Duration,
     ) -> Vec<ExecDelivery> {
         self.queues
             .receive(queue, max, wait, visibility)

@@ -40,9 +40,7 @@ impl InMemoryNodeRegistry {
 #[async_trait]
 impl NodeRegistry for InMemoryNodeRegistry {
     async fn create_pairing(
-        &self,
-        code_hash: &str,
-        expires_at_ms: u64,
+        &self, code_hash: &str, expires_at_ms: u64,
     ) -> Result<(), NodeStoreError> {
         let mut state = lock_state(&self.state);
         if state.pairings.contains_key(code_hash) {
@@ -87,10 +85,7 @@ impl NodeRegistry for InMemoryNodeRegistry {
     }
 
     async fn heartbeat(
-        &self,
-        node_id: &str,
-        facts: &NodeFacts,
-        now_ms: u64,
+        &self, node_id: &str, facts: &NodeFacts, now_ms: u64,
     ) -> Result<bool, NodeStoreError> {
         let mut state = lock_state(&self.state);
         match state.nodes.get_mut(node_id) {

@@ -103,9 +103,7 @@ pub struct SeedReport {
 /// first, so that a seeding interrupted half-way and run again still leaves the ritual in place.
 /// Store failures (and an invalid prefix) are returned; files written before a failure stay.
 pub async fn seed_workspace(
-    store: &dyn ObjectStore,
-    workspace_prefix: &str,
-    scope: SeedScope,
+    store: &dyn ObjectStore, workspace_prefix: &str, scope: SeedScope,
 ) -> Result<SeedReport, StoreError> {
     let prefix = normalize_prefix(workspace_prefix);
     let probed: Vec<&str> = BOOTSTRAP_FILE_NAMES
@@ -409,10 +407,7 @@ mod tests {
             Ok(None)
         }
         async fn put(
-            &self,
-            key: &str,
-            bytes: Vec<u8>,
-            condition: PutCondition,
+            &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
         ) -> Result<ObjectMeta, StoreError> {
             self.0.put(key, bytes, condition).await
         }

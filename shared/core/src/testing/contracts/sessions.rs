@@ -143,11 +143,7 @@ impl SessionContract<'_> {
     }
 
     async fn commit(
-        &self,
-        key: &SessionKey,
-        expected_version: u64,
-        meta: &str,
-        steps: Vec<StoredStep>,
+        &self, key: &SessionKey, expected_version: u64, meta: &str, steps: Vec<StoredStep>,
     ) -> Result<u64, SessionStoreError> {
         self.store
             .commit(
@@ -158,11 +154,7 @@ impl SessionContract<'_> {
     }
 
     async fn commit_ok(
-        &self,
-        key: &SessionKey,
-        expected_version: u64,
-        meta: &str,
-        steps: Vec<StoredStep>,
+        &self, key: &SessionKey, expected_version: u64, meta: &str, steps: Vec<StoredStep>,
     ) -> u64 {
         self.commit(key, expected_version, meta, steps)
             .await

@@ -205,8 +205,7 @@ impl QueueContract {
     }
 
     async fn a_group_in_flight_is_held_back_until_deleted_or_released(
-        &self,
-        queue: &dyn TurnQueue,
+        &self, queue: &dyn TurnQueue,
     ) {
         let group = self.group("generic:group:42");
         self.send(queue, &group, "held-1", "g1").await;
@@ -312,8 +311,7 @@ impl QueueContract {
     }
 
     async fn a_released_message_returns_after_its_delay_with_a_higher_count(
-        &self,
-        queue: &dyn TurnQueue,
+        &self, queue: &dyn TurnQueue,
     ) {
         let group = self.group("main");
         self.send(queue, &group, "retry", "retry me").await;
@@ -346,8 +344,7 @@ impl QueueContract {
     }
 
     async fn an_unacknowledged_message_returns_after_the_visibility_timeout(
-        &self,
-        queue: &dyn TurnQueue,
+        &self, queue: &dyn TurnQueue,
     ) {
         let group = self.group("main");
         self.send(queue, &group, "forgotten", "forgotten").await;

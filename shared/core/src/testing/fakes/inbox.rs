@@ -26,10 +26,7 @@ impl InMemoryInbox {
 #[async_trait]
 impl Inbox for InMemoryInbox {
     async fn claim(
-        &self,
-        event_id: &str,
-        ttl: Duration,
-        now_unix: u64,
+        &self, event_id: &str, ttl: Duration, now_unix: u64,
     ) -> Result<Claim, InboxError> {
         let mut claims = lock_state(&self.claims);
         if claims

@@ -93,9 +93,7 @@ impl InMemorySessionStore {
 /// Checks what every adapter checks before touching storage: record sizes, and that no `seq`
 /// appears twice in the commit.
 fn check_commit_shape(
-    key: &SessionKey,
-    commit: &SessionCommit,
-    max_record_bytes: usize,
+    key: &SessionKey, commit: &SessionCommit, max_record_bytes: usize,
 ) -> Result<(), SessionStoreError> {
     let bodies = std::iter::once(&commit.meta).chain(commit.steps.iter().map(|step| &step.body));
     for body in bodies {
@@ -124,8 +122,7 @@ impl SessionStore for InMemorySessionStore {
     }
 
     async fn load_live(
-        &self,
-        key: &SessionKey,
+        &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
         let sessions = lock_state(&self.sessions);
         Ok(sessions
@@ -134,9 +131,7 @@ impl SessionStore for InMemorySessionStore {
     }
 
     async fn commit(
-        &self,
-        key: &SessionKey,
-        commit: &SessionCommit,
+        &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         check_commit_shape(key, commit, self.max_record_bytes)?;
         let conflict = || SessionStoreError::Conflict {

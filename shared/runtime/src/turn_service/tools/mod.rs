@@ -165,9 +165,7 @@ impl ToolRegistry {
 
     /// Tool `name` when it is registered and `routing` offers it this turn.
     pub(crate) fn offered(
-        &self,
-        name: &str,
-        routing: &ToolRouting,
+        &self, name: &str, routing: &ToolRouting,
     ) -> Option<Arc<dyn RuntimeTool>> {
         if !routing.offered.contains(name) {
             return None;
@@ -239,10 +237,7 @@ impl TurnService {
     /// answers "not available" (and, for a pending job, that no node host can run it).
     /// Tools run in-process count in the report and the service's counter.
     pub(super) async fn run_tool(
-        &self,
-        mut context: ToolCallContext<'_>,
-        routing: &ToolRouting,
-        tools_run: &mut u32,
+        &self, mut context: ToolCallContext<'_>, routing: &ToolRouting, tools_run: &mut u32,
     ) -> Result<ToolOutcome, TurnError> {
         let name = context.call.name.as_str();
         let Some(tool) = self.registry().offered(name, routing) else {

@@ -325,9 +325,7 @@ impl SessionDirectory {
     /// the visibility check; the refusal as the tool's answer otherwise. A session cannot
     /// send to itself.
     pub(super) async fn send_target(
-        &self,
-        target: &SendTarget,
-        state: &SessionState,
+        &self, target: &SendTarget, state: &SessionState,
     ) -> Result<(String, SessionMeta), Value> {
         let visibility = self.config().tools.session_visibility();
         let a2a = self.config().tools.agent_to_agent();
@@ -389,9 +387,7 @@ impl SessionDirectory {
     /// The sessions `sessions_list` considers before the visibility check: the caller, the
     /// tree it spawned, and under `agent`/`all` every listed session.
     async fn candidates(
-        &self,
-        state: &SessionState,
-        visibility: SessionVisibility,
+        &self, state: &SessionState, visibility: SessionVisibility,
     ) -> Result<BTreeMap<String, Seen>, TurnError> {
         let mut seen = match visibility {
             SessionVisibility::SelfOnly => BTreeMap::new(),
@@ -440,8 +436,7 @@ impl SessionDirectory {
     /// each meta records (a child whose start has not run yet has no session and is left
     /// out). At most [`MAX_TREE_SESSIONS`] are read.
     async fn spawned_tree(
-        &self,
-        state: &SessionState,
+        &self, state: &SessionState,
     ) -> Result<BTreeMap<String, Seen>, TurnError> {
         let mut tree = BTreeMap::new();
         let mut next: VecDeque<(String, String)> = state
@@ -512,9 +507,7 @@ impl SessionDirectory {
     /// The key of the session whose id is `session_id`, when other sessions are visible
     /// and the service can list them.
     async fn key_of_session_id(
-        &self,
-        session_id: &str,
-        visibility: SessionVisibility,
+        &self, session_id: &str, visibility: SessionVisibility,
     ) -> Result<Option<String>, TurnError> {
         let Some(lister) = &self.lister else {
             return Ok(None);
@@ -590,12 +583,8 @@ impl SessionDirectory {
 
 /// The core's visibility check over a set of tree keys.
 fn visible(
-    action: SessionAction,
-    visibility: SessionVisibility,
-    caller: &str,
-    target: &str,
-    tree: &BTreeSet<String>,
-    a2a: &AgentToAgentConfig,
+    action: SessionAction, visibility: SessionVisibility, caller: &str, target: &str,
+    tree: &BTreeSet<String>, a2a: &AgentToAgentConfig,
 ) -> Result<(), String> {
     let in_tree = |key: &str| tree.contains(key);
     check_visibility(action, visibility, caller, target, &in_tree, a2a)

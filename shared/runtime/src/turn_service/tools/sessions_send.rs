@@ -32,8 +32,7 @@ pub(super) struct SessionsSendTool {
 
 impl SessionsSendTool {
     pub(super) fn new(
-        directory: Arc<SessionDirectory>,
-        queue: Arc<dyn TurnQueue>,
+        directory: Arc<SessionDirectory>, queue: Arc<dyn TurnQueue>,
         timers: Option<Arc<dyn Timers>>,
     ) -> Self {
         Self {

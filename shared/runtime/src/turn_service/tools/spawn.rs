@@ -156,10 +156,7 @@ impl SpawnTool {
     /// Writes a spawn's files to `<rel_dir><name>` below `agent_id`'s workspace root, each
     /// overwriting what a redone spawn wrote there before (the same bytes).
     async fn write_attachments(
-        &self,
-        agent_id: &str,
-        rel_dir: &str,
-        attachments: &SpawnAttachments,
+        &self, agent_id: &str, rel_dir: &str, attachments: &SpawnAttachments,
     ) -> Result<(), TurnError> {
         let workspace = open_workspace(&self.skills, &self.stores, agent_id)?;
         for file in &attachments.files {

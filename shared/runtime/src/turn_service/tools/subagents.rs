@@ -169,12 +169,7 @@ impl SubagentsTool {
     /// suppressed), and a new run starts in the same session with `message`, replacing it
     /// in this session's record.
     async fn steer(
-        &self,
-        call: &ToolCall,
-        state: &mut SessionState,
-        target: &str,
-        message: &str,
-        now: u64,
+        &self, call: &ToolCall, state: &mut SessionState, target: &str, message: &str, now: u64,
     ) -> ToolOutput {
         use clawless_core::subagents::control::{
             check_steer, resolve_target, split_runs, steer_accepted_json, subagents_error_json,
@@ -252,10 +247,7 @@ impl SubagentsTool {
     /// retried on a lost race) and returns how it was started; `None` when the child has
     /// not started.
     async fn replace_run(
-        &self,
-        child_key: &str,
-        run_id: &str,
-        status: &str,
+        &self, child_key: &str, run_id: &str, status: &str,
     ) -> Result<Option<SubagentStart>, TurnError> {
         let key = clawless_core::session::SessionKey::parse(child_key)
             .ok_or_else(|| TurnError::BadEvent(format!("bad child key {child_key:?}")))?;
@@ -453,8 +445,7 @@ impl RuntimeTool for SubagentsTool {
 /// How `child` looks to the `subagents` tool.
 /// The views of every child run of the session, as of `now_ms`.
 fn child_views(
-    state: &SessionState,
-    now_ms: u64,
+    state: &SessionState, now_ms: u64,
 ) -> Vec<clawless_core::subagents::control::RunView> {
     state
         .meta
