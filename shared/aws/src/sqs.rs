@@ -180,13 +180,10 @@ impl TurnQueue for SqsTurnQueue {
         let mut deliveries = Vec::new();
         for message in output.messages() {
             let Some(receipt) = message.receipt_handle() else {
-                return Err(QueueError {
-                    message: format!(
-                        "SQS ReceiveMessage on {} returned a message without a receipt handle",
-                        self.queue_url
-                    ),
-                    source: None,
-                });
+                return Err(QueueError::bare(format!(
+                    "SQS ReceiveMessage on {} returned a message without a receipt handle",
+                    self.queue_url
+                )));
             };
             let attributes = message.attributes();
             let system = |name: MessageSystemAttributeName| {

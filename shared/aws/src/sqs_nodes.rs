@@ -33,13 +33,6 @@ const DLQ_SUFFIX: &str = "-dlq";
 /// 4-day default, so a job never expires in the dead-letter queue before it could be looked at.
 const DLQ_RETENTION_SECONDS: u32 = 14 * 24 * 60 * 60;
 
-fn refused(message: String) -> QueueError {
-    QueueError {
-        message,
-        source: None,
-    }
-}
-
 /// The queue URL of a node queue's dead-letter queue: SQS URLs end with the queue name.
 fn dlq_url(queue_url: &str) -> String {
     format!("{queue_url}{DLQ_SUFFIX}")
@@ -95,10 +88,9 @@ impl SqsExecQueue {
             request = request.attributes(attribute, value);
         }
         match request.send().await {
-            Ok(output) => output
-                .queue_url()
-                .map(str::to_owned)
-                .ok_or_else(|| refused(format!("SQS CreateQueue of {name} returned no URL"))),
+            Ok(output) => output.queue_url().map(str::to_owned).ok_or_else(|| {
+                QueueError::bare(format!("SQS CreateQueue of {name} returned no URL"))
+            }),
             Err(SdkError::ServiceError(context))
                 if matches!(context.err(), CreateQueueError::QueueNameExists(_)) =>
             {
@@ -110,10 +102,9 @@ impl SqsExecQueue {
                     .send()
                     .await
                     .map_err(|err| self.failed("GetQueueUrl", name, err))?;
-                output
-                    .queue_url()
-                    .map(str::to_owned)
-                    .ok_or_else(|| refused(format!("SQS GetQueueUrl of {name} returned no URL")))
+                output.queue_url().map(str::to_owned).ok_or_else(|| {
+                    QueueError::bare(format!("SQS GetQueueUrl of {name} returned no URL"))
+                })
             }
             Err(err) => Err(self.failed("CreateQueue", name, err)),
         }
@@ -132,7 +123,9 @@ impl SqsExecQueue {
             .attributes()
             .and_then(|attributes| attributes.get(&QueueAttributeName::QueueArn))
             .cloned()
-            .ok_or_else(|| refused(format!("SQS GetQueueAttributes of {url} returned no ARN")))
+            .ok_or_else(|| {
+                QueueError::bare(format!("SQS GetQueueAttributes of {url} returned no ARN"))
+            })
     }
 
     async fn delete_queue(&self, url: &str) -> Result<(), QueueError> {
@@ -153,12 +146,14 @@ impl ExecQueue for SqsExecQueue {
     #[tracing::instrument(level = "debug", skip_all, fields(node_id))]
     async fn create_node_queue(&self, node_id: &str) -> Result<String, QueueError> {
         if !is_valid_node_id(node_id) {
-            return Err(refused(format!("{node_id:?} is not a valid node id")));
+            return Err(QueueError::bare(format!(
+                "{node_id:?} is not a valid node id"
+            )));
         }
         let name = self.queue_name(node_id);
         let dlq_name = format!("{name}{DLQ_SUFFIX}");
         if dlq_name.len() > MAX_QUEUE_NAME_LEN {
-            return Err(refused(format!(
+            return Err(QueueError::bare(format!(
                 "queue name {dlq_name:?} is longer than SQS's {MAX_QUEUE_NAME_LEN} characters"
             )));
         }
@@ -223,7 +218,7 @@ impl ExecQueue for SqsExecQueue {
         let mut deliveries = Vec::new();
         for message in output.messages() {
             let Some(receipt) = message.receipt_handle() else {
-                return Err(refused(format!(
+                return Err(QueueError::bare(format!(
                     "SQS ReceiveMessage on {queue} returned a message without a receipt handle"
                 )));
             };

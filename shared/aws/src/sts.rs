@@ -114,7 +114,7 @@ impl QueueCredentialVendor for StsQueueCredentials {
     ) -> Result<QueueCredentials, CredentialError> {
         let region = self.client.config().region().map(|region| region.as_ref());
         let queue_arn = queue_arn_from_url(queue, region).ok_or_else(|| {
-            CredentialError::refused(format!(
+            CredentialError::bare(format!(
                 "{queue:?} is not an SQS queue URL credentials can be scoped to"
             ))
         })?;
@@ -138,7 +138,7 @@ impl QueueCredentialVendor for StsQueueCredentials {
                 )
             })?;
         let Some(credentials) = output.credentials() else {
-            return Err(CredentialError::refused(format!(
+            return Err(CredentialError::bare(format!(
                 "STS AssumeRole of {} returned no credentials",
                 self.role_arn
             )));

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod ids;
 pub mod model;
 pub mod object_store;
+pub mod port_error;
 pub mod reply_tokens;
 pub mod session_key;
 pub mod time;

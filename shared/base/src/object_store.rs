@@ -9,6 +9,8 @@ use std::fmt;
 
 use async_trait::async_trait;
 
+use crate::port_error::BoxError;
+
 /// What a listing knows about one object without reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectMeta {
@@ -115,7 +117,7 @@ pub enum StoreError {
         message: String,
         /// The underlying error.
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 

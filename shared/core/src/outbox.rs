@@ -4,6 +4,8 @@
 //! `Effect::SendReply`. A reply carries an idempotency id, and a resend after a crash reuses it,
 //! so receivers can drop the second copy.
 
+use clawless_base::port_error::BoxError;
+
 use async_trait::async_trait;
 
 use crate::turn::OutboundReply;
@@ -29,7 +31,7 @@ pub enum OutboxError {
         message: String,
         /// The underlying error.
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 

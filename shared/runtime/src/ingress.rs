@@ -398,10 +398,7 @@ mod tests {
     #[async_trait]
     impl TurnQueue for DownQueue {
         async fn send(&self, _message: &QueuedMessage) -> Result<(), QueueError> {
-            Err(QueueError {
-                message: "queue unreachable".to_owned(),
-                source: None,
-            })
+            Err(QueueError::bare("queue unreachable".to_owned()))
         }
         async fn receive(&self, _max: usize, _wait: Duration) -> Result<Vec<Delivery>, QueueError> {
             Ok(Vec::new())

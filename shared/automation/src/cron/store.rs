@@ -37,6 +37,8 @@
 //! append order). A line over [`MAX_RUN_ENTRY_BYTES`] is shortened by [`fit_run_entry`]. A
 //! log outlives its job, as upstream's `runs/<jobId>.jsonl` file does.
 
+use clawless_base::port_error::BoxError;
+
 use std::fmt;
 
 use async_trait::async_trait;
@@ -212,7 +214,7 @@ pub enum CronStoreError {
         message: String,
         /// The underlying error.
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 

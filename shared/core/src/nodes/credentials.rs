@@ -10,36 +10,11 @@ use clawless_exec::node::credentials::QueueCredentials;
 #[cfg(doc)]
 use clawless_exec::node::credentials::credential_lifetime;
 
-/// Failures of a [`QueueCredentialVendor`].
-#[derive(Debug, thiserror::Error)]
-#[error("credential vending failed: {message}")]
-pub struct CredentialError {
-    /// Summary.
-    pub message: String,
-    /// The underlying error.
-    #[source]
-    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
-
-impl CredentialError {
-    /// Wraps an adapter error.
-    pub fn new(
-        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-
-    /// An error with no underlying cause (a queue handle the vendor cannot scope to).
-    pub fn refused(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            source: None,
-        }
-    }
-}
+clawless_base::port_error!(
+    /// Failures of a [`QueueCredentialVendor`].
+    CredentialError,
+    "credential vending failed"
+);
 
 /// Vends credentials that allow receiving, deleting and changing the visibility of messages
 /// on one queue, and nothing else.

@@ -1,5 +1,7 @@
 //! [`NodeStoreError`]: how the node registry and exec job stores fail.
 
+use clawless_base::port_error::BoxError;
+
 /// Failures of a [`NodeRegistry`](super::NodeRegistry) or [`ExecJobs`](super::ExecJobs).
 ///
 /// Outcomes a caller expects in normal operation (a code already redeemed, a job already
@@ -42,7 +44,7 @@ pub enum NodeStoreError {
         message: String,
         /// The underlying error.
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 

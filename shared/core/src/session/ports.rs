@@ -3,6 +3,8 @@
 //! Every adapter passes the same contract suites (`crate::testing::session_store_contract`,
 //! `inbox_contract`, `turn_queue_contract`), so DynamoDB/SQS and SQLite behave alike.
 
+use clawless_base::port_error::BoxError;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -122,7 +124,7 @@ pub enum SessionStoreError {
         message: String,
         /// The underlying error.
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 
@@ -194,28 +196,11 @@ pub enum Claim {
     Duplicate,
 }
 
-/// Failures of an [`Inbox`].
-#[derive(Debug, thiserror::Error)]
-#[error("inbox unavailable: {message}")]
-pub struct InboxError {
-    /// Summary.
-    pub message: String,
-    /// The underlying error.
-    #[source]
-    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
-
-impl InboxError {
-    /// Wraps an adapter error.
-    pub fn new(
-        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
+clawless_base::port_error!(
+    /// Failures of an [`Inbox`].
+    InboxError,
+    "inbox unavailable"
+);
 
 /// When a claim made at `now_unix` with `ttl` expires: `ttl` is rounded up to whole seconds.
 /// The claim holds through that second and expires after it. Every [`Inbox`] uses this, so a
@@ -262,29 +247,12 @@ pub struct Delivery {
     pub receive_count: u32,
 }
 
-/// Failures of a queue: the [`TurnQueue`], and the node ports'
-/// [`ExecQueue`](crate::nodes::ExecQueue) and [`Timers`](crate::timers::Timers).
-#[derive(Debug, thiserror::Error)]
-#[error("queue unavailable: {message}")]
-pub struct QueueError {
-    /// Summary.
-    pub message: String,
-    /// The underlying error.
-    #[source]
-    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
-
-impl QueueError {
-    /// Wraps an adapter error.
-    pub fn new(
-        message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
+clawless_base::port_error!(
+    /// Failures of a queue: the [`TurnQueue`], and the node ports'
+    /// [`ExecQueue`](crate::nodes::ExecQueue) and [`Timers`](crate::timers::Timers).
+    QueueError,
+    "queue unavailable"
+);
 
 /// The FIFO turn queue: ordered per group, deduplicated by id, at-least-once delivery.
 #[async_trait]

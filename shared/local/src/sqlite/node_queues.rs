@@ -32,10 +32,7 @@ fn whole_seconds_ms(duration: Duration) -> i64 {
 }
 
 fn no_queue(queue: &str) -> QueueError {
-    QueueError {
-        message: format!("no exec queue {queue:?}"),
-        source: None,
-    }
+    QueueError::bare(format!("no exec queue {queue:?}"))
 }
 
 /// What a statement on an exec queue found, when SQLite itself did not fail.
@@ -187,10 +184,9 @@ impl ExecQueue for SqliteExecQueue {
     #[tracing::instrument(level = "debug", skip_all, fields(node_id))]
     async fn create_node_queue(&self, node_id: &str) -> Result<String, QueueError> {
         if !is_valid_node_id(node_id) {
-            return Err(QueueError {
-                message: format!("{node_id:?} is not a valid node id"),
-                source: None,
-            });
+            return Err(QueueError::bare(format!(
+                "{node_id:?} is not a valid node id"
+            )));
         }
         let name = format!("node-{node_id}");
         let insert = name.clone();
@@ -264,10 +260,9 @@ impl ExecQueue for SqliteExecQueue {
     #[tracing::instrument(level = "debug", skip_all, fields(queue))]
     async fn delete(&self, queue: &str, receipt: &str) -> Result<(), QueueError> {
         let Some(id) = receipt_message_id(receipt) else {
-            return Err(QueueError {
-                message: format!("{receipt:?} is not a receipt of exec queue {queue:?}"),
-                source: None,
-            });
+            return Err(QueueError::bare(format!(
+                "{receipt:?} is not a receipt of exec queue {queue:?}"
+            )));
         };
         let name = queue.to_owned();
         let receipt = receipt.to_owned();

@@ -112,9 +112,11 @@ impl SqliteTurnQueue {
 
     /// The message id a receipt names, if it is one of ours.
     fn receipt_id(&self, receipt: &str) -> Result<i64, QueueError> {
-        receipt_message_id(receipt).ok_or_else(|| QueueError {
-            message: format!("{receipt:?} is not a receipt of queue {:?}", self.name),
-            source: None,
+        receipt_message_id(receipt).ok_or_else(|| {
+            QueueError::bare(format!(
+                "{receipt:?} is not a receipt of queue {:?}",
+                self.name
+            ))
         })
     }
 

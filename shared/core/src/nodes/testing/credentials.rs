@@ -47,7 +47,7 @@ impl QueueCredentialVendor for InMemoryCredentialVendor {
         &self, node_id: &str, queue: &str, lifetime: Duration,
     ) -> Result<QueueCredentials, CredentialError> {
         if queue.is_empty() {
-            return Err(CredentialError::refused(format!(
+            return Err(CredentialError::bare(format!(
                 "no queue to scope credentials for node {node_id} to"
             )));
         }

@@ -16,13 +16,6 @@ use crate::testing::{join_all, lock_state, sized_json_body, sleep};
 /// How often a waiting [`InMemoryExecQueue::receive`] looks again.
 const POLL: Duration = Duration::from_millis(10);
 
-fn refused(message: String) -> QueueError {
-    QueueError {
-        message,
-        source: None,
-    }
-}
-
 /// Whole seconds, rounded up: SQS counts visibility timeouts in seconds.
 fn whole_seconds(duration: Duration) -> Duration {
     Duration::from_secs(duration.as_secs() + u64::from(duration.subsec_nanos() > 0))
@@ -86,7 +79,7 @@ impl InMemoryExecQueue {
         let now = Instant::now();
         let mut state = lock_state(&self.state);
         let Some(queue) = state.queues.get_mut(queue) else {
-            return Err(refused(format!("no exec queue {queue:?}")));
+            return Err(QueueError::bare(format!("no exec queue {queue:?}")));
         };
         let mut deliveries = Vec::new();
         let mut dead = HashSet::new();
@@ -126,7 +119,9 @@ impl InMemoryExecQueue {
 impl ExecQueue for InMemoryExecQueue {
     async fn create_node_queue(&self, node_id: &str) -> Result<String, QueueError> {
         if !is_valid_node_id(node_id) {
-            return Err(refused(format!("{node_id:?} is not a valid node id")));
+            return Err(QueueError::bare(format!(
+                "{node_id:?} is not a valid node id"
+            )));
         }
         let name = format!("node-{node_id}");
         lock_state(&self.state)
@@ -146,7 +141,7 @@ impl ExecQueue for InMemoryExecQueue {
         state.next_id += 1;
         let id = state.next_id;
         let Some(messages) = state.queues.get_mut(queue) else {
-            return Err(refused(format!("no exec queue {queue:?}")));
+            return Err(QueueError::bare(format!("no exec queue {queue:?}")));
         };
         messages.messages.push(MemExecMessage {
             id,
@@ -175,7 +170,7 @@ impl ExecQueue for InMemoryExecQueue {
     async fn delete(&self, queue: &str, receipt: &str) -> Result<(), QueueError> {
         let mut state = lock_state(&self.state);
         let Some(messages) = state.queues.get_mut(queue) else {
-            return Err(refused(format!("no exec queue {queue:?}")));
+            return Err(QueueError::bare(format!("no exec queue {queue:?}")));
         };
         messages
             .messages
