@@ -1195,28 +1195,14 @@ mod tests {
                 "delivery": {"mode": "announce", "channel": "telegram", "to": "123", "bestEffort": true},
             })
         );
-        let quiet = add(&[
-            "--name",
-            "n",
-            "--every",
-            "1d",
-            "--message",
-            "m",
-            "--no-deliver",
-        ])
-        .expect("valid");
+        let daily = |extra: &[&str]| {
+            let mut args = vec!["--name", "n", "--every", "1d", "--message", "m"];
+            args.extend_from_slice(extra);
+            add(&args)
+        };
+        let quiet = daily(&["--no-deliver"]).expect("valid");
         assert_eq!(quiet["job"]["delivery"], json!({"mode": "none"}));
-        let hook = add(&[
-            "--name",
-            "n",
-            "--every",
-            "1d",
-            "--message",
-            "m",
-            "--webhook",
-            "https://example.com/hook",
-        ])
-        .expect("valid");
+        let hook = daily(&["--webhook", "https://example.com/hook"]).expect("valid");
         assert_eq!(
             hook["job"]["delivery"],
             json!({"mode": "webhook", "to": "https://example.com/hook"})

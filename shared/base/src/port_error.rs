@@ -50,7 +50,10 @@ macro_rules! port_error {
 }
 
 #[cfg(test)]
-#[allow(unreachable_pub, reason = "the macro declares a public type, here inside a test module")]
+#[allow(
+    unreachable_pub,
+    reason = "the macro declares a public type, here inside a test module"
+)]
 mod tests {
     use std::error::Error;
 

@@ -13,7 +13,21 @@ use clawless_core::outbox::Outbox;
 use clawless_core::session::Inbox;
 
 use crate::config::{ClawlessConfig, GENERIC_DEFAULT_ALLOW_FROM, GENERIC_DEFAULT_GROUP_POLICY};
-use crate::ingress::{ChannelAccess, ChatChannel, GroupPolicy};
+use crate::ingress::{ChannelAccess, ChatChannel};
+
+/// The [`ChannelAccess`] of a platform channel's config: every platform's config names its
+/// owners, `allowFrom`, `groupPolicy` and unauthorized reply alike.
+macro_rules! access_of {
+    ($config:expr, $require_mention:expr) => {
+        ChannelAccess {
+            owners: $config.owners.clone(),
+            allow_from: $config.allow_from.clone(),
+            group_policy: $config.group_policy.unwrap_or_default(),
+            require_mention: $require_mention,
+            unauthorized_reply: $config.unauthorized_reply.clone(),
+        }
+    };
+}
 
 /// Everything about channels that is not in the config file: where secrets come from and the
 /// defaults of the running mode.
@@ -63,28 +77,11 @@ impl ChannelSet {
 
     fn add_platforms(&mut self, setup: &ChannelSetup<'_>) {
         let channels = &setup.config.channels;
-        let access = |owners: &[String],
-                      allow_from: &[String],
-                      group_policy: Option<GroupPolicy>,
-                      require_mention: bool,
-                      unauthorized_reply: &Option<String>| ChannelAccess {
-            owners: owners.to_vec(),
-            allow_from: allow_from.to_vec(),
-            group_policy: group_policy.unwrap_or_default(),
-            require_mention,
-            unauthorized_reply: unauthorized_reply.clone(),
-        };
         if let Some(config) = &channels.telegram {
             match config.resolve(setup.env) {
                 Ok(resolved) => self.add(ChatChannel {
                     platform: Arc::new(resolved.channel()),
-                    access: access(
-                        &config.owners,
-                        &config.allow_from,
-                        config.group_policy,
-                        config.require_mention(),
-                        &config.unauthorized_reply,
-                    ),
+                    access: access_of!(config, config.require_mention()),
                     outbox: Some(Arc::new(
                         resolved.sender(setup.http.clone(), Arc::clone(&setup.sent_chunks)),
                     )),
@@ -98,13 +95,7 @@ impl ChannelSet {
                     platform: Arc::new(SlackChannel::from_config(&resolved)),
                     // Slack threads are addressed by their mention; every thread message is
                     // the conversation's.
-                    access: access(
-                        &config.owners,
-                        &config.allow_from,
-                        config.group_policy,
-                        false,
-                        &config.unauthorized_reply,
-                    ),
+                    access: access_of!(config, false),
                     outbox: Some(Arc::new(SlackSender::from_config(
                         setup.http.clone(),
                         &resolved,
@@ -119,13 +110,7 @@ impl ChannelSet {
                 Ok(resolved) => self.add(ChatChannel {
                     platform: Arc::new(DiscordChannel::new(resolved.public_key)),
                     // Commands are always addressed to the bot.
-                    access: access(
-                        &config.owners,
-                        &config.allow_from,
-                        config.group_policy,
-                        false,
-                        &config.unauthorized_reply,
-                    ),
+                    access: access_of!(config, false),
                     outbox: Some(Arc::new(DiscordSender::new(
                         setup.http.clone(),
                         &resolved,

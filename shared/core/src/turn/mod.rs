@@ -448,14 +448,7 @@ impl TurnEngine {
             return;
         }
         let reply_id = reply_id(state, "compact");
-        state.push(
-            StepBody::Reply {
-                reply_id,
-                text,
-                to: None,
-            },
-            now_ms,
-        );
+        state.push_reply(reply_id, text, now_ms);
     }
 
     /// Records a tool's output (capped for the transcript).
@@ -671,14 +664,7 @@ impl TurnEngine {
                     trimmed.to_owned()
                 };
                 let reply_id = reply_id(state, "command");
-                state.push(
-                    StepBody::Reply {
-                        reply_id,
-                        text: reply,
-                        to: None,
-                    },
-                    now_ms,
-                );
+                state.push_reply(reply_id, reply, now_ms);
                 Derived::Changed
             }
             Some(_) => Derived::Changed,
@@ -708,14 +694,7 @@ impl TurnEngine {
             }
         };
         let reply_id = reply_id(state, &assistant_seq.to_string());
-        state.push(
-            StepBody::Reply {
-                reply_id,
-                text,
-                to: None,
-            },
-            now_ms,
-        );
+        state.push_reply(reply_id, text, now_ms);
         Derived::Changed
     }
 
@@ -750,14 +729,7 @@ impl TurnEngine {
                 "⚠️ Stopped: this turn reached its limit of {} model calls.",
                 self.settings.max_model_calls
             );
-            state.push(
-                StepBody::Reply {
-                    reply_id,
-                    text,
-                    to: None,
-                },
-                now_ms,
-            );
+            state.push_reply(reply_id, text, now_ms);
         }
         Derived::Changed
     }
@@ -931,14 +903,7 @@ fn push_notice(state: &mut SessionState, call_id: &str, what: &str, text: String
         .iter()
         .any(|step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if *id == reply_id));
     if !already {
-        state.push(
-            StepBody::Reply {
-                reply_id,
-                text,
-                to: None,
-            },
-            now_ms,
-        );
+        state.push_reply(reply_id, text, now_ms);
     }
 }
 

@@ -624,6 +624,18 @@ impl SessionState {
         self.meta_dirty = false;
     }
 
+    /// Appends a reply to this session's own chat to the current turn.
+    pub(crate) fn push_reply(&mut self, reply_id: String, text: String, now_ms: u64) -> u64 {
+        self.push(
+            StepBody::Reply {
+                reply_id,
+                text,
+                to: None,
+            },
+            now_ms,
+        )
+    }
+
     /// Appends a step to the current turn.
     pub(crate) fn push(&mut self, body: StepBody, now_ms: u64) -> u64 {
         let seq = self.next_seq;
