@@ -1093,32 +1093,39 @@ mod tests {
 
     #[test]
     fn reset_types_follow_the_key_and_the_message() {
-        assert_eq!(
-            reset_type("agent:main:main", false, true),
-            ResetType::Direct
-        );
-        assert_eq!(
-            reset_type("agent:main:telegram:direct:42", false, true),
-            ResetType::Direct
-        );
-        assert_eq!(
-            reset_type("agent:main:telegram:group:-100", false, true),
-            ResetType::Group
-        );
-        assert_eq!(
-            reset_type("agent:main:main", false, false),
-            ResetType::Group
-        );
-        assert_eq!(
-            reset_type("agent:main:telegram:group:-100:topic:7", false, false),
-            ResetType::Thread
-        );
-        assert_eq!(reset_type("agent:main:main", true, true), ResetType::Thread);
-        // A peer id that happens to read `thread` is not a thread suffix.
-        assert_eq!(
-            reset_type("agent:main:direct:thread", false, true),
-            ResetType::Direct
-        );
+        // (session key, has a thread, chat is direct, expected)
+        let cases = [
+            ("agent:main:main", false, true, ResetType::Direct),
+            (
+                "agent:main:telegram:direct:42",
+                false,
+                true,
+                ResetType::Direct,
+            ),
+            (
+                "agent:main:telegram:group:-100",
+                false,
+                true,
+                ResetType::Group,
+            ),
+            ("agent:main:main", false, false, ResetType::Group),
+            (
+                "agent:main:telegram:group:-100:topic:7",
+                false,
+                false,
+                ResetType::Thread,
+            ),
+            ("agent:main:main", true, true, ResetType::Thread),
+            // A peer id that happens to read `thread` is not a thread suffix.
+            ("agent:main:direct:thread", false, true, ResetType::Direct),
+        ];
+        for (key, thread, direct, expected) in cases {
+            assert_eq!(
+                reset_type(key, thread, direct),
+                expected,
+                "{key} {thread} {direct}"
+            );
+        }
     }
 
     #[test]

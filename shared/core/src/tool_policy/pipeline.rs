@@ -305,40 +305,28 @@ fn pipeline_steps(
         ));
     }
 
-    steps.push(Step {
-        label: "tools.allow".to_owned(),
-        policy: global.policy(),
-    });
-    if let Some((key, entry)) = global_provider {
-        steps.push(Step {
-            label: format!("tools.byProvider.{key}.allow"),
-            policy: entry.policy(),
-        });
-    }
-    if let Some(agent) = agent {
-        steps.push(Step {
-            label: "agent tools.allow".to_owned(),
-            policy: agent.policy(),
-        });
-    }
-    if let Some((key, entry)) = agent_provider {
-        steps.push(Step {
-            label: format!("agent tools.byProvider.{key}.allow"),
-            policy: entry.policy(),
-        });
-    }
-    if let Some(policy) = ctx.group_policy {
-        steps.push(Step {
-            label: "group tools.allow".to_owned(),
-            policy: policy.clone(),
-        });
-    }
-    if let Some(policy) = ctx.sandbox {
-        steps.push(Step {
-            label: "sandbox tools.allow".to_owned(),
-            policy: policy.clone(),
-        });
-    }
+    let allowlists = [
+        Some(("tools.allow".to_owned(), global.policy())),
+        global_provider
+            .map(|(key, entry)| (format!("tools.byProvider.{key}.allow"), entry.policy())),
+        agent.map(|agent| ("agent tools.allow".to_owned(), agent.policy())),
+        agent_provider.map(|(key, entry)| {
+            (
+                format!("agent tools.byProvider.{key}.allow"),
+                entry.policy(),
+            )
+        }),
+        ctx.group_policy
+            .map(|policy| ("group tools.allow".to_owned(), policy.clone())),
+        ctx.sandbox
+            .map(|policy| ("sandbox tools.allow".to_owned(), policy.clone())),
+    ];
+    steps.extend(
+        allowlists
+            .into_iter()
+            .flatten()
+            .map(|(label, policy)| Step { label, policy }),
+    );
     if ctx.subagent_depth > 0 {
         let configured = global.subagents.as_ref().map(|subagents| &subagents.tools);
         steps.push(Step {

@@ -42,10 +42,7 @@ impl Tool for EditTool {
     }
 
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput {
-        match edit(input, context).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(message) => ToolOutput::error(message),
-        }
+        ToolOutput::from(edit(input, context).await)
     }
 }
 

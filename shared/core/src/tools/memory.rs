@@ -71,10 +71,7 @@ impl Tool for MemoryGetTool {
     }
 
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput {
-        match memory_get(input, context).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(message) => ToolOutput::error(message),
-        }
+        ToolOutput::from(memory_get(input, context).await)
     }
 }
 
@@ -144,10 +141,7 @@ impl Tool for MemorySearchTool {
     }
 
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput {
-        match memory_search(input, context).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(message) => ToolOutput::error(message),
-        }
+        ToolOutput::from(memory_search(input, context).await)
     }
 }
 

@@ -42,6 +42,16 @@ impl ToolOutput {
     }
 }
 
+impl From<Result<String, String>> for ToolOutput {
+    /// A tool's outcome: `Ok` text as a success, `Err` text as a failure the model sees.
+    fn from(outcome: Result<String, String>) -> Self {
+        match outcome {
+            Ok(text) => Self::ok(text),
+            Err(message) => Self::error(message),
+        }
+    }
+}
+
 /// The agent's workspace: a prefix in an object store (`agents/<id>/workspace/` in S3, a
 /// directory in local mode).
 #[derive(Debug, Clone)]

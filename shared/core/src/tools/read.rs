@@ -214,10 +214,7 @@ impl Tool for ReadTool {
     }
 
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput {
-        match read(input, context).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(message) => ToolOutput::error(message),
-        }
+        ToolOutput::from(read(input, context).await)
     }
 }
 

@@ -42,10 +42,7 @@ impl Tool for WriteTool {
     }
 
     async fn run(&self, input: &Value, context: &ToolContext) -> ToolOutput {
-        match write(input, context).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(message) => ToolOutput::error(message),
-        }
+        ToolOutput::from(write(input, context).await)
     }
 }
 
