@@ -10,6 +10,7 @@
 pub mod compaction;
 pub mod nodes;
 pub mod outbox;
+pub mod sandbox;
 pub mod session;
 pub mod subagents;
 pub mod system_prompt;

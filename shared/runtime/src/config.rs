@@ -106,6 +106,10 @@ pub struct ClawlessConfig {
     /// retries, run-log limits, webhook token, failure alerts.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub cron: clawless_automation::cron::CronConfig,
+    /// Who may see the agent's memory: `groups: allow` lets group and channel sessions have
+    /// `MEMORY.md` and the memory tools (never a sandboxed session).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub memory: clawless_core::sandbox::MemoryConfig,
     /// Secrets kept in AWS, by the name `…Env` keys use (e.g. `botTokenEnv:
     /// TELEGRAM_BOT_TOKEN`): each is fetched once at start-up from SSM Parameter Store or
     /// Secrets Manager and looked up before the process environment.
@@ -129,6 +133,7 @@ impl std::fmt::Debug for ClawlessConfig {
             .field("session", &self.session)
             .field("exec", &self.exec)
             .field("cron", &self.cron)
+            .field("memory", &self.memory)
             .field("secrets", &self.secrets)
             .finish_non_exhaustive()
     }
@@ -267,6 +272,11 @@ pub struct AgentDefaults {
     /// model and time limit, which agents they may run as, when finished ones are archived.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub subagents: Option<clawless_core::subagents::config::SubagentsConfig>,
+    /// Which sessions run sandboxed (`mode`: `untrusted` by default, i.e. once anyone but an
+    /// owner has written in them), which share a sandbox workspace (`scope`) and what they
+    /// may do with the agent's workspace (`workspaceAccess`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub sandbox: Option<clawless_core::sandbox::SandboxConfig>,
 }
 
 /// `agents.list[]`.
@@ -299,6 +309,10 @@ pub struct AgentConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub subagents: Option<clawless_core::subagents::config::AgentSubagentsConfig>,
+    /// This agent's sandbox settings, each unset key taken from `agents.defaults.sandbox`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub sandbox: Option<clawless_core::sandbox::SandboxConfig>,
 }
 
 /// `channels:`.
@@ -633,6 +647,21 @@ impl ClawlessConfig {
             .into_iter()
             .filter(|agent| self.agent(&agent.agent_id).is_some())
             .collect()
+    }
+
+    /// The sandbox settings of `agent_id`: its own `sandbox` keys over
+    /// `agents.defaults.sandbox`.
+    pub fn sandbox_settings(&self, agent_id: &str) -> clawless_core::sandbox::SandboxSettings {
+        let agent = self
+            .agents
+            .list
+            .iter()
+            .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
+            .and_then(|agent| agent.sandbox.as_ref());
+        clawless_core::sandbox::SandboxSettings::resolve(
+            self.agents.defaults.sandbox.as_ref(),
+            agent,
+        )
     }
 
     /// The heartbeat settings of this agent, when it runs heartbeats.

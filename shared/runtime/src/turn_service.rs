@@ -57,6 +57,7 @@ mod effects;
 mod handlers;
 mod heartbeat;
 mod prepare;
+mod sandbox;
 mod subagents;
 mod tools;
 
@@ -559,8 +560,13 @@ impl TurnService {
             .iter()
             .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
             .and_then(|agent| agent.tools.as_ref());
+        let sandboxed = self.sandbox_of(agent_id, state);
+        let sandbox_policy = sandboxed
+            .as_ref()
+            .map(|sandboxed| self.sandbox_policy(sandboxed));
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
+        context.sandbox = sandbox_policy.as_ref();
         if let Some(run) = &state.meta.subagent {
             context.subagent_depth = run.start.depth;
             context.max_spawn_depth = run.start.max_depth;
@@ -572,13 +578,19 @@ impl TurnService {
         }
         // A cron job's `toolsAllow` narrows its runs further.
         let tools_allow = cron::current_cron_run(state).and_then(|run| run.tools_allow.as_ref());
-        let names = allowed.names().iter().filter(|name| {
-            tools_allow.is_none_or(|allow| {
-                allow
-                    .iter()
-                    .any(|allowed| allowed.eq_ignore_ascii_case(name))
-            })
-        });
+        let withheld =
+            sandbox::withheld_tools(sandboxed.as_ref(), self.memory_reaches(agent_id, state));
+        let names = allowed
+            .names()
+            .iter()
+            .filter(|name| !withheld.contains(&name.as_str()))
+            .filter(|name| {
+                tools_allow.is_none_or(|allow| {
+                    allow
+                        .iter()
+                        .any(|allowed| allowed.eq_ignore_ascii_case(name))
+                })
+            });
         tool_routing(names.cloned(), &registry.remote_names())
     }
 
@@ -597,7 +609,17 @@ impl TurnService {
             )
             .await?;
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
-        let workspace = self.workspace(agent_id)?;
+        let workspace = self.session_workspace(agent_id, state)?;
+        if self
+            .sandbox_of(agent_id, state)
+            .is_some_and(|sandboxed| sandboxed.settings.uses_own_workspace())
+            && !state.meta.sandbox_seeded
+        {
+            self.seed_sandbox(agent_id, &workspace).await;
+            state.meta.sandbox_seeded = true;
+            state.touch_meta();
+        }
+        let memory_reaches = self.memory_reaches(agent_id, state);
         let defaults = &self.config().agents.defaults;
         let heartbeat_config = self
             .config()
@@ -618,7 +640,10 @@ impl TurnService {
                 heartbeat_config.as_ref(),
                 heartbeat_guidance,
             )
-            .await?;
+            .await?
+            .into_iter()
+            .filter(|file| memory_reaches || !is_memory_file(&file.name))
+            .collect::<Vec<_>>();
         let (context_files, warnings) = build_bootstrap_context_files(
             &files,
             defaults
@@ -656,7 +681,7 @@ impl TurnService {
             ),
             tool_names: &tool_names,
             skills_prompt: &snapshot.prompt,
-            include_memory_section: true,
+            include_memory_section: memory_reaches,
             workspace_dir: &workspace_dir,
             context_files: &context_files,
             user_timezone: defaults.user_timezone.as_deref(),
@@ -813,6 +838,12 @@ impl TurnService {
                 .map(|reset| format!("{} at {}", reset.reason.as_str(), rfc3339(reset.at_ms))),
         }
     }
+}
+
+/// Whether a bootstrap file is the agent's long-term memory (`MEMORY.md` or `memory.md`).
+fn is_memory_file(name: &str) -> bool {
+    name == clawless_core::system_prompt::bootstrap::MEMORY_FILE_NAME
+        || name == clawless_core::system_prompt::bootstrap::MEMORY_FILE_NAME_ALT
 }
 
 /// The workspace of `agent_id`, opened through `stores`.

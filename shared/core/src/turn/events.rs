@@ -242,6 +242,14 @@ pub struct SubagentStart {
     /// transcript stays, never deleted: clawless loses nothing).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub archive_when_announced: bool,
+    /// Whether the parent is untrusted (a non-owner has started a turn in it): the child is
+    /// too, so it runs sandboxed wherever its parent does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parent_untrusted: bool,
+    /// The session whose sandbox workspace the child shares (its root parent's), so a
+    /// sandboxed child works on its parent's files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_key: Option<String>,
 }
 
 /// One step of an agent-to-agent exchange, for the session that takes it.

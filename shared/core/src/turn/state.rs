@@ -347,6 +347,18 @@ pub struct SessionMeta {
     /// Whether the sender of the current turn is the owner.
     #[serde(default)]
     pub sender_is_owner: bool,
+    /// Set once a message from anyone but an owner has started a turn here, or inherited from
+    /// the parent that spawned this session; never cleared. Under the default sandbox mode
+    /// (`untrusted`) such a session runs sandboxed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untrusted: bool,
+    /// The session whose sandbox workspace this one shares (a sub-agent's root parent);
+    /// unset: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_key: Option<String>,
+    /// Whether this session has seeded its sandbox workspace with the bootstrap files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox_seeded: bool,
     /// Skills snapshot reused while it is not stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_snapshot: Option<SkillSnapshot>,
@@ -526,6 +538,9 @@ impl SessionState {
                 follow_ups: VecDeque::new(),
                 seen_message_ids: VecDeque::new(),
                 sender_is_owner: false,
+                untrusted: false,
+                sandbox_key: None,
+                sandbox_seeded: false,
                 skills_snapshot: None,
                 tokens_in: 0,
                 tokens_out: 0,

@@ -138,6 +138,8 @@ mod tests {
             timeout_ms: None,
             parent_is_internal: false,
             archive_when_announced: false,
+            parent_untrusted: false,
+            sandbox_key: None,
         }
     }
 

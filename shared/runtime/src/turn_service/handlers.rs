@@ -327,6 +327,16 @@ impl TurnService {
             return Ok(Flow::Done);
         };
         let state = &mut run.state;
+        if let Incoming::Message(prepared) = &incoming
+            && matches!(run.event.event, TurnEvent::Inbound(_))
+            && !prepared.message.sender_is_owner
+            && !state.meta.untrusted
+        {
+            // A chat message from anyone but an owner: the session is untrusted from now on
+            // (under the default sandbox mode, sandboxed).
+            state.meta.untrusted = true;
+            state.touch_meta();
+        }
         if let Incoming::Message(prepared) = &mut incoming
             && !state.meta.pending_events.is_empty()
             && prepared.compact.is_none()

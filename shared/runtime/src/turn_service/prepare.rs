@@ -237,7 +237,7 @@ impl TurnService {
             };
             let mut prepared = PreparedMessage::plain(message.clone());
             prepared.text = if rest.trim().is_empty() {
-                self.greeting_prompt(agent_id).await
+                self.greeting_prompt(agent_id, state).await
             } else {
                 rest
             };
@@ -323,11 +323,14 @@ impl TurnService {
 
     /// The prompt of a bare `/new` or `/reset`: the last days' memory notes as startup
     /// context, then the greeting request with the current time.
-    async fn greeting_prompt(&self, agent_id: &str) -> String {
+    async fn greeting_prompt(&self, agent_id: &str, state: &SessionState) -> String {
         let now = self.deps.clock.now_ms();
         let tz = self.time_zone();
         let mut notes = Vec::new();
-        if let Ok(workspace) = self.workspace(agent_id) {
+        let workspace = self
+            .memory_reaches(agent_id, state)
+            .then(|| self.session_workspace(agent_id, state));
+        if let Some(Ok(workspace)) = workspace {
             for date in startup_note_dates(now, &tz, STARTUP_NOTE_DAYS) {
                 let path = startup_note_path(&date);
                 let key = format!("{}{path}", workspace.prefix);

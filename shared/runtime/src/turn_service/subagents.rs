@@ -205,6 +205,11 @@ impl TurnService {
         if let Some(model) = start.model.clone().filter(|model| !model.trim().is_empty()) {
             state.meta.model_override = Some(model);
         }
+        // Trust only ever narrows: a child of an untrusted session is untrusted.
+        state.meta.untrusted |= start.parent_untrusted;
+        if state.meta.sandbox_key.is_none() {
+            state.meta.sandbox_key = start.sandbox_key.clone();
+        }
         state.touch_meta();
         let message = InboundMessage {
             message_id: format!("subagent:{}", start.run_id),

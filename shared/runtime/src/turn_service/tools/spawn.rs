@@ -208,6 +208,14 @@ fn child_start(state: &SessionState, plan: &SpawnPlan, run_id: &str) -> Subagent
                 && !is_cron_session_key(state.key.as_str())),
         archive_when_announced: plan.cleanup
             == clawless_core::subagents::spawn::SpawnCleanup::Delete,
+        parent_untrusted: state.meta.untrusted,
+        sandbox_key: Some(
+            state
+                .meta
+                .sandbox_key
+                .clone()
+                .unwrap_or_else(|| state.key.to_string()),
+        ),
     }
 }
 

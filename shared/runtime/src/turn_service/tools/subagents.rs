@@ -310,6 +310,8 @@ impl SubagentsTool {
                 timeout_ms: None,
                 parent_is_internal: false,
                 archive_when_announced: false,
+                parent_untrusted: false,
+                sandbox_key: None,
             },
             started_at_ms: now,
             ended_at_ms: Some(now),

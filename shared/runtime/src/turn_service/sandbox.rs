@@ -1,0 +1,146 @@
+//! The sandbox as a turn sees it: whether this session runs sandboxed (decided from the
+//! session and the config, never from a tool argument), the workspace its file tools, prompt
+//! and memory flush use, the seeding of that workspace, and what the sandbox and memory rules
+//! take out of the offered tools.
+//!
+//! A sandbox workspace lives inside the agent's workspace store, under
+//! [`SANDBOXES_PREFIX`]`<slug>/`: the session's file tools are rooted there and refuse `..`,
+//! so it never reaches the agent's own files (`SOUL.md`, `MEMORY.md`, `memory/`).
+
+use clawless_base::object_store::PutCondition;
+use clawless_core::sandbox::{
+    self, MEMORY_TOOLS, SEED_FILES, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
+};
+use clawless_core::tool_policy::{ToolPolicy, sandbox_tool_policy};
+use clawless_core::tools::Workspace;
+use clawless_core::turn::state::SessionState;
+
+use super::{TurnError, TurnService};
+
+/// Where, inside the agent's workspace, the sandbox workspaces are.
+pub(super) const SANDBOXES_PREFIX: &str = ".sandboxes/";
+
+/// The largest bootstrap file copied into a sandbox workspace.
+const SEED_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The chat channels a sandboxed session may not drive as tools.
+const CHANNEL_TOOL_IDS: [&str; 4] = ["telegram", "slack", "discord", "generic"];
+
+/// How the current session is sandboxed, when it is.
+#[derive(Debug, Clone)]
+pub(super) struct SessionSandbox {
+    /// The agent's sandbox settings.
+    pub settings: SandboxSettings,
+    /// The key naming its sandbox workspace.
+    pub scope_key: String,
+}
+
+impl TurnService {
+    /// How `state` runs sandboxed, or `None` when it runs as the owner's own.
+    pub(super) fn sandbox_of(
+        &self, agent_id: &str, state: &SessionState,
+    ) -> Option<SessionSandbox> {
+        let settings = self.config().sandbox_settings(agent_id);
+        if !settings.is_sandboxed(agent_id, state.key.as_str(), state.meta.untrusted) {
+            return None;
+        }
+        let owner = state
+            .meta
+            .sandbox_key
+            .as_deref()
+            .unwrap_or(state.key.as_str());
+        Some(SessionSandbox {
+            settings,
+            scope_key: sandbox::scope_key(settings.scope, agent_id, owner),
+        })
+    }
+
+    /// The workspace of `state`'s files: its sandbox workspace when sandboxed with
+    /// `workspaceAccess` `none` or `ro`, else the agent's.
+    pub(super) fn session_workspace(
+        &self, agent_id: &str, state: &SessionState,
+    ) -> Result<Workspace, TurnError> {
+        let agent_workspace = self.workspace(agent_id)?;
+        Ok(match self.sandbox_of(agent_id, state) {
+            Some(sandboxed) if sandboxed.settings.uses_own_workspace() => Workspace {
+                prefix: format!(
+                    "{}{SANDBOXES_PREFIX}{}",
+                    agent_workspace.prefix,
+                    sandbox_folder(&sandboxed)
+                ),
+                store: agent_workspace.store,
+            },
+            _ => agent_workspace,
+        })
+    }
+
+    /// Copies the agent's bootstrap files into `sandbox_workspace`, each only where the copy
+    /// does not exist yet (never refreshed, never `MEMORY.md` or `memory/`). Best effort: a
+    /// file that cannot be copied is logged and left out.
+    pub(super) async fn seed_sandbox(&self, agent_id: &str, sandbox_workspace: &Workspace) {
+        let Ok(agent_workspace) = self.workspace(agent_id) else {
+            return;
+        };
+        for name in SEED_FILES {
+            let source = format!("{}{name}", agent_workspace.prefix);
+            let object = match agent_workspace.store.get(&source, SEED_MAX_BYTES).await {
+                Ok(Some(object)) => object,
+                Ok(None) => continue,
+                Err(err) => {
+                    tracing::warn!(file = name, error = %err, "sandbox seed file unreadable");
+                    continue;
+                }
+            };
+            let target = format!("{}{name}", sandbox_workspace.prefix);
+            match sandbox_workspace
+                .store
+                .put(&target, object.bytes, PutCondition::IfAbsent)
+                .await
+            {
+                Ok(_) | Err(clawless_base::object_store::StoreError::Conflict(_)) => {}
+                Err(err) => tracing::warn!(file = name, error = %err, "sandbox seed not written"),
+            }
+        }
+    }
+
+    /// The sandbox layer of the tool policy for `state`, when sandboxed.
+    pub(super) fn sandbox_policy(&self, sandboxed: &SessionSandbox) -> ToolPolicy {
+        let _ = sandboxed;
+        sandbox_tool_policy(None, &CHANNEL_TOOL_IDS)
+    }
+
+    /// Whether `state` may see the agent's memory (`MEMORY.md`, `memory/`, the memory tools).
+    pub(super) fn memory_reaches(&self, agent_id: &str, state: &SessionState) -> bool {
+        self.config().memory.reaches(
+            state.key.as_str(),
+            self.sandbox_of(agent_id, state).is_some(),
+        )
+    }
+}
+
+/// The tools neither the sandbox's workspace access nor the memory rule allow.
+pub(super) fn withheld_tools(
+    sandboxed: Option<&SessionSandbox>, memory_reaches: bool,
+) -> Vec<&'static str> {
+    let mut withheld = Vec::new();
+    if sandboxed.is_some_and(|sandboxed| sandboxed.settings.workspace_access == WorkspaceAccess::Ro)
+    {
+        withheld.extend(WRITE_TOOLS);
+    }
+    if !memory_reaches {
+        withheld.extend(MEMORY_TOOLS);
+    }
+    // No node host runs a jail yet, and a sandboxed command never runs on a bare host.
+    if sandboxed.is_some() {
+        withheld.extend(["exec", "process"]);
+    }
+    withheld
+}
+
+/// The folder of a sandbox workspace below [`SANDBOXES_PREFIX`].
+fn sandbox_folder(sandboxed: &SessionSandbox) -> String {
+    match sandbox::sandbox_dir(sandboxed.settings.scope, &sandboxed.scope_key) {
+        dir if dir.is_empty() => "shared/".to_owned(),
+        dir => dir,
+    }
+}
