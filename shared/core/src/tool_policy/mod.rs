@@ -20,6 +20,6 @@ pub use pipeline::{
     sandbox_tool_policy,
 };
 pub use policy::{
-    AgentToolsConfig, ProviderToolPolicy, SubagentToolsConfig, ToolPolicy, ToolPolicyMatcher,
-    ToolsConfig,
+    AgentToolsConfig, ProviderToolPolicy, SandboxToolsConfig, SubagentToolsConfig, ToolPolicy,
+    ToolPolicyMatcher, ToolsConfig,
 };

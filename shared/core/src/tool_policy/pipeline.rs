@@ -60,7 +60,8 @@ pub const SANDBOX_DEFAULT_ALLOW: &[&str] = &[
     "session_status",
 ];
 
-/// The sandbox denylist when none is configured (channel ids are added to it).
+/// The sandbox denylist when none is configured (channel ids are added to it, and explicit
+/// sandbox `allow`/`alsoAllow` entries take out what they match).
 pub const SANDBOX_DEFAULT_DENY: &[&str] = &["browser", "canvas", "nodes", "cron", "gateway"];
 
 /// Longest tool name quoted back in a [`ToolNotAllowed`] message.
@@ -81,8 +82,12 @@ pub struct PolicyContext<'a> {
     pub max_spawn_depth: u32,
     /// The group or channel tools policy, when the turn runs in one.
     pub group_policy: Option<&'a ToolPolicy>,
-    /// The sandbox tools policy (see [`sandbox_tool_policy`]), when the turn is sandboxed.
-    pub sandbox: Option<&'a ToolPolicy>,
+    /// Whether the turn runs in a sandboxed session: adds the "sandbox tools.allow" step,
+    /// resolved by [`sandbox_tool_policy`] from `tools.sandbox.tools` and the agent's
+    /// `tools.sandbox.tools`.
+    pub sandboxed: bool,
+    /// Chat channel ids added to the default sandbox denylist (`telegram`, `slack`, …).
+    pub channel_ids: &'a [&'a str],
 }
 
 impl Default for PolicyContext<'_> {
@@ -94,14 +99,15 @@ impl Default for PolicyContext<'_> {
             subagent_depth: 0,
             max_spawn_depth: DEFAULT_MAX_SPAWN_DEPTH,
             group_policy: None,
-            sandbox: None,
+            sandboxed: false,
+            channel_ids: &[],
         }
     }
 }
 
 impl<'a> PolicyContext<'a> {
-    /// A top-level turn for a non-owner sender on this provider and model, with no group or
-    /// sandbox policy.
+    /// A top-level, unsandboxed turn for a non-owner sender on this provider and model, with
+    /// no group policy.
     pub fn new(provider: &'a str, model_id: &'a str) -> Self {
         PolicyContext {
             provider,
@@ -182,7 +188,7 @@ impl ToolNotAllowed {
 /// agent's wins) plus `alsoAllow`, where a `tools.exec` section implies `exec`/`process` and a
 /// `tools.fs` section implies `read`/`write`/`edit`; the `byProvider` profile; global
 /// allow/deny; `byProvider` allow/deny; agent allow/deny; agent `byProvider` allow/deny; the
-/// group policy; the sandbox policy; the sub-agent policy.
+/// group policy; the sandbox policy (sandboxed turns only); the sub-agent policy.
 ///
 /// An allowlist naming only plugin tools is ignored (clawless has none, so honouring it would
 /// remove every core tool). One that names only unknown tools is kept and so lets nothing
@@ -221,38 +227,65 @@ pub fn resolve_allowed_tools(
     }
 }
 
-/// The sandbox tools policy: the configured allowlist and denylist, each falling back to the
-/// defaults ([`SANDBOX_DEFAULT_ALLOW`]; [`SANDBOX_DEFAULT_DENY`] plus `channel_ids`). An
-/// explicit, non-empty allowlist gets `image` added unless the denylist removes it.
-pub fn sandbox_tool_policy(configured: Option<&ToolPolicy>, channel_ids: &[&str]) -> ToolPolicy {
-    let configured = configured.cloned().unwrap_or_default();
-    let explicit_allow = configured.allow.is_some();
-    let mut allow = configured.allow.unwrap_or_else(|| {
+/// The sandbox tools policy (spec `openclaw-sandbox.md` §2.1), from `tools.sandbox.tools`
+/// (`global`) and the agent's `tools.sandbox.tools` (`agent`).
+///
+/// Each of `allow`, `alsoAllow` and `deny` is taken from the agent when it sets that list,
+/// else from the global config; the two are never merged. The returned policy has no
+/// `alsoAllow`; it is folded into `allow`:
+/// - allow: unset → [`SANDBOX_DEFAULT_ALLOW`] plus `alsoAllow`; `[]` → every tool (`alsoAllow`
+///   ignored); otherwise the list plus `alsoAllow`.
+/// - deny: set → exactly that list; unset → [`SANDBOX_DEFAULT_DENY`] and `channel_ids`, minus
+///   every entry an explicit `allow` or `alsoAllow` entry matches (groups expanded, globs
+///   honoured, so `allow: ["*"]` empties it).
+/// - `image` is added to a non-empty allowlist unless the denylist names it (exactly, after
+///   group expansion) or the allowlist already does.
+pub fn sandbox_tool_policy(
+    global: Option<&ToolPolicy>, agent: Option<&ToolPolicy>, channel_ids: &[&str],
+) -> ToolPolicy {
+    let pick = |list: fn(&ToolPolicy) -> &Option<Vec<String>>| {
+        agent
+            .and_then(|policy| list(policy).clone())
+            .or_else(|| global.and_then(|policy| list(policy).clone()))
+    };
+    let configured_allow = pick(|policy| &policy.allow);
+    let also_allow = pick(|policy| &policy.also_allow).unwrap_or_default();
+    let configured_deny = pick(|policy| &policy.deny);
+
+    let explicit: Vec<Pattern> =
+        expand_tool_groups(configured_allow.iter().flatten().chain(&also_allow))
+            .into_iter()
+            .map(Pattern::compile)
+            .collect();
+    let mut allow = configured_allow.unwrap_or_else(|| {
         SANDBOX_DEFAULT_ALLOW
             .iter()
             .map(|s| (*s).to_owned())
             .collect()
     });
-    let deny = configured.deny.unwrap_or_else(|| {
-        SANDBOX_DEFAULT_DENY
-            .iter()
-            .chain(channel_ids)
-            .map(|s| (*s).to_owned())
+    // `allow: []` allows every tool; `alsoAllow` cannot narrow that.
+    if !allow.is_empty() {
+        allow.extend(also_allow);
+    }
+    let deny = configured_deny.unwrap_or_else(|| {
+        expand_tool_groups(SANDBOX_DEFAULT_DENY.iter().chain(channel_ids))
+            .into_iter()
+            .filter(|denied| !explicit.iter().any(|pattern| pattern.matches(denied)))
             .collect()
     });
-    let image_denied =
-        !ToolPolicyMatcher::new(&ToolPolicy::deny(deny.iter().cloned())).allows("image");
-    let image_listed = allow
+
+    let image_denied = expand_tool_groups(&deny).iter().any(|name| name == "image");
+    let image_allowed = expand_tool_groups(&allow)
         .iter()
-        .any(|entry| normalize_tool_name(entry) == "image");
+        .any(|name| name == "image");
     // An empty allowlist already allows everything; adding `image` would shrink it to one tool.
-    if explicit_allow && !allow.is_empty() && !image_listed && !image_denied {
+    if !allow.is_empty() && !image_denied && !image_allowed {
         allow.push("image".to_owned());
     }
     ToolPolicy {
         allow: Some(allow),
         deny: Some(deny),
-        also_allow: configured.also_allow,
+        also_allow: None,
     }
 }
 
@@ -318,8 +351,16 @@ fn pipeline_steps(
         }),
         ctx.group_policy
             .map(|policy| ("group tools.allow".to_owned(), policy.clone())),
-        ctx.sandbox
-            .map(|policy| ("sandbox tools.allow".to_owned(), policy.clone())),
+        ctx.sandboxed.then(|| {
+            let global = global.sandbox.as_ref().map(|sandbox| &sandbox.tools);
+            let agent = agent
+                .and_then(|agent| agent.sandbox.as_ref())
+                .map(|sandbox| &sandbox.tools);
+            (
+                "sandbox tools.allow".to_owned(),
+                sandbox_tool_policy(global, agent, ctx.channel_ids),
+            )
+        }),
     ];
     steps.extend(
         allowlists
@@ -507,6 +548,7 @@ fn quoted_entry(entry: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::policy::SandboxToolsConfig;
     use super::*;
 
     /// Every core tool plus one the catalog does not know.
@@ -809,14 +851,38 @@ mod tests {
         );
     }
 
+    fn sandboxed(channel_ids: &'static [&'static str]) -> PolicyContext<'static> {
+        PolicyContext {
+            sandboxed: true,
+            channel_ids,
+            ..owner()
+        }
+    }
+
+    fn with_sandbox_tools(tools: ToolPolicy) -> ToolsConfig {
+        ToolsConfig {
+            sandbox: Some(SandboxToolsConfig { tools }),
+            ..ToolsConfig::default()
+        }
+    }
+
+    fn default_deny_without(removed: &[&str], channel_ids: &[&str]) -> Option<Vec<String>> {
+        Some(
+            SANDBOX_DEFAULT_DENY
+                .iter()
+                .chain(channel_ids)
+                .filter(|tool| !removed.contains(tool))
+                .map(|tool| (*tool).to_owned())
+                .collect(),
+        )
+    }
+
     #[test]
     fn group_and_sandbox_policies_filter_too() {
         let group = ToolPolicy::deny(["exec"]);
-        let sandbox = sandbox_tool_policy(None, &["telegram"]);
         let ctx = PolicyContext {
             group_policy: Some(&group),
-            sandbox: Some(&sandbox),
-            ..owner()
+            ..sandboxed(&["telegram"])
         };
         let allowed = resolve_allowed_tools(
             &["read", "exec", "browser", "telegram", "image"],
@@ -828,40 +894,277 @@ mod tests {
     }
 
     #[test]
+    fn an_unsandboxed_turn_ignores_the_sandbox_tool_config() {
+        let global = with_sandbox_tools(ToolPolicy::allow(["read"]));
+        assert_eq!(
+            resolve(&global, None, &owner()).names().len(),
+            all_tools().len()
+        );
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-8.
+    #[test]
+    fn tv8_a_sandboxed_turn_without_config_offers_only_the_default_allowlist() {
+        let candidates = [
+            "exec",
+            "memory_search",
+            "browser",
+            "message",
+            "web_fetch",
+            "session_status",
+        ];
+        for ctx in [
+            sandboxed(&["telegram"]),
+            PolicyContext {
+                sender_is_owner: false,
+                ..sandboxed(&["telegram"])
+            },
+        ] {
+            let allowed = resolve_allowed_tools(&candidates, &ToolsConfig::default(), None, &ctx);
+            assert_eq!(offered(&allowed), vec!["exec", "session_status"]);
+            assert!(allowed.warnings().is_empty(), "{:?}", allowed.warnings());
+        }
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-9.
+    #[test]
+    fn tv9_an_explicit_sandbox_allow_takes_its_tools_out_of_the_default_deny() {
+        let configured = ToolPolicy::allow(["browser"]);
+        let policy = sandbox_tool_policy(Some(&configured), None, &["telegram"]);
+        assert_eq!(policy.allow, strings(&["browser", "image"]));
+        assert_eq!(
+            policy.deny,
+            default_deny_without(&["browser"], &["telegram"])
+        );
+
+        let allowed = resolve(
+            &with_sandbox_tools(configured),
+            None,
+            &sandboxed(&["telegram"]),
+        );
+        assert_eq!(offered(&allowed), vec!["browser", "image"]);
+        assert!(!allowed.is_allowed("read"));
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-10, first part.
+    #[test]
+    fn tv10_an_empty_sandbox_allow_allows_all_and_also_allow_only_lifts_the_deny() {
+        let configured = ToolPolicy {
+            allow: strings(&[]),
+            also_allow: strings(&["browser"]),
+            ..ToolPolicy::default()
+        };
+        let policy = sandbox_tool_policy(Some(&configured), None, &["telegram"]);
+        assert_eq!(policy.allow, strings(&[]));
+        assert_eq!(
+            policy.deny,
+            default_deny_without(&["browser"], &["telegram"])
+        );
+
+        let allowed = resolve(
+            &with_sandbox_tools(configured),
+            None,
+            &sandboxed(&["telegram"]),
+        );
+        assert!(allowed.is_allowed("read") && allowed.is_allowed("browser"));
+        assert!(allowed.is_allowed("web_fetch"));
+        assert!(!allowed.is_allowed("canvas") && !allowed.is_allowed("gateway"));
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-10, second part.
+    #[test]
+    fn tv10_an_explicit_sandbox_deny_wins_over_allow_and_also_allow() {
+        let configured = ToolPolicy {
+            allow: strings(&["browser"]),
+            also_allow: strings(&["message"]),
+            deny: strings(&["browser", "message"]),
+        };
+        let policy = sandbox_tool_policy(Some(&configured), None, &["telegram"]);
+        assert_eq!(policy.deny, strings(&["browser", "message"]));
+
+        let allowed = resolve(
+            &with_sandbox_tools(configured),
+            None,
+            &sandboxed(&["telegram"]),
+        );
+        assert_eq!(offered(&allowed), vec!["image"]);
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-11.
+    #[test]
+    fn tv11_the_agent_sandbox_allow_replaces_the_global_one() {
+        let global = with_sandbox_tools(ToolPolicy::allow(["exec"]));
+        let agent = AgentToolsConfig {
+            sandbox: Some(SandboxToolsConfig {
+                tools: ToolPolicy::allow(["read"]),
+            }),
+            ..AgentToolsConfig::default()
+        };
+        let policy = sandbox_tool_policy(
+            Some(&ToolPolicy::allow(["exec"])),
+            Some(&ToolPolicy::allow(["read"])),
+            &[],
+        );
+        assert_eq!(policy.allow, strings(&["read", "image"]));
+
+        let allowed = resolve(&global, Some(&agent), &sandboxed(&[]));
+        assert_eq!(offered(&allowed), vec!["read", "image"]);
+        assert!(!allowed.is_allowed("exec"));
+    }
+
+    #[test]
+    fn sandbox_lists_are_picked_one_by_one_from_the_agent_else_the_global_config() {
+        let global = ToolPolicy {
+            also_allow: strings(&["web_fetch"]),
+            deny: strings(&["exec"]),
+            ..ToolPolicy::default()
+        };
+        let agent = ToolPolicy::allow(["read", "exec"]);
+        let policy = sandbox_tool_policy(Some(&global), Some(&agent), &[]);
+        assert_eq!(
+            policy.allow,
+            strings(&["read", "exec", "web_fetch", "image"])
+        );
+        assert_eq!(policy.deny, strings(&["exec"]));
+        assert_eq!(policy.also_allow, None);
+
+        // The agent's deny replaces the global one; the global alsoAllow still applies and
+        // extends the default allowlist.
+        let agent = ToolPolicy::deny(["process"]);
+        let policy = sandbox_tool_policy(Some(&global), Some(&agent), &[]);
+        let mut expected: Vec<&str> = SANDBOX_DEFAULT_ALLOW.to_vec();
+        expected.push("web_fetch");
+        assert_eq!(policy.allow, strings(&expected));
+        assert_eq!(policy.deny, strings(&["process"]));
+    }
+
+    /// Spec `openclaw-sandbox.md` §6 TV-12.
+    #[test]
+    fn tv12_a_star_sandbox_allow_empties_the_default_deny() {
+        let configured = ToolPolicy::allow(["*"]);
+        let policy = sandbox_tool_policy(Some(&configured), None, &["telegram"]);
+        assert_eq!(policy.deny, strings(&[]));
+
+        let global = with_sandbox_tools(configured);
+        let mut candidates = all_tools();
+        candidates.push("telegram");
+        let allowed = resolve_allowed_tools(&candidates, &global, None, &sandboxed(&["telegram"]));
+        assert_eq!(offered(&allowed), candidates);
+
+        // Owner-only tools are still removed, earlier, for anyone else.
+        let ctx = PolicyContext {
+            sender_is_owner: false,
+            ..sandboxed(&["telegram"])
+        };
+        let allowed = resolve_allowed_tools(&candidates, &global, None, &ctx);
+        for owner_only in ["cron", "gateway", "nodes", "whatsapp_login"] {
+            assert!(!allowed.is_allowed(owner_only), "{owner_only}");
+        }
+        assert!(allowed.is_allowed("browser") && allowed.is_allowed("telegram"));
+    }
+
+    #[test]
+    fn sandbox_allow_groups_and_globs_lift_default_denies_they_match() {
+        let policy = sandbox_tool_policy(
+            Some(&ToolPolicy::allow(["group:ui", "TELE*"])),
+            None,
+            &["telegram", "slack"],
+        );
+        assert_eq!(policy.deny, strings(&["nodes", "cron", "gateway", "slack"]));
+    }
+
+    #[test]
     fn sandbox_adds_image_to_an_explicit_allowlist() {
         let configured = ToolPolicy {
             allow: strings(&["read"]),
             deny: strings(&["browser"]),
             also_allow: None,
         };
-        let policy = sandbox_tool_policy(Some(&configured), &[]);
+        let policy = sandbox_tool_policy(Some(&configured), None, &[]);
         assert_eq!(policy.allow, strings(&["read", "image"]));
         assert_eq!(policy.deny, strings(&["browser"]));
     }
 
     #[test]
-    fn sandbox_leaves_image_out_when_denied_or_when_the_allowlist_is_empty() {
-        let denied = ToolPolicy {
-            allow: strings(&["read"]),
-            deny: strings(&["IMAGE"]),
-            also_allow: None,
-        };
+    fn sandbox_leaves_image_out_when_denied_listed_or_when_the_allowlist_is_empty() {
+        for deny in ["IMAGE", "group:media"] {
+            let denied = ToolPolicy {
+                allow: strings(&["read"]),
+                deny: strings(&[deny]),
+                also_allow: None,
+            };
+            assert_eq!(
+                sandbox_tool_policy(Some(&denied), None, &[]).allow,
+                strings(&["read"]),
+                "{deny}"
+            );
+        }
+        let listed = ToolPolicy::allow(["group:media"]);
         assert_eq!(
-            sandbox_tool_policy(Some(&denied), &[]).allow,
-            strings(&["read"])
+            sandbox_tool_policy(Some(&listed), None, &[]).allow,
+            strings(&["group:media"])
         );
         let open = ToolPolicy::allow(Vec::<String>::new());
-        assert_eq!(sandbox_tool_policy(Some(&open), &[]).allow, strings(&[]));
+        assert_eq!(
+            sandbox_tool_policy(None, Some(&open), &[]).allow,
+            strings(&[])
+        );
+    }
+
+    #[test]
+    fn sandbox_image_is_added_when_only_a_glob_denies_it() {
+        // Only an exact deny entry keeps `image` out of the allowlist; the deny still wins.
+        let configured = ToolPolicy {
+            allow: strings(&["read"]),
+            deny: strings(&["ima*"]),
+            also_allow: None,
+        };
+        let policy = sandbox_tool_policy(Some(&configured), None, &[]);
+        assert_eq!(policy.allow, strings(&["read", "image"]));
+        assert!(!ToolPolicyMatcher::new(&policy).allows("image"));
     }
 
     #[test]
     fn sandbox_defaults_deny_channels() {
-        let policy = sandbox_tool_policy(None, &["discord"]);
+        let policy = sandbox_tool_policy(None, None, &["discord"]);
         let matcher = ToolPolicyMatcher::new(&policy);
         assert!(!matcher.allows("discord"));
         assert!(!matcher.allows("gateway"));
         assert!(matcher.allows("apply_patch"));
         assert!(!matcher.allows("web_fetch"));
+    }
+
+    #[test]
+    fn sandbox_tool_config_parses_globally_and_per_agent() {
+        let global: ToolsConfig = serde_json::from_value(serde_json::json!({
+            "sandbox": {"tools": {"allow": ["browser"], "alsoAllow": ["message"], "deny": ["canvas"]}}
+        }))
+        .expect("valid tools config");
+        assert_eq!(
+            global.sandbox.expect("present").tools,
+            ToolPolicy {
+                allow: strings(&["browser"]),
+                also_allow: strings(&["message"]),
+                deny: strings(&["canvas"]),
+            }
+        );
+        // `agents.list[].tools`
+        let agent: AgentToolsConfig = serde_json::from_value(serde_json::json!({
+            "sandbox": {"tools": {"allow": []}}
+        }))
+        .expect("valid agent tools config");
+        assert_eq!(
+            agent.sandbox.expect("present").tools,
+            ToolPolicy::allow(Vec::<String>::new())
+        );
+        // The lists live under `sandbox.tools`, not directly under `sandbox`.
+        for misplaced in [
+            serde_json::json!({"sandbox": {"allow": ["browser"]}}),
+            serde_json::json!({"sandbox": {"tools": {"alowed": ["browser"]}}}),
+        ] {
+            assert!(serde_json::from_value::<ToolsConfig>(misplaced.clone()).is_err());
+            assert!(serde_json::from_value::<AgentToolsConfig>(misplaced).is_err());
+        }
     }
 
     fn subagent(depth: u32, max: u32) -> PolicyContext<'static> {

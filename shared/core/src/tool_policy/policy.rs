@@ -115,6 +115,11 @@ pub struct ToolsConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub subagents: Option<SubagentToolsConfig>,
+    /// The tool policy of sandboxed sessions (`sandbox.tools.{allow,alsoAllow,deny}`); an
+    /// agent's own `tools.sandbox.tools` lists replace these list by list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub sandbox: Option<SandboxToolsConfig>,
     /// Which sessions `sessions_list` and `sessions_history` see (`visibility`: `self`,
     /// `tree`, `agent` or `all`). Unset: `tree`, the calling session and the sub-agents it
     /// spawned.
@@ -191,6 +196,11 @@ pub struct AgentToolsConfig {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub by_provider: IndexMap<String, ProviderToolPolicy>,
+    /// This agent's sandbox tool policy: each of `allow`, `alsoAllow` and `deny` set here
+    /// replaces the same list of `tools.sandbox.tools` (no merging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub sandbox: Option<SandboxToolsConfig>,
 }
 
 impl AgentToolsConfig {
@@ -246,6 +256,18 @@ impl ProviderToolPolicy {
 pub struct SubagentToolsConfig {
     /// Sub-agents' tools: `allow`/`alsoAllow` entries lift matching built-in sub-agent
     /// denies (and `allow` also restricts); `deny` adds more.
+    #[serde(default)]
+    pub tools: ToolPolicy,
+}
+
+/// `tools.sandbox` and `agents.list[].tools.sandbox`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxToolsConfig {
+    /// Sandboxed sessions' tools. `allow` unset: the default sandbox allowlist (plus
+    /// `alsoAllow`); `[]`: every tool. `deny` unset: the default sandbox denylist minus
+    /// whatever `allow`/`alsoAllow` name. Deny wins.
     #[serde(default)]
     pub tools: ToolPolicy,
 }
