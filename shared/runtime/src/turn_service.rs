@@ -561,12 +561,10 @@ impl TurnService {
             .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
             .and_then(|agent| agent.tools.as_ref());
         let sandboxed = self.sandbox_of(agent_id, state);
-        let sandbox_policy = sandboxed
-            .as_ref()
-            .map(|sandboxed| self.sandbox_policy(sandboxed));
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
-        context.sandbox = sandbox_policy.as_ref();
+        context.sandboxed = sandboxed.is_some();
+        context.channel_ids = &sandbox::CHANNEL_TOOL_IDS;
         if let Some(run) = &state.meta.subagent {
             context.subagent_depth = run.start.depth;
             context.max_spawn_depth = run.start.max_depth;

@@ -11,7 +11,6 @@ use clawless_base::object_store::PutCondition;
 use clawless_core::sandbox::{
     self, MEMORY_TOOLS, SEED_FILES, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
 };
-use clawless_core::tool_policy::{ToolPolicy, sandbox_tool_policy};
 use clawless_core::tools::Workspace;
 use clawless_core::turn::state::SessionState;
 
@@ -24,7 +23,7 @@ pub(super) const SANDBOXES_PREFIX: &str = ".sandboxes/";
 const SEED_MAX_BYTES: u64 = 1024 * 1024;
 
 /// The chat channels a sandboxed session may not drive as tools.
-const CHANNEL_TOOL_IDS: [&str; 4] = ["telegram", "slack", "discord", "generic"];
+pub(super) const CHANNEL_TOOL_IDS: [&str; 4] = ["telegram", "slack", "discord", "generic"];
 
 /// How the current session is sandboxed, when it is.
 #[derive(Debug, Clone)]
@@ -101,12 +100,6 @@ impl TurnService {
                 Err(err) => tracing::warn!(file = name, error = %err, "sandbox seed not written"),
             }
         }
-    }
-
-    /// The sandbox layer of the tool policy for `state`, when sandboxed.
-    pub(super) fn sandbox_policy(&self, sandboxed: &SessionSandbox) -> ToolPolicy {
-        let _ = sandboxed;
-        sandbox_tool_policy(None, &CHANNEL_TOOL_IDS)
     }
 
     /// Whether `state` may see the agent's memory (`MEMORY.md`, `memory/`, the memory tools).

@@ -86,6 +86,12 @@ impl Harness {
 
     /// A message from the owner in session `key` (its chat is `c-<key>`).
     pub async fn say_in(&mut self, key: &str, text: &str) {
+        self.say_as(key, "u-1", true, text).await;
+    }
+
+    /// A message from `sender` (an owner or not) in session `key`; a group chat when the key
+    /// names one.
+    pub async fn say_as(&mut self, key: &str, sender: &str, owner: bool, text: &str) {
         self.sent += 1;
         let event = SessionEvent {
             session_key: key.to_owned(),
@@ -95,11 +101,15 @@ impl Harness {
                 chat: ChatRef {
                     channel: "generic".to_owned(),
                     chat_id: format!("c-{key}"),
-                    chat_type: ChatType::Direct,
+                    chat_type: if key.contains(":group:") {
+                        ChatType::Group
+                    } else {
+                        ChatType::Direct
+                    },
                 },
-                sender_id: "u-1".to_owned(),
+                sender_id: sender.to_owned(),
                 text: text.to_owned(),
-                sender_is_owner: true,
+                sender_is_owner: owner,
             }),
         };
         self.turns.handle(&event).await.expect("turn");
