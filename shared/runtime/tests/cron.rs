@@ -473,13 +473,13 @@ async fn a_run_whose_turn_failed_resumes_on_redelivery() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cron_tool_is_offered_to_the_owner_only() {
     let mut h = Harness::new().await;
-    h.script_text("Hi stranger.");
-    h.say("hello", false).await;
     h.script_text("Hi owner.");
-    h.say("hello again", true).await;
+    h.say("hello", true).await;
+    h.script_text("Hi stranger.");
+    h.say("hello again", false).await;
     let requests = h.model.requests_to(MESSAGES);
-    assert!(!offered_tools(&requests[0].body).contains(&"cron".to_owned()));
-    assert!(offered_tools(&requests[1].body).contains(&"cron".to_owned()));
+    assert!(offered_tools(&requests[0].body).contains(&"cron".to_owned()));
+    assert!(!offered_tools(&requests[1].body).contains(&"cron".to_owned()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

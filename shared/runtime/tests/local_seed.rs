@@ -13,7 +13,7 @@ use clawless_channels::sign;
 use clawless_core::system_prompt::seed::SEED_FILES;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_runtime::ClawlessConfig;
-use clawless_runtime::local_mode::{LocalOptions, RunningLocal, start_local};
+use clawless_runtime::local_mode::{LOCAL_CHAT_SENDER, LocalOptions, RunningLocal, start_local};
 use serde_json::{Value, json};
 use support::{ReplyReceiver, SECRET, anthropic_text, anthropic_tool_use};
 
@@ -53,7 +53,8 @@ channels:
 
 async fn send(running: &RunningLocal, id: &str, text: &str) {
     let body = serde_json::to_vec(&json!({
-        "message_id": id, "chat_id": "chat-1", "sender_id": "user-1",
+        // The owner, as `clawless chat` sends: anyone else's chat is sandboxed.
+        "message_id": id, "chat_id": "chat-1", "sender_id": LOCAL_CHAT_SENDER,
         "text": text, "chat_type": "direct"
     }))
     .expect("test fixture");
