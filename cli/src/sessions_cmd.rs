@@ -459,6 +459,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 meta.tokens_in,
                 meta.tokens_out
             );
+            if meta.untrusted {
+                push_line!(
+                    out,
+                    "untrusted: someone other than an owner has written here; sandboxed unless \
+                     agents.*.sandbox.mode says otherwise"
+                );
+            }
             push_line!(
                 out,
                 "generation {} since {} · {} compaction(s) in it · last reset {}",

@@ -823,6 +823,14 @@ impl TurnService {
             model_calls_this_turn: state.model_calls_this_turn(),
             tokens_in: state.meta.tokens_in,
             tokens_out: state.meta.tokens_out,
+            sandbox: match self.sandbox_of(&state.meta.agent_id, state) {
+                Some(sandboxed) => format!(
+                    "on (mode {}, workspace access {})",
+                    sandboxed.settings.mode.as_str(),
+                    sandboxed.settings.workspace_access.as_str()
+                ),
+                None => "off".to_owned(),
+            },
             timezone: self.config().agents.defaults.user_timezone.clone(),
             now_rfc3339: rfc3339(now),
             context_tokens: state.meta.last_prompt_tokens,

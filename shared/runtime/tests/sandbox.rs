@@ -229,3 +229,19 @@ async fn workspace_access_ro_offers_no_write_tools_and_rw_writes_the_agents_work
     // Even with `rw`, memory stays out of a sandbox.
     assert!(!rw.system_prompt(0).contains("CANARY"));
 }
+
+#[tokio::test]
+async fn session_status_says_whether_the_session_is_sandboxed() {
+    let mut harness = harness("", "").await;
+    member_turn(&mut harness, &[("s1", "session_status", json!({}))]).await;
+    let (member, _) = result_text(&harness, "s1");
+    assert!(
+        member.contains("Sandbox: on (mode untrusted, workspace access none)"),
+        "{member}"
+    );
+    harness.script(anthropic_tool_use("s2", "session_status", json!({})));
+    harness.script(anthropic_text("ok"));
+    harness.say("status?").await;
+    let (owner, _) = result_text(&harness, "s2");
+    assert!(owner.contains("Sandbox: off"), "{owner}");
+}

@@ -95,6 +95,9 @@ pub struct SessionFacts {
     pub tokens_in: u64,
     /// Output tokens used in the session so far.
     pub tokens_out: u64,
+    /// How the session is sandboxed (`on (workspace access none)`, `off`); empty when
+    /// unknown.
+    pub sandbox: String,
     /// The user's time zone, if configured.
     pub timezone: Option<String>,
     /// Current time as RFC 3339 (UTC), supplied by the caller's clock.

@@ -72,6 +72,7 @@ pub fn render_status(facts: &SessionFacts) -> String {
             &format!("{usage} · Compactions: {}", facts.compactions),
         );
     }
+    push("Sandbox", &facts.sandbox);
     push("Session age", &facts.session_age);
     push(
         "Last reset",
@@ -116,6 +117,7 @@ mod tests {
                 model_calls_this_turn: 3,
                 tokens_in: 1_200,
                 tokens_out: 340,
+                sandbox: "off".to_owned(),
                 timezone: Some("Europe/Berlin".to_owned()),
                 now_rfc3339: "2025-06-01T12:00:00Z".to_owned(),
                 context_tokens: Some(12_345),
@@ -132,7 +134,7 @@ mod tests {
                 "📊 Session status\nSession: agent:main:telegram:dm:42 (id s-1)\nAgent: main\n\
                  Model: anthropic/claude-sonnet-4-5\nChannel: telegram\nTranscript steps: 12\n\
                  Model calls this turn: 3\nTokens: 1200 in / 340 out\n\
-                 Context: Context 12k/200k (6%) · Compactions: 2\nSession age: 3d 4h\n\
+                 Context: Context 12k/200k (6%) · Compactions: 2\nSandbox: off\nSession age: 3d 4h\n\
                  Last reset: new at 2025-05-29T08:00:00Z\nTime zone: Europe/Berlin\n\
                  Current time (UTC): 2025-06-01T12:00:00Z"
             )
