@@ -245,3 +245,23 @@ async fn session_status_says_whether_the_session_is_sandboxed() {
     let (owner, _) = result_text(&harness, "s2");
     assert!(owner.contains("Sandbox: off"), "{owner}");
 }
+
+#[tokio::test]
+async fn a_sandboxed_session_sees_only_its_own_tree_whatever_the_visibility() {
+    let mut harness = Harness::new("", "  sessions: { visibility: all }\n", true).await;
+    harness.script(anthropic_text("noted"));
+    harness.say(CANARY).await;
+    member_turn(
+        &mut harness,
+        &[
+            ("l1", "sessions_list", json!({})),
+            ("h1", "sessions_history", json!({"sessionKey": MAIN})),
+        ],
+    )
+    .await;
+    let (listed, _) = result_text(&harness, "l1");
+    assert!(!listed.contains(MAIN), "{listed}");
+    let (history, is_error) = result_text(&harness, "h1");
+    assert!(!history.contains("CANARY"), "{history}");
+    assert!(is_error || history.contains("forbidden"), "{history}");
+}

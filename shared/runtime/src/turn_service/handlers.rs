@@ -317,6 +317,15 @@ impl TurnService {
     /// resets, approvals) into the engine's input. Pending system events reach the model with
     /// the next message, once.
     async fn on_chat_or_result(&self, run: &mut EventRun<'_>) -> Result<Flow, TurnError> {
+        if let TurnEvent::Inbound(message) = &run.event.event
+            && !message.sender_is_owner
+            && !run.state.meta.untrusted
+        {
+            // A chat message from anyone but an owner: the session is untrusted from now on
+            // (under the default sandbox mode, sandboxed), before anything is prepared for it.
+            run.state.meta.untrusted = true;
+            run.state.touch_meta();
+        }
         run.arm = self.arm_if_needed(&run.agent_id, &mut run.state);
         let Some(mut incoming) = self
             .prepare(&run.agent_id, &run.event.event, &run.state, &run.scope)
@@ -327,16 +336,6 @@ impl TurnService {
             return Ok(Flow::Done);
         };
         let state = &mut run.state;
-        if let Incoming::Message(prepared) = &incoming
-            && matches!(run.event.event, TurnEvent::Inbound(_))
-            && !prepared.message.sender_is_owner
-            && !state.meta.untrusted
-        {
-            // A chat message from anyone but an owner: the session is untrusted from now on
-            // (under the default sandbox mode, sandboxed).
-            state.meta.untrusted = true;
-            state.touch_meta();
-        }
         if let Incoming::Message(prepared) = &mut incoming
             && !state.meta.pending_events.is_empty()
             && prepared.compact.is_none()

@@ -11,10 +11,12 @@ use clawless_base::object_store::PutCondition;
 use clawless_core::sandbox::{
     self, MEMORY_TOOLS, SEED_FILES, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
 };
+use clawless_core::subagents::config::SessionVisibility;
 use clawless_core::tools::Workspace;
 use clawless_core::turn::state::SessionState;
 
 use super::{TurnError, TurnService};
+use crate::config::ClawlessConfig;
 
 /// Where, inside the agent's workspace, the sandbox workspaces are.
 pub(super) const SANDBOXES_PREFIX: &str = ".sandboxes/";
@@ -108,6 +110,23 @@ impl TurnService {
             state.key.as_str(),
             self.sandbox_of(agent_id, state).is_some(),
         )
+    }
+}
+
+/// Which sessions `state`'s session tools see: `tools.sessions.visibility`, narrowed to its
+/// own tree when sandboxed (a group member never reads the owner's chats).
+pub(super) fn session_visibility(
+    config: &ClawlessConfig, state: &SessionState,
+) -> SessionVisibility {
+    let agent_id = &state.meta.agent_id;
+    let sandboxed = config.sandbox_settings(agent_id).is_sandboxed(
+        agent_id,
+        state.key.as_str(),
+        state.meta.untrusted,
+    );
+    match config.tools.session_visibility() {
+        SessionVisibility::Agent | SessionVisibility::All if sandboxed => SessionVisibility::Tree,
+        other => other,
     }
 }
 

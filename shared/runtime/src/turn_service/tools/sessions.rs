@@ -205,7 +205,7 @@ impl SessionDirectory {
     /// `sessions_list`: the sessions the caller sees, most recently active first.
     async fn sessions_list(&self, args: &Value, state: &SessionState) -> Result<Value, Value> {
         let request = parse_list_call(args);
-        let visibility = self.config().tools.session_visibility();
+        let visibility = crate::turn_service::sandbox::session_visibility(self.config(), state);
         let a2a = self.config().tools.agent_to_agent();
         let caller = state.key.as_str();
         let mut seen = self
@@ -259,7 +259,7 @@ impl SessionDirectory {
     /// `sessions_history`: the latest messages of one session the caller sees, capped.
     async fn sessions_history(&self, args: &Value, state: &SessionState) -> Result<Value, Value> {
         let request = parse_history_call(args).map_err(|error| error_json(&error))?;
-        let visibility = self.config().tools.session_visibility();
+        let visibility = crate::turn_service::sandbox::session_visibility(self.config(), state);
         let a2a = self.config().tools.agent_to_agent();
         let caller = state.key.as_str();
         let given = request.session_key.trim();
@@ -327,7 +327,7 @@ impl SessionDirectory {
     pub(super) async fn send_target(
         &self, target: &SendTarget, state: &SessionState,
     ) -> Result<(String, SessionMeta), Value> {
-        let visibility = self.config().tools.session_visibility();
+        let visibility = crate::turn_service::sandbox::session_visibility(self.config(), state);
         let a2a = self.config().tools.agent_to_agent();
         let caller = state.key.as_str();
         let (key, meta, tree) = match target {
