@@ -65,6 +65,7 @@ channels:
   generic:
     secret: {SECRET}
     replyUrl: {reply_url}
+    owners: [user-1]
 "#
     )
 }
