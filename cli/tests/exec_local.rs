@@ -144,7 +144,11 @@ impl Backend {
 
     fn wait_until_listening(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        // Listening on the port is not enough: another process may hold it for a moment, and
+        // the node commands below need the local registry that `clawless local` creates.
+        let registry = self.state().join("clawless.db");
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() || !registry.is_file()
+        {
             assert!(Instant::now() < deadline, "clawless local did not listen");
             if let Some(status) = self.local.as_mut().unwrap().try_wait().unwrap() {
                 let mut err = String::new();

@@ -3,8 +3,9 @@
 //! This module owns `agents.defaults.sandbox` / `agents.list[].sandbox` ([`SandboxConfig`],
 //! merged key by key into a [`SandboxSettings`]), the decision whether a session is sandboxed
 //! ([`SandboxSettings::is_sandboxed`]), the scope key and slug that name a sandbox workspace
-//! ([`scope_key`], [`slug`]), and which files seed it ([`SEED_FILES`]). It is pure: the runtime
-//! opens the store, seeds the prefix and narrows the tools.
+//! ([`scope_key`], [`slug`]), and who sees the agent's memory ([`MemoryConfig`]). It is pure:
+//! the runtime opens the store, seeds the sandbox workspace with the bootstrap files and
+//! narrows the tools.
 //!
 //! The decision is made from the session (its key and its recorded trust), never from a tool
 //! argument or anything the model says. clawless adds a mode to OpenClaw's `off`, `non-main`
@@ -15,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use clawless_base::session_key::{SessionKey, normalize_agent_id};
+
+use crate::subagents::sessions_tools::SessionKind;
 
 /// When a session is sandboxed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +138,7 @@ impl MemoryConfig {
     /// Whether the session `key` may see the agent's memory.
     pub fn reaches(&self, key: &str, sandboxed: bool) -> bool {
         !sandboxed
-            && (!is_shared_chat_key(key)
+            && (SessionKind::of_key(key) != SessionKind::Group
                 || self.groups.unwrap_or_default() == MemoryInGroups::Allow)
     }
 }
@@ -245,41 +248,17 @@ pub fn slug(scope_key: &str) -> String {
 }
 
 /// The folder, below the sandboxes root, of the sandbox workspace of `scope_key`: its slug,
-/// or the root itself for `shared`.
+/// or `shared/` for the deployment-wide one (OpenClaw uses the root itself; a folder of its
+/// own keeps it apart from the per-session ones).
 pub fn sandbox_dir(scope: SandboxScope, scope_key: &str) -> String {
     match scope {
-        SandboxScope::Shared => String::new(),
+        SandboxScope::Shared => "shared/".to_owned(),
         _ => format!("{}/", slug(scope_key)),
     }
 }
 
-/// The agent workspace's files copied into a new sandbox workspace, each only when the copy
-/// does not exist yet: the bootstrap files, never `MEMORY.md` or `memory/`.
-pub const SEED_FILES: [&str; 7] = [
-    "AGENTS.md",
-    "SOUL.md",
-    "TOOLS.md",
-    "IDENTITY.md",
-    "USER.md",
-    "BOOTSTRAP.md",
-    "HEARTBEAT.md",
-];
-
-/// `exec`'s answer in a sandboxed session: no node host runs its commands in a jail.
-pub const SANDBOXED_EXEC_UNAVAILABLE: &str = "exec is not available in this sandboxed session: \
-     no connected node host can run its commands in a jail, and clawless never runs a \
-     sandboxed session's commands on a node's bare host.";
-
 /// The tools a read-only sandbox workspace does not offer.
 pub const WRITE_TOOLS: [&str; 3] = ["write", "edit", "apply_patch"];
-
-/// Whether `key` names a group or channel conversation (or a thread or topic of one), where
-/// people other than the owner read what the agent says.
-pub fn is_shared_chat_key(key: &str) -> bool {
-    key.to_ascii_lowercase()
-        .split(':')
-        .any(|part| part == "group" || part == "channel")
-}
 
 #[cfg(test)]
 mod tests {
@@ -367,7 +346,7 @@ mod tests {
         assert_eq!(scope_key(SandboxScope::Session, "main", "  "), "main");
         assert_eq!(scope_key(SandboxScope::Shared, "main", "x"), "shared");
         assert!(slug("::").starts_with("session-"));
-        assert_eq!(sandbox_dir(SandboxScope::Shared, "shared"), "");
+        assert_eq!(sandbox_dir(SandboxScope::Shared, "shared"), "shared/");
         assert_eq!(
             sandbox_dir(SandboxScope::Agent, "agent:main"),
             "agent-main-f331f052/"
@@ -390,19 +369,12 @@ mod tests {
     }
 
     #[test]
-    fn groups_and_channels_are_shared_chats() {
-        assert!(is_shared_chat_key("agent:main:telegram:group:-100"));
-        assert!(is_shared_chat_key("agent:main:slack:channel:c1:thread:9"));
-        assert!(!is_shared_chat_key("agent:main:main"));
-        assert!(!is_shared_chat_key("agent:main:telegram:direct:42"));
-    }
-
-    #[test]
     fn memory_reaches_groups_only_when_allowed_and_never_a_sandbox() {
         let default = MemoryConfig::default();
         assert!(default.reaches("agent:main:main", false));
         assert!(default.reaches("agent:main:telegram:direct:42", false));
         assert!(!default.reaches("agent:main:telegram:group:-100", false));
+        assert!(!default.reaches("agent:main:slack:channel:c1:thread:9", false));
         assert!(!default.reaches("agent:main:main", true));
         let allow: MemoryConfig = serde_json::from_str(r#"{"groups": "allow"}"#).expect("parses");
         assert!(allow.reaches("agent:main:discord:channel:1", false));
@@ -411,8 +383,10 @@ mod tests {
 
     #[test]
     fn seeds_never_include_memory() {
+        // A sandbox workspace is seeded with the bootstrap files: memory must not be one.
+        let seeded = crate::system_prompt::bootstrap::BOOTSTRAP_FILE_NAMES;
         assert!(
-            !SEED_FILES
+            !seeded
                 .iter()
                 .any(|file| file.to_lowercase().contains("memory"))
         );

@@ -552,7 +552,11 @@ impl TurnService {
             .split_once('/')
             .unwrap_or((model_ref.as_str(), ""));
         let registry = self.registry();
-        let candidates = registry.candidates(tools::ToolScope { exec_ready });
+        let sandboxed = self.sandbox_of(agent_id, state);
+        // No node host runs a jail yet, and a sandboxed command never runs on a bare host.
+        let candidates = registry.candidates(tools::ToolScope {
+            exec_ready: exec_ready && sandboxed.is_none(),
+        });
         let agent_tools = self
             .config()
             .agents
@@ -560,7 +564,6 @@ impl TurnService {
             .iter()
             .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
             .and_then(|agent| agent.tools.as_ref());
-        let sandboxed = self.sandbox_of(agent_id, state);
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
         context.sandboxed = sandboxed.is_some();
@@ -576,8 +579,10 @@ impl TurnService {
         }
         // A cron job's `toolsAllow` narrows its runs further.
         let tools_allow = cron::current_cron_run(state).and_then(|run| run.tools_allow.as_ref());
-        let withheld =
-            sandbox::withheld_tools(sandboxed.as_ref(), self.memory_reaches(agent_id, state));
+        let withheld = sandbox::withheld_tools(
+            sandboxed.as_ref(),
+            self.memory_reaches(state, sandboxed.is_some()),
+        );
         let names = allowed
             .names()
             .iter()
@@ -607,17 +612,23 @@ impl TurnService {
             )
             .await?;
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
-        let workspace = self.session_workspace(agent_id, state)?;
-        if self
-            .sandbox_of(agent_id, state)
-            .is_some_and(|sandboxed| sandboxed.settings.uses_own_workspace())
-            && !state.meta.sandbox_seeded
+        let agent_workspace = self.workspace(agent_id)?;
+        let sandboxed = self.sandbox_of(agent_id, state);
+        let workspace = match sandboxed
+            .as_ref()
+            .and_then(|sandboxed| sandboxed.own_workspace(&agent_workspace))
         {
-            self.seed_sandbox(agent_id, &workspace).await;
-            state.meta.sandbox_seeded = true;
-            state.touch_meta();
-        }
-        let memory_reaches = self.memory_reaches(agent_id, state);
+            Some(own) => {
+                if !state.meta.sandbox_seeded {
+                    sandbox::seed_sandbox(&agent_workspace, &own).await;
+                    state.meta.sandbox_seeded = true;
+                    state.touch_meta();
+                }
+                own
+            }
+            None => agent_workspace,
+        };
+        let memory_reaches = self.memory_reaches(state, sandboxed.is_some());
         let defaults = &self.config().agents.defaults;
         let heartbeat_config = self
             .config()

@@ -7,7 +7,16 @@ mod support;
 
 use std::path::PathBuf;
 
-use clawless_core::sandbox::{SANDBOXED_EXEC_UNAVAILABLE, slug};
+use std::sync::Arc;
+
+use clawless_base::clock::{Clock, SystemClock};
+use clawless_base::time::parse_time_zone;
+use clawless_core::nodes::NodeFacts;
+use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry};
+use clawless_core::sandbox::slug;
+use clawless_core::session::reset::{startup_note_dates, startup_note_path};
+use clawless_core::testing::{InMemoryTimers, InMemoryTurnQueue};
+use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use serde_json::{Value, json};
 use support::subagent_harness::{Harness, MAIN};
 use support::{anthropic_text, anthropic_tool_use};
@@ -174,17 +183,52 @@ async fn a_group_with_only_the_owner_is_not_sandboxed_but_gets_no_memory() {
     assert!(!harness.offered(0).contains(&"memory_get".to_owned()));
 }
 
+/// A node host paired with the in-memory registry, so `exec` is offered where allowed.
+async fn paired_node() -> Arc<NodesService> {
+    let nodes = Arc::new(NodesService::new(NodesDeps {
+        registry: Arc::new(InMemoryNodeRegistry::new()),
+        jobs: Arc::new(InMemoryExecJobs::new()),
+        queues: Arc::new(InMemoryExecQueue::new()),
+        timers: Arc::new(InMemoryTimers::new()),
+        turns: Arc::new(InMemoryTurnQueue::new()),
+        clock: Arc::new(SystemClock),
+        settings: Default::default(),
+    }));
+    let (code, _) = nodes.create_pairing_code().await.expect("code");
+    nodes
+        .pair(&PairRequest {
+            code,
+            facts: NodeFacts {
+                platform: "linux".to_owned(),
+                path: vec!["/usr/bin".to_owned()],
+                skill_bins: Vec::new(),
+                display_name: Some("box".to_owned()),
+                exec: None,
+            },
+        })
+        .await
+        .expect("pairing");
+    nodes
+}
+
 #[tokio::test]
-async fn a_sandboxed_session_never_runs_exec_on_a_bare_host() {
-    // `exec` is not offered without a jail; a call made anyway is refused in code.
-    let mut harness = harness("", "").await;
+async fn a_sandboxed_session_never_runs_exec_on_a_nodes_bare_host() {
+    // GIVEN a paired node: the owner's own chat is offered `exec`
+    let nodes = paired_node().await;
+    let mut harness = Harness::build("", "", false, Some(nodes)).await;
+    harness.script(anthropic_text("hello"));
+    harness.say("hi").await;
+    assert!(harness.offered(0).contains(&"exec".to_owned()));
+
+    // WHEN a group member's turn calls `exec` anyway
     member_turn(&mut harness, &[("x1", "exec", json!({"command": "id -u"}))]).await;
+
+    // THEN it was not offered, and the call is answered at once as refused: a job sent to the
+    // node would leave the call waiting for the node's result instead
+    assert!(!harness.offered(1).contains(&"exec".to_owned()));
     let (text, is_error) = result_text(&harness, "x1");
     assert!(is_error, "{text}");
-    assert!(
-        text.contains("not available") || text.contains(SANDBOXED_EXEC_UNAVAILABLE),
-        "{text}"
-    );
+    assert!(text.contains("not available"), "{text}");
 }
 
 #[tokio::test]
@@ -264,4 +308,31 @@ async fn a_sandboxed_session_sees_only_its_own_tree_whatever_the_visibility() {
     let (history, is_error) = result_text(&harness, "h1");
     assert!(!history.contains("CANARY"), "{history}");
     assert!(is_error || history.contains("forbidden"), "{history}");
+}
+
+#[tokio::test]
+async fn a_strangers_new_is_greeted_without_the_owners_memory_notes() {
+    let mut harness = harness("", "").await;
+    const NOTE_CANARY: &str = "NOTE-CANARY-51c2: dentist moved to Friday";
+    let utc = parse_time_zone("UTC").expect("a zone");
+    for date in startup_note_dates(SystemClock.now_ms(), &utc, 2) {
+        let path = workspace_dir(&harness).join(startup_note_path(&date));
+        std::fs::write(path, NOTE_CANARY).expect("test fixture");
+    }
+    // The owner's `/new` quotes the last days' notes …
+    harness.script(anthropic_text("Hello again."));
+    harness.say("/new").await;
+    assert!(harness.last_request().contains("NOTE-CANARY"));
+    // … a stranger's, in a chat of their own, does not.
+    harness.script(anthropic_text("Hi."));
+    harness
+        .say_as(
+            "agent:main:generic:direct:friend-7",
+            "friend-7",
+            false,
+            "/new",
+        )
+        .await;
+    let request = harness.last_request();
+    assert!(!request.contains("NOTE-CANARY"), "{request}");
 }

@@ -332,10 +332,8 @@ impl TurnService {
             ));
         };
         let agent_id = state.key.agent_id().to_owned();
-        let sandboxed = self.sandbox_of(&agent_id, state).is_some();
         let outcome = tool
             .call(ToolCallContext {
-                sandboxed,
                 call,
                 state,
                 session_key,

@@ -197,9 +197,7 @@ impl TurnService {
             )
             .routing
             .clone();
-        let sandboxed = self.sandbox_of(&run.agent_id, &run.state).is_some();
         let context = ToolCallContext {
-            sandboxed,
             call,
             state: &mut run.state,
             session_key: &run.event.session_key,

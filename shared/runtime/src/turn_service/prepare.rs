@@ -327,9 +327,11 @@ impl TurnService {
         let now = self.deps.clock.now_ms();
         let tz = self.time_zone();
         let mut notes = Vec::new();
+        // Memory reaches only a session that is not sandboxed, whose files are the agent's.
+        let sandboxed = self.sandbox_of(agent_id, state).is_some();
         let workspace = self
-            .memory_reaches(agent_id, state)
-            .then(|| self.session_workspace(agent_id, state));
+            .memory_reaches(state, sandboxed)
+            .then(|| self.workspace(agent_id));
         if let Some(Ok(workspace)) = workspace {
             for date in startup_note_dates(now, &tz, STARTUP_NOTE_DAYS) {
                 let path = startup_note_path(&date);

@@ -7,19 +7,18 @@
 //! [`SANDBOXES_PREFIX`]`<slug>/`: the session's file tools are rooted there and refuse `..`,
 //! so it never reaches the agent's own files (`SOUL.md`, `MEMORY.md`, `memory/`).
 
-use clawless_base::object_store::PutCondition;
-use clawless_core::sandbox::{
-    self, MEMORY_TOOLS, SEED_FILES, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
-};
+use clawless_base::object_store::{PutCondition, StoreError};
+use clawless_core::sandbox::{self, MEMORY_TOOLS, SandboxSettings, WRITE_TOOLS, WorkspaceAccess};
 use clawless_core::subagents::config::SessionVisibility;
+use clawless_core::system_prompt::bootstrap::BOOTSTRAP_FILE_NAMES;
 use clawless_core::tools::Workspace;
 use clawless_core::turn::state::SessionState;
 
-use super::{TurnError, TurnService};
+use super::TurnService;
 use crate::config::ClawlessConfig;
 
 /// Where, inside the agent's workspace, the sandbox workspaces are.
-pub(super) const SANDBOXES_PREFIX: &str = ".sandboxes/";
+const SANDBOXES_PREFIX: &str = ".sandboxes/";
 
 /// The largest bootstrap file copied into a sandbox workspace.
 const SEED_MAX_BYTES: u64 = 1024 * 1024;
@@ -36,80 +35,78 @@ pub(super) struct SessionSandbox {
     pub scope_key: String,
 }
 
+impl SessionSandbox {
+    /// The workspace of the session's files: its sandbox workspace inside `agent_workspace`
+    /// (`workspaceAccess` `none` or `ro`), or `None` when it works in the agent's (`rw`).
+    pub(super) fn own_workspace(&self, agent_workspace: &Workspace) -> Option<Workspace> {
+        self.settings.uses_own_workspace().then(|| Workspace {
+            prefix: format!(
+                "{}{SANDBOXES_PREFIX}{}",
+                agent_workspace.prefix,
+                sandbox::sandbox_dir(self.settings.scope, &self.scope_key)
+            ),
+            store: agent_workspace.store.clone(),
+        })
+    }
+}
+
+/// How `state` of `agent_id` runs sandboxed, or `None` when it runs as the owner's own.
+pub(super) fn session_sandbox(
+    config: &ClawlessConfig, agent_id: &str, state: &SessionState,
+) -> Option<SessionSandbox> {
+    let settings = config.sandbox_settings(agent_id);
+    if !settings.is_sandboxed(agent_id, state.key.as_str(), state.meta.untrusted) {
+        return None;
+    }
+    let owner = state
+        .meta
+        .sandbox_key
+        .as_deref()
+        .unwrap_or(state.key.as_str());
+    Some(SessionSandbox {
+        settings,
+        scope_key: sandbox::scope_key(settings.scope, agent_id, owner),
+    })
+}
+
 impl TurnService {
     /// How `state` runs sandboxed, or `None` when it runs as the owner's own.
     pub(super) fn sandbox_of(
         &self, agent_id: &str, state: &SessionState,
     ) -> Option<SessionSandbox> {
-        let settings = self.config().sandbox_settings(agent_id);
-        if !settings.is_sandboxed(agent_id, state.key.as_str(), state.meta.untrusted) {
-            return None;
-        }
-        let owner = state
-            .meta
-            .sandbox_key
-            .as_deref()
-            .unwrap_or(state.key.as_str());
-        Some(SessionSandbox {
-            settings,
-            scope_key: sandbox::scope_key(settings.scope, agent_id, owner),
-        })
+        session_sandbox(self.config(), agent_id, state)
     }
 
-    /// The workspace of `state`'s files: its sandbox workspace when sandboxed with
-    /// `workspaceAccess` `none` or `ro`, else the agent's.
-    pub(super) fn session_workspace(
-        &self, agent_id: &str, state: &SessionState,
-    ) -> Result<Workspace, TurnError> {
-        let agent_workspace = self.workspace(agent_id)?;
-        Ok(match self.sandbox_of(agent_id, state) {
-            Some(sandboxed) if sandboxed.settings.uses_own_workspace() => Workspace {
-                prefix: format!(
-                    "{}{SANDBOXES_PREFIX}{}",
-                    agent_workspace.prefix,
-                    sandbox_folder(&sandboxed)
-                ),
-                store: agent_workspace.store,
-            },
-            _ => agent_workspace,
-        })
+    /// Whether session `state` may see the agent's memory (`MEMORY.md`, `memory/`, the memory
+    /// tools), given whether it is sandboxed.
+    pub(super) fn memory_reaches(&self, state: &SessionState, sandboxed: bool) -> bool {
+        self.config().memory.reaches(state.key.as_str(), sandboxed)
     }
+}
 
-    /// Copies the agent's bootstrap files into `sandbox_workspace`, each only where the copy
-    /// does not exist yet (never refreshed, never `MEMORY.md` or `memory/`). Best effort: a
-    /// file that cannot be copied is logged and left out.
-    pub(super) async fn seed_sandbox(&self, agent_id: &str, sandbox_workspace: &Workspace) {
-        let Ok(agent_workspace) = self.workspace(agent_id) else {
-            return;
-        };
-        for name in SEED_FILES {
-            let source = format!("{}{name}", agent_workspace.prefix);
-            let object = match agent_workspace.store.get(&source, SEED_MAX_BYTES).await {
-                Ok(Some(object)) => object,
-                Ok(None) => continue,
-                Err(err) => {
-                    tracing::warn!(file = name, error = %err, "sandbox seed file unreadable");
-                    continue;
-                }
-            };
-            let target = format!("{}{name}", sandbox_workspace.prefix);
-            match sandbox_workspace
-                .store
-                .put(&target, object.bytes, PutCondition::IfAbsent)
-                .await
-            {
-                Ok(_) | Err(clawless_base::object_store::StoreError::Conflict(_)) => {}
-                Err(err) => tracing::warn!(file = name, error = %err, "sandbox seed not written"),
+/// Copies the bootstrap files of `agent_workspace` into `sandbox_workspace`, each only where
+/// the copy does not exist yet (never refreshed, never `MEMORY.md` or `memory/`). Best effort:
+/// a file that cannot be copied is logged and left out.
+pub(super) async fn seed_sandbox(agent_workspace: &Workspace, sandbox_workspace: &Workspace) {
+    for name in BOOTSTRAP_FILE_NAMES {
+        let source = format!("{}{name}", agent_workspace.prefix);
+        let object = match agent_workspace.store.get(&source, SEED_MAX_BYTES).await {
+            Ok(Some(object)) => object,
+            Ok(None) => continue,
+            Err(err) => {
+                tracing::warn!(file = name, error = %err, "sandbox seed file unreadable");
+                continue;
             }
+        };
+        let target = format!("{}{name}", sandbox_workspace.prefix);
+        match sandbox_workspace
+            .store
+            .put(&target, object.bytes, PutCondition::IfAbsent)
+            .await
+        {
+            Ok(_) | Err(StoreError::Conflict(_)) => {}
+            Err(err) => tracing::warn!(file = name, error = %err, "sandbox seed not written"),
         }
-    }
-
-    /// Whether `state` may see the agent's memory (`MEMORY.md`, `memory/`, the memory tools).
-    pub(super) fn memory_reaches(&self, agent_id: &str, state: &SessionState) -> bool {
-        self.config().memory.reaches(
-            state.key.as_str(),
-            self.sandbox_of(agent_id, state).is_some(),
-        )
     }
 }
 
@@ -118,12 +115,7 @@ impl TurnService {
 pub(super) fn session_visibility(
     config: &ClawlessConfig, state: &SessionState,
 ) -> SessionVisibility {
-    let agent_id = &state.meta.agent_id;
-    let sandboxed = config.sandbox_settings(agent_id).is_sandboxed(
-        agent_id,
-        state.key.as_str(),
-        state.meta.untrusted,
-    );
+    let sandboxed = session_sandbox(config, &state.meta.agent_id, state).is_some();
     match config.tools.session_visibility() {
         SessionVisibility::Agent | SessionVisibility::All if sandboxed => SessionVisibility::Tree,
         other => other,
@@ -142,17 +134,5 @@ pub(super) fn withheld_tools(
     if !memory_reaches {
         withheld.extend(MEMORY_TOOLS);
     }
-    // No node host runs a jail yet, and a sandboxed command never runs on a bare host.
-    if sandboxed.is_some() {
-        withheld.extend(["exec", "process"]);
-    }
     withheld
-}
-
-/// The folder of a sandbox workspace below [`SANDBOXES_PREFIX`].
-fn sandbox_folder(sandboxed: &SessionSandbox) -> String {
-    match sandbox::sandbox_dir(sandboxed.settings.scope, &sandboxed.scope_key) {
-        dir if dir.is_empty() => "shared/".to_owned(),
-        dir => dir,
-    }
 }

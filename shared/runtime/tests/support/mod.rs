@@ -202,6 +202,16 @@ pub fn turn_service(
     sessions: Arc<dyn clawless_core::session::SessionStore>, reply_url: &str,
     clock: Arc<dyn clawless_base::clock::Clock>,
 ) -> clawless_runtime::turn_service::TurnService {
+    turn_service_with_nodes(config, sessions, reply_url, clock, None)
+}
+
+/// [`turn_service`] with the node hosts of `nodes`.
+pub fn turn_service_with_nodes(
+    config: &clawless_runtime::ClawlessConfig,
+    sessions: Arc<dyn clawless_core::session::SessionStore>, reply_url: &str,
+    clock: Arc<dyn clawless_base::clock::Clock>,
+    nodes: Option<Arc<clawless_runtime::nodes_service::NodesService>>,
+) -> clawless_runtime::turn_service::TurnService {
     use clawless_runtime::turn_service::{HostFacts, TurnDeps, TurnService};
     let stores = Arc::new(clawless_runtime::StoreFactory::new(|| {
         unreachable!("no S3 in this test")
@@ -228,6 +238,6 @@ pub fn turn_service(
         eligibility: clawless_skills::eligibility::EligibilityContext::empty(),
         home_dirs: Vec::new(),
         host: HostFacts::default(),
-        nodes: None,
+        nodes,
     })
 }

@@ -16,6 +16,7 @@ use clawless_core::turn::state::SessionState;
 use clawless_llm::testing::{ScriptedReply, ScriptedServer};
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::ClawlessConfig;
+use clawless_runtime::nodes_service::NodesService;
 use clawless_runtime::turn_service::TurnService;
 use serde_json::Value;
 
@@ -42,6 +43,13 @@ impl Harness {
     /// `agents.defaults` (and may open `agents.list`), `tools_yaml` under `tools` (and may
     /// open further top-level keys); `lister` adds the session listing.
     pub async fn new(agents_yaml: &str, tools_yaml: &str, lister: bool) -> Self {
+        Self::build(agents_yaml, tools_yaml, lister, None).await
+    }
+
+    /// [`Harness::new`] whose turn service runs exec on the node hosts of `nodes`.
+    pub async fn build(
+        agents_yaml: &str, tools_yaml: &str, lister: bool, nodes: Option<Arc<NodesService>>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("test fixture");
         std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
         std::fs::create_dir_all(dir.path().join("workspace")).expect("test fixture");
@@ -61,11 +69,12 @@ impl Harness {
             base = model.base_url(),
         );
         let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
-        let mut turns = super::turn_service(
+        let mut turns = super::turn_service_with_nodes(
             &config,
             Arc::clone(&sessions),
             &receiver.url,
             Arc::new(SystemClock) as Arc<dyn Clock>,
+            nodes,
         )
         .with_subagents(Arc::clone(&queue) as Arc<dyn TurnQueue>)
         .with_subagent_timers(Arc::new(timers.clone()));

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use clawless_base::model::ToolSpec;
 use clawless_core::nodes::exec_tool::exec_tool_spec;
-use clawless_core::sandbox::SANDBOXED_EXEC_UNAVAILABLE;
 use clawless_core::tools::ToolOutput;
 
 use super::{Placement, RuntimeTool, ToolCallContext, ToolOutcome, ToolScope};
@@ -43,12 +42,6 @@ impl RuntimeTool for ExecTool {
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
-        if context.sandboxed {
-            // Never a fallback to a node's bare host for a sandboxed session.
-            return Ok(ToolOutcome::Done(ToolOutput::error(
-                SANDBOXED_EXEC_UNAVAILABLE,
-            )));
-        }
         let Some(job) = context.job else {
             return Ok(ToolOutcome::Done(ToolOutput::error(
                 "exec runs on a node host only.",

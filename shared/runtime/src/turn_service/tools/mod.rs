@@ -88,8 +88,6 @@ pub(crate) struct ToolCallContext<'a> {
     pub tool_context: Option<&'a ToolContext>,
     /// The job, for calls routed as pending.
     pub job: Option<PendingJob<'a>>,
-    /// Whether the calling session runs sandboxed (decided from the session, not the call).
-    pub sandboxed: bool,
 }
 
 /// How a call came out.
