@@ -28,7 +28,22 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${repo_root}/target}"
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'infra/test: %s\n' "$*" >&2; exit 1; }
 
+# bubblewrap (the node host's jail for sandboxed sessions' commands) and util-linux's
+# prlimit/setpriv, from Debian's archive: the jail tests run them for real.
+ensure_jail_tools() {
+  if command -v bwrap >/dev/null && command -v prlimit >/dev/null && command -v setpriv >/dev/null; then
+    return
+  fi
+  step "installing bubblewrap (apt-get install bubblewrap util-linux)"
+  local sudo=""
+  [[ "$(id -u)" == 0 ]] || sudo="sudo"
+  $sudo apt-get install -y -q bubblewrap util-linux >/dev/null \
+    || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q bubblewrap util-linux >/dev/null; } \
+    || die "cannot install bubblewrap: run apt-get install bubblewrap"
+}
+
 ensure_test_tools() {
+  ensure_jail_tools
   local stamp="${VENV_DIR}/.clawless-requirements"
   if [[ -x "${VENV_DIR}/bin/python" && -x "${VENV_DIR}/bin/moto_server" \
         && -x "${VENV_DIR}/bin/cargo-lambda" && -x "${VENV_DIR}/bin/cfn-lint" \

@@ -316,6 +316,7 @@ fn crafted_jobs(
         issued_at_ms: now,
         nonce: format!("nonce-{name}-{now}"),
         grant: None,
+        sandbox: None,
     };
     let seal = |job: ExecJob, key: &[u8]| {
         Envelope::seal(&NodeMessage::Job(job), key)

@@ -138,7 +138,7 @@ async fn measure(nodes: &NodesService, runs: usize, check_every: Duration) -> Sa
         let sent_at = now_ms_f64();
         let started = Instant::now();
         let dispatched = nodes
-            .dispatch("agent:main:bench", "main", &job_id, &call, None)
+            .dispatch("agent:main:bench", "main", &job_id, &call, None, None)
             .await
             .expect("dispatch");
         assert_eq!(dispatched, Dispatch::Sent);

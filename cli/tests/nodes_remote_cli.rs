@@ -132,6 +132,7 @@ async fn start() -> (String, Arc<Registry>) {
             ..DescribedFs::default()
         },
         truncated: false,
+        sandbox_backends: Vec::new(),
     });
     let server = record("server-2", None, "linux");
     let registry = Arc::new(Registry {

@@ -158,6 +158,7 @@ async fn an_exec_report_over_its_budget_is_not_stored_and_the_heartbeat_still_co
             ..DescribedFs::default()
         },
         truncated: false,
+        sandbox_backends: Vec::new(),
     };
     let facts = |exec| NodeFacts {
         platform: "linux".into(),

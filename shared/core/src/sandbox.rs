@@ -88,6 +88,18 @@ impl WorkspaceAccess {
     }
 }
 
+/// Whether a sandboxed session's commands reach a network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxNetwork {
+    /// None at all: the jail has only its own loopback device.
+    #[default]
+    None,
+    /// The node host's own network.
+    Node,
+}
+
 /// `agents.defaults.sandbox` and `agents.list[].sandbox`: every key optional; an agent's key
 /// replaces the default's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +118,11 @@ pub struct SandboxConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = "none")))]
     pub workspace_access: Option<WorkspaceAccess>,
+    /// `none` (the default: the jail of a command has no network) or `node` (the node
+    /// host's own network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = "none")))]
+    pub network: Option<SandboxNetwork>,
 }
 
 /// Whether memory (`MEMORY.md`, `memory/`, the memory tools) reaches group and channel
@@ -155,6 +172,8 @@ pub struct SandboxSettings {
     pub scope: SandboxScope,
     /// What the session may do with the agent's workspace.
     pub workspace_access: WorkspaceAccess,
+    /// Whether its commands reach a network.
+    pub network: SandboxNetwork,
 }
 
 impl SandboxSettings {
@@ -172,6 +191,10 @@ impl SandboxSettings {
             workspace_access: agent
                 .and_then(|config| config.workspace_access)
                 .or(defaults.and_then(|config| config.workspace_access))
+                .unwrap_or_default(),
+            network: agent
+                .and_then(|config| config.network)
+                .or(defaults.and_then(|config| config.network))
                 .unwrap_or_default(),
         }
     }
@@ -251,9 +274,15 @@ pub fn slug(scope_key: &str) -> String {
 /// or `shared/` for the deployment-wide one (OpenClaw uses the root itself; a folder of its
 /// own keeps it apart from the per-session ones).
 pub fn sandbox_dir(scope: SandboxScope, scope_key: &str) -> String {
+    format!("{}/", sandbox_name(scope, scope_key))
+}
+
+/// The name of the sandbox workspace of `scope_key`: [`sandbox_dir`] without its `/`, which
+/// a node host uses for its own folder of the same sandbox.
+pub fn sandbox_name(scope: SandboxScope, scope_key: &str) -> String {
     match scope {
-        SandboxScope::Shared => "shared/".to_owned(),
-        _ => format!("{}/", slug(scope_key)),
+        SandboxScope::Shared => "shared".to_owned(),
+        _ => slug(scope_key),
     }
 }
 

@@ -361,6 +361,7 @@ async fn a_version_2_nodes_table_gains_the_exec_column_and_keeps_its_nodes() {
             agents: Default::default(),
             fs: Default::default(),
             truncated: false,
+            sandbox_backends: Vec::new(),
         }),
     };
     assert!(registry.heartbeat("old", &facts, 2).await.unwrap());

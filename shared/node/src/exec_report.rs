@@ -74,6 +74,7 @@ pub fn exec_report(file: &ApprovalsFile, context: &ReportContext<'_>) -> Option<
         agents,
         fs,
         truncated,
+        sandbox_backends: Vec::new(),
     })
 }
 

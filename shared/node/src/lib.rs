@@ -12,6 +12,8 @@
 //! - [`skill_bins`] is the SkillBinsCache: the skills' declared binaries resolved on this
 //!   node's PATH;
 //! - [`state`] owns the state dir and `node.json` (the pairing: node id, secret, backend URL);
+//! - [`jail`] is the bubblewrap jail a sandboxed session's commands run in (a node without a
+//!   working one refuses them);
 //! - [`local_fs`] answers the exec engine's [`clawless_exec::fs::NodeFs`] questions from
 //!   this machine's disk.
 //!
@@ -29,6 +31,7 @@ pub mod approvals_file;
 mod atomic;
 pub mod client;
 pub mod exec_report;
+pub mod jail;
 pub mod journal;
 pub mod local_fs;
 pub mod policy;

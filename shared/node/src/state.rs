@@ -167,6 +167,11 @@ impl StateDir {
         self.path.join(APPROVALS_FILE_NAME)
     }
 
+    /// `<dir>/sandboxes`: the folders the jail binds as `/workspace`, one per sandbox.
+    pub fn sandboxes_path(&self) -> PathBuf {
+        self.path.join("sandboxes")
+    }
+
     /// `<dir>/journal.sqlite`.
     pub fn journal_path(&self) -> PathBuf {
         self.path.join(JOURNAL_FILE_NAME)

@@ -27,6 +27,7 @@ use tokio::sync::{Mutex, watch};
 use crate::approvals_file::ApprovalsFile;
 use crate::client::{BackendClient, ClientError, JobDelivery};
 use crate::exec_report::{ReportContext, exec_report};
+use crate::jail::Jail;
 use crate::journal::{Journal, JournalError, JournalState};
 use crate::policy::{Decision, JobContext, decide};
 use crate::runner::{RunSpec, child_environment, run_command};
@@ -102,7 +103,16 @@ pub struct NodeWorker {
     clock: Arc<dyn Clock>,
     base_env: BTreeMap<String, String>,
     heartbeat_interval: Duration,
+    /// The jail sandbox jobs run in; `None` refuses them.
+    jail: Option<Jail>,
 }
+
+/// Set to `off` to start a node host without a jail (it then refuses every sandbox job).
+pub const JAIL_ENV: &str = "CLAWLESS_NODE_JAIL";
+
+/// The refusal of a sandbox job by a node without a working jail.
+pub const NO_JAIL_TEXT: &str = "SYSTEM_RUN_DENIED: this node host has no working jail \
+     (bubblewrap) for a sandboxed session's command, and never runs one on the bare host";
 
 impl std::fmt::Debug for NodeWorker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,6 +146,16 @@ impl NodeWorker {
             let client = bins_client.clone();
             Box::pin(async move { client.skills_bins().await })
         });
+        let jail = match std::env::var(JAIL_ENV).as_deref() {
+            Ok("off") => None,
+            _ => match Jail::probe(&state.sandboxes_path()) {
+                Ok(jail) => Some(jail),
+                Err(err) => {
+                    tracing::warn!(error = %err, "no jail: sandboxed sessions' commands will be refused");
+                    None
+                }
+            },
+        };
         let path_env = std::env::var("PATH").unwrap_or_else(|_| {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()
         });
@@ -154,7 +174,19 @@ impl NodeWorker {
             clock: Arc::new(SystemClock),
             base_env: std::env::vars().collect(),
             heartbeat_interval: HEARTBEAT_INTERVAL,
+            jail,
         })
+    }
+
+    /// Runs no jail: every sandbox job is refused (what a machine without bubblewrap does).
+    pub fn without_jail(mut self) -> Self {
+        self.jail = None;
+        self
+    }
+
+    /// The jail sandbox jobs run in, when this node has one.
+    pub fn jail(&self) -> Option<&Jail> {
+        self.jail.as_ref()
     }
 
     /// Holds jobs taken from SQS under leases of `lease` instead of
@@ -221,6 +253,10 @@ impl NodeWorker {
                 None
             }
         };
+        let exec = exec.map(|mut report| {
+            report.sandbox_backends = self.jail.iter().flat_map(Jail::backends).collect();
+            report
+        });
         NodeFacts {
             exec,
             ..facts_of(&self.path_env, skill_bins, self.config.display_name.clone())
@@ -451,8 +487,11 @@ impl NodeWorker {
         Ok(Handled::Reported(Box::new(report)))
     }
 
-    /// Decides and (when allowed) runs one job.
+    /// Decides and (when allowed) runs one job: a sandbox job only in the jail.
     async fn execute(&self, job: &ExecJob) -> ExecReport {
+        if job.sandbox.is_some() && self.jail.is_none() {
+            return self.denied(job, sandbox_denial(NO_JAIL_TEXT.to_owned()));
+        }
         let approvals = match ApprovalsFile::load(&self.approvals_path) {
             Ok(file) => file.resolve(&job.agent_id, &self.granted.lock().await),
             Err(err) => {
@@ -484,12 +523,27 @@ impl NodeWorker {
                 env,
                 allow_always_entries,
             } => {
-                let mut spec = RunSpec::new(
-                    argv,
-                    child_environment(&self.base_env, &env),
-                    Duration::from_millis(job.timeout_ms),
-                );
-                spec.cwd = job.cwd.as_ref().map(PathBuf::from);
+                let timeout = Duration::from_millis(job.timeout_ms);
+                let spec = match (&job.sandbox, &self.jail) {
+                    (Some(sandbox), Some(jail)) => {
+                        match jail.run_spec(sandbox, &argv, &env, job.cwd.as_deref(), timeout) {
+                            Ok(spec) => spec,
+                            Err(err) => {
+                                let text = format!("SYSTEM_RUN_DENIED: {err}");
+                                return self.denied(job, sandbox_denial(text));
+                            }
+                        }
+                    }
+                    (Some(_), None) => {
+                        return self.denied(job, sandbox_denial(NO_JAIL_TEXT.to_owned()));
+                    }
+                    (None, _) => {
+                        let mut spec =
+                            RunSpec::new(argv, child_environment(&self.base_env, &env), timeout);
+                        spec.cwd = job.cwd.as_ref().map(PathBuf::from);
+                        spec
+                    }
+                };
                 let (_stop_tx, stop_rx) = watch::channel(false);
                 let outcome = run_command(&spec, stop_rx).await;
                 let duration_ms = millis(outcome.duration);
@@ -531,6 +585,16 @@ impl NodeWorker {
             nonce: format!("{}-{now}", job.journal_key()),
             sent_at_ms: now,
         }
+    }
+}
+
+/// The refusal of a sandbox job this node cannot jail.
+fn sandbox_denial(message: String) -> ExecDenial {
+    ExecDenial {
+        reason: "sandbox-unavailable".to_owned(),
+        message,
+        approval_required: false,
+        allowed_decisions: Vec::new(),
     }
 }
 

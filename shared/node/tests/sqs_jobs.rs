@@ -354,6 +354,7 @@ fn sealed_job(id: &str, command: &str, timeout_ms: u64) -> String {
         issued_at_ms: now,
         nonce: format!("nonce-{id}"),
         grant: None,
+        sandbox: None,
     };
     Envelope::seal(&NodeMessage::Job(job), &key())
         .unwrap()

@@ -33,8 +33,8 @@ use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::node::credentials::MAX_CREDENTIAL_LIFETIME;
 use clawless_exec::node::wire::{
-    Envelope, ExecJob, ExecReport, Grant, GrantDecision, NodeMessage, PolicyUpdate, SignedGrant,
-    WireError, secret_hash, signing_key, verify_node_secret,
+    Envelope, ExecJob, ExecReport, Grant, GrantDecision, JobSandbox, NodeMessage, PolicyUpdate,
+    SignedGrant, WireError, is_secret_env_name, secret_hash, signing_key, verify_node_secret,
 };
 use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
@@ -42,7 +42,12 @@ use serde::{Deserialize, Serialize};
 use crate::ingress::enqueue;
 use clawless_base::clock::Clock;
 
-/// How long a pairing code lives.
+/// The result of a sandboxed session's `exec` when no paired node host advertises a jail
+/// (OpenClaw's text for a missing sandbox runtime, then what to do about it).
+pub const NO_JAIL_TEXT: &str = "exec host=sandbox requires a sandbox runtime for this session.\n\
+     No paired node host runs a jail: install bubblewrap on a node host and restart `clawless node run`.";
+
+/// How long a pairing code stays valid.
 pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
 /// How often a node checks in (heartbeat, `skills.bins`, credentials).
 pub const NODE_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
@@ -367,12 +372,14 @@ impl NodesService {
     }
 
     /// Sends the job for an `exec` call, or resolves the call at once when it cannot be sent.
+    /// A `sandbox` (the session is sandboxed) goes only to a node that advertises a jail,
+    /// with no credential-looking environment variables.
     pub async fn dispatch(
         &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall,
-        approved: Option<(ApprovalDecision, String)>,
+        approved: Option<(ApprovalDecision, String)>, sandbox: Option<JobSandbox>,
     ) -> Result<Dispatch, NodesError> {
         let now = self.deps.clock.now_ms();
-        let args: ExecArgs = match serde_json::from_value(call.input.clone()) {
+        let mut args: ExecArgs = match serde_json::from_value(call.input.clone()) {
             Ok(args) => args,
             Err(err) => {
                 return Ok(Dispatch::Resolved(ToolOutput::error(format!(
@@ -385,10 +392,16 @@ impl NodesService {
                 "exec: `command` must not be empty",
             )));
         }
-        let node = match self.pick_node(args.node.as_deref()).await? {
+        let node = match self
+            .pick_node(args.node.as_deref(), sandbox.is_some())
+            .await?
+        {
             Ok(node) => node,
             Err(output) => return Ok(Dispatch::Resolved(output)),
         };
+        if sandbox.is_some() {
+            args.env.retain(|name, _| !is_secret_env_name(name));
+        }
         let timeout = exec_timeout(args.timeout, self.deps.settings.timeout_sec);
         let attempt = u32::from(approved.is_some());
         let deadline_ms = now
@@ -410,6 +423,7 @@ impl NodesService {
             issued_at_ms: now,
             nonce: format!("{job_id}-{attempt}"),
             grant: None,
+            sandbox,
         };
         // The backend's pre-check (first attempt only): when the node's reported policy needs a
         // person's approval and the report covers every executable the command names, ask
@@ -508,9 +522,10 @@ impl NodesService {
     }
 
     /// The node for a call: the one named, else the configured default, else the only
-    /// active node. `Err(output)` when none can take the job.
+    /// active node; for a sandboxed call, only among nodes that advertise a jail.
+    /// `Err(output)` when none can take the job.
     async fn pick_node(
-        &self, requested: Option<&str>,
+        &self, requested: Option<&str>, jailed: bool,
     ) -> Result<Result<NodeRecord, ToolOutput>, NodesError> {
         let now = self.deps.clock.now_ms();
         let wanted = requested
@@ -518,7 +533,15 @@ impl NodesService {
             .filter(|name| !name.is_empty())
             .map(str::to_owned)
             .or_else(|| self.deps.settings.node.clone());
-        let nodes = self.deps.registry.list().await?;
+        let mut nodes = self.deps.registry.list().await?;
+        if jailed {
+            // A sandboxed command never reaches a node that would have to run it bare (a
+            // named one included: no `node` argument leads out of the sandbox).
+            nodes.retain(NodeRecord::can_jail);
+            if nodes.is_empty() {
+                return Ok(Err(ToolOutput::error(NO_JAIL_TEXT)));
+            }
+        }
         let chosen = match wanted {
             Some(name) => nodes.into_iter().find(|node| {
                 node.node_id == name || node.display_name.as_deref() == Some(name.as_str())

@@ -40,6 +40,7 @@ use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
 use clawless_core::turn::{OutboundReply, ToolRouting};
+use clawless_exec::node::record::NodeRecord;
 use clawless_skills::eligibility::EligibilityContext;
 use clawless_skills::snapshot::SkillSnapshot;
 
@@ -262,9 +263,27 @@ impl std::fmt::Debug for TurnService {
 /// is offered, the machines skills are checked against (the backend's own plus every active
 /// node's platform and skill bins, spec §3.3), and the note naming macOS nodes.
 struct NodeScope {
-    exec_ready: bool,
+    exec: ExecReach,
     eligibility: EligibilityContext,
     note: Option<String>,
+}
+
+/// Which node hosts can take an `exec` job this event: any active one (the owner's own
+/// sessions), and one that runs a jail (a sandboxed session's).
+#[derive(Debug, Clone, Copy, Default)]
+struct ExecReach {
+    any_node: bool,
+    jailed_node: bool,
+}
+
+impl ExecReach {
+    /// Whether `exec` can be offered to a session, given whether it is sandboxed.
+    fn offered(self, sandboxed: bool) -> bool {
+        match sandboxed {
+            true => self.jailed_node,
+            false => self.any_node,
+        }
+    }
 }
 
 /// What belongs to the turn being run: its tool routing, and (from its first model call or
@@ -500,7 +519,7 @@ impl TurnService {
     /// The per-turn state for the session's current turn, replacing a stale one.
     fn per_turn<'a>(
         &self, agent_id: &str, state: &SessionState, current: &'a mut Option<PerTurn>,
-        exec_ready: bool,
+        exec: ExecReach,
     ) -> &'a mut PerTurn {
         if current
             .as_ref()
@@ -510,7 +529,7 @@ impl TurnService {
         }
         current.get_or_insert_with(|| PerTurn {
             turn: state.meta.turn,
-            routing: self.routing(agent_id, state, exec_ready),
+            routing: self.routing(agent_id, state, exec),
             context: None,
         })
     }
@@ -520,7 +539,7 @@ impl TurnService {
         &self, agent_id: &str, state: &mut SessionState, current: &'a mut Option<PerTurn>,
         scope: &NodeScope,
     ) -> Result<&'a TurnContext, TurnError> {
-        let per_turn = self.per_turn(agent_id, state, current, scope.exec_ready);
+        let per_turn = self.per_turn(agent_id, state, current, scope.exec);
         let context = match per_turn.context.take() {
             Some(context) => context,
             None => {
@@ -538,14 +557,17 @@ impl TurnService {
             None => Vec::new(),
         };
         Ok(NodeScope {
-            exec_ready: !nodes.is_empty(),
+            exec: ExecReach {
+                any_node: !nodes.is_empty(),
+                jailed_node: nodes.iter().any(NodeRecord::can_jail),
+            },
             eligibility: remote_skills::with_nodes(&self.deps.eligibility, &nodes),
             note: remote_skills::remote_node_note(&nodes),
         })
     }
 
     /// The tools offered this turn: built-ins that pass every policy layer.
-    fn routing(&self, agent_id: &str, state: &SessionState, exec_ready: bool) -> ToolRouting {
+    fn routing(&self, agent_id: &str, state: &SessionState, exec: ExecReach) -> ToolRouting {
         let sender_is_owner = state.meta.sender_is_owner;
         let model_ref = self.model(state).model_ref();
         let (provider, model_id) = model_ref
@@ -553,9 +575,9 @@ impl TurnService {
             .unwrap_or((model_ref.as_str(), ""));
         let registry = self.registry();
         let sandboxed = self.sandbox_of(agent_id, state);
-        // No node host runs a jail yet, and a sandboxed command never runs on a bare host.
+        // A sandboxed command runs only in a node's jail, never on a bare host.
         let candidates = registry.candidates(tools::ToolScope {
-            exec_ready: exec_ready && sandboxed.is_none(),
+            exec_ready: exec.offered(sandboxed.is_some()),
         });
         let agent_tools = self
             .config()

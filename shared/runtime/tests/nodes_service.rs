@@ -107,6 +107,7 @@ fn facts_with_exec() -> NodeFacts {
                 ..DescribedFs::default()
             },
             truncated: false,
+            sandbox_backends: Vec::new(),
         }),
         ..facts()
     }
@@ -275,7 +276,14 @@ async fn wrong_secrets_unknown_nodes_and_revoked_nodes_are_unauthorized() {
     // A revoked node receives no jobs: exec says it is offline.
     let dispatched = fx
         .nodes
-        .dispatch("agent:main:main", "main", "job1", &exec_call("uname"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job1",
+            &exec_call("uname"),
+            None,
+            None,
+        )
         .await
         .unwrap();
     let Dispatch::Resolved(output) = dispatched else {
@@ -298,6 +306,7 @@ async fn a_job_reaches_the_node_signed_and_its_first_report_resumes_the_turn_onc
             "main",
             "job1",
             &exec_call("uname -a"),
+            None,
             None,
         )
         .await
@@ -342,7 +351,14 @@ async fn forged_reports_and_reports_from_other_nodes_are_unauthorized() {
     let (_, record) = paired(&fx).await;
     let (_, other) = paired(&fx).await;
     fx.nodes
-        .dispatch("agent:main:main", "main", "job1", &exec_call("id"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job1",
+            &exec_call("id"),
+            None,
+            None,
+        )
         .await
         .unwrap();
     let mut forged = Envelope::parse(&sealed(&record, &report(&record, "job1", 0, "x"))).unwrap();
@@ -388,7 +404,14 @@ async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_th
     let (_, record) = paired(&fx).await;
     let call = exec_call("rm -rf build");
     fx.nodes
-        .dispatch("agent:main:main", "main", "0123456789abcdef", &call, None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "0123456789abcdef",
+            &call,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let (_, receipt) = next_job(&fx, &record).await;
@@ -427,6 +450,7 @@ async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_th
             "0123456789abcdef",
             &call,
             Some((ApprovalDecision::AllowAlways, "owner".to_owned())),
+            None,
         )
         .await
         .unwrap();
@@ -495,7 +519,14 @@ async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy
     let call = exec_call("rm -rf build");
     let dispatched = fx
         .nodes
-        .dispatch("agent:main:main", "main", "0123456789abcdef", &call, None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "0123456789abcdef",
+            &call,
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(dispatched, Dispatch::Sent, "the turn waits for the answer");
@@ -536,6 +567,7 @@ async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy
             "0123456789abcdef",
             &call,
             Some((ApprovalDecision::AllowOnce, "owner".to_owned())),
+            None,
         )
         .await
         .unwrap();
@@ -562,6 +594,7 @@ async fn a_command_the_reported_policy_allows_is_sent_straight_away() {
             "job-ls",
             &exec_call("ls -la /tmp"),
             None,
+            None,
         )
         .await
         .unwrap();
@@ -583,6 +616,7 @@ async fn a_command_naming_an_executable_the_node_did_not_describe_is_left_to_the
             "job-rg",
             &exec_call("ls | rg foo"),
             None,
+            None,
         )
         .await
         .unwrap();
@@ -602,6 +636,7 @@ async fn a_node_without_exec_facts_gets_the_job_as_before() {
             "main",
             "job-rm",
             &exec_call("rm -rf build"),
+            None,
             None,
         )
         .await
@@ -623,6 +658,7 @@ async fn a_heartbeat_without_exec_facts_ends_the_pre_check() {
             "job-rm",
             &exec_call("rm -rf build"),
             None,
+            None,
         )
         .await
         .unwrap();
@@ -637,7 +673,14 @@ async fn a_node_silent_for_two_heartbeat_intervals_is_offline_and_gets_no_job() 
         .advance(NODE_OFFLINE_AFTER + Duration::from_secs(1));
     let dispatched = fx
         .nodes
-        .dispatch("agent:main:main", "main", "job1", &exec_call("uname"), None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "job1",
+            &exec_call("uname"),
+            None,
+            None,
+        )
         .await
         .unwrap();
     let Dispatch::Resolved(output) = dispatched else {
@@ -648,7 +691,14 @@ async fn a_node_silent_for_two_heartbeat_intervals_is_offline_and_gets_no_job() 
     fx.nodes.heartbeat(&record, &facts()).await.unwrap();
     assert_eq!(
         fx.nodes
-            .dispatch("agent:main:main", "main", "job2", &exec_call("uname"), None)
+            .dispatch(
+                "agent:main:main",
+                "main",
+                "job2",
+                &exec_call("uname"),
+                None,
+                None
+            )
             .await
             .unwrap(),
         Dispatch::Sent
@@ -669,6 +719,7 @@ async fn a_job_deadline_becomes_a_timeout_event_and_then_wins_over_a_late_report
                 name: "exec".to_owned(),
                 input: json!({"command": "sleep 99", "timeout": 1}),
             },
+            None,
             None,
         )
         .await
@@ -694,7 +745,7 @@ async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
     let fx = fixture();
     let no_node = fx
         .nodes
-        .dispatch("agent:main:main", "main", "j", &exec_call("ls"), None)
+        .dispatch("agent:main:main", "main", "j", &exec_call("ls"), None, None)
         .await
         .unwrap();
     assert!(
@@ -709,7 +760,7 @@ async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
         };
         let out = fx
             .nodes
-            .dispatch("agent:main:main", "main", "j2", &call, None)
+            .dispatch("agent:main:main", "main", "j2", &call, None, None)
             .await
             .unwrap();
         assert!(

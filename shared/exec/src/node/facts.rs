@@ -315,6 +315,7 @@ mod tests {
                 ..DescribedFs::default()
             },
             truncated: false,
+            sandbox_backends: Vec::new(),
         }
     }
 
@@ -335,6 +336,7 @@ mod tests {
             issued_at_ms: 1,
             nonce: "j1-0".into(),
             grant: None,
+            sandbox: None,
         }
     }
 

@@ -96,6 +96,13 @@ pub struct NodeFacts {
 }
 
 impl NodeRecord {
+    /// True when the node's last report advertised a jail for sandboxed sessions' commands.
+    pub fn can_jail(&self) -> bool {
+        self.exec
+            .as_ref()
+            .is_some_and(|exec| !exec.sandbox_backends.is_empty())
+    }
+
     /// Applies a heartbeat: the facts replace the stored ones (a `None` display name keeps
     /// the stored one; `None` exec facts clear them) and `last_seen_ms` becomes `now_ms`.
     /// Every adapter applies the same.

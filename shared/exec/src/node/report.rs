@@ -38,6 +38,10 @@ pub struct NodeExecReport {
     /// [`MAX_REPORTED_AGENTS`]): then a path missing from `fs` proves nothing.
     #[serde(default)]
     pub truncated: bool,
+    /// The jails the node tested at start and can run sandboxed commands in (`bwrap`);
+    /// empty when it has none, and then it refuses every sandbox job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_backends: Vec<String>,
 }
 
 impl NodeExecReport {

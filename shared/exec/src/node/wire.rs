@@ -261,6 +261,65 @@ pub struct ExecJob {
     /// A person's approval for exactly this command, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<SignedGrant>,
+    /// Set for a sandboxed session's command: the node must run it in its jail, and a node
+    /// without one refuses it. Never downgraded to a bare-host run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<JobSandbox>,
+}
+
+/// The jail a sandboxed session's command runs in (spec §5.1 item 4), part of the signed job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSandbox {
+    /// The sandbox workspace's name (the scope key's slug): the node's folder for it is
+    /// bound as `/workspace`. Only `[a-z0-9._-]`, never `.` or `..`.
+    pub slug: String,
+    /// Whether the jail shares the node's network; `false` gives it none at all.
+    #[serde(default)]
+    pub network: bool,
+    /// The address space a process in the jail may use, in MiB.
+    pub memory_mb: u64,
+    /// How many processes the jail's user may run at once.
+    pub max_processes: u64,
+}
+
+impl JobSandbox {
+    /// Default `memory_mb`.
+    pub const DEFAULT_MEMORY_MB: u64 = 1024;
+    /// Default `max_processes`.
+    pub const DEFAULT_MAX_PROCESSES: u64 = 256;
+
+    /// A sandbox block for `slug` with the default limits and no network.
+    pub fn new(slug: impl Into<String>) -> Self {
+        Self {
+            slug: slug.into(),
+            network: false,
+            memory_mb: Self::DEFAULT_MEMORY_MB,
+            max_processes: Self::DEFAULT_MAX_PROCESSES,
+        }
+    }
+
+    /// True when `slug` names one folder and nothing else: non-empty, at most 128 of
+    /// `[a-z0-9._-]`, not `.` or `..`. A node refuses a job whose slug is not.
+    pub fn slug_is_safe(&self) -> bool {
+        let slug = self.slug.as_str();
+        !slug.is_empty()
+            && slug.len() <= 128
+            && slug != "."
+            && slug != ".."
+            && slug
+                .bytes()
+                .all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
+    }
+}
+
+/// True for environment names that carry credentials (`…API_KEY`, `…TOKEN`, `…SECRET`,
+/// `…PASSWORD`, `…PRIVATE_KEY`, compared uppercased): they never enter a jail.
+pub fn is_secret_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["API_KEY", "TOKEN", "SECRET", "PASSWORD", "PRIVATE_KEY"]
+        .iter()
+        .any(|suffix| upper.ends_with(suffix))
 }
 
 impl ExecJob {
@@ -462,6 +521,7 @@ mod tests {
             issued_at_ms: 1_000,
             nonce: "n1".to_owned(),
             grant: None,
+            sandbox: None,
         }
     }
 

@@ -41,7 +41,7 @@ impl TurnService {
                     &run.agent_id,
                     &run.state,
                     &mut looped.current,
-                    run.scope.exec_ready,
+                    run.scope.exec,
                 )
                 .routing;
             let effect = run
@@ -193,17 +193,24 @@ impl TurnService {
                 &run.agent_id,
                 &run.state,
                 &mut looped.current,
-                run.scope.exec_ready,
+                run.scope.exec,
             )
             .routing
             .clone();
+        let sandbox = job
+            .and_then(|_| self.sandbox_of(&run.agent_id, &run.state))
+            .map(|sandboxed| sandboxed.job_sandbox());
         let context = ToolCallContext {
             call,
             state: &mut run.state,
             session_key: &run.event.session_key,
             agent_id: &run.agent_id,
             tool_context: tool_context.as_ref(),
-            job: job.map(|(job_id, approved)| PendingJob { job_id, approved }),
+            job: job.map(|(job_id, approved)| PendingJob {
+                job_id,
+                approved,
+                sandbox,
+            }),
         };
         let outcome = self
             .run_tool(context, &routing, &mut run.report.tools_run)

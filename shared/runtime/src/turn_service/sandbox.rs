@@ -5,14 +5,19 @@
 //!
 //! A sandbox workspace lives inside the agent's workspace store, under
 //! [`SANDBOXES_PREFIX`]`<slug>/`: the session's file tools are rooted there and refuse `..`,
-//! so it never reaches the agent's own files (`SOUL.md`, `MEMORY.md`, `memory/`).
+//! so it never reaches the agent's own files (`SOUL.md`, `MEMORY.md`, `memory/`). Its `exec`
+//! jobs carry a jail block ([`SessionSandbox::job_sandbox`]) and go only to a node host that
+//! runs a jail; the node keeps its own folder of the sandbox for `/workspace`.
 
 use clawless_base::object_store::{PutCondition, StoreError};
-use clawless_core::sandbox::{self, MEMORY_TOOLS, SandboxSettings, WRITE_TOOLS, WorkspaceAccess};
+use clawless_core::sandbox::{
+    self, MEMORY_TOOLS, SandboxNetwork, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
+};
 use clawless_core::subagents::config::SessionVisibility;
 use clawless_core::system_prompt::bootstrap::BOOTSTRAP_FILE_NAMES;
 use clawless_core::tools::Workspace;
 use clawless_core::turn::state::SessionState;
+use clawless_exec::node::wire::JobSandbox;
 
 use super::TurnService;
 use crate::config::ClawlessConfig;
@@ -47,6 +52,15 @@ impl SessionSandbox {
             ),
             store: agent_workspace.store.clone(),
         })
+    }
+
+    /// The jail block of this session's exec jobs: its sandbox's name (a node host keeps
+    /// its own folder of that name as `/workspace`), its network, the default limits.
+    pub(super) fn job_sandbox(&self) -> JobSandbox {
+        JobSandbox {
+            network: self.settings.network == SandboxNetwork::Node,
+            ..JobSandbox::new(sandbox::sandbox_name(self.settings.scope, &self.scope_key))
+        }
     }
 }
 

@@ -223,6 +223,7 @@ fn exec_report(paths: usize) -> NodeExecReport {
             symlinks,
         },
         truncated: paths >= MAX_REPORTED_PATHS,
+        sandbox_backends: vec!["bwrap".to_owned()],
     }
 }
 

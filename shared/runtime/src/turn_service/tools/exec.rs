@@ -1,6 +1,7 @@
 //! `exec`: a shell command run on a paired node host (spec §3.3). The call is a pending job:
 //! the node registry sends it (with the person's grant when it was approved in the chat), and
-//! the result comes back as a `ToolResult` event. Offered only while a node is active.
+//! the result comes back as a `ToolResult` event. Offered only while a node is active (for a
+//! sandboxed session: a node that runs a jail, and the job says it must run in it).
 
 use std::sync::Arc;
 
@@ -56,6 +57,7 @@ impl RuntimeTool for ExecTool {
                 job.job_id,
                 context.call,
                 approved,
+                job.sandbox,
             )
             .await?;
         Ok(match dispatched {

@@ -64,12 +64,14 @@ pub(crate) struct ToolScope {
 }
 
 /// The job of a call routed as pending (see [`Placement`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct PendingJob<'a> {
     /// The idempotent job id the engine gave the call.
     pub job_id: &'a str,
     /// The person's decision, when the call was approved in the chat.
     pub approved: Option<ApprovalDecision>,
+    /// The jail the job must run in, when the session is sandboxed.
+    pub sandbox: Option<clawless_exec::node::wire::JobSandbox>,
 }
 
 /// One call, with what the tool may read or change of its turn.
