@@ -278,6 +278,34 @@ pub fn control_job(node_id: &str, node_secret: &str, dir: &Path) -> (String, Pat
     crafted_jobs(node_id, node_secret, dir).0
 }
 
+/// A well-formed job signed with the node's key for a sandboxed session: it touches
+/// `/workspace/jailed.marker`, and only where that fails (on a bare host, never in a jail)
+/// `dir/bare.marker`. Returned as `(queue message body, the bare-host marker)`.
+pub fn sandbox_job(node_id: &str, node_secret: &str, dir: &Path) -> (String, PathBuf) {
+    use clawless_exec::node::wire::{Envelope, JobSandbox, NodeMessage};
+    let ((control, _), _) = crafted_jobs(node_id, node_secret, dir);
+    let key = clawless_exec::node::wire::signing_key(&clawless_exec::node::wire::secret_hash(
+        node_secret,
+    ));
+    let Ok(NodeMessage::Job(mut job)) =
+        Envelope::parse(&control).and_then(|envelope| envelope.open::<NodeMessage>(&key))
+    else {
+        panic!("the control job opens");
+    };
+    let bare = dir.join("bare.marker");
+    let command = format!("touch /workspace/jailed.marker || touch {}", bare.display());
+    job.job_id = format!("sandboxed-{}", job.issued_at_ms);
+    job.nonce = format!("nonce-sandboxed-{}", job.issued_at_ms);
+    job.argv = vec!["/bin/sh".to_owned(), "-lc".to_owned(), command.clone()];
+    job.raw_command = command;
+    job.session_key = "agent:main:generic:group:family".to_owned();
+    job.sandbox = Some(JobSandbox::new("agent-main-generic-group-family-00000000"));
+    let body = Envelope::seal(&NodeMessage::Job(job), &key)
+        .expect("a job serializes")
+        .to_json();
+    (body, bare)
+}
+
 /// `(what, queue message body, marker)`.
 pub type CraftedJob = (String, String, PathBuf);
 
