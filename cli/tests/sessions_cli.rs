@@ -129,6 +129,8 @@ fn session_meta() -> SessionMeta {
         untrusted: false,
         sandbox_key: None,
         sandbox_seeded: false,
+        sender_id: None,
+        group_scope: None,
         skills_snapshot: None,
         tokens_in: 360,
         tokens_out: 90,

@@ -387,6 +387,11 @@ pub struct GenericChannelConfig {
     pub group_policy: Option<crate::ingress::GroupPolicy>,
     /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     pub unauthorized_reply: Option<String>,
+    /// Per group (by chat id; `"*"` for every other group): the tools the agent may use
+    /// there, for everyone (`tools`) or for single senders (`toolsBySender`, keyed
+    /// `id:<senderId>`); the first match applies.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
 }
 
 impl std::fmt::Debug for GenericChannelConfig {
@@ -399,6 +404,7 @@ impl std::fmt::Debug for GenericChannelConfig {
             .field("allow_from", &self.allow_from)
             .field("group_policy", &self.group_policy)
             .field("unauthorized_reply", &self.unauthorized_reply)
+            .field("groups", &self.groups)
             .finish()
     }
 }
@@ -647,6 +653,21 @@ impl ClawlessConfig {
             .into_iter()
             .filter(|agent| self.agent(&agent.agent_id).is_some())
             .collect()
+    }
+
+    /// `channels.<channel>.groups`: the per-group tool policies of a channel (empty for a
+    /// channel that is not configured).
+    pub fn channel_groups(
+        &self, channel: &str,
+    ) -> Option<&indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>> {
+        let channels = &self.channels;
+        match channel {
+            "generic" => channels.generic.as_ref().map(|config| &config.groups),
+            "telegram" => channels.telegram.as_ref().map(|config| &config.groups),
+            "slack" => channels.slack.as_ref().map(|config| &config.groups),
+            "discord" => channels.discord.as_ref().map(|config| &config.groups),
+            _ => None,
+        }
     }
 
     /// The sandbox settings of `agent_id`: its own `sandbox` keys over

@@ -47,6 +47,32 @@ use clawless_base::clock::Clock;
 pub const NO_JAIL_TEXT: &str = "exec host=sandbox requires a sandbox runtime for this session.\n\
      No paired node host runs a jail: install bubblewrap on a node host and restart `clawless node run`.";
 
+/// Why a sandboxed session's command goes nowhere but a jail.
+const JAIL_ONLY: &str = "A sandboxed session's commands run only in a node host's jail.";
+
+/// The refusal of an `exec` call's `host` (OpenClaw's argument), if any: a sandboxed call
+/// may not ask for a bare host (`gateway`, `node`; OpenClaw's TV-15, without its config
+/// override), and an unsandboxed one has no sandbox to ask for (TV-16).
+fn host_refusal(host: Option<&str>, sandboxed: bool) -> Option<String> {
+    let host = host.map(str::trim).filter(|host| !host.is_empty())?;
+    match (host.to_ascii_lowercase().as_str(), sandboxed) {
+        ("auto", _) | ("sandbox", true) => None,
+        ("sandbox", false) => Some(
+            "exec host=sandbox requires a sandbox runtime for this session.\n\
+             Enable sandbox mode (`agents.defaults.sandbox.mode=\"non-main\"` or `\"all\"`) \
+             or use host=auto/gateway/node."
+                .to_owned(),
+        ),
+        (_, true) => Some(format!(
+            "exec host not allowed (requested {host}; configured host is auto).\n{JAIL_ONLY}"
+        )),
+        ("gateway" | "node", false) => None,
+        (other, false) => Some(format!(
+            "exec: unknown host {other:?} (use auto, sandbox, gateway or node)"
+        )),
+    }
+}
+
 /// How long a pairing code stays valid.
 pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
 /// How often a node checks in (heartbeat, `skills.bins`, credentials).
@@ -200,6 +226,10 @@ struct ExecArgs {
     env: BTreeMap<String, String>,
     #[serde(default)]
     timeout: Option<f64>,
+    /// OpenClaw's `host` (`auto`, `sandbox`, `gateway`, `node`): not offered in the schema,
+    /// but a model used to OpenClaw may send it, and it never leads out of a sandbox.
+    #[serde(default)]
+    host: Option<String>,
 }
 
 /// The ports and settings the nodes service runs on.
@@ -392,6 +422,9 @@ impl NodesService {
                 "exec: `command` must not be empty",
             )));
         }
+        if let Some(refused) = host_refusal(args.host.as_deref(), sandbox.is_some()) {
+            return Ok(Dispatch::Resolved(ToolOutput::error(refused)));
+        }
         let node = match self
             .pick_node(args.node.as_deref(), sandbox.is_some())
             .await?
@@ -537,6 +570,16 @@ impl NodesService {
         if jailed {
             // A sandboxed command never reaches a node that would have to run it bare (a
             // named one included: no `node` argument leads out of the sandbox).
+            if let Some(name) = &wanted
+                && nodes.iter().any(|node| {
+                    !node.can_jail()
+                        && (node.node_id == *name || node.display_name.as_deref() == Some(name))
+                })
+            {
+                return Ok(Err(ToolOutput::error(format!(
+                    "exec host not allowed (requested node {name}, which runs no jail).\n{JAIL_ONLY}"
+                ))));
+            }
             nodes.retain(NodeRecord::can_jail);
             if nodes.is_empty() {
                 return Ok(Err(ToolOutput::error(NO_JAIL_TEXT)));

@@ -34,7 +34,7 @@ use clawless_core::system_prompt::bootstrap::{
 use clawless_core::system_prompt::{
     PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
 };
-use clawless_core::tool_policy::{PolicyContext, resolve_allowed_tools};
+use clawless_core::tool_policy::{PolicyContext, group_tool_policy, resolve_allowed_tools};
 use clawless_core::tools::{SessionFacts, ToolContext, WebFetcher, Workspace};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::tool_routing;
@@ -589,6 +589,10 @@ impl TurnService {
         let mut context = PolicyContext::new(provider, model_id);
         context.sender_is_owner = sender_is_owner;
         context.sandboxed = sandboxed.is_some();
+        context.group_policy = state.meta.group_scope.as_ref().and_then(|group| {
+            let groups = self.config().channel_groups(&group.channel)?;
+            group_tool_policy(groups, &group.group_id, group.sender_id.as_deref())
+        });
         context.channel_ids = &sandbox::CHANNEL_TOOL_IDS;
         if let Some(run) = &state.meta.subagent {
             context.subagent_depth = run.start.depth;

@@ -16,6 +16,11 @@ use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemor
 use clawless_core::sandbox::slug;
 use clawless_core::session::reset::{startup_note_dates, startup_note_path};
 use clawless_core::testing::{InMemoryTimers, InMemoryTurnQueue};
+use clawless_exec::evaluate::ExecPolicy;
+use clawless_exec::node::record::NodeRecord;
+use clawless_exec::node::report::NodeExecReport;
+use clawless_exec::node::wire::Envelope;
+use clawless_exec::{Ask, Security};
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use serde_json::{Value, json};
 use support::subagent_harness::{Harness, MAIN};
@@ -185,7 +190,13 @@ async fn a_group_with_only_the_owner_is_not_sandboxed_but_gets_no_memory() {
 
 /// A node host paired with the in-memory registry, so `exec` is offered where allowed.
 async fn paired_node() -> Arc<NodesService> {
-    let nodes = Arc::new(NodesService::new(NodesDeps {
+    paired_nodes(&[("box", false)]).await.0
+}
+
+/// A nodes service with one paired node per `(name, runs a jail)`, active, whose reported
+/// policy runs anything; and the nodes' records, in order.
+async fn paired_nodes(nodes: &[(&str, bool)]) -> (Arc<NodesService>, Vec<NodeRecord>) {
+    let service = Arc::new(NodesService::new(NodesDeps {
         registry: Arc::new(InMemoryNodeRegistry::new()),
         jobs: Arc::new(InMemoryExecJobs::new()),
         queues: Arc::new(InMemoryExecQueue::new()),
@@ -194,21 +205,129 @@ async fn paired_node() -> Arc<NodesService> {
         clock: Arc::new(SystemClock),
         settings: Default::default(),
     }));
-    let (code, _) = nodes.create_pairing_code().await.expect("code");
-    nodes
-        .pair(&PairRequest {
-            code,
-            facts: NodeFacts {
-                platform: "linux".to_owned(),
-                path: vec!["/usr/bin".to_owned()],
-                skill_bins: Vec::new(),
-                display_name: Some("box".to_owned()),
-                exec: None,
+    let mut records = Vec::new();
+    for (name, jail) in nodes {
+        let (code, _) = service.create_pairing_code().await.expect("code");
+        let exec = jail.then(|| NodeExecReport {
+            home: None,
+            default_policy: ExecPolicy {
+                security: Security::Full,
+                ask: Ask::Off,
+                ..ExecPolicy::default()
             },
-        })
-        .await
-        .expect("pairing");
+            agents: Default::default(),
+            fs: Default::default(),
+            truncated: false,
+            sandbox_backends: vec!["bwrap".to_owned()],
+        });
+        let facts = NodeFacts {
+            platform: "linux".to_owned(),
+            path: vec!["/usr/bin".to_owned()],
+            skill_bins: Vec::new(),
+            display_name: Some((*name).to_owned()),
+            exec,
+        };
+        let paired = service
+            .pair(&PairRequest {
+                code,
+                facts: facts.clone(),
+            })
+            .await
+            .expect("pairing");
+        let record = service
+            .authenticate(&paired.node_id, &paired.secret)
+            .await
+            .expect("the node");
+        records.push(record);
+    }
+    (service, records)
+}
+
+/// The jobs waiting on `node`'s queue, as their payloads.
+async fn queued_jobs(nodes: &NodesService, node: &NodeRecord) -> Vec<Value> {
     nodes
+        .receive_jobs(node, std::time::Duration::ZERO)
+        .await
+        .expect("receive")
+        .iter()
+        .map(|delivery| {
+            let envelope = Envelope::parse(&delivery.body).expect("an envelope");
+            serde_json::from_str(&envelope.payload).expect("a job")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sandboxed_sessions_exec_goes_only_to_a_node_with_a_jail_and_says_so() {
+    // GIVEN two nodes, one of which runs a jail
+    let (nodes, records) = paired_nodes(&[("bare", false), ("jailer", true)]).await;
+    let mut harness = Harness::build("", "", false, Some(Arc::clone(&nodes))).await;
+
+    // WHEN a group member's turn runs a command (with a credential in its environment), and
+    // tries to name the bare node, and to ask for a bare host
+    member_turn(
+        &mut harness,
+        &[
+            ("x2", "exec", json!({"command": "id -u", "node": "bare"})),
+            ("x3", "exec", json!({"command": "id -u", "host": "gateway"})),
+            ("x4", "exec", json!({"command": "id -u", "host": "node"})),
+        ],
+    )
+    .await;
+    // (the call waits for the node: its model answer comes after the result)
+    harness.script(anthropic_tool_use(
+        "x1",
+        "exec",
+        json!({"command": "id -u", "env": {"GITHUB_TOKEN": "t-1", "GREETING": "hi"}}),
+    ));
+    harness.say_as(GROUP, "friend-7", false, "run it").await;
+
+    // THEN exec is offered, and the one job goes to the jail, marked for it, without the
+    // credential
+    assert!(harness.offered(0).contains(&"exec".to_owned()));
+    assert!(queued_jobs(&nodes, &records[0]).await.is_empty());
+    let jobs = queued_jobs(&nodes, &records[1]).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let job = &jobs[0];
+    assert_eq!(job["kind"], "job");
+    assert_eq!(job["sandbox"]["slug"], slug(GROUP));
+    assert_eq!(job["sandbox"]["network"], false);
+    assert_eq!(job["env"], json!({"GREETING": "hi"}));
+    let (text, is_error) = result_text(&harness, "x2");
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with("exec host not allowed (requested node bare, which runs no jail)."),
+        "{text}"
+    );
+    for (id, host) in [("x3", "gateway"), ("x4", "node")] {
+        let (text, is_error) = result_text(&harness, id);
+        assert!(is_error, "{text}");
+        assert_eq!(
+            text,
+            format!(
+                "exec host not allowed (requested {host}; configured host is auto).\n\
+                 A sandboxed session's commands run only in a node host's jail."
+            )
+        );
+    }
+
+    // AND the owner's own chat may run on the bare node, but asks for a sandbox in vain (TV-16)
+    let before = harness.model_calls();
+    harness.script(anthropic_tool_use(
+        "o1",
+        "exec",
+        json!({"command": "id -u", "host": "sandbox"}),
+    ));
+    harness.script(anthropic_text("done"));
+    harness.say("run it in a sandbox").await;
+    assert!(harness.offered(before).contains(&"exec".to_owned()));
+    let (text, is_error) = result_text(&harness, "o1");
+    assert!(is_error, "{text}");
+    assert_eq!(
+        text,
+        "exec host=sandbox requires a sandbox runtime for this session.\nEnable sandbox mode \
+         (`agents.defaults.sandbox.mode=\"non-main\"` or `\"all\"`) or use host=auto/gateway/node."
+    );
 }
 
 #[tokio::test]
@@ -335,4 +454,47 @@ async fn a_strangers_new_is_greeted_without_the_owners_memory_notes() {
         .await;
     let request = harness.last_request();
     assert!(!request.contains("NOTE-CANARY"), "{request}");
+}
+
+/// The tools offered when `sender`, not an owner, says hello in `key`.
+async fn offered_to(harness: &mut Harness, key: &str, sender: &str) -> Vec<String> {
+    let before = harness.model_calls();
+    harness.script(anthropic_text("ok"));
+    harness.say_as(key, sender, false, "hello").await;
+    harness.offered(before)
+}
+
+/// OpenClaw's TV-14 on the generic channel: the `"*"` group denies `session_status`; the
+/// family group denies `read`, `write` and `session_status`, except for friend-42, whose own
+/// entry (only `alsoAllow`) replaces the group's and so denies nothing.
+#[tokio::test]
+async fn tv14_a_groups_tool_policy_is_the_first_match_for_the_member_speaking() {
+    let groups = format!(
+        "channels:\n  generic:\n    groups:\n      \"*\": {{tools: {{deny: [session_status]}}}}\n      \
+         \"c-{GROUP}\":\n        tools: {{deny: [read, write, session_status]}}\n        \
+         toolsBySender: {{\"id:friend-42\": {{alsoAllow: [edit]}}}}\n"
+    );
+    let mut harness = harness("", &groups).await;
+    let other_group = "agent:main:generic:group:book-club";
+    let friend_42 = offered_to(&mut harness, GROUP, "friend-42").await;
+    let friend_7 = offered_to(&mut harness, GROUP, "friend-7").await;
+    let elsewhere = offered_to(&mut harness, other_group, "friend-7").await;
+    let has = |offered: &[String], tool: &str| offered.iter().any(|name| name == tool);
+    for tool in ["read", "write", "edit", "session_status"] {
+        assert!(
+            has(&friend_42, tool),
+            "friend-42 lacks {tool}: {friend_42:?}"
+        );
+    }
+    for tool in ["read", "write", "session_status"] {
+        assert!(!has(&friend_7, tool), "friend-7 has {tool}: {friend_7:?}");
+    }
+    assert!(has(&friend_7, "edit"), "{friend_7:?}");
+    assert!(!has(&elsewhere, "session_status"), "{elsewhere:?}");
+    assert!(has(&elsewhere, "read"), "{elsewhere:?}");
+    // A direct chat has no group step.
+    let before = harness.model_calls();
+    harness.script(anthropic_text("ok"));
+    harness.say("hello").await;
+    assert!(has(&harness.offered(before), "session_status"));
 }

@@ -45,6 +45,12 @@ pub struct DiscordConfig {
     /// Sent to a sender who may not talk to the agent; unset, such a message gets no answer.
     #[serde(default)]
     pub unauthorized_reply: Option<String>,
+    /// Per group (by chat id; `"*"` for every other group): the tools the agent may use
+    /// there, for everyone (`tools`) or for single senders (`toolsBySender`, keyed
+    /// `id:<senderId>`); the first match applies.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
 }
 
 impl std::fmt::Debug for DiscordConfig {
@@ -58,6 +64,7 @@ impl std::fmt::Debug for DiscordConfig {
             .field("api_base_url", &self.api_base_url)
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
+            .field("groups", &self.groups)
             .finish()
     }
 }

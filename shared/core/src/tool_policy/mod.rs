@@ -8,6 +8,7 @@
 //! knows tool names only: it runs nothing and reads no config files itself.
 
 pub mod catalog;
+pub mod groups;
 pub mod pipeline;
 pub mod policy;
 
@@ -15,6 +16,7 @@ pub use catalog::{
     CORE_GROUP, CORE_GROUP_OPENCLAW_ALIAS, CORE_TOOLS, CoreTool, OWNER_ONLY_TOOLS, PLUGINS_GROUP,
     ToolProfile, ToolSection, expand_tool_groups, normalize_tool_name,
 };
+pub use groups::{GroupToolsConfig, group_tool_policy};
 pub use pipeline::{
     AllowedTools, DEFAULT_MAX_SPAWN_DEPTH, PolicyContext, ToolNotAllowed, resolve_allowed_tools,
     sandbox_tool_policy,

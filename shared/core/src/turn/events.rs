@@ -250,6 +250,9 @@ pub struct SubagentStart {
     /// sandboxed child works on its parent's files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_key: Option<String>,
+    /// The group whose tool policy the parent follows: the child follows it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_scope: Option<crate::turn::state::GroupScope>,
 }
 
 /// One step of an agent-to-agent exchange, for the session that takes it.

@@ -26,9 +26,11 @@ use clawless_automation::heartbeat::state::{HeartbeatDelivery, SentAlert};
 use clawless_base::model::ModelResponse;
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
 
+use clawless_base::session_key::ChatType;
 use events::{ApprovalDecision, ChatRef, dedup_token};
 use state::{
-    CompactRequest, CompactionTrigger, PreparedMessage, ResetRecord, SessionState, Step, StepBody,
+    CompactRequest, CompactionTrigger, GroupScope, PreparedMessage, ResetRecord, SessionState,
+    Step, StepBody,
 };
 
 /// Prefix of the call ids given to tool calls made by slash commands.
@@ -756,6 +758,15 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
         state.meta.last_interaction_at_ms = now_ms;
         state.meta.chat = Some(message.message.chat.clone());
         state.meta.turn_message_id = Some(message.message.message_id.clone());
+        state.meta.sender_id = Some(message.message.sender_id.clone());
+        let chat = &message.message.chat;
+        if chat.chat_type == ChatType::Group {
+            state.meta.group_scope = Some(GroupScope {
+                channel: chat.channel.clone(),
+                group_id: chat.chat_id.clone(),
+                sender_id: Some(message.message.sender_id.clone()),
+            });
+        }
     }
     state.meta.sender_is_owner = message.message.sender_is_owner;
     state.push(

@@ -359,6 +359,13 @@ pub struct SessionMeta {
     /// Whether this session has seeded its sandbox workspace with the bootstrap files.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox_seeded: bool,
+    /// The sender of the current (or last) turn's message, by platform id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_id: Option<String>,
+    /// The group chat whose tool policy (`channels.<channel>.groups`) this session follows:
+    /// its own group's, or (for a sub-agent) the group its root parent talks in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_scope: Option<GroupScope>,
     /// Skills snapshot reused while it is not stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_snapshot: Option<SkillSnapshot>,
@@ -471,6 +478,20 @@ pub struct ChildRun {
     pub last_steer_at_ms: Option<u64>,
 }
 
+/// A group chat and the member whose message the turn answers: what the group step of the
+/// tool policy is looked up by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupScope {
+    /// The channel, e.g. `telegram`.
+    pub channel: String,
+    /// The group's chat id on that channel.
+    pub group_id: String,
+    /// The member, by platform id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_id: Option<String>,
+}
+
 impl SessionMeta {
     /// When the current generation began.
     pub fn generation_started(&self) -> u64 {
@@ -541,6 +562,8 @@ impl SessionState {
                 untrusted: false,
                 sandbox_key: None,
                 sandbox_seeded: false,
+                sender_id: None,
+                group_scope: None,
                 skills_snapshot: None,
                 tokens_in: 0,
                 tokens_out: 0,

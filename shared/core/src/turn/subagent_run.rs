@@ -139,6 +139,7 @@ mod tests {
             parent_is_internal: false,
             archive_when_announced: false,
             parent_untrusted: false,
+            group_scope: None,
             sandbox_key: None,
         }
     }

@@ -207,6 +207,9 @@ impl TurnService {
         }
         // Trust only ever narrows: a child of an untrusted session is untrusted.
         state.meta.untrusted |= start.parent_untrusted;
+        if state.meta.group_scope.is_none() {
+            state.meta.group_scope = start.group_scope.clone();
+        }
         if state.meta.sandbox_key.is_none() {
             state.meta.sandbox_key = start.sandbox_key.clone();
         }

@@ -209,6 +209,7 @@ fn child_start(state: &SessionState, plan: &SpawnPlan, run_id: &str) -> Subagent
         archive_when_announced: plan.cleanup
             == clawless_core::subagents::spawn::SpawnCleanup::Delete,
         parent_untrusted: state.meta.untrusted,
+        group_scope: state.meta.group_scope.clone(),
         sandbox_key: Some(
             state
                 .meta

@@ -312,6 +312,7 @@ impl SubagentsTool {
                 archive_when_announced: false,
                 parent_untrusted: false,
                 sandbox_key: None,
+                group_scope: None,
             },
             started_at_ms: now,
             ended_at_ms: Some(now),
