@@ -43,7 +43,7 @@ use clawless_node::worker::{NodeWorker, facts_of};
 use clawless_runtime::ClawlessConfig;
 use clawless_runtime::local_mode::{LocalOptions, start_local};
 use clawless_runtime::node_routes::{QueueAccess, nodes_router, queue_credentials_router};
-use clawless_runtime::nodes_service::{Dispatch, NodesDeps, NodesService};
+use clawless_runtime::nodes_service::{Dispatch, JobPlacement, NodesDeps, NodesService};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -138,7 +138,14 @@ async fn measure(nodes: &NodesService, runs: usize, check_every: Duration) -> Sa
         let sent_at = now_ms_f64();
         let started = Instant::now();
         let dispatched = nodes
-            .dispatch("agent:main:bench", "main", &job_id, &call, None, None)
+            .dispatch(
+                "agent:main:bench",
+                "main",
+                &job_id,
+                &call,
+                None,
+                JobPlacement::Host,
+            )
             .await
             .expect("dispatch");
         assert_eq!(dispatched, Dispatch::Sent);

@@ -129,6 +129,7 @@ fn session_meta() -> SessionMeta {
         untrusted: false,
         sandbox_key: None,
         sandbox_seeded: false,
+        elevated: Default::default(),
         sender_id: None,
         group_scope: None,
         skills_snapshot: None,

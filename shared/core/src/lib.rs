@@ -8,6 +8,7 @@
 //! disk: adapters live in `clawless-aws` and `clawless-local`.
 
 pub mod compaction;
+pub mod elevated;
 pub mod nodes;
 pub mod outbox;
 pub mod sandbox;

@@ -655,6 +655,26 @@ impl ClawlessConfig {
             .collect()
     }
 
+    /// Which gates keep `sender_id` on `channel` from elevated exec with agent `agent_id`
+    /// (`tools.elevated`, narrowed by the agent's own): none when they may use it.
+    pub fn elevated_gates(
+        &self, agent_id: &str, channel: Option<&str>, sender_id: Option<&str>,
+    ) -> Vec<clawless_core::elevated::ElevatedGate> {
+        let agent = self
+            .agents
+            .list
+            .iter()
+            .find(|agent| agent.id.eq_ignore_ascii_case(agent_id))
+            .and_then(|agent| agent.tools.as_ref())
+            .and_then(|tools| tools.elevated.as_ref());
+        clawless_core::elevated::elevated_gates(
+            self.tools.elevated.as_ref(),
+            agent,
+            channel,
+            sender_id,
+        )
+    }
+
     /// `channels.<channel>.groups`: the per-group tool policies of a channel (empty for a
     /// channel that is not configured).
     pub fn channel_groups(

@@ -47,6 +47,22 @@ use clawless_base::clock::Clock;
 pub const NO_JAIL_TEXT: &str = "exec host=sandbox requires a sandbox runtime for this session.\n\
      No paired node host runs a jail: install bubblewrap on a node host and restart `clawless node run`.";
 
+/// Where an `exec` job runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobPlacement {
+    /// On a node host, as the node's user (the owner's own sessions).
+    Host,
+    /// In a node host's jail (a sandboxed session's).
+    Jail(JobSandbox),
+    /// On a node host's bare host though the session is sandboxed (elevated), after an owner
+    /// approves it.
+    ElevatedHost,
+}
+
+/// What an owner is told when asked to approve an elevated command.
+const ELEVATED_WARNING: &str =
+    "Elevated: a sandboxed session asks to run this on the node host itself, outside its jail.";
+
 /// Why a sandboxed session's command goes nowhere but a jail.
 const JAIL_ONLY: &str = "A sandboxed session's commands run only in a node host's jail.";
 
@@ -402,12 +418,18 @@ impl NodesService {
     }
 
     /// Sends the job for an `exec` call, or resolves the call at once when it cannot be sent.
-    /// A `sandbox` (the session is sandboxed) goes only to a node that advertises a jail,
-    /// with no credential-looking environment variables.
+    /// A jailed job (the session is sandboxed) goes only to a node that advertises a jail,
+    /// with no credential-looking environment variables; an elevated one runs on a node's
+    /// bare host only once an owner approved it.
     pub async fn dispatch(
         &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall,
-        approved: Option<(ApprovalDecision, String)>, sandbox: Option<JobSandbox>,
+        approved: Option<(ApprovalDecision, String)>, placement: JobPlacement,
     ) -> Result<Dispatch, NodesError> {
+        let (sandbox, elevated) = match placement {
+            JobPlacement::Host => (None, false),
+            JobPlacement::Jail(sandbox) => (Some(sandbox), false),
+            JobPlacement::ElevatedHost => (None, true),
+        };
         let now = self.deps.clock.now_ms();
         let mut args: ExecArgs = match serde_json::from_value(call.input.clone()) {
             Ok(args) => args,
@@ -462,6 +484,8 @@ impl NodesService {
         // person's approval and the report covers every executable the command names, ask
         // now; the node would only refuse. The node stays authoritative either way.
         let held = match &approved {
+            // A sandboxed session's command outside its jail: an owner approves each one.
+            None if elevated => Some((false, vec![ELEVATED_WARNING.to_owned()])),
             None => match precheck(&node, &job) {
                 Precheck::NeedsApproval {
                     allow_always,

@@ -577,7 +577,8 @@ impl TurnService {
         let sandboxed = self.sandbox_of(agent_id, state);
         // A sandboxed command runs only in a node's jail, never on a bare host.
         let candidates = registry.candidates(tools::ToolScope {
-            exec_ready: exec.offered(sandboxed.is_some()),
+            // Under `/elevated on`, an allowed sender's command may run on a bare node.
+            exec_ready: exec.offered(sandboxed.is_some() && state.meta.elevated.is_off()),
         });
         let agent_tools = self
             .config()
@@ -620,7 +621,9 @@ impl TurnService {
                         .any(|allowed| allowed.eq_ignore_ascii_case(name))
                 })
             });
-        tool_routing(names.cloned(), &registry.remote_names())
+        let mut routing = tool_routing(names.cloned(), &registry.remote_names());
+        routing.commands = registry.command_names().collect();
+        routing
     }
 
     /// Builds the system prompt, tool specs and tool context for this turn.
@@ -707,6 +710,10 @@ impl TurnService {
             ..RuntimeLine::default()
         };
         let extra_system_prompt = self.extra_system_prompt(state);
+        let sandbox_prompt = sandboxed.as_ref().map(|sandboxed| {
+            let exec = routing.offered.contains("exec");
+            self.sandbox_prompt(agent_id, state, sandboxed, &workspace_dir, exec)
+        });
         let params = SystemPromptParams {
             mode: PromptMode::for_session_key(
                 state.key.as_str(),
@@ -723,6 +730,7 @@ impl TurnService {
             heartbeat_guidance,
             runtime,
             extra_system_prompt: extra_system_prompt.as_deref(),
+            sandbox: sandbox_prompt,
             ..SystemPromptParams::default()
         };
         let system = build_system_prompt(&params);

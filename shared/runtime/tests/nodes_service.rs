@@ -37,8 +37,8 @@ use clawless_runtime::node_routes::{
 };
 use clawless_runtime::nodes_service::TimerFired;
 use clawless_runtime::nodes_service::{
-    Dispatch, ExecSettings, NODE_OFFLINE_AFTER, NodesDeps, NodesError, NodesService, PairRequest,
-    Paired, ReportOutcome,
+    Dispatch, ExecSettings, JobPlacement, NODE_OFFLINE_AFTER, NodesDeps, NodesError, NodesService,
+    PairRequest, Paired, ReportOutcome,
 };
 use clawless_runtime::secrets::{SecretClients, SecretOnDemand, SecretSource};
 use serde_json::{Value, json};
@@ -282,7 +282,7 @@ async fn wrong_secrets_unknown_nodes_and_revoked_nodes_are_unauthorized() {
             "job1",
             &exec_call("uname"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -307,7 +307,7 @@ async fn a_job_reaches_the_node_signed_and_its_first_report_resumes_the_turn_onc
             "job1",
             &exec_call("uname -a"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -357,7 +357,7 @@ async fn forged_reports_and_reports_from_other_nodes_are_unauthorized() {
             "job1",
             &exec_call("id"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -410,7 +410,7 @@ async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_th
             "0123456789abcdef",
             &call,
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -450,7 +450,7 @@ async fn a_node_asking_for_approval_gets_the_chat_asked_then_a_grant_bound_to_th
             "0123456789abcdef",
             &call,
             Some((ApprovalDecision::AllowAlways, "owner".to_owned())),
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -525,7 +525,7 @@ async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy
             "0123456789abcdef",
             &call,
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -567,7 +567,7 @@ async fn the_pre_check_asks_the_chat_without_sending_a_job_when_the_nodes_policy
             "0123456789abcdef",
             &call,
             Some((ApprovalDecision::AllowOnce, "owner".to_owned())),
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -594,7 +594,7 @@ async fn a_command_the_reported_policy_allows_is_sent_straight_away() {
             "job-ls",
             &exec_call("ls -la /tmp"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -616,7 +616,7 @@ async fn a_command_naming_an_executable_the_node_did_not_describe_is_left_to_the
             "job-rg",
             &exec_call("ls | rg foo"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -637,7 +637,7 @@ async fn a_node_without_exec_facts_gets_the_job_as_before() {
             "job-rm",
             &exec_call("rm -rf build"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -658,7 +658,7 @@ async fn a_heartbeat_without_exec_facts_ends_the_pre_check() {
             "job-rm",
             &exec_call("rm -rf build"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -679,7 +679,7 @@ async fn a_node_silent_for_two_heartbeat_intervals_is_offline_and_gets_no_job() 
             "job1",
             &exec_call("uname"),
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -697,7 +697,7 @@ async fn a_node_silent_for_two_heartbeat_intervals_is_offline_and_gets_no_job() 
                 "job2",
                 &exec_call("uname"),
                 None,
-                None
+                JobPlacement::Host
             )
             .await
             .unwrap(),
@@ -720,7 +720,7 @@ async fn a_job_deadline_becomes_a_timeout_event_and_then_wins_over_a_late_report
                 input: json!({"command": "sleep 99", "timeout": 1}),
             },
             None,
-            None,
+            JobPlacement::Host,
         )
         .await
         .unwrap();
@@ -745,7 +745,14 @@ async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
     let fx = fixture();
     let no_node = fx
         .nodes
-        .dispatch("agent:main:main", "main", "j", &exec_call("ls"), None, None)
+        .dispatch(
+            "agent:main:main",
+            "main",
+            "j",
+            &exec_call("ls"),
+            None,
+            JobPlacement::Host,
+        )
         .await
         .unwrap();
     assert!(
@@ -760,7 +767,14 @@ async fn bad_exec_arguments_and_no_paired_node_resolve_at_once() {
         };
         let out = fx
             .nodes
-            .dispatch("agent:main:main", "main", "j2", &call, None, None)
+            .dispatch(
+                "agent:main:main",
+                "main",
+                "j2",
+                &call,
+                None,
+                JobPlacement::Host,
+            )
             .await
             .unwrap();
         assert!(

@@ -14,12 +14,14 @@ use clawless_base::time::parse_time_zone;
 use clawless_core::nodes::NodeFacts;
 use clawless_core::nodes::testing::{InMemoryExecJobs, InMemoryExecQueue, InMemoryNodeRegistry};
 use clawless_core::sandbox::slug;
+use clawless_core::session::TurnQueue;
 use clawless_core::session::reset::{startup_note_dates, startup_note_path};
 use clawless_core::testing::{InMemoryTimers, InMemoryTurnQueue};
+use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::evaluate::ExecPolicy;
 use clawless_exec::node::record::NodeRecord;
 use clawless_exec::node::report::NodeExecReport;
-use clawless_exec::node::wire::Envelope;
+use clawless_exec::node::wire::{Envelope, ExecOutcome, ExecReport, signing_key};
 use clawless_exec::{Ask, Security};
 use clawless_runtime::nodes_service::{NodesDeps, NodesService, PairRequest};
 use serde_json::{Value, json};
@@ -193,15 +195,19 @@ async fn paired_node() -> Arc<NodesService> {
     paired_nodes(&[("box", false)]).await.0
 }
 
+/// What nodes and their services hold.
+type Paired = (Arc<NodesService>, Vec<NodeRecord>, Arc<InMemoryTurnQueue>);
+
 /// A nodes service with one paired node per `(name, runs a jail)`, active, whose reported
 /// policy runs anything; and the nodes' records, in order.
-async fn paired_nodes(nodes: &[(&str, bool)]) -> (Arc<NodesService>, Vec<NodeRecord>) {
+async fn paired_nodes(nodes: &[(&str, bool)]) -> Paired {
+    let turns = Arc::new(InMemoryTurnQueue::new());
     let service = Arc::new(NodesService::new(NodesDeps {
         registry: Arc::new(InMemoryNodeRegistry::new()),
         jobs: Arc::new(InMemoryExecJobs::new()),
         queues: Arc::new(InMemoryExecQueue::new()),
         timers: Arc::new(InMemoryTimers::new()),
-        turns: Arc::new(InMemoryTurnQueue::new()),
+        turns: Arc::clone(&turns) as Arc<dyn TurnQueue>,
         clock: Arc::new(SystemClock),
         settings: Default::default(),
     }));
@@ -240,7 +246,7 @@ async fn paired_nodes(nodes: &[(&str, bool)]) -> (Arc<NodesService>, Vec<NodeRec
             .expect("the node");
         records.push(record);
     }
-    (service, records)
+    (service, records, turns)
 }
 
 /// The jobs waiting on `node`'s queue, as their payloads.
@@ -260,7 +266,7 @@ async fn queued_jobs(nodes: &NodesService, node: &NodeRecord) -> Vec<Value> {
 #[tokio::test]
 async fn a_sandboxed_sessions_exec_goes_only_to_a_node_with_a_jail_and_says_so() {
     // GIVEN two nodes, one of which runs a jail
-    let (nodes, records) = paired_nodes(&[("bare", false), ("jailer", true)]).await;
+    let (nodes, records, _) = paired_nodes(&[("bare", false), ("jailer", true)]).await;
     let mut harness = Harness::build("", "", false, Some(Arc::clone(&nodes))).await;
 
     // WHEN a group member's turn runs a command (with a credential in its environment), and
@@ -497,4 +503,227 @@ async fn tv14_a_groups_tool_policy_is_the_first_match_for_the_member_speaking() 
     harness.script(anthropic_text("ok"));
     harness.say("hello").await;
     assert!(has(&harness.offered(before), "session_status"));
+}
+
+/// `node` reports `job` (a queued payload) done, and the turn waiting for it goes on to a
+/// final "done": a session takes its next message only once its turn is over.
+async fn finish_job(harness: &mut Harness, paired: &Paired, node: usize, job: &Value) {
+    let (nodes, records, node_turns) = paired;
+    let record = &records[node];
+    let report = ExecReport {
+        job_id: job["jobId"].as_str().expect("a job id").to_owned(),
+        attempt: u32::try_from(job["attempt"].as_u64().expect("an attempt")).expect("small"),
+        node_id: record.node_id.clone(),
+        outcome: ExecOutcome {
+            exit_code: Some(0),
+            success: true,
+            stdout: "ran".to_owned(),
+            ..ExecOutcome::default()
+        },
+        denial: None,
+        interrupted: false,
+        duration_ms: 1,
+        allow_always_entries: Vec::new(),
+        nonce: format!("report-{}", job["jobId"]),
+        sent_at_ms: SystemClock.now_ms(),
+    };
+    let sealed = Envelope::seal(&report, &signing_key(&record.secret_hash)).expect("sealed");
+    nodes
+        .submit_report(record, &sealed.to_json())
+        .await
+        .expect("accepted");
+    harness.script(anthropic_text("done"));
+    for delivery in node_turns
+        .receive(10, std::time::Duration::ZERO)
+        .await
+        .expect("receive")
+    {
+        let event: SessionEvent = serde_json::from_str(&delivery.body).expect("an event");
+        harness.turns.handle(&event).await.expect("resumed");
+        node_turns.delete(&delivery.receipt).await.expect("deleted");
+    }
+}
+
+/// OpenClaw's TV-17: a sandboxed group, elevated enabled but nobody allowed; the model asks
+/// for `elevated: true`.
+#[tokio::test]
+async fn tv17_elevated_asked_by_a_sender_the_gates_keep_out_is_refused_with_the_keys() {
+    let (nodes, records, _) = paired_nodes(&[("jailer", true)]).await;
+    let mut harness = Harness::build("", "", false, Some(Arc::clone(&nodes))).await;
+    member_turn(
+        &mut harness,
+        &[("e1", "exec", json!({"command": "id", "elevated": true}))],
+    )
+    .await;
+    let (text, is_error) = result_text(&harness, "e1");
+    assert!(is_error, "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "elevated is not available right now (runtime=sandboxed).\n\
+             Failing gates: allowFrom (tools.elevated.allowFrom.<provider> / agents.list[].tools.elevated.allowFrom.<provider>)\n\
+             Context: provider=generic session={GROUP}\n\
+             Fix-it keys:\n\
+             - tools.elevated.enabled\n\
+             - tools.elevated.allowFrom.<provider>\n\
+             - agents.list[].tools.elevated.enabled\n\
+             - agents.list[].tools.elevated.allowFrom.<provider>"
+        )
+    );
+    assert!(queued_jobs(&nodes, &records[0]).await.is_empty());
+    let prompt = harness.system_prompt(0);
+    for line in [
+        "Elevated exec is unavailable for this session.",
+        "Current elevated level: off (elevated exec unavailable).",
+    ] {
+        assert!(prompt.contains(line), "{prompt}");
+    }
+}
+
+/// Elevated exec, clawless's way: off until an owner says `/elevated on`; then an allowed
+/// sender's command waits for an owner's approval and runs on the node's bare host, while
+/// anyone else's stays in the jail; `elevated: false` and `/elevated off` keep it there.
+#[tokio::test]
+async fn elevated_is_an_owners_choice_and_every_elevated_command_an_owners_approval() {
+    let paired = paired_nodes(&[("jailer", true)]).await;
+    let (nodes, records, node_turns) = (&paired.0, &paired.1, &paired.2);
+    let mut harness = Harness::build(
+        "",
+        "  elevated:\n    allowFrom:\n      generic: [friend-42]\n",
+        false,
+        Some(Arc::clone(nodes)),
+    )
+    .await;
+    // An allowed friend starts the group: sandboxed, level off, so their command is jailed.
+    harness.script(anthropic_tool_use(
+        "j1",
+        "exec",
+        json!({"command": "id -u"}),
+    ));
+    harness.say_as(GROUP, "friend-42", false, "who am i").await;
+    let jobs = queued_jobs(nodes, &records[0]).await;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["sandbox"]["slug"], slug(GROUP));
+    finish_job(&mut harness, &paired, 0, &jobs[0]).await;
+    let prompt = harness.system_prompt(0);
+    for line in [
+        "Elevated exec is available for this session.",
+        "An owner can toggle it with /elevated on|off.",
+        "Current elevated level: off",
+    ] {
+        assert!(prompt.contains(line), "{prompt}");
+    }
+
+    // A friend may not switch it on; an owner may.
+    harness
+        .say_as(GROUP, "friend-42", false, "/elevated on")
+        .await;
+    assert!(harness.state(GROUP).await.meta.elevated.is_off());
+    harness
+        .say_as(GROUP, "owner-1", true, "/elevated full")
+        .await;
+    harness.say_as(GROUP, "owner-1", true, "/elevated on").await;
+    harness.say_as(GROUP, "owner-1", true, "/elevated").await;
+    let texts = harness.chat_texts();
+    for expected in [
+        "Unrecognized elevated level \"full\". Valid levels: off, on, ask.",
+        "⚙️ Elevated mode set to ask (every command runs on the node host after an owner approves it).",
+        "Current elevated level: ask.\nOptions: on, off, ask.",
+    ] {
+        assert!(texts.contains(&expected.to_owned()), "{texts:?}");
+    }
+    assert_eq!(
+        harness.state(GROUP).await.meta.elevated,
+        clawless_core::elevated::ElevatedLevel::Ask
+    );
+
+    // Under `on`: someone not allowed stays in the jail, and so does `elevated: false`.
+    let before = harness.model_calls();
+    harness.script(anthropic_tool_use(
+        "j2",
+        "exec",
+        json!({"command": "id -u"}),
+    ));
+    harness.say_as(GROUP, "friend-7", false, "and me").await;
+    assert!(
+        harness
+            .system_prompt(before)
+            .contains("Elevated exec is unavailable")
+    );
+    let jobs = queued_jobs(nodes, &records[0]).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["sandbox"]["slug"], slug(GROUP));
+    finish_job(&mut harness, &paired, 0, &jobs[0]).await;
+    harness.script(anthropic_tool_use(
+        "j3",
+        "exec",
+        json!({"command": "id -u", "elevated": false}),
+    ));
+    harness
+        .say_as(GROUP, "friend-42", false, "in the jail please")
+        .await;
+    let jobs = queued_jobs(nodes, &records[0]).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["sandbox"]["slug"], slug(GROUP));
+    finish_job(&mut harness, &paired, 0, &jobs[0]).await;
+
+    // The allowed friend's command waits for an owner's approval, then runs on the bare host.
+    harness.script(anthropic_tool_use(
+        "h1",
+        "exec",
+        json!({"command": "hostname"}),
+    ));
+    harness
+        .say_as(GROUP, "friend-42", false, "on the host")
+        .await;
+    assert!(
+        queued_jobs(nodes, &records[0]).await.is_empty(),
+        "sent before approval"
+    );
+    let asked = node_turns
+        .receive(10, std::time::Duration::ZERO)
+        .await
+        .expect("receive");
+    assert_eq!(asked.len(), 1, "one approval request");
+    node_turns.delete(&asked[0].receipt).await.expect("deleted");
+    let asked: SessionEvent = serde_json::from_str(&asked[0].body).expect("an event");
+    let TurnEvent::ApprovalNeeded { call_id, text } = &asked.event else {
+        panic!("not an approval request: {asked:?}");
+    };
+    assert!(text.contains("outside its jail"), "{text}");
+    harness.turns.handle(&asked).await.expect("asked");
+    let approval = SessionEvent {
+        session_key: GROUP.to_owned(),
+        agent_id: "main".to_owned(),
+        event: TurnEvent::Approval {
+            call_id: call_id.clone(),
+            decision: ApprovalDecision::AllowOnce,
+        },
+    };
+    harness.turns.handle(&approval).await.expect("approved");
+    let jobs = queued_jobs(nodes, &records[0]).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["rawCommand"], "hostname");
+    assert!(jobs[0].get("sandbox").is_none(), "{:?}", jobs[0]);
+    assert!(jobs[0]["grant"].is_object(), "carries the owner's grant");
+    finish_job(&mut harness, &paired, 0, &jobs[0]).await;
+
+    // `/elevated off` puts everything back in the jail, `elevated: true` or not.
+    harness
+        .say_as(GROUP, "owner-1", true, "/elevated off")
+        .await;
+    assert!(
+        harness
+            .chat_texts()
+            .contains(&"⚙️ Elevated mode disabled.".to_owned())
+    );
+    harness.script(anthropic_tool_use(
+        "j4",
+        "exec",
+        json!({"command": "id -u", "elevated": true}),
+    ));
+    harness.say_as(GROUP, "friend-42", false, "again").await;
+    let jobs = queued_jobs(nodes, &records[0]).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["sandbox"]["slug"], slug(GROUP));
 }

@@ -202,6 +202,33 @@ pub struct SystemPromptParams<'a> {
     pub authorized_senders: &'a [String],
     /// The `## Runtime` section.
     pub runtime: RuntimeLine<'a>,
+    /// The `## Sandbox` section, for a sandboxed session only.
+    pub sandbox: Option<SandboxPrompt<'a>>,
+}
+
+/// What `## Sandbox` says about a sandboxed session (spec `openclaw-sandbox.md` §2.7, with
+/// clawless's jail on a node host in place of OpenClaw's Docker container).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxPrompt<'a> {
+    /// The sandbox workspace the file tools use.
+    pub workspace_dir: &'a str,
+    /// `none`, `ro` or `rw`.
+    pub workspace_access: &'a str,
+    /// Whether `exec` is offered (its commands run in a node host's jail).
+    pub exec: bool,
+    /// What the session's sender may do about elevated exec.
+    pub elevated: ElevatedPrompt,
+}
+
+/// The elevated exec lines of `## Sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElevatedPrompt {
+    /// `tools.elevated.enabled` is false: no elevated line at all.
+    Disabled,
+    /// Enabled, but the sender is not in `allowFrom`.
+    Unavailable,
+    /// The sender is allowed; the session's level (`off` or `ask`).
+    Available(&'static str),
 }
 
 impl Default for SystemPromptParams<'_> {
@@ -219,6 +246,7 @@ impl Default for SystemPromptParams<'_> {
             heartbeat_guidance: false,
             authorized_senders: &[],
             runtime: RuntimeLine::default(),
+            sandbox: None,
         }
     }
 }
@@ -294,6 +322,9 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
         "Treat this directory as the single global workspace for file operations unless explicitly instructed otherwise."
             .to_owned(),
     ]);
+    if let Some(sandbox) = &params.sandbox {
+        sandbox_section(&mut lines, sandbox, tools.has("sessions_spawn"));
+    }
     authorized_senders_section(&mut lines, full, params.authorized_senders);
     if let Some(zone) = timezone {
         // Only the zone: an actual time here would change the prompt every turn.
@@ -565,6 +596,55 @@ fn memory_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
         ));
     }
     lines.push("If you looked and found nothing relevant, say so.".to_owned());
+}
+
+/// `## Sandbox`: what a sandboxed session can and cannot do (TV-19, adapted: commands run in
+/// a jail on a node host, whose `/workspace` is the node's own folder of the sandbox).
+fn sandbox_section(lines: &mut Vec<String>, sandbox: &SandboxPrompt<'_>, spawns: bool) {
+    lines.extend([
+        "## Sandbox".to_owned(),
+        "You are running in a sandboxed runtime (commands execute in a jail on a node host)."
+            .to_owned(),
+        "Some tools may be unavailable due to sandbox policy.".to_owned(),
+    ]);
+    if spawns {
+        lines.push(
+            "Sub-agents stay sandboxed (no elevated/host access). Need outside-sandbox read/write? Don't spawn; ask first."
+                .to_owned(),
+        );
+    }
+    if sandbox.exec {
+        lines.extend([
+            "Sandbox container workdir: /workspace".to_owned(),
+            "Commands see the node host's own /workspace folder, not the files written with the file tools."
+                .to_owned(),
+        ]);
+    }
+    lines.extend([
+        format!(
+            "Sandbox host mount source (file tools bridge only; not valid inside sandbox exec): {}",
+            sandbox.workspace_dir.trim()
+        ),
+        format!("Agent workspace access: {}", sandbox.workspace_access),
+    ]);
+    match sandbox.elevated {
+        ElevatedPrompt::Disabled => {}
+        ElevatedPrompt::Unavailable => lines.extend(
+            [
+                "Elevated exec is unavailable for this session.",
+                "Current elevated level: off (elevated exec unavailable).",
+                "Do not tell the user to switch to /elevated in this session.",
+            ]
+            .map(str::to_owned),
+        ),
+        ElevatedPrompt::Available(level) => lines.extend([
+            "Elevated exec is available for this session.".to_owned(),
+            "An owner can toggle it with /elevated on|off.".to_owned(),
+            format!(
+                "Current elevated level: {level} (on runs exec on the node host after an owner approves each command)."
+            ),
+        ]),
+    }
 }
 
 fn authorized_senders_section(lines: &mut Vec<String>, full: bool, senders: &[String]) {
@@ -1247,6 +1327,71 @@ mod tests {
             ..SystemPromptParams::default()
         };
         assert!(!build_system_prompt(&params).contains("## Authorized Senders"));
+    }
+
+    /// TV-19, as clawless renders it: a sandboxed group with `workspaceAccess: none`, default
+    /// elevated config (enabled, nobody allowed), `sessions_spawn` and `exec` offered.
+    #[test]
+    fn tv19_the_sandbox_section_of_a_sandboxed_group() {
+        let fixture = Fixture::new();
+        let tools = strings(&["read", "exec", "sessions_spawn"]);
+        let dir = "s3://b/agents/main/workspace/.sandboxes/agent-main-f331f052/";
+        let params = SystemPromptParams {
+            tool_names: &tools,
+            sandbox: Some(SandboxPrompt {
+                workspace_dir: dir,
+                workspace_access: "none",
+                exec: true,
+                elevated: ElevatedPrompt::Unavailable,
+            }),
+            ..fixture.params(PromptMode::Full)
+        };
+        let prompt = build_system_prompt(&params);
+        let expected = format!(
+            "## Sandbox\n\
+             You are running in a sandboxed runtime (commands execute in a jail on a node host).\n\
+             Some tools may be unavailable due to sandbox policy.\n\
+             Sub-agents stay sandboxed (no elevated/host access). Need outside-sandbox read/write? Don't spawn; ask first.\n\
+             Sandbox container workdir: /workspace\n\
+             Commands see the node host's own /workspace folder, not the files written with the file tools.\n\
+             Sandbox host mount source (file tools bridge only; not valid inside sandbox exec): {dir}\n\
+             Agent workspace access: none\n\
+             Elevated exec is unavailable for this session.\n\
+             Current elevated level: off (elevated exec unavailable).\n\
+             Do not tell the user to switch to /elevated in this session.\n\
+             ## Authorized Senders\n"
+        );
+        assert!(prompt.contains(&expected), "{prompt}");
+        // After `## Workspace`, before `## Authorized Senders`; absent when not sandboxed.
+        assert!(
+            prompt.find("## Workspace\n").unwrap_or(usize::MAX)
+                < prompt.find("## Sandbox").unwrap_or(0)
+        );
+        assert!(!build_system_prompt(&fixture.params(PromptMode::Full)).contains("## Sandbox"));
+
+        // An allowed sender is told the level; disabled elevated exec says nothing of it.
+        let allowed = SystemPromptParams {
+            sandbox: Some(SandboxPrompt {
+                workspace_dir: dir,
+                workspace_access: "ro",
+                exec: false,
+                elevated: ElevatedPrompt::Available("ask"),
+            }),
+            ..fixture.params(PromptMode::Full)
+        };
+        let prompt = build_system_prompt(&allowed);
+        assert!(prompt.contains("Agent workspace access: ro\nElevated exec is available for this session.\nAn owner can toggle it with /elevated on|off.\nCurrent elevated level: ask (on runs exec on the node host after an owner approves each command).\n"), "{prompt}");
+        assert!(!prompt.contains("Sandbox container workdir"));
+        let disabled = SystemPromptParams {
+            sandbox: Some(SandboxPrompt {
+                workspace_dir: dir,
+                workspace_access: "none",
+                exec: false,
+                elevated: ElevatedPrompt::Disabled,
+            }),
+            ..fixture.params(PromptMode::Full)
+        };
+        assert!(!build_system_prompt(&disabled).contains("levated"));
     }
 
     #[test]

@@ -132,6 +132,12 @@ pub struct ToolsConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub agent_to_agent: Option<crate::subagents::config::AgentToAgentConfig>,
+    /// Elevated exec: whether a sandboxed session's commands may leave the jail for a node
+    /// host's bare host (`enabled`, and who: `allowFrom.<channel>`); nobody by default, and
+    /// each session's level starts `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub elevated: Option<crate::elevated::ElevatedConfig>,
     /// Exec tool settings (free-form, not read yet). Being present at all adds `exec` and
     /// `process` to the profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -201,6 +207,11 @@ pub struct AgentToolsConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub sandbox: Option<SandboxToolsConfig>,
+    /// This agent's elevated exec: `enabled: false` turns it off, an `allowFrom` narrows the
+    /// global one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub elevated: Option<crate::elevated::ElevatedConfig>,
 }
 
 impl AgentToolsConfig {

@@ -66,6 +66,9 @@ pub struct ToolRouting {
     /// call needs a person's approval is the exec policy's answer for that command (the node
     /// or the backend's pre-check), reported with [`Incoming::ApprovalNeeded`].
     pub remote: BTreeSet<String>,
+    /// Tools only a person's slash command runs (`/elevated`): never offered to the model,
+    /// and a model's call of one is refused like any tool not offered.
+    pub commands: BTreeSet<String>,
 }
 
 /// A reply to deliver to a chat.
@@ -646,7 +649,9 @@ impl TurnEngine {
     ) -> Derived {
         let result = state.find_result(&call.id).map(|step| step.body.clone());
         match result {
-            None if !routing.offered.contains(&call.name) => {
+            None if !routing.offered.contains(&call.name)
+                && !routing.commands.contains(&call.name) =>
+            {
                 let text = format!("Tool not available: {}", call.name);
                 push_result(state, &call.id, &call.name, ToolOutput::error(text), now_ms);
                 Derived::Changed

@@ -133,7 +133,11 @@ pub fn tool_routing(allowed: impl IntoIterator<Item = String>, remote: &[&str]) 
         .filter(|name| offered.contains(**name))
         .map(|name| (*name).to_owned())
         .collect();
-    ToolRouting { offered, remote }
+    ToolRouting {
+        offered,
+        remote,
+        commands: BTreeSet::new(),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::collections::{HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::elevated::ElevatedLevel;
 use crate::session::{SessionCommit, SessionKey, StoredSession, StoredStep};
 use clawless_automation::heartbeat::state::{HeartbeatDelivery, HeartbeatState};
 use clawless_base::model::Usage;
@@ -359,6 +360,10 @@ pub struct SessionMeta {
     /// Whether this session has seeded its sandbox workspace with the bootstrap files.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox_seeded: bool,
+    /// Whether an allowed sender's sandboxed commands leave the jail (set by an owner's
+    /// `/elevated`); `off` unless set.
+    #[serde(default, skip_serializing_if = "ElevatedLevel::is_off")]
+    pub elevated: ElevatedLevel,
     /// The sender of the current (or last) turn's message, by platform id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_id: Option<String>,
@@ -562,6 +567,7 @@ impl SessionState {
                 untrusted: false,
                 sandbox_key: None,
                 sandbox_seeded: false,
+                elevated: ElevatedLevel::Off,
                 sender_id: None,
                 group_scope: None,
                 skills_snapshot: None,

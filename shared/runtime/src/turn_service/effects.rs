@@ -197,9 +197,7 @@ impl TurnService {
             )
             .routing
             .clone();
-        let sandbox = job
-            .and_then(|_| self.sandbox_of(&run.agent_id, &run.state))
-            .map(|sandboxed| sandboxed.job_sandbox());
+        let placement = self.exec_placement(&run.agent_id, &run.state, call);
         let context = ToolCallContext {
             call,
             state: &mut run.state,
@@ -209,7 +207,7 @@ impl TurnService {
             job: job.map(|(job_id, approved)| PendingJob {
                 job_id,
                 approved,
-                sandbox,
+                placement,
             }),
         };
         let outcome = self

@@ -261,6 +261,17 @@ impl TurnService {
                 params: serde_json::json!({}),
             });
             prepared
+        } else if let Some(level) = parse_elevated_command(body) {
+            // Owners only, wherever they write: it decides whether commands leave the jail.
+            if !message.sender_is_owner {
+                return Ok(Some(None));
+            }
+            let mut prepared = PreparedMessage::plain(message.clone());
+            prepared.dispatch = Some(CommandDispatch {
+                tool_name: super::tools::elevated::ELEVATED_COMMAND.to_owned(),
+                params: serde_json::json!({"level": level}),
+            });
+            prepared
         } else if let Some(params) =
             clawless_core::subagents::control::parse_subagents_command(body)
         {
@@ -351,4 +362,14 @@ impl TurnService {
             None => prompt,
         }
     }
+}
+
+/// `/elevated [level]` (or `/elev`): the level asked for, empty for a bare command.
+fn parse_elevated_command(body: &str) -> Option<String> {
+    let mut words = body.split_whitespace();
+    let command = words.next()?.to_ascii_lowercase();
+    if command != "/elevated" && command != "/elev" {
+        return None;
+    }
+    Some(words.next().unwrap_or_default().to_owned())
 }

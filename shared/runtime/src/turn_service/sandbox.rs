@@ -10,17 +10,21 @@
 //! runs a jail; the node keeps its own folder of the sandbox for `/workspace`.
 
 use clawless_base::object_store::{PutCondition, StoreError};
+use clawless_base::transcript::ToolCall;
+use clawless_core::elevated::{ElevatedGate, ElevatedLevel, elevated_unavailable_text};
 use clawless_core::sandbox::{
     self, MEMORY_TOOLS, SandboxNetwork, SandboxSettings, WRITE_TOOLS, WorkspaceAccess,
 };
 use clawless_core::subagents::config::SessionVisibility;
 use clawless_core::system_prompt::bootstrap::BOOTSTRAP_FILE_NAMES;
+use clawless_core::system_prompt::{ElevatedPrompt, SandboxPrompt};
 use clawless_core::tools::Workspace;
 use clawless_core::turn::state::SessionState;
 use clawless_exec::node::wire::JobSandbox;
 
 use super::TurnService;
 use crate::config::ClawlessConfig;
+use crate::nodes_service::JobPlacement;
 
 /// Where, inside the agent's workspace, the sandbox workspaces are.
 const SANDBOXES_PREFIX: &str = ".sandboxes/";
@@ -84,6 +88,70 @@ pub(super) fn session_sandbox(
 }
 
 impl TurnService {
+    /// Where an `exec` call of session `state` runs: as the node's user for the owner's own
+    /// sessions; in a node's jail for a sandboxed one, unless an owner set `/elevated on`
+    /// and the sender is allowed (then on the node's bare host, each command approved by an
+    /// owner). A call's `elevated: false` stays in the jail, and `elevated: true` leaves it
+    /// only under `/elevated on` (clawless honours `off` against the model); asked by a sender
+    /// the gates keep out, it is refused with OpenClaw's text.
+    pub(super) fn exec_placement(
+        &self, agent_id: &str, state: &SessionState, call: &ToolCall,
+    ) -> Result<JobPlacement, String> {
+        let Some(sandboxed) = self.sandbox_of(agent_id, state) else {
+            return Ok(JobPlacement::Host);
+        };
+        let jail = JobPlacement::Jail(sandboxed.job_sandbox());
+        let asked = call
+            .input
+            .get("elevated")
+            .and_then(serde_json::Value::as_bool);
+        if asked == Some(false) || (asked.is_none() && state.meta.elevated.is_off()) {
+            return Ok(jail);
+        }
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.as_str());
+        let gates =
+            self.config()
+                .elevated_gates(agent_id, channel, state.meta.sender_id.as_deref());
+        if !gates.is_empty() {
+            return match asked {
+                Some(true) => Err(elevated_unavailable_text(
+                    true,
+                    &gates,
+                    channel.unwrap_or_default(),
+                    state.key.as_str(),
+                )),
+                _ => Ok(jail),
+            };
+        }
+        Ok(match state.meta.elevated {
+            ElevatedLevel::Ask => JobPlacement::ElevatedHost,
+            ElevatedLevel::Off => jail,
+        })
+    }
+
+    /// The `## Sandbox` section of a sandboxed session whose file tools use `workspace_dir`.
+    pub(super) fn sandbox_prompt<'a>(
+        &self, agent_id: &str, state: &SessionState, sandboxed: &SessionSandbox,
+        workspace_dir: &'a str, exec: bool,
+    ) -> SandboxPrompt<'a> {
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.as_str());
+        let gates =
+            self.config()
+                .elevated_gates(agent_id, channel, state.meta.sender_id.as_deref());
+        SandboxPrompt {
+            workspace_dir,
+            workspace_access: sandboxed.settings.workspace_access.as_str(),
+            exec,
+            elevated: if gates.contains(&ElevatedGate::Enabled) {
+                ElevatedPrompt::Disabled
+            } else if gates.is_empty() {
+                ElevatedPrompt::Available(state.meta.elevated.as_str())
+            } else {
+                ElevatedPrompt::Unavailable
+            },
+        }
+    }
+
     /// How `state` runs sandboxed, or `None` when it runs as the owner's own.
     pub(super) fn sandbox_of(
         &self, agent_id: &str, state: &SessionState,

@@ -48,6 +48,10 @@ impl RuntimeTool for ExecTool {
                 "exec runs on a node host only.",
             )));
         };
+        let placement = match job.placement {
+            Ok(placement) => placement,
+            Err(refused) => return Ok(ToolOutcome::Done(ToolOutput::error(refused))),
+        };
         let approved = job.approved.map(|decision| (decision, APPROVER.to_owned()));
         let dispatched = self
             .nodes
@@ -57,7 +61,7 @@ impl RuntimeTool for ExecTool {
                 job.job_id,
                 context.call,
                 approved,
-                job.sandbox,
+                placement,
             )
             .await?;
         Ok(match dispatched {

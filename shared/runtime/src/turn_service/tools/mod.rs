@@ -28,6 +28,7 @@ use super::{TurnError, TurnService};
 
 mod core_tool;
 mod cron;
+pub(super) mod elevated;
 mod exec;
 mod sessions;
 mod sessions_send;
@@ -70,8 +71,9 @@ pub(crate) struct PendingJob<'a> {
     pub job_id: &'a str,
     /// The person's decision, when the call was approved in the chat.
     pub approved: Option<ApprovalDecision>,
-    /// The jail the job must run in, when the session is sandboxed.
-    pub sandbox: Option<clawless_exec::node::wire::JobSandbox>,
+    /// Where the job runs (the session's sandbox and elevated level decide), or why it may
+    /// not run at all.
+    pub placement: Result<crate::nodes_service::JobPlacement, String>,
 }
 
 /// One call, with what the tool may read or change of its turn.
@@ -118,6 +120,11 @@ pub(crate) trait RuntimeTool: Send + Sync {
         true
     }
 
+    /// True for a tool only a person's slash command runs: never offered to the model.
+    fn command_only(&self) -> bool {
+        false
+    }
+
     /// Runs one call. `Err` is a failure of the turn's storage worth a redelivery; a refusal
     /// the model should read is an error [`ToolOutput`].
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError>;
@@ -146,9 +153,17 @@ impl ToolRegistry {
     pub(crate) fn candidates(&self, scope: ToolScope) -> Vec<&str> {
         self.tools
             .iter()
-            .filter(|(_, tool)| tool.available(scope))
+            .filter(|(_, tool)| !tool.command_only() && tool.available(scope))
             .map(|(name, _)| name.as_str())
             .collect()
+    }
+
+    /// The names only a slash command runs.
+    pub(crate) fn command_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.tools
+            .iter()
+            .filter(|(_, tool)| tool.command_only())
+            .map(|(name, _)| name.clone())
     }
 
     /// The names whose calls the engine routes as pending jobs.
@@ -165,11 +180,17 @@ impl ToolRegistry {
         self.tools.get(name).map(|tool| tool.spec())
     }
 
-    /// Tool `name` when it is registered and `routing` offers it this turn.
+    /// Tool `name` when it is registered and `routing` offers it this turn (a command-only
+    /// tool: when `call` is a slash command's, which the engine alone makes).
     pub(crate) fn offered(
-        &self, name: &str, routing: &ToolRouting,
+        &self, call: &ToolCall, routing: &ToolRouting,
     ) -> Option<Arc<dyn RuntimeTool>> {
-        if !routing.offered.contains(name) {
+        let name = call.name.as_str();
+        let by_command = routing.commands.contains(name)
+            && call
+                .id
+                .starts_with(clawless_core::turn::COMMAND_CALL_PREFIX);
+        if !routing.offered.contains(name) && !by_command {
             return None;
         }
         self.tools.get(name).cloned()
@@ -211,6 +232,7 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
     if let Some(nodes) = &deps.nodes {
         registry.register(exec::ExecTool::new(Arc::clone(nodes)));
     }
+    registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
     if let Some(cron) = &service.cron {
         registry.register(cron::CronTool::new(Arc::clone(cron)));
     }
@@ -242,7 +264,7 @@ impl TurnService {
         &self, mut context: ToolCallContext<'_>, routing: &ToolRouting, tools_run: &mut u32,
     ) -> Result<ToolOutcome, TurnError> {
         let name = context.call.name.as_str();
-        let Some(tool) = self.registry().offered(name, routing) else {
+        let Some(tool) = self.registry().offered(context.call, routing) else {
             let text = match context.job {
                 Some(_) => format!("No node host is available to run {name}."),
                 None => clawless_core::turn::tool_not_available(name),
