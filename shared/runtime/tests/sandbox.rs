@@ -727,3 +727,30 @@ async fn elevated_is_an_owners_choice_and_every_elevated_command_an_owners_appro
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0]["sandbox"]["slug"], slug(GROUP));
 }
+
+/// The model cannot switch elevated exec on: the command's tool is never offered, and a call
+/// of it (even with a command's call id) is refused, the level untouched.
+#[tokio::test]
+async fn the_model_cannot_turn_elevated_on() {
+    let mut harness = harness("", "  elevated:\n    allowFrom:\n      generic: [\"*\"]\n").await;
+    member_turn(
+        &mut harness,
+        &[
+            ("t1", "elevated", json!({"level": "on"})),
+            ("cmd_1", "elevated", json!({"level": "on"})),
+        ],
+    )
+    .await;
+    for id in ["t1", "cmd_1"] {
+        let (text, is_error) = result_text(&harness, id);
+        assert!(is_error, "{id}: {text}");
+        assert!(text.contains("not available"), "{id}: {text}");
+    }
+    assert!(!harness.offered(0).contains(&"elevated".to_owned()));
+    assert!(harness.state(GROUP).await.meta.elevated.is_off());
+    // Nor can a friend by writing it.
+    harness
+        .say_as(GROUP, "friend-7", false, "/elevated on")
+        .await;
+    assert!(harness.state(GROUP).await.meta.elevated.is_off());
+}

@@ -335,13 +335,67 @@ mod tests {
         assert_eq!(registry().remote_names(), ["exec", "sessions_send"]);
     }
 
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input: serde_json::json!({}),
+        }
+    }
+
     #[test]
     fn a_registered_tool_runs_only_when_the_turn_offers_it() {
         let registry = registry();
         assert!(registry.contains("read"));
         let routing = clawless_core::turn::prepare::tool_routing(["exec".to_owned()], &["exec"]);
-        assert!(registry.offered("exec", &routing).is_some());
-        assert!(registry.offered("read", &routing).is_none());
-        assert!(registry.offered("write", &routing).is_none());
+        assert!(registry.offered(&call("t1", "exec"), &routing).is_some());
+        assert!(registry.offered(&call("t2", "read"), &routing).is_none());
+        assert!(registry.offered(&call("t3", "write"), &routing).is_none());
+    }
+
+    struct CommandOnly;
+
+    #[async_trait]
+    impl RuntimeTool for CommandOnly {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "elevated".to_owned(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn command_only(&self) -> bool {
+            true
+        }
+        async fn call(&self, _context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+            Ok(ToolOutcome::Pending)
+        }
+    }
+
+    #[test]
+    fn a_command_only_tool_is_never_a_candidate_and_runs_only_for_a_command() {
+        let mut registry = registry();
+        registry.register(CommandOnly);
+        for exec_ready in [false, true] {
+            assert!(
+                !registry
+                    .candidates(ToolScope { exec_ready })
+                    .contains(&"elevated")
+            );
+        }
+        let mut routing = clawless_core::turn::prepare::tool_routing(["read".to_owned()], &[]);
+        routing.commands = registry.command_names().collect();
+        assert_eq!(routing.commands.len(), 1);
+        let command_call = format!("{}7", clawless_core::turn::COMMAND_CALL_PREFIX);
+        assert!(
+            registry
+                .offered(&call(&command_call, "elevated"), &routing)
+                .is_some()
+        );
+        assert!(
+            registry
+                .offered(&call("toolu_1", "elevated"), &routing)
+                .is_none()
+        );
     }
 }
