@@ -26,6 +26,7 @@ use clawless_base::object_store::ObjectStore;
 use clawless_core::compaction::plan::text_tokens;
 use clawless_core::nodes::remote_skills;
 use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::sandbox::WorkspaceAccess;
 use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
 use clawless_core::system_prompt::bootstrap::{
     BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
@@ -35,7 +36,7 @@ use clawless_core::system_prompt::{
     PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
 };
 use clawless_core::tool_policy::{PolicyContext, group_tool_policy, resolve_allowed_tools};
-use clawless_core::tools::{SessionFacts, ToolContext, WebFetcher, Workspace};
+use clawless_core::tools::{SandboxView, SessionFacts, ToolContext, WebFetcher, Workspace};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
@@ -643,6 +644,12 @@ impl TurnService {
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
         let agent_workspace = self.workspace(agent_id)?;
         let sandboxed = self.sandbox_of(agent_id, state);
+        // A sandboxed session's file tools see its own workspace, and with `ro` the agent's
+        // at `/agent/…` (never its memory).
+        let sandbox_view = sandboxed.as_ref().map(|sandboxed| SandboxView {
+            agent: (sandboxed.settings.workspace_access == WorkspaceAccess::Ro)
+                .then(|| agent_workspace.clone()),
+        });
         let workspace = match sandboxed
             .as_ref()
             .and_then(|sandboxed| sandboxed.own_workspace(&agent_workspace))
@@ -752,6 +759,7 @@ impl TurnService {
                 home_dirs: self.deps.home_dirs.clone(),
                 web: self.deps.web.clone(),
                 session: self.session_facts(state),
+                sandbox: sandbox_view,
             },
         })
     }

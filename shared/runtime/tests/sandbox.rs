@@ -376,7 +376,24 @@ async fn mode_off_and_memory_groups_allow_are_honoured() {
 #[tokio::test]
 async fn workspace_access_ro_offers_no_write_tools_and_rw_writes_the_agents_workspace() {
     let mut ro = harness("    sandbox: { workspaceAccess: ro }\n", "").await;
-    member_turn(&mut ro, &[("r1", "read", json!({"path": "SOUL.md"}))]).await;
+    member_turn(
+        &mut ro,
+        &[
+            ("r1", "read", json!({"path": "SOUL.md"})),
+            ("r2", "read", json!({"path": "/agent/SOUL.md"})),
+            ("r3", "read", json!({"path": "/agent/MEMORY.md"})),
+            ("r4", "read", json!({"path": "/workspace/SOUL.md"})),
+        ],
+    )
+    .await;
+    // `/agent/…` is the agent's workspace, read-only and without its memory; `/workspace/…`
+    // is the sandbox's own.
+    let (text, is_error) = result_text(&ro, "r2");
+    assert!(!is_error && text.contains(OWNER_SOUL), "{text}");
+    let (text, is_error) = result_text(&ro, "r3");
+    assert!(is_error && !text.contains("CANARY"), "{text}");
+    let (text, is_error) = result_text(&ro, "r4");
+    assert!(!is_error && text.contains(OWNER_SOUL), "{text}");
     let offered = ro.offered(0);
     for tool in ["write", "edit", "apply_patch"] {
         assert!(

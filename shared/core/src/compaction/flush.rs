@@ -166,6 +166,7 @@ mod tests {
             home_dirs: Vec::new(),
             web: None,
             session: SessionFacts::default(),
+            sandbox: None,
         }
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use clawless_base::model::ToolSpec;
 use clawless_base::object_store::{PutCondition, StoreError};
 
-use super::paths::resolve_workspace_path;
+use super::paths::resolve_write_path;
 use super::read::{MAX_FILE_BYTES, decode_text, store_error_message};
 use super::write::MAX_WRITE_BYTES;
 use super::{Tool, ToolContext, ToolOutput, args};
@@ -53,8 +53,7 @@ async fn edit(input: &Value, context: &ToolContext) -> Result<String, String> {
     if old_text.is_empty() {
         return Err("oldText must not be empty".to_owned());
     }
-    let resolved =
-        resolve_workspace_path(&context.workspace, path).map_err(|error| error.to_string())?;
+    let resolved = resolve_write_path(context, path).map_err(|error| error.to_string())?;
     let object = resolved
         .store
         .get(&resolved.key, MAX_FILE_BYTES)

@@ -33,5 +33,6 @@ pub(crate) fn context_over(shared: Arc<dyn ObjectStore>, home: String) -> ToolCo
         home_dirs: vec![home],
         web: None,
         session: SessionFacts::default(),
+        sandbox: None,
     }
 }

@@ -170,6 +170,18 @@ pub struct ToolContext {
     pub web: Option<Arc<dyn WebFetcher>>,
     /// Facts for `session_status`.
     pub session: SessionFacts,
+    /// Set for a sandboxed session: `/workspace/…` names its own workspace, and (with
+    /// `workspaceAccess: ro`) `/agent/…` the agent's, read-only.
+    pub sandbox: Option<SandboxView>,
+}
+
+/// What a sandboxed session's file tools see besides their own workspace (spec
+/// `openclaw-sandbox.md` §5.1 item 3).
+#[derive(Debug, Clone, Default)]
+pub struct SandboxView {
+    /// The agent's own workspace, for `read` at `/agent/…` (`workspaceAccess: ro`); its
+    /// memory (`MEMORY.md`, `memory/`) stays out of reach.
+    pub agent: Option<Workspace>,
 }
 
 /// A tool the model can call.

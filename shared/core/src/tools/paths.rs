@@ -15,6 +15,8 @@ use std::sync::Arc;
 use clawless_base::object_store::{ObjectStore, validate_key};
 use clawless_skills::location::resolve_skill_location;
 
+#[cfg(test)]
+use super::SandboxView;
 use super::{ToolContext, Workspace};
 
 /// Why a path was refused. The message is shown to the model.
@@ -64,10 +66,44 @@ pub fn resolve_workspace_path(
     })
 }
 
+/// Resolves `path` for `write` and `edit`: [`resolve_workspace_path`], with a sandboxed
+/// session's `/workspace/…` taken as its own workspace.
+pub fn resolve_write_path(context: &ToolContext, path: &str) -> Result<ResolvedPath, PathError> {
+    let path = screen(path)?;
+    match (&context.sandbox, jail_relative(path)) {
+        (Some(_), Some(relative)) => resolve_workspace_path(&context.workspace, relative),
+        _ => resolve_workspace_path(&context.workspace, path),
+    }
+}
+
 /// Resolves `path` for `read`: the workspace first, then the skill sources (which is how a
-/// skill `<location>`, `~/` form included, is opened).
+/// skill `<location>`, `~/` form included, is opened). A sandboxed session's `/workspace/…`
+/// is its own workspace, and `/agent/…` the agent's when its view has it (never memory).
 pub fn resolve_read_path(context: &ToolContext, path: &str) -> Result<ResolvedPath, PathError> {
     let path = screen(path)?;
+    if let Some(view) = &context.sandbox {
+        if let Some(relative) = jail_relative(path) {
+            return resolve_workspace_path(&context.workspace, relative);
+        }
+        if let Some(relative) = path
+            .strip_prefix(AGENT_MOUNT)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        {
+            let Some(agent) = &view.agent else {
+                return Err(refuse(path, "the agent's workspace is not readable here"));
+            };
+            let relative = relative.trim_start_matches('/');
+            let resolved = resolve_workspace_path(agent, relative)?;
+            let memory = resolved
+                .workspace_relative
+                .as_deref()
+                .is_some_and(is_memory_path);
+            if memory {
+                return Err(refuse(path, "memory stays out of a sandbox"));
+            }
+            return Ok(resolved);
+        }
+    }
     if !is_absolute(path) {
         return resolve_workspace_path(&context.workspace, path);
     }
@@ -88,6 +124,24 @@ pub fn resolve_read_path(context: &ToolContext, path: &str) -> Result<ResolvedPa
 }
 
 const OUTSIDE_WORKSPACE: &str = "it is outside the workspace";
+
+/// Where a sandboxed session sees its own workspace (as its commands do, in the jail).
+const JAIL_MOUNT: &str = "/workspace";
+
+/// Where a sandboxed session with `workspaceAccess: ro` sees the agent's workspace.
+const AGENT_MOUNT: &str = "/agent";
+
+/// `rest` of `/workspace/rest` (or `""` for `/workspace` itself).
+fn jail_relative(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(JAIL_MOUNT)?;
+    (rest.is_empty() || rest.starts_with('/')).then(|| rest.trim_start_matches('/'))
+}
+
+/// `MEMORY.md`, `memory.md` and anything under `memory/`: the agent's memory.
+fn is_memory_path(relative: &str) -> bool {
+    let lower = relative.to_ascii_lowercase();
+    lower == "memory.md" || lower.starts_with("memory/")
+}
 
 fn refuse(path: &str, reason: &'static str) -> PathError {
     PathError {
@@ -186,8 +240,63 @@ mod tests {
             home_dirs: vec!["mem://bucket/skills".to_owned()],
             web: None,
             session: SessionFacts::default(),
+            sandbox: None,
         };
         (store, context)
+    }
+
+    /// A sandboxed session's context: its workspace is the sandbox copy, and `agent` (for
+    /// `workspaceAccess: ro`) the agent's own.
+    fn sandboxed(agent: bool) -> ToolContext {
+        let (_, mut ctx) = context();
+        let agent_workspace = ctx.workspace.clone();
+        ctx.workspace.prefix = "agents/main/workspace/.sandboxes/g-1/".to_owned();
+        ctx.sandbox = Some(SandboxView {
+            agent: agent.then_some(agent_workspace),
+        });
+        ctx
+    }
+
+    #[test]
+    fn a_sandbox_maps_workspace_and_agent_mounts_and_nothing_else() {
+        let ro = sandboxed(true);
+        let key = |result: Result<ResolvedPath, PathError>| result.map(|resolved| resolved.key);
+        let own = "agents/main/workspace/.sandboxes/g-1/";
+        assert_eq!(
+            key(resolve_read_path(&ro, "/workspace/notes.txt")).as_deref(),
+            Ok(format!("{own}notes.txt").as_str())
+        );
+        assert_eq!(
+            key(resolve_write_path(&ro, "/workspace/a/b.md")).as_deref(),
+            Ok(format!("{own}a/b.md").as_str())
+        );
+        assert_eq!(
+            key(resolve_read_path(&ro, "/agent/SOUL.md")).as_deref(),
+            Ok("agents/main/workspace/SOUL.md")
+        );
+        // Memory, escapes and look-alike mounts stay refused.
+        for path in [
+            "/agent/MEMORY.md",
+            "/agent/memory.md",
+            "/agent/memory/2026-11-28.md",
+            "/agent/Memory/x.md",
+            "/agent/../MEMORY.md",
+            "/workspace/../../MEMORY.md",
+            "/workspace/%2e%2e/MEMORY.md",
+            "/agentx/SOUL.md",
+            "/workspaces/x.md",
+            "/etc/passwd",
+        ] {
+            assert!(resolve_read_path(&ro, path).is_err(), "{path}");
+        }
+        // Writes never reach the agent's workspace through `/agent`.
+        assert!(resolve_write_path(&ro, "/agent/SOUL.md").is_err());
+        // Without `ro`, `/agent` is not readable at all.
+        let none = sandboxed(false);
+        assert!(resolve_read_path(&none, "/agent/SOUL.md").is_err());
+        // Outside a sandbox, `/workspace` is just a path outside the workspace.
+        let (_, owner) = context();
+        assert!(resolve_read_path(&owner, "/workspace/notes.txt").is_err());
     }
 
     #[test]

@@ -126,6 +126,7 @@ mod tests {
                 session_age: "3d 4h".to_owned(),
                 last_reset: Some("new at 2025-05-29T08:00:00Z".to_owned()),
             },
+            sandbox: None,
         };
         let output = SessionStatusTool.run(&json!({}), &context).await;
         assert_eq!(

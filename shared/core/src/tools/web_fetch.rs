@@ -1105,6 +1105,7 @@ mod tests {
             home_dirs: Vec::new(),
             web: web.map(|fetcher| fetcher as Arc<dyn WebFetcher>),
             session: SessionFacts::default(),
+            sandbox: None,
         }
     }
 

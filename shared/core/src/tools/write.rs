@@ -2,7 +2,7 @@
 //!
 //! Only the workspace is writable (its `skills/` folder included, since it lies under the
 //! workspace prefix); skill sources elsewhere and absolute locations outside the workspace
-//! are refused by [`super::paths::resolve_workspace_path`].
+//! are refused by [`super::paths::resolve_write_path`].
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use clawless_base::model::ToolSpec;
 use clawless_base::object_store::PutCondition;
 
-use super::paths::resolve_workspace_path;
+use super::paths::resolve_write_path;
 use super::read::store_error_message;
 use super::{Tool, ToolContext, ToolOutput, args};
 
@@ -55,8 +55,7 @@ async fn write(input: &Value, context: &ToolContext) -> Result<String, String> {
             content.len()
         ));
     }
-    let resolved =
-        resolve_workspace_path(&context.workspace, path).map_err(|error| error.to_string())?;
+    let resolved = resolve_write_path(context, path).map_err(|error| error.to_string())?;
     resolved
         .store
         .put(

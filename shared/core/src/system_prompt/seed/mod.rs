@@ -501,6 +501,7 @@ mod tests {
             home_dirs: Vec::new(),
             web: None,
             session: SessionFacts::default(),
+            sandbox: None,
         };
         let output = WriteTool
             .run(&json!({"path": "BOOTSTRAP.md", "content": ""}), &context)
