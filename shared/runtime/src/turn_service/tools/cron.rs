@@ -40,6 +40,20 @@ impl RuntimeTool for CronTool {
             Ok(action) => action,
             Err(err) => return Ok(ToolOutcome::Done(ToolOutput::error(err.message()))),
         };
+        // A job made or changed from a session others talk in would run outside its sandbox
+        // (a cron run is the owner's own session): such a session only reads the schedule.
+        if state.meta.untrusted
+            && matches!(
+                action,
+                CronAction::Add { .. }
+                    | CronAction::Update { .. }
+                    | CronAction::Remove { .. }
+                    | CronAction::Run { .. }
+                    | CronAction::Wake { .. }
+            )
+        {
+            return Ok(ToolOutcome::Done(ToolOutput::error(UNTRUSTED_CRON)));
+        }
         let recent = match &action {
             CronAction::Add {
                 context_messages, ..
@@ -59,6 +73,11 @@ impl RuntimeTool for CronTool {
         Ok(ToolOutcome::Done(output))
     }
 }
+
+/// The refusal of a schedule change from an untrusted session.
+const UNTRUSTED_CRON: &str = "cron: this session is sandboxed (someone other than an owner talks in it), \
+     so it cannot add, change, run or wake jobs: their runs would not be sandboxed. Ask an owner \
+     to schedule it from their own chat.";
 
 /// The last `count` user and assistant texts of the session, for `contextMessages`.
 fn recent_context(state: &SessionState, count: u8) -> Vec<String> {
