@@ -118,11 +118,27 @@ pub struct SandboxConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = "none")))]
     pub workspace_access: Option<WorkspaceAccess>,
+    /// OpenClaw's older spelling of `scope`: `true` is `session`, `false` is `shared`; an
+    /// explicit `scope` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub per_session: Option<bool>,
     /// `none` (the default: the jail of a command has no network) or `node` (the node
     /// host's own network).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = "none")))]
     pub network: Option<SandboxNetwork>,
+}
+
+impl SandboxConfig {
+    /// `scope`, else what `perSession` says.
+    fn scope(&self) -> Option<SandboxScope> {
+        self.scope
+            .or(self.per_session.map(|per_session| match per_session {
+                true => SandboxScope::Session,
+                false => SandboxScope::Shared,
+            }))
+    }
 }
 
 /// Whether memory (`MEMORY.md`, `memory/`, the memory tools) reaches group and channel
@@ -185,8 +201,8 @@ impl SandboxSettings {
                 .or(defaults.and_then(|config| config.mode))
                 .unwrap_or_default(),
             scope: agent
-                .and_then(|config| config.scope)
-                .or(defaults.and_then(|config| config.scope))
+                .and_then(SandboxConfig::scope)
+                .or(defaults.and_then(SandboxConfig::scope))
                 .unwrap_or_default(),
             workspace_access: agent
                 .and_then(|config| config.workspace_access)
@@ -395,6 +411,37 @@ mod tests {
             assert!(!slug.contains(['/', '\0']), "{key} → {slug}");
             assert!(slug != ".." && slug != ".", "{key} → {slug}");
         }
+    }
+
+    /// TV-1, with clawless's departures: `untrusted` (not `off`) and scope `session` (not
+    /// `agent`) by default; `none` and no network as in OpenClaw.
+    #[test]
+    fn tv1_the_defaults_of_an_empty_config() {
+        let settings = SandboxSettings::resolve(None, None);
+        assert_eq!(settings.mode, SandboxMode::Untrusted);
+        assert_eq!(settings.scope, SandboxScope::Session);
+        assert_eq!(settings.workspace_access, WorkspaceAccess::None);
+        assert_eq!(settings.network, SandboxNetwork::None);
+    }
+
+    #[test]
+    fn tv2_per_session_is_the_older_spelling_of_scope() {
+        let scope = |json: serde_json::Value| {
+            let config: SandboxConfig = serde_json::from_value(json).expect("parses");
+            SandboxSettings::resolve(Some(&config), None).scope
+        };
+        assert_eq!(
+            scope(serde_json::json!({"perSession": true})),
+            SandboxScope::Session
+        );
+        assert_eq!(
+            scope(serde_json::json!({"perSession": false})),
+            SandboxScope::Shared
+        );
+        assert_eq!(
+            scope(serde_json::json!({"perSession": false, "scope": "session"})),
+            SandboxScope::Session
+        );
     }
 
     #[test]

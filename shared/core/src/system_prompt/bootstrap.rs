@@ -492,6 +492,32 @@ mod tests {
         assert_eq!(files[7].path, "mem://ws/agents/main/workspace/memory.md");
     }
 
+    /// TV-21, clawless's way: `MEMORY.md` holding a canary reaches none of a Discord channel,
+    /// a sub-agent or a cron run (OpenClaw injects it into the channel).
+    #[tokio::test]
+    async fn tv21_memory_reaches_no_channel_sub_agent_or_cron_session() {
+        let store = store_with(&[("MEMORY.md", "CANARY")]);
+        let memory = crate::sandbox::MemoryConfig::default();
+        for key in [
+            "agent:main:discord:channel:1",
+            "agent:main:subagent:x",
+            "agent:main:cron:J:run:R",
+        ] {
+            let files =
+                load_bootstrap_files(&store, WORKSPACE, BootstrapKind::for_session_key(key))
+                    .await
+                    .expect("loads");
+            let loaded = files
+                .iter()
+                .any(|file| file.content.as_deref() == Some("CANARY"));
+            // Sub-agents and cron runs never load it; a channel loads it only where memory
+            // reaches, and by default it does not reach a channel.
+            assert!(!loaded || !memory.reaches(key, false), "{key}");
+        }
+        assert!(!memory.reaches("agent:main:discord:channel:1", false));
+        assert!(memory.reaches("agent:main:main", false));
+    }
+
     #[tokio::test]
     async fn absent_memory_file_is_not_reported_missing() {
         let store = store_with(&[]);
