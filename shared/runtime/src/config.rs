@@ -85,9 +85,10 @@ pub struct ClawlessConfig {
     /// The model: primary, fallbacks, limits and per-provider settings.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub models: clawless_llm::ModelsConfig,
-    /// The global tool policy: which tools the model is offered (profiles, allow and deny
-    /// lists, per provider, for sub-agents).
-    pub tools: clawless_core::tool_policy::ToolsConfig,
+    /// The global tool policy (which tools the model is offered: profiles, allow and deny
+    /// lists, per provider, for sub-agents and sandboxes) and the session tools' settings.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub tools: crate::tools_section::ToolsSection,
     /// Chat channels (generic JSON webhook, Telegram, Slack, Discord): their secrets, who may
     /// talk to the agent and where replies go.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
@@ -668,11 +669,43 @@ impl ClawlessConfig {
             .and_then(|agent| agent.tools.as_ref())
             .and_then(|tools| tools.elevated.as_ref());
         clawless_core::elevated::elevated_gates(
-            self.tools.elevated.as_ref(),
+            self.tools.policy.elevated.as_ref(),
             agent,
             channel,
             sender_id,
         )
+    }
+
+    /// The senders `channel`'s `allowFrom` lets talk to the agent without being owners (the
+    /// prompt's `## Authorized Senders`); `*` and blanks left out.
+    pub fn authorized_senders(&self, channel: &str) -> Vec<String> {
+        let channels = &self.channels;
+        let listed: &[String] = match channel {
+            "generic" => channels
+                .generic
+                .as_ref()
+                .and_then(|config| config.allow_from.as_deref())
+                .unwrap_or_default(),
+            "telegram" => channels
+                .telegram
+                .as_ref()
+                .map_or(&[], |config| &config.allow_from),
+            "slack" => channels
+                .slack
+                .as_ref()
+                .map_or(&[], |config| &config.allow_from),
+            "discord" => channels
+                .discord
+                .as_ref()
+                .map_or(&[], |config| &config.allow_from),
+            _ => &[],
+        };
+        listed
+            .iter()
+            .map(|sender| sender.trim())
+            .filter(|sender| !sender.is_empty() && *sender != "*")
+            .map(str::to_owned)
+            .collect()
     }
 
     /// `channels.<channel>.groups`: the per-group tool policies of a channel (empty for a
@@ -966,6 +999,16 @@ channels:
         (
             "channels:\n  whatsapp: {}\n",
             "t.yaml:2:3: channels.whatsapp: unknown field `whatsapp`",
+        ),
+        // TV-22's analog: no setting binds a host path into the jail or gives it the host's
+        // network namespace by another name.
+        (
+            "agents:\n  defaults:\n    sandbox: { docker: { binds: [\"/opt/data:/data:ro\"] } }\n",
+            "agents.defaults.sandbox.docker: unknown field `docker`",
+        ),
+        (
+            "agents:\n  defaults:\n    sandbox: { network: host }\n",
+            "agents.defaults.sandbox.network: unknown variant `host`",
         ),
         (
             "channels:\n  generic: { replyURL: http://x }\n",

@@ -31,6 +31,7 @@ pub mod secrets;
 pub mod skills_service;
 pub mod sources;
 pub mod telemetry;
+pub mod tools_section;
 pub mod turn_service;
 pub mod turn_worker;
 pub mod web_fetcher;

@@ -600,8 +600,12 @@ impl TurnService {
             context.subagent_depth = run.start.depth;
             context.max_spawn_depth = run.start.max_depth;
         }
-        let allowed =
-            resolve_allowed_tools(&candidates, &self.config().tools, agent_tools, &context);
+        let allowed = resolve_allowed_tools(
+            &candidates,
+            &self.config().tools.policy,
+            agent_tools,
+            &context,
+        );
         for warning in allowed.warnings() {
             tracing::warn!(%warning, "tool policy");
         }
@@ -717,6 +721,12 @@ impl TurnService {
             ..RuntimeLine::default()
         };
         let extra_system_prompt = self.extra_system_prompt(state);
+        let authorized_senders = state
+            .meta
+            .chat
+            .as_ref()
+            .map(|chat| self.config().authorized_senders(&chat.channel))
+            .unwrap_or_default();
         let sandbox_prompt = sandboxed.as_ref().map(|sandboxed| {
             let exec = routing.offered.contains("exec");
             self.sandbox_prompt(agent_id, state, sandboxed, &workspace_dir, exec)
@@ -738,6 +748,7 @@ impl TurnService {
             runtime,
             extra_system_prompt: extra_system_prompt.as_deref(),
             sandbox: sandbox_prompt,
+            authorized_senders: &authorized_senders,
             ..SystemPromptParams::default()
         };
         let system = build_system_prompt(&params);

@@ -771,3 +771,27 @@ async fn the_model_cannot_turn_elevated_on() {
         .await;
     assert!(harness.state(GROUP).await.meta.elevated.is_off());
 }
+
+/// TV-20, as clawless has it (owners are named in `owners`, never derived from `allowFrom`):
+/// the senders `allowFrom` admits are listed as authorized but not owners; with nobody
+/// listed the section is absent.
+#[tokio::test]
+async fn tv20_allowlisted_senders_are_named_and_not_taken_for_owners() {
+    let mut listed = harness(
+        "",
+        "channels:\n  generic:\n    allowFrom: [\"friend-42\", \"*\"]\n",
+    )
+    .await;
+    let offered = offered_to(&mut listed, GROUP, "friend-42").await;
+    let prompt = listed.system_prompt(0);
+    assert!(
+        prompt.contains(
+            "Authorized senders: friend-42. These senders are allowlisted; do not assume they are the owner."
+        ),
+        "{prompt}"
+    );
+    assert!(!offered.contains(&"cron".to_owned()));
+    let mut nobody = harness("", "channels:\n  generic:\n    allowFrom: []\n").await;
+    offered_to(&mut nobody, GROUP, "friend-42").await;
+    assert!(!nobody.system_prompt(0).contains("## Authorized Senders"));
+}

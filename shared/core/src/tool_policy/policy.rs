@@ -120,18 +120,6 @@ pub struct ToolsConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub sandbox: Option<SandboxToolsConfig>,
-    /// Which sessions `sessions_list` and `sessions_history` see (`visibility`: `self`,
-    /// `tree`, `agent` or `all`). Unset: `tree`, the calling session and the sub-agents it
-    /// spawned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
-    pub sessions: Option<crate::subagents::config::SessionToolsConfig>,
-    /// Whether the session tools may reach other agents' sessions (with
-    /// `sessions.visibility: all`): `enabled`, and the agent ids allowed on both sides.
-    /// Unset: off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
-    pub agent_to_agent: Option<crate::subagents::config::AgentToAgentConfig>,
     /// Elevated exec: whether a sandboxed session's commands may leave the jail for a node
     /// host's bare host (`enabled`, and who: `allowFrom.<channel>`); nobody by default, and
     /// each session's level starts `off`.
@@ -158,19 +146,6 @@ impl ToolsConfig {
             deny: self.deny.clone(),
             also_allow: self.also_allow.clone(),
         }
-    }
-
-    /// `sessions.visibility`, `tree` when unset.
-    pub fn session_visibility(&self) -> crate::subagents::config::SessionVisibility {
-        self.sessions.as_ref().map_or(
-            crate::subagents::config::DEFAULT_SESSION_VISIBILITY,
-            |sessions| sessions.visibility(),
-        )
-    }
-
-    /// `agentToAgent`, every key unset when the block is.
-    pub fn agent_to_agent(&self) -> crate::subagents::config::AgentToAgentConfig {
-        self.agent_to_agent.clone().unwrap_or_default()
     }
 }
 
@@ -384,27 +359,6 @@ mod tests {
     }
 
     // Spec §11 test vectors.
-
-    #[test]
-    fn session_tool_settings_default_to_the_tree_and_no_cross_agent_access() {
-        use crate::subagents::config::SessionVisibility;
-        let unset = ToolsConfig::default();
-        assert_eq!(unset.session_visibility(), SessionVisibility::Tree);
-        assert!(!unset.agent_to_agent().enabled());
-        let set: ToolsConfig = serde_json::from_value(serde_json::json!({
-            "sessions": {"visibility": "agent"},
-            "agentToAgent": {"enabled": true, "allow": ["main", "ops"]}
-        }))
-        .expect("valid tools config");
-        assert_eq!(set.session_visibility(), SessionVisibility::Agent);
-        assert!(set.agent_to_agent().enabled() && set.agent_to_agent().allows("main", "ops"));
-        assert!(
-            serde_json::from_value::<ToolsConfig>(
-                serde_json::json!({"agentToAgent": {"on": true}})
-            )
-            .is_err()
-        );
-    }
 
     #[test]
     fn star_allowlist_allows_browser() {
