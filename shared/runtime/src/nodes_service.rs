@@ -248,6 +248,22 @@ struct ExecArgs {
     host: Option<String>,
 }
 
+impl ExecArgs {
+    /// The arguments of an `exec` call, or why it cannot be sent: unreadable, an empty
+    /// command, or a `host` it may not have ([`host_refusal`]).
+    fn of_call(call: &ToolCall, sandboxed: bool) -> Result<Self, String> {
+        let args: Self = serde_json::from_value(call.input.clone())
+            .map_err(|err| format!("exec: invalid arguments: {err}"))?;
+        if args.command.trim().is_empty() {
+            return Err("exec: `command` must not be empty".to_owned());
+        }
+        match host_refusal(args.host.as_deref(), sandboxed) {
+            Some(refused) => Err(refused),
+            None => Ok(args),
+        }
+    }
+}
+
 /// The ports and settings the nodes service runs on.
 #[derive(Clone)]
 pub struct NodesDeps {
@@ -431,22 +447,10 @@ impl NodesService {
             JobPlacement::ElevatedHost => (None, true),
         };
         let now = self.deps.clock.now_ms();
-        let mut args: ExecArgs = match serde_json::from_value(call.input.clone()) {
+        let mut args = match ExecArgs::of_call(call, sandbox.is_some()) {
             Ok(args) => args,
-            Err(err) => {
-                return Ok(Dispatch::Resolved(ToolOutput::error(format!(
-                    "exec: invalid arguments: {err}"
-                ))));
-            }
+            Err(refused) => return Ok(Dispatch::Resolved(ToolOutput::error(refused))),
         };
-        if args.command.trim().is_empty() {
-            return Ok(Dispatch::Resolved(ToolOutput::error(
-                "exec: `command` must not be empty",
-            )));
-        }
-        if let Some(refused) = host_refusal(args.host.as_deref(), sandbox.is_some()) {
-            return Ok(Dispatch::Resolved(ToolOutput::error(refused)));
-        }
         let node = match self
             .pick_node(args.node.as_deref(), sandbox.is_some())
             .await?

@@ -26,7 +26,6 @@ use clawless_base::object_store::ObjectStore;
 use clawless_core::compaction::plan::text_tokens;
 use clawless_core::nodes::remote_skills;
 use clawless_core::outbox::{Outbox, OutboxError};
-use clawless_core::sandbox::WorkspaceAccess;
 use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
 use clawless_core::system_prompt::bootstrap::{
     BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
@@ -36,7 +35,7 @@ use clawless_core::system_prompt::{
     PromptMode, RuntimeLine, SystemPromptParams, build_system_prompt,
 };
 use clawless_core::tool_policy::{PolicyContext, group_tool_policy, resolve_allowed_tools};
-use clawless_core::tools::{SandboxView, SessionFacts, ToolContext, WebFetcher, Workspace};
+use clawless_core::tools::{SessionFacts, ToolContext, WebFetcher, Workspace};
 use clawless_core::turn::events::{SessionEvent, TurnEvent};
 use clawless_core::turn::prepare::tool_routing;
 use clawless_core::turn::state::{SessionState, StateError};
@@ -646,28 +645,10 @@ impl TurnService {
             )
             .await?;
         let snapshot = self.keep_or_replace_snapshot(state, snapshot);
-        let agent_workspace = self.workspace(agent_id)?;
         let sandboxed = self.sandbox_of(agent_id, state);
-        // A sandboxed session's file tools see its own workspace, and with `ro` the agent's
-        // at `/agent/…` (never its memory).
-        let sandbox_view = sandboxed.as_ref().map(|sandboxed| SandboxView {
-            agent: (sandboxed.settings.workspace_access == WorkspaceAccess::Ro)
-                .then(|| agent_workspace.clone()),
-        });
-        let workspace = match sandboxed
-            .as_ref()
-            .and_then(|sandboxed| sandboxed.own_workspace(&agent_workspace))
-        {
-            Some(own) => {
-                if !state.meta.sandbox_seeded {
-                    sandbox::seed_sandbox(&agent_workspace, &own).await;
-                    state.meta.sandbox_seeded = true;
-                    state.touch_meta();
-                }
-                own
-            }
-            None => agent_workspace,
-        };
+        let (workspace, sandbox_view) = self
+            .session_workspace(agent_id, state, sandboxed.as_ref())
+            .await?;
         let memory_reaches = self.memory_reaches(state, sandboxed.is_some());
         let defaults = &self.config().agents.defaults;
         let heartbeat_config = self
@@ -681,30 +662,16 @@ impl TurnService {
                 agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
             )
         });
-        let files = self
-            .bootstrap_files(
+        let context_files = self
+            .context_files(
                 agent_id,
                 state,
                 &workspace,
                 heartbeat_config.as_ref(),
                 heartbeat_guidance,
+                memory_reaches,
             )
-            .await?
-            .into_iter()
-            .filter(|file| memory_reaches || !is_memory_file(&file.name))
-            .collect::<Vec<_>>();
-        let (context_files, warnings) = build_bootstrap_context_files(
-            &files,
-            defaults
-                .bootstrap_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
-            defaults
-                .bootstrap_total_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
-        );
-        for warning in warnings {
-            tracing::warn!(%warning, "bootstrap files");
-        }
+            .await?;
         let tool_names: Vec<String> = routing.offered.iter().cloned().collect();
         let model_ref = self.model(state).model_ref();
         let default_model = self.deps.model.model_ref();
@@ -773,6 +740,35 @@ impl TurnService {
                 sandbox: sandbox_view,
             },
         })
+    }
+
+    /// The bootstrap files of the prompt's Project Context, within the configured limits;
+    /// the memory file only where memory reaches.
+    async fn context_files(
+        &self, agent_id: &str, state: &SessionState, workspace: &Workspace,
+        heartbeat: Option<&clawless_automation::heartbeat::HeartbeatConfig>,
+        heartbeat_guidance: bool, memory_reaches: bool,
+    ) -> Result<Vec<clawless_core::system_prompt::ContextFile>, TurnError> {
+        let defaults = &self.config().agents.defaults;
+        let files = self
+            .bootstrap_files(agent_id, state, workspace, heartbeat, heartbeat_guidance)
+            .await?
+            .into_iter()
+            .filter(|file| memory_reaches || !is_memory_file(&file.name))
+            .collect::<Vec<_>>();
+        let (context_files, warnings) = build_bootstrap_context_files(
+            &files,
+            defaults
+                .bootstrap_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
+            defaults
+                .bootstrap_total_max_chars
+                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
+        );
+        for warning in warnings {
+            tracing::warn!(%warning, "bootstrap files");
+        }
+        Ok(context_files)
     }
 
     /// A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.

@@ -18,11 +18,11 @@ use clawless_core::sandbox::{
 use clawless_core::subagents::config::SessionVisibility;
 use clawless_core::system_prompt::bootstrap::BOOTSTRAP_FILE_NAMES;
 use clawless_core::system_prompt::{ElevatedPrompt, SandboxPrompt};
-use clawless_core::tools::Workspace;
+use clawless_core::tools::{SandboxView, Workspace};
 use clawless_core::turn::state::SessionState;
 use clawless_exec::node::wire::JobSandbox;
 
-use super::TurnService;
+use super::{TurnError, TurnService};
 use crate::config::ClawlessConfig;
 use crate::nodes_service::JobPlacement;
 
@@ -150,6 +150,29 @@ impl TurnService {
                 ElevatedPrompt::Unavailable
             },
         }
+    }
+
+    /// The workspace of `state`'s file tools (a sandboxed session's own, seeded on first
+    /// use), and what else a sandboxed session's file tools see: with `ro`, the agent's
+    /// workspace at `/agent/…` (never its memory).
+    pub(super) async fn session_workspace(
+        &self, agent_id: &str, state: &mut SessionState, sandboxed: Option<&SessionSandbox>,
+    ) -> Result<(Workspace, Option<SandboxView>), TurnError> {
+        let agent_workspace = self.workspace(agent_id)?;
+        let view = sandboxed.map(|sandboxed| SandboxView {
+            agent: (sandboxed.settings.workspace_access == WorkspaceAccess::Ro)
+                .then(|| agent_workspace.clone()),
+        });
+        let Some(own) = sandboxed.and_then(|sandboxed| sandboxed.own_workspace(&agent_workspace))
+        else {
+            return Ok((agent_workspace, view));
+        };
+        if !state.meta.sandbox_seeded {
+            seed_sandbox(&agent_workspace, &own).await;
+            state.meta.sandbox_seeded = true;
+            state.touch_meta();
+        }
+        Ok((own, view))
     }
 
     /// How `state` runs sandboxed, or `None` when it runs as the owner's own.
