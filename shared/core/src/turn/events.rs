@@ -252,7 +252,21 @@ pub struct SubagentStart {
     pub sandbox_key: Option<String>,
     /// The group whose tool policy the parent follows: the child follows it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_scope: Option<crate::turn::state::GroupScope>,
+    pub group_scope: Option<GroupScope>,
+}
+
+/// A group chat and the member whose message the turn answers: what the group step of the
+/// tool policy is looked up by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupScope {
+    /// The channel, e.g. `telegram`.
+    pub channel: String,
+    /// The group's chat id on that channel.
+    pub group_id: String,
+    /// The member, by platform id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_id: Option<String>,
 }
 
 /// One step of an agent-to-agent exchange, for the session that takes it.

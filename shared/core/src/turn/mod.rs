@@ -27,10 +27,9 @@ use clawless_base::model::ModelResponse;
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
 
 use clawless_base::session_key::ChatType;
-use events::{ApprovalDecision, ChatRef, dedup_token};
+use events::{ApprovalDecision, ChatRef, GroupScope, dedup_token};
 use state::{
-    CompactRequest, CompactionTrigger, GroupScope, PreparedMessage, ResetRecord, SessionState,
-    Step, StepBody,
+    CompactRequest, CompactionTrigger, PreparedMessage, ResetRecord, SessionState, Step, StepBody,
 };
 
 /// Prefix of the call ids given to tool calls made by slash commands.

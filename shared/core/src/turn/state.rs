@@ -14,7 +14,7 @@ use clawless_base::model::Usage;
 use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use clawless_skills::snapshot::SkillSnapshot;
 
-use super::events::{ApprovalDecision, ChatRef, InboundMessage};
+use super::events::{ApprovalDecision, ChatRef, GroupScope, InboundMessage};
 
 /// How many processed message ids a session remembers for deduplication.
 const SEEN_MESSAGE_IDS: usize = 256;
@@ -481,20 +481,6 @@ pub struct ChildRun {
     /// When this session last steered it (steers are rate-limited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_steer_at_ms: Option<u64>,
-}
-
-/// A group chat and the member whose message the turn answers: what the group step of the
-/// tool policy is looked up by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupScope {
-    /// The channel, e.g. `telegram`.
-    pub channel: String,
-    /// The group's chat id on that channel.
-    pub group_id: String,
-    /// The member, by platform id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sender_id: Option<String>,
 }
 
 impl SessionMeta {
