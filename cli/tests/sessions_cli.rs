@@ -124,7 +124,11 @@ fn session_meta() -> SessionMeta {
         turn: 1,
         turn_open: true,
         follow_ups: VecDeque::new(),
-        seen_message_ids: VecDeque::from(["m-1".to_owned()]),
+        seen_message_ids: {
+            let mut seen = clawless_core::turn::seen::SeenMessages::default();
+            seen.remember("m-1");
+            seen
+        },
         sender_is_owner: true,
         untrusted: false,
         sandbox_key: None,

@@ -14,6 +14,7 @@
 
 pub mod events;
 pub mod prepare;
+pub mod seen;
 pub mod state;
 pub mod subagent_run;
 

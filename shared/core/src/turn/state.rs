@@ -15,9 +15,7 @@ use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use clawless_skills::snapshot::SkillSnapshot;
 
 use super::events::{ApprovalDecision, ChatRef, GroupScope, InboundMessage};
-
-/// How many processed message ids a session remembers for deduplication.
-const SEEN_MESSAGE_IDS: usize = 256;
+use super::seen::SeenMessages;
 
 /// A tool call made by a slash command instead of the model (spec §5.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -342,9 +340,10 @@ pub struct SessionMeta {
     /// Messages that arrived while a turn was running, in arrival order.
     #[serde(default)]
     pub follow_ups: VecDeque<PreparedMessage>,
-    /// Recently accepted message ids (turn starts and follow-ups), newest last.
+    /// Recently accepted message ids (turn starts, follow-ups, runs, announcements), hashed
+    /// and bounded.
     #[serde(default)]
-    pub seen_message_ids: VecDeque<String>,
+    pub seen_message_ids: SeenMessages,
     /// Whether the sender of the current turn is the owner.
     #[serde(default)]
     pub sender_is_owner: bool,
@@ -548,7 +547,7 @@ impl SessionState {
                 turn: 0,
                 turn_open: false,
                 follow_ups: VecDeque::new(),
-                seen_message_ids: VecDeque::new(),
+                seen_message_ids: SeenMessages::default(),
                 sender_is_owner: false,
                 untrusted: false,
                 sandbox_key: None,
@@ -704,16 +703,13 @@ impl SessionState {
 
     /// Remembers an accepted message id (bounded).
     pub fn remember_message_id(&mut self, id: &str) {
-        self.meta.seen_message_ids.push_back(id.to_owned());
-        while self.meta.seen_message_ids.len() > SEEN_MESSAGE_IDS {
-            self.meta.seen_message_ids.pop_front();
-        }
+        self.meta.seen_message_ids.remember(id);
         self.meta_dirty = true;
     }
 
     /// True when this message id was accepted before.
     pub fn has_seen_message(&self, id: &str) -> bool {
-        self.meta.seen_message_ids.iter().any(|seen| seen == id)
+        self.meta.seen_message_ids.contains(id)
     }
 
     /// Steps of the current turn.
