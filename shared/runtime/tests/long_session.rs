@@ -448,3 +448,38 @@ async fn the_memory_flush_offers_only_what_the_policy_allows() {
     // Its output never reached the chat.
     assert_eq!(chat.replies().len(), 20);
 }
+
+/// The memory flush is a turn of its own (spec §3): its request ends with the flush prompt as
+/// the only new user message, and the chat message waiting for an answer is not in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_flush_never_carries_the_pending_chat_message() {
+    let model = WindowedModel::start(12_000, false).await;
+    let mut chat = Chat::start(&model, 12_000).await;
+    chat.say_numbered(1..=20).await;
+    let seen = model.seen();
+    let flushes: Vec<usize> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, request)| request.kind == RequestKind::MemoryFlush)
+        .map(|(index, _)| index)
+        .collect();
+    assert!(!flushes.is_empty(), "no memory flush ran");
+    for index in flushes {
+        let flush = &seen[index];
+        let pending = seen[index..]
+            .iter()
+            .find(|request| request.kind == RequestKind::Chat)
+            .and_then(|request| user_texts(&request.body).pop())
+            .expect("the turn goes on after its flush");
+        let texts = user_texts(&flush.body);
+        let last = texts.last().expect("a flush prompt");
+        assert!(!last.contains("Message "), "{last}");
+        let body = flush.body.to_string();
+        let pending_head: String = pending.chars().take(40).collect();
+        assert!(
+            !body.contains(&pending_head),
+            "the flush saw the pending message {pending_head:?}"
+        );
+    }
+    assert_eq!(chat.replies().len(), 20);
+}

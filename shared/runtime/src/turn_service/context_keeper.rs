@@ -380,7 +380,10 @@ impl TurnService {
         let room = budget
             .prompt_limit()
             .saturating_sub(text_tokens(&prompt) + 200);
-        let mut conversation = trim_oldest_turns(messages, fixed, room).unwrap_or_default();
+        // A turn of its own, before the pending one (spec `openclaw-sessions.md` §3): the
+        // chat message this turn answers is neither shown to the flush nor answered by it.
+        let settled = before_pending_turn(messages);
+        let mut conversation = trim_oldest_turns(settled, fixed, room).unwrap_or_default();
         conversation.push(Message::User { text: prompt });
         let mut appended: u64 = 0;
         let mut error = None;
@@ -594,6 +597,19 @@ fn last_turn_tokens(messages: &[Message]) -> u64 {
         .rposition(|message| matches!(message, Message::User { .. }))
         .unwrap_or(0);
     messages_tokens(&messages[start..])
+}
+
+/// `messages` without the turn in progress: everything before its last user message (the
+/// pending chat message), so the conversation ends with an answered turn. Unchanged when
+/// that would leave nothing.
+fn before_pending_turn(messages: &[Message]) -> &[Message] {
+    match messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }))
+    {
+        Some(0) | None => messages,
+        Some(pending) => &messages[..pending],
+    }
 }
 
 #[cfg(test)]
