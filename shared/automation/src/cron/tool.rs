@@ -136,10 +136,14 @@ pub fn cron_tool_schema() -> Value {
                 "description": "What to do."
             },
             "includeDisabled": {"type": "boolean", "description": "list: include disabled jobs."},
-            "job": job_schema(false),
+            "job": job_schema(),
             "jobId": {"type": "string", "description": "update, remove, run, runs: the job's id."},
             "id": {"type": "string", "description": "Old name of jobId."},
-            "patch": job_schema(true),
+            "patch": {
+                "type": "object",
+                "description": "update: the fields to change, as in job (only what changes; null clears agentId, sessionKey and payload.toolsAllow).",
+                "additionalProperties": true
+            },
             "text": {"type": "string", "description": "wake: the event text."},
             "mode": {
                 "type": "string",
@@ -163,20 +167,11 @@ pub fn cron_tool_schema() -> Value {
     })
 }
 
-fn job_schema(patch: bool) -> Value {
-    let description = if patch {
-        "update: the fields to change (same fields as a job)."
-    } else {
-        "add: the job to create."
-    };
-    let tools_allow = if patch {
-        "Tools the run may use (null clears)."
-    } else {
-        "Tools the run may use."
-    };
+/// The fields of a job, spelled out once: `patch` takes the same ones.
+fn job_schema() -> Value {
     json!({
         "type": "object",
-        "description": description,
+        "description": "add: the job to create.",
         "properties": {
             "name": {"type": "string"},
             "description": {"type": "string"},
@@ -207,7 +202,7 @@ fn job_schema(patch: bool) -> Value {
                     "lightContext": {"type": "boolean"},
                     "allowUnsafeExternalContent": {"type": "boolean"},
                     "fallbacks": {"type": "array", "items": {"type": "string"}},
-                    "toolsAllow": {"type": "array", "items": {"type": "string"}, "description": tools_allow}
+                    "toolsAllow": {"type": "array", "items": {"type": "string"}, "description": "Tools the run may use."}
                 },
                 "additionalProperties": true
             },
@@ -716,6 +711,14 @@ mod tests {
             spec.input_schema["properties"]["contextMessages"]["maximum"],
             10
         );
+        // `patch` names the job's fields instead of repeating their schema: every turn that
+        // offers cron sends this.
+        assert_eq!(
+            spec.input_schema["properties"]["patch"]["additionalProperties"],
+            true
+        );
+        let schema_bytes = spec.input_schema.to_string().len();
+        assert!(schema_bytes < 3_600, "{schema_bytes} bytes");
     }
 
     #[test]
