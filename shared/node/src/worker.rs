@@ -178,17 +178,6 @@ impl NodeWorker {
         })
     }
 
-    /// Runs no jail: every sandbox job is refused (what a machine without bubblewrap does).
-    pub fn without_jail(mut self) -> Self {
-        self.jail = None;
-        self
-    }
-
-    /// The jail sandbox jobs run in, when this node has one.
-    pub fn jail(&self) -> Option<&Jail> {
-        self.jail.as_ref()
-    }
-
     /// Holds jobs taken from SQS under leases of `lease` instead of
     /// [`crate::sqs_jobs::JOB_LEASE`] (no effect on jobs polled from the backend).
     pub fn with_job_lease(mut self, lease: Duration) -> Self {

@@ -316,6 +316,9 @@ pub struct AgentConfig {
     pub sandbox: Option<clawless_core::sandbox::SandboxConfig>,
 }
 
+/// A channel's per-group tool policies, by chat id (`"*"` for every other group).
+pub type ChannelGroups = indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>;
+
 /// `channels:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -392,7 +395,7 @@ pub struct GenericChannelConfig {
     /// there, for everyone (`tools`) or for single senders (`toolsBySender`, keyed
     /// `id:<senderId>`); the first match applies.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
-    pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
+    pub groups: ChannelGroups,
 }
 
 impl std::fmt::Debug for GenericChannelConfig {
@@ -679,28 +682,8 @@ impl ClawlessConfig {
     /// The senders `channel`'s `allowFrom` lets talk to the agent without being owners (the
     /// prompt's `## Authorized Senders`); `*` and blanks left out.
     pub fn authorized_senders(&self, channel: &str) -> Vec<String> {
-        let channels = &self.channels;
-        let listed: &[String] = match channel {
-            "generic" => channels
-                .generic
-                .as_ref()
-                .and_then(|config| config.allow_from.as_deref())
-                .unwrap_or_default(),
-            "telegram" => channels
-                .telegram
-                .as_ref()
-                .map_or(&[], |config| &config.allow_from),
-            "slack" => channels
-                .slack
-                .as_ref()
-                .map_or(&[], |config| &config.allow_from),
-            "discord" => channels
-                .discord
-                .as_ref()
-                .map_or(&[], |config| &config.allow_from),
-            _ => &[],
-        };
-        listed
+        self.channel_turn_settings(channel)
+            .map_or(&[][..], |(allow_from, _)| allow_from)
             .iter()
             .map(|sender| sender.trim())
             .filter(|sender| !sender.is_empty() && *sender != "*")
@@ -708,17 +691,35 @@ impl ClawlessConfig {
             .collect()
     }
 
-    /// `channels.<channel>.groups`: the per-group tool policies of a channel (empty for a
+    /// `channels.<channel>.groups`: the per-group tool policies of a channel (`None` for a
     /// channel that is not configured).
-    pub fn channel_groups(
-        &self, channel: &str,
-    ) -> Option<&indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>> {
+    pub fn channel_groups(&self, channel: &str) -> Option<&ChannelGroups> {
+        self.channel_turn_settings(channel)
+            .map(|(_, groups)| groups)
+    }
+
+    /// What a turn reads of `channel`'s settings: its `allowFrom` and its `groups`.
+    fn channel_turn_settings(&self, channel: &str) -> Option<(&[String], &ChannelGroups)> {
         let channels = &self.channels;
         match channel {
-            "generic" => channels.generic.as_ref().map(|config| &config.groups),
-            "telegram" => channels.telegram.as_ref().map(|config| &config.groups),
-            "slack" => channels.slack.as_ref().map(|config| &config.groups),
-            "discord" => channels.discord.as_ref().map(|config| &config.groups),
+            "generic" => channels.generic.as_ref().map(|config| {
+                (
+                    config.allow_from.as_deref().unwrap_or_default(),
+                    &config.groups,
+                )
+            }),
+            "telegram" => channels
+                .telegram
+                .as_ref()
+                .map(|config| (config.allow_from.as_slice(), &config.groups)),
+            "slack" => channels
+                .slack
+                .as_ref()
+                .map(|config| (config.allow_from.as_slice(), &config.groups)),
+            "discord" => channels
+                .discord
+                .as_ref()
+                .map(|config| (config.allow_from.as_slice(), &config.groups)),
             _ => None,
         }
     }

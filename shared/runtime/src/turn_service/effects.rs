@@ -197,29 +197,31 @@ impl TurnService {
             )
             .routing
             .clone();
-        let placement = self.exec_placement(&run.agent_id, &run.state, call);
+        // Only a pending job has a placement (in-process tools never need one).
+        let job = job.map(|(job_id, approved)| PendingJob {
+            job_id,
+            approved,
+            placement: self.exec_placement(&run.agent_id, &run.state, call),
+        });
+        let pending_id = job.as_ref().map(|job| job.job_id);
         let context = ToolCallContext {
             call,
             state: &mut run.state,
             session_key: &run.event.session_key,
             agent_id: &run.agent_id,
             tool_context: tool_context.as_ref(),
-            job: job.map(|(job_id, approved)| PendingJob {
-                job_id,
-                approved,
-                placement,
-            }),
+            job,
         };
         let outcome = self
             .run_tool(context, &routing, &mut run.report.tools_run)
             .await?;
         let now = self.deps.clock.now_ms();
-        match (outcome, job) {
+        match (outcome, pending_id) {
             (ToolOutcome::Done(output), _) => {
                 run.engine
                     .record_tool_result(&mut run.state, call, output, now);
             }
-            (ToolOutcome::Pending, Some((job_id, _))) => run.state.mark_dispatched(job_id),
+            (ToolOutcome::Pending, Some(job_id)) => run.state.mark_dispatched(job_id),
             (ToolOutcome::Pending, None) => {
                 let text = clawless_core::turn::tool_not_available(&call.name);
                 let output = clawless_core::tools::ToolOutput::error(text);

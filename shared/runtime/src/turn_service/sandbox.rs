@@ -108,16 +108,13 @@ impl TurnService {
         if asked == Some(false) || (asked.is_none() && state.meta.elevated.is_off()) {
             return Ok(jail);
         }
-        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.as_str());
-        let gates =
-            self.config()
-                .elevated_gates(agent_id, channel, state.meta.sender_id.as_deref());
+        let gates = self.sender_elevated_gates(agent_id, state);
         if !gates.is_empty() {
             return match asked {
                 Some(true) => Err(elevated_unavailable_text(
                     true,
                     &gates,
-                    channel.unwrap_or_default(),
+                    state.meta.chat.as_ref().map_or("", |chat| &chat.channel),
                     state.key.as_str(),
                 )),
                 _ => Ok(jail),
@@ -129,15 +126,19 @@ impl TurnService {
         })
     }
 
+    /// Which gates keep the sender of `state`'s current turn from elevated exec.
+    fn sender_elevated_gates(&self, agent_id: &str, state: &SessionState) -> Vec<ElevatedGate> {
+        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.as_str());
+        self.config()
+            .elevated_gates(agent_id, channel, state.meta.sender_id.as_deref())
+    }
+
     /// The `## Sandbox` section of a sandboxed session whose file tools use `workspace_dir`.
     pub(super) fn sandbox_prompt<'a>(
         &self, agent_id: &str, state: &SessionState, sandboxed: &SessionSandbox,
         workspace_dir: &'a str, exec: bool,
     ) -> SandboxPrompt<'a> {
-        let channel = state.meta.chat.as_ref().map(|chat| chat.channel.as_str());
-        let gates =
-            self.config()
-                .elevated_gates(agent_id, channel, state.meta.sender_id.as_deref());
+        let gates = self.sender_elevated_gates(agent_id, state);
         SandboxPrompt {
             workspace_dir,
             workspace_access: sandboxed.settings.workspace_access.as_str(),
