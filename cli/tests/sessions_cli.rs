@@ -157,6 +157,7 @@ fn session_meta() -> SessionMeta {
         subagent: None,
         children: Vec::new(),
         a2a_steps: Vec::new(),
+        loaded_tools: Default::default(),
     }
 }
 

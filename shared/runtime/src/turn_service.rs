@@ -304,6 +304,12 @@ struct TurnContext {
     fixed_tokens: u64,
 }
 
+/// Estimated tokens of a system prompt and the tool schemas sent with it.
+fn fixed_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
+    let tool_schemas = serde_json::to_string(tools).unwrap_or_default();
+    text_tokens(system) + text_tokens(&tool_schemas)
+}
+
 impl TurnService {
     /// A service over `deps` with the built-in tools.
     pub fn new(deps: TurnDeps) -> Self {
@@ -719,16 +725,10 @@ impl TurnService {
             ..SystemPromptParams::default()
         };
         let system = build_system_prompt(&params);
-        let tools = routing
-            .offered
-            .iter()
-            .filter_map(|name| self.registry().spec(name))
-            .collect();
+        let tools = self.offered_specs(routing, state);
         let sources = self.deps.skills.sources(agent_id)?.to_vec();
-        let tool_schemas = serde_json::to_string(&tools).unwrap_or_default();
-        let fixed_tokens = text_tokens(&system) + text_tokens(&tool_schemas);
         Ok(TurnContext {
-            fixed_tokens,
+            fixed_tokens: fixed_tokens(&system, &tools),
             system,
             tools,
             tool_context: ToolContext {
@@ -740,6 +740,16 @@ impl TurnService {
                 sandbox: sandbox_view,
             },
         })
+    }
+
+    /// The specs of the tools `routing` offers, deferred ones the session has not loaded in
+    /// short form.
+    fn offered_specs(&self, routing: &ToolRouting, state: &SessionState) -> Vec<ToolSpec> {
+        routing
+            .offered
+            .iter()
+            .filter_map(|name| self.registry().offered_spec(name, &state.meta.loaded_tools))
+            .collect()
     }
 
     /// The bootstrap files of the prompt's Project Context, within the configured limits;

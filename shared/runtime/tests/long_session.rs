@@ -65,10 +65,25 @@ impl Chat {
         model: &WindowedModel, context_tokens: u64, extra: &str, deny: &[&str],
     ) -> Self {
         let denied: Vec<&str> = AUTOMATION_TOOLS.iter().chain(deny).copied().collect();
+        Self::start_config(model, context_tokens, extra, &denied, None).await
+    }
+
+    /// A chat with the default config: nothing denied, and the repository's bundled skills
+    /// (those a `clawless local` started from a clone loads).
+    async fn start_default(model: &WindowedModel, context_tokens: u64) -> Self {
+        let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skills");
+        Self::start_config(model, context_tokens, "", &[], Some(&bundled)).await
+    }
+
+    async fn start_config(
+        model: &WindowedModel, context_tokens: u64, extra: &str, denied: &[&str],
+        bundled: Option<&Path>,
+    ) -> Self {
         let denied = denied.join(", ");
         let dir = tempfile::tempdir().expect("test fixture");
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(dir.path().join("skills")).expect("test fixture");
+        let skills = bundled.map_or_else(|| dir.path().join("skills"), Path::to_path_buf);
         let receiver = ReplyReceiver::start().await;
         let yaml = format!(
             r#"
@@ -96,7 +111,7 @@ tools:
   deny: [{denied}]
 {extra}
 "#,
-            skills = dir.path().join("skills").display(),
+            skills = skills.display(),
             workspace = workspace.display(),
             base = model.base_url(),
             reply = receiver.url,
@@ -482,4 +497,38 @@ async fn the_memory_flush_never_carries_the_pending_chat_message() {
         );
     }
     assert_eq!(chat.replies().len(), 20);
+}
+
+/// The part every request repeats (system prompt and tool schemas), on the first request of a
+/// fresh agent with the default config and the repository's bundled skills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fixed_part_of_a_fresh_agents_first_request_is_small() {
+    let model = WindowedModel::start(200_000, false).await;
+    let mut chat = Chat::start_default(&model, 200_000).await;
+    assert_eq!(chat.say(&numbered(1)).await, "Answer to message 1.");
+    let first = last_chat(&model);
+    let system = first.body["system"].to_string().len();
+    let tools = first.body["tools"].as_array().cloned().unwrap_or_default();
+    let mut sizes: Vec<(String, usize)> = tools
+        .iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap_or("?").to_owned(),
+                tool.to_string().len(),
+            )
+        })
+        .collect();
+    sizes.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
+    let tool_bytes: usize = sizes.iter().map(|(_, size)| size).sum();
+    println!("system {system} bytes, tools {tool_bytes} bytes: {sizes:?}");
+    let fixed_tokens = (system + tool_bytes) / 4;
+    println!("fixed part: {fixed_tokens} tokens");
+    if std::env::var_os("SHOW_FIXED").is_some() {
+        println!("{}", first.body["system"][0]["text"].as_str().unwrap_or(""));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&first.body["tools"]).unwrap()
+        );
+    }
+    assert!(fixed_tokens <= 4_000, "fixed part {fixed_tokens} tokens");
 }

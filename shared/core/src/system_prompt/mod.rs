@@ -543,11 +543,7 @@ fn cli_section(lines: &mut Vec<String>) {
     lines.extend(
         [
             "## clawless CLI Quick Reference",
-            "clawless is controlled via subcommands. Do not invent commands.",
-            "- `clawless skills list|check|prompt|bins|commands`: inspect the loaded skills and why each is or is not eligible.",
-            "- `clawless skills sync <from> <to>`: copy a skills tree to a directory or s3:// prefix.",
-            "- `clawless local`: run the whole agent on one machine with embedded storage.",
-            "- `clawless chat`: talk to the agent from a terminal.",
+            "clawless is controlled via subcommands; do not invent any. `clawless skills list|check|prompt|bins|commands|sync`: the skills and why each is eligible or not; `clawless local`: the agent on one machine; `clawless chat`: a terminal chat.",
             "When unsure which flags exist, ask the user to run `clawless --help` and share the output.",
         ]
         .map(str::to_owned),

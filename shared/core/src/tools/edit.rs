@@ -24,16 +24,15 @@ impl Tool for EditTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit".to_owned(),
-            description: "Edit a workspace file by replacing exact text. oldText must match \
-                          exactly one place in the file, including whitespace and newlines; \
-                          include surrounding lines to make it unique."
+            description: "Replace exact text in a workspace file. oldText must match exactly \
+                          one place, whitespace included; add nearby lines to make it unique."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Path of the file to edit (relative to the workspace, or absolute inside it)"},
-                    "oldText": {"type": "string", "description": "Exact text to find and replace (must match exactly once)"},
-                    "newText": {"type": "string", "description": "New text to replace the old text with"}
+                    "path": {"type": "string", "description": "Relative to the workspace, or absolute inside it"},
+                    "oldText": {"type": "string"},
+                    "newText": {"type": "string"}
                 },
                 "required": ["path", "oldText", "newText"],
                 "additionalProperties": false

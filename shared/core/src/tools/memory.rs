@@ -53,16 +53,13 @@ impl Tool for MemoryGetTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_get".to_owned(),
-            description: "Read a memory file (MEMORY.md or memory/*.md), optionally from a line \
-                          and for a number of lines; use after memory_search to pull only the \
-                          lines you need."
-                .to_owned(),
+            description: "Read lines of MEMORY.md or memory/*.md, after memory_search.".to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "MEMORY.md or a path under memory/"},
-                    "from": {"type": "integer", "minimum": 1, "description": "First line to read (1-indexed)"},
-                    "lines": {"type": "integer", "minimum": 1, "description": "Number of lines to read"}
+                    "path": {"type": "string"},
+                    "from": {"type": "integer", "minimum": 1, "description": "First line (1-based)"},
+                    "lines": {"type": "integer", "minimum": 1}
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -124,15 +121,14 @@ impl Tool for MemorySearchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_search".to_owned(),
-            description: "Search MEMORY.md and memory/*.md for prior work, decisions, dates, \
-                          people, preferences or todos. Returns the best-matching snippets with \
-                          their path and line range; use memory_get to read more."
+            description: "Search MEMORY.md and memory/*.md (past work, decisions, people, \
+                          preferences, todos); returns snippets with path and lines."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What to look for"},
-                    "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS_CAP, "description": "Number of results (default 6)"}
+                    "query": {"type": "string"},
+                    "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS_CAP, "description": "Default 6"}
                 },
                 "required": ["query"],
                 "additionalProperties": false

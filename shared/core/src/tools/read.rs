@@ -194,18 +194,16 @@ impl Tool for ReadTool {
         ToolSpec {
             name: "read".to_owned(),
             description: format!(
-                "Read the contents of a text file: a workspace file (path relative to the workspace, \
-                 or absolute inside it) or a skill file at the <location> the skills list gives. \
-                 Output is limited to {MAX_LINES} lines or {} KB per call, whichever comes first; \
-                 use offset and limit to page through longer files.",
+                "Read a text file: in the workspace, or a skill's <location>. At most {MAX_LINES} \
+                 lines or {} KB a call; page with offset and limit.",
                 MAX_BYTES / 1024
             ),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Path of the file to read (relative to the workspace, or absolute)"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "Line number to start reading from (1-indexed)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
+                    "path": {"type": "string", "description": "Relative to the workspace, or absolute"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read"}
                 },
                 "required": ["path"],
                 "additionalProperties": false

@@ -20,9 +20,7 @@ impl Tool for SessionStatusTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "session_status".to_owned(),
-            description: "Show the session status: model, channel, usage and the current date \
-                          and time (use it when you need today's date or the time)."
-                .to_owned(),
+            description: "This session's model, usage, and the current date and time.".to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {},

@@ -204,15 +204,14 @@ impl Tool for WebFetchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_fetch".to_owned(),
-            description: "Fetch an http(s) URL and return its content as readable text (HTML is \
-                          converted; JSON and plain text are returned as is). Private and \
-                          internal addresses are refused."
+            description: "Fetch an http(s) URL as readable text (HTML converted). Private \
+                          addresses are refused."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "url": {"type": "string", "description": "HTTP or HTTPS URL to fetch"},
-                    "maxChars": {"type": "integer", "minimum": 100, "maximum": MAX_CHARS_CAP, "description": "Maximum characters to return (default 50000)"}
+                    "url": {"type": "string"},
+                    "maxChars": {"type": "integer", "minimum": 100, "maximum": MAX_CHARS_CAP, "description": "Default 50000"}
                 },
                 "required": ["url"],
                 "additionalProperties": false

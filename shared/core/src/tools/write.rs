@@ -26,14 +26,13 @@ impl Tool for WriteTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write".to_owned(),
-            description: "Write content to a file in the workspace. Creates the file if it does \
-                          not exist, overwrites it if it does. Parent folders need no creating."
+            description: "Create or overwrite a workspace file (parent folders are created)."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Path of the file to write (relative to the workspace, or absolute inside it)"},
-                    "content": {"type": "string", "description": "Content to write to the file"}
+                    "path": {"type": "string", "description": "Relative to the workspace, or absolute inside it"},
+                    "content": {"type": "string"}
                 },
                 "required": ["path", "content"],
                 "additionalProperties": false

@@ -818,6 +818,8 @@ fn start_generation(state: &mut SessionState, reset: &state::ResetRequest, now_m
     meta.tokens_out = 0;
     meta.last_prompt_tokens = None;
     meta.skills_snapshot = None;
+    // A new session starts with deferred tools in their short form again.
+    meta.loaded_tools.clear();
     if reset.model.is_some() || !reset.reason.is_explicit() {
         meta.model_override.clone_from(&reset.model);
     }

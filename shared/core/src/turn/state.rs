@@ -430,6 +430,10 @@ pub struct SessionMeta {
     /// The sub-agents this session spawned, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildRun>,
+    /// Deferred tools whose full schema this session has been given (by calling one in its
+    /// short form): from then on its requests carry the full schema.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub loaded_tools: std::collections::BTreeSet<String>,
     /// Agent-to-agent steps this session took whose turns have not yet been followed up
     /// (the next step queued, the answer returned or posted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -576,6 +580,7 @@ impl SessionState {
                 subagent: None,
                 children: Vec::new(),
                 a2a_steps: Vec::new(),
+                loaded_tools: std::collections::BTreeSet::new(),
             },
             steps: Vec::new(),
             committed_steps: 0,

@@ -204,6 +204,7 @@ impl TurnService {
             placement: self.exec_placement(&run.agent_id, &run.state, call),
         });
         let pending_id = job.as_ref().map(|job| job.job_id);
+        let loaded_before = run.state.meta.loaded_tools.len();
         let context = ToolCallContext {
             call,
             state: &mut run.state,
@@ -215,6 +216,15 @@ impl TurnService {
         let outcome = self
             .run_tool(context, &routing, &mut run.report.tools_run)
             .await?;
+        if run.state.meta.loaded_tools.len() != loaded_before
+            && let Some(PerTurn {
+                context: Some(ctx), ..
+            }) = &mut looped.current
+        {
+            // A deferred tool was loaded: the turn's next requests carry its full schema.
+            ctx.tools = self.offered_specs(&routing, &run.state);
+            ctx.fixed_tokens = super::fixed_tokens(&ctx.system, &ctx.tools);
+        }
         let now = self.deps.clock.now_ms();
         match (outcome, pending_id) {
             (ToolOutcome::Done(output), _) => {

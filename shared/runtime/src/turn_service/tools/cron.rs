@@ -34,6 +34,10 @@ impl RuntimeTool for CronTool {
         cron_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         let state = &*context.state;
         let action = match parse_cron_call(&context.call.input) {

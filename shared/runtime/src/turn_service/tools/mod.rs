@@ -28,6 +28,7 @@ use super::{TurnError, TurnService};
 
 mod core_tool;
 mod cron;
+mod deferred;
 pub(super) mod elevated;
 mod exec;
 mod sessions;
@@ -125,6 +126,12 @@ pub(crate) trait RuntimeTool: Send + Sync {
         false
     }
 
+    /// True for a tool a turn rarely needs, offered in short form until the session has
+    /// called it once (see the `deferred` module).
+    fn deferred(&self) -> bool {
+        false
+    }
+
     /// Runs one call. `Err` is a failure of the turn's storage worth a redelivery; a refusal
     /// the model should read is an error [`ToolOutput`].
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError>;
@@ -175,9 +182,17 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// The spec of tool `name`, when registered.
-    pub(crate) fn spec(&self, name: &str) -> Option<ToolSpec> {
-        self.tools.get(name).map(|tool| tool.spec())
+    /// The spec of tool `name` as a session offers it: a deferred tool the session has not
+    /// `loaded` yet in short form, any other in full.
+    pub(crate) fn offered_spec(
+        &self, name: &str, loaded: &std::collections::BTreeSet<String>,
+    ) -> Option<ToolSpec> {
+        let tool = self.tools.get(name)?;
+        let spec = tool.spec();
+        Some(match tool.deferred() && !loaded.contains(name) {
+            true => deferred::short_form(&spec),
+            false => spec,
+        })
     }
 
     /// Tool `name` when it is registered and `routing` offers it this turn (a command-only
@@ -271,6 +286,19 @@ impl TurnService {
             };
             return Ok(ToolOutcome::Done(ToolOutput::error(text)));
         };
+        if tool.deferred() && !context.state.meta.loaded_tools.contains(name) {
+            // Called in short form: the full schema is offered from now on; arguments that
+            // do not fit it get it back instead of a failed action.
+            let spec = tool.spec();
+            context.state.meta.loaded_tools.insert(spec.name.clone());
+            context.state.touch_meta();
+            if let Err(misfit) = deferred::fits_schema(&context.call.input, &spec.input_schema) {
+                tracing::debug!(tool = %spec.name, %misfit, "deferred tool called without its schema");
+                return Ok(ToolOutcome::Done(ToolOutput::ok(deferred::schema_reply(
+                    &spec,
+                ))));
+            }
+        }
         if tool.placement() != Placement::OnNode {
             *tools_run += 1;
             self.tools_run

@@ -132,6 +132,10 @@ impl RuntimeTool for SessionsListTool {
         sessions_list_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         answered(
             self.directory
@@ -156,6 +160,10 @@ impl SessionsHistoryTool {
 impl RuntimeTool for SessionsHistoryTool {
     fn spec(&self) -> ToolSpec {
         sessions_history_tool_spec()
+    }
+
+    fn deferred(&self) -> bool {
+        true
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {

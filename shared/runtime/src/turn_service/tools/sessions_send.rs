@@ -139,6 +139,10 @@ impl RuntimeTool for SessionsSendTool {
         sessions_send_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     fn placement(&self) -> Placement {
         Placement::Awaited
     }

@@ -177,6 +177,10 @@ impl RuntimeTool for SpawnTool {
         sessions_spawn_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         Ok(ToolOutcome::Done(
             self.spawn(context.call, context.state).await,

@@ -438,6 +438,10 @@ impl RuntimeTool for SubagentsTool {
         subagents_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         Ok(ToolOutcome::Done(
             self.run(context.call, context.state).await,
