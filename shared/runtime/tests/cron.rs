@@ -131,9 +131,13 @@ impl Harness {
     }
 
     fn script_tool(&self, name: &str, input: Value) {
+        self.script_tool_as("toolu_1", name, input);
+    }
+
+    fn script_tool_as(&self, call_id: &str, name: &str, input: Value) {
         self.model.push(
             MESSAGES,
-            ScriptedReply::json(anthropic_tool_use("toolu_1", name, input)),
+            ScriptedReply::json(anthropic_tool_use(call_id, name, input)),
         );
     }
 
@@ -485,6 +489,75 @@ async fn the_cron_tool_is_offered_to_the_owner_only() {
     let requests = h.model.requests_to(MESSAGES);
     assert!(offered_tools(&requests[0].body).contains(&"cron".to_owned()));
     assert!(!offered_tools(&requests[1].body).contains(&"cron".to_owned()));
+}
+
+/// `cron` is deferred: a fresh session is offered it in short form; a call whose arguments do
+/// not fit its schema does nothing but return the schema (not an error), after which every
+/// request carries the full schema, and the call made with it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_is_offered_in_short_form_until_called_and_a_misfit_call_gets_its_schema() {
+    let mut h = Harness::new().await;
+    h.script_tool("cron", json!({"action": "schedule", "when": "in 8 s"}));
+    h.script_tool_as(
+        "toolu_2",
+        "cron",
+        json!({
+            "action": "add",
+            "job": {
+                "schedule": {"kind": "at", "at": "2026-01-18T03:00:08Z"},
+                "payload": {"kind": "systemEvent", "text": "Reminder: stretch."}
+            }
+        }),
+    );
+    h.script_text("Done.");
+    h.say("remind me in 8 s to stretch", true).await;
+    let requests = h.model.requests_to(MESSAGES);
+    assert_eq!(requests.len(), 3);
+    let cron_spec = |request: &Value| -> Value {
+        request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|tool| tool["name"] == "cron")
+            .cloned()
+            .expect("cron offered")
+    };
+    // The first request: short form, an open schema and one line.
+    let short = cron_spec(&requests[0].body);
+    assert_eq!(short["input_schema"], json!({"type": "object"}));
+    assert!(short.to_string().len() < 300, "{short}");
+    // The misfit call ran nothing and got the schema back as a successful result.
+    let result = requests[1].body["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .map(|message| message["content"][0].clone())
+        .expect("a tool result");
+    assert_eq!(result["type"], "tool_result");
+    assert_ne!(result["is_error"], true, "{result}");
+    let text = result["content"].to_string();
+    assert!(
+        text.contains("Nothing was done") && text.contains("sessionTarget"),
+        "{text}"
+    );
+    // From then on the full schema is sent, and the call made with it ran.
+    for request in &requests[1..] {
+        let full = cron_spec(&request.body);
+        assert!(
+            full["input_schema"]["properties"]["job"].is_object(),
+            "{full}"
+        );
+    }
+    let added = requests[2].body["messages"].to_string();
+    assert_eq!(
+        h.jobs().await.len(),
+        1,
+        "the second call added the job: {added}"
+    );
+    // And the next turn of the session still carries it in full.
+    h.script_text("Hi.");
+    h.say("hello", true).await;
+    let last = h.model.requests_to(MESSAGES).pop().expect("a request");
+    assert!(cron_spec(&last.body)["input_schema"]["properties"].is_object());
 }
 
 /// A session a stranger has written in is sandboxed: even with `cron` let into the sandbox,
