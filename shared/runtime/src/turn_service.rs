@@ -23,12 +23,11 @@ use std::time::Duration;
 
 use clawless_base::model::{ModelError, ModelProvider, ToolSpec};
 use clawless_base::object_store::ObjectStore;
-use clawless_core::compaction::plan::text_tokens;
 use clawless_core::nodes::remote_skills;
 use clawless_core::outbox::{Outbox, OutboxError};
 use clawless_core::session::{QueueError, SessionKey, SessionStore, SessionStoreError, TurnQueue};
 use clawless_core::system_prompt::bootstrap::{
-    BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+    BootstrapFile, BootstrapKind, DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
     build_bootstrap_context_files, load_bootstrap_files,
 };
 use clawless_core::system_prompt::{
@@ -50,6 +49,7 @@ use crate::nodes_service::{NodesError, NodesService};
 use crate::skills_service::{SkillsError, SkillsService};
 use crate::sources::{SourceUri, StoreFactory};
 use clawless_base::clock::Clock;
+use prompt_fit::FitStep;
 
 mod agent_to_agent;
 mod context_keeper;
@@ -58,6 +58,7 @@ mod effects;
 mod handlers;
 mod heartbeat;
 mod prepare;
+mod prompt_fit;
 mod sandbox;
 mod subagents;
 mod tools;
@@ -294,20 +295,36 @@ struct PerTurn {
     context: Option<TurnContext>,
 }
 
+/// What a turn's prompt is built from, before it is fitted to the window.
+struct PromptInputs<'a> {
+    /// Every part of the system prompt but the skills and the Project Context files.
+    params: SystemPromptParams<'a>,
+    skills: &'a SkillSnapshot,
+    bootstrap: &'a [BootstrapFile],
+    /// The specs offered, as the session sees them (deferred ones in short form).
+    tools: Vec<ToolSpec>,
+}
+
+/// A system prompt and tool specs fitted to the window.
+#[derive(Default)]
+struct FittedPrompt {
+    system: String,
+    tools: Vec<ToolSpec>,
+    fixed_tokens: u64,
+    /// The steps applied to fit it (none when the window is large enough).
+    steps: Vec<FitStep>,
+}
+
 /// What a turn's model calls are built from; assembled once, on the first model call.
 struct TurnContext {
     system: String,
     tools: Vec<ToolSpec>,
+    /// The steps applied to fit the fixed part to a small window.
+    shortened: Vec<FitStep>,
     tool_context: ToolContext,
     /// Estimated tokens of the system prompt and the tool schemas, which every request of
     /// the turn carries.
     fixed_tokens: u64,
-}
-
-/// Estimated tokens of a system prompt and the tool schemas sent with it.
-fn fixed_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
-    let tool_schemas = serde_json::to_string(tools).unwrap_or_default();
-    text_tokens(system) + text_tokens(&tool_schemas)
 }
 
 impl TurnService {
@@ -668,8 +685,8 @@ impl TurnService {
                 agent_id.eq_ignore_ascii_case(crate::config::DEFAULT_AGENT_ID),
             )
         });
-        let context_files = self
-            .context_files(
+        let bootstrap = self
+            .loaded_bootstrap_files(
                 agent_id,
                 state,
                 &workspace,
@@ -712,10 +729,8 @@ impl TurnService {
                     .is_some_and(|run| run.tools_allow.is_some()),
             ),
             tool_names: &tool_names,
-            skills_prompt: &snapshot.prompt,
             include_memory_section: memory_reaches,
             workspace_dir: &workspace_dir,
-            context_files: &context_files,
             user_timezone: defaults.user_timezone.as_deref(),
             heartbeat_guidance,
             runtime,
@@ -724,13 +739,19 @@ impl TurnService {
             authorized_senders: &authorized_senders,
             ..SystemPromptParams::default()
         };
-        let system = build_system_prompt(&params);
-        let tools = self.offered_specs(routing, state);
+        let inputs = PromptInputs {
+            params,
+            skills: &snapshot,
+            bootstrap: &bootstrap,
+            tools: self.offered_specs(routing, state),
+        };
+        let fitted = self.fit_prompt(inputs, self.budget(state).window);
         let sources = self.deps.skills.sources(agent_id)?.to_vec();
         Ok(TurnContext {
-            fixed_tokens: fixed_tokens(&system, &tools),
-            system,
-            tools,
+            fixed_tokens: fitted.fixed_tokens,
+            system: fitted.system,
+            tools: fitted.tools,
+            shortened: fitted.steps,
             tool_context: ToolContext {
                 workspace,
                 skill_sources: sources,
@@ -752,33 +773,112 @@ impl TurnService {
             .collect()
     }
 
-    /// The bootstrap files of the prompt's Project Context, within the configured limits;
-    /// the memory file only where memory reaches.
-    async fn context_files(
+    /// The bootstrap files the prompt's Project Context is built from; the memory file only
+    /// where memory reaches.
+    async fn loaded_bootstrap_files(
         &self, agent_id: &str, state: &SessionState, workspace: &Workspace,
         heartbeat: Option<&clawless_automation::heartbeat::HeartbeatConfig>,
         heartbeat_guidance: bool, memory_reaches: bool,
-    ) -> Result<Vec<clawless_core::system_prompt::ContextFile>, TurnError> {
-        let defaults = &self.config().agents.defaults;
-        let files = self
+    ) -> Result<Vec<BootstrapFile>, TurnError> {
+        Ok(self
             .bootstrap_files(agent_id, state, workspace, heartbeat, heartbeat_guidance)
             .await?
             .into_iter()
             .filter(|file| memory_reaches || !is_memory_file(&file.name))
-            .collect::<Vec<_>>();
-        let (context_files, warnings) = build_bootstrap_context_files(
-            &files,
-            defaults
-                .bootstrap_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS),
-            defaults
-                .bootstrap_total_max_chars
-                .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS),
-        );
-        for warning in warnings {
-            tracing::warn!(%warning, "bootstrap files");
+            .collect())
+    }
+
+    /// The Project Context files within the configured limits, or within `caps` (per file,
+    /// total) when smaller.
+    fn context_files(
+        &self, files: &[BootstrapFile], caps: Option<(usize, usize)>,
+    ) -> Vec<clawless_core::system_prompt::ContextFile> {
+        let defaults = &self.config().agents.defaults;
+        let mut per_file = defaults
+            .bootstrap_max_chars
+            .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS);
+        let mut total = defaults
+            .bootstrap_total_max_chars
+            .unwrap_or(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS);
+        if let Some((file_cap, total_cap)) = caps {
+            per_file = per_file.min(file_cap);
+            total = total.min(total_cap);
         }
-        Ok(context_files)
+        let (context_files, warnings) = build_bootstrap_context_files(files, per_file, total);
+        if caps.is_none() {
+            for warning in warnings {
+                tracing::warn!(%warning, "bootstrap files");
+            }
+        }
+        context_files
+    }
+
+    /// Builds the system prompt and tool specs from `inputs`, applying the steps of
+    /// [`prompt_fit::FitStep`] in order while the fixed part takes more than its share of a
+    /// `window`-token window.
+    fn fit_prompt(&self, inputs: PromptInputs<'_>, window: u64) -> FittedPrompt {
+        let PromptInputs {
+            params,
+            skills,
+            bootstrap,
+            tools,
+        } = inputs;
+        let full_files = self.context_files(bootstrap, None);
+        let mut fitted = FittedPrompt::default();
+        let mut applied: Vec<FitStep> = Vec::new();
+        for step in std::iter::once(None).chain(FitStep::ALL.map(Some)) {
+            applied.extend(step);
+            let has = |step: FitStep| applied.contains(&step);
+            let files = match has(FitStep::ShortContextFiles) {
+                true => self.context_files(bootstrap, Some(prompt_fit::short_context_caps(window))),
+                false => full_files.clone(),
+            };
+            let skills_prompt = if has(FitStep::NoSkills) {
+                String::new()
+            } else if has(FitStep::CompactSkills) {
+                let listed: Vec<(&str, &str)> = skills
+                    .resolved_skills
+                    .iter()
+                    .map(|skill| (skill.name.as_str(), skill.location.as_str()))
+                    .collect();
+                prompt_fit::compact_skills(&listed)
+            } else {
+                skills.prompt.clone()
+            };
+            let left_out: Vec<String> = applied
+                .iter()
+                .map(|step| step.describe().to_owned())
+                .collect();
+            let params = SystemPromptParams {
+                skills_prompt: &skills_prompt,
+                context_files: &files,
+                lean: has(FitStep::LeanSections),
+                left_out: &left_out,
+                ..params
+            };
+            let system = build_system_prompt(&params);
+            let tools: Vec<ToolSpec> = match has(FitStep::TerseSchemas) {
+                true => tools.iter().map(prompt_fit::terse_spec).collect(),
+                false => tools.clone(),
+            };
+            fitted = FittedPrompt {
+                fixed_tokens: prompt_fit::fixed_tokens(&system, &tools),
+                system,
+                tools,
+                steps: applied.clone(),
+            };
+            if prompt_fit::fits(fitted.fixed_tokens, window) {
+                break;
+            }
+        }
+        if !prompt_fit::fits(fitted.fixed_tokens, window) {
+            tracing::warn!(
+                fixed = fitted.fixed_tokens,
+                window,
+                "the fixed prompt takes more than its share of the window even shortened"
+            );
+        }
+        fitted
     }
 
     /// A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.

@@ -204,6 +204,13 @@ pub struct SystemPromptParams<'a> {
     pub runtime: RuntimeLine<'a>,
     /// The `## Sandbox` section, for a sandboxed session only.
     pub sandbox: Option<SandboxPrompt<'a>>,
+    /// Set for a small context window: the optional sections are left out (`## clawless CLI
+    /// Quick Reference`, `## Execution Bias`, and the narration lines of `## Tool Call
+    /// Style`).
+    pub lean: bool,
+    /// What the caller left out or shortened to fit a small window, told to the model at the
+    /// end of `## Tooling` so it knows what it can still ask for.
+    pub left_out: &'a [String],
 }
 
 /// What `## Sandbox` says about a sandboxed session (spec `openclaw-sandbox.md` §2.7, with
@@ -247,6 +254,8 @@ impl Default for SystemPromptParams<'_> {
             authorized_senders: &[],
             runtime: RuntimeLine::default(),
             sandbox: None,
+            lean: false,
+            left_out: &[],
         }
     }
 }
@@ -299,12 +308,20 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
 
     let mut lines: Vec<String> = vec![IDENTITY_LINE.to_owned()];
     tooling_section(&mut lines, &tools);
-    tool_call_style_section(&mut lines);
-    if full {
+    if !params.left_out.is_empty() {
+        lines.push(format!(
+            "Shortened for this small context window: {}.",
+            params.left_out.join("; ")
+        ));
+    }
+    tool_call_style_section(&mut lines, params.lean);
+    if full && !params.lean {
         execution_bias_section(&mut lines);
     }
     safety_section(&mut lines);
-    cli_section(&mut lines);
+    if !params.lean {
+        cli_section(&mut lines);
+    }
     skills_section(&mut lines, &tools, params.skills_prompt);
     if full && params.include_memory_section {
         memory_section(&mut lines, &tools);
@@ -502,12 +519,20 @@ fn tooling_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
     }
 }
 
-fn tool_call_style_section(lines: &mut Vec<String>) {
+/// `## Tool Call Style`; `lean` keeps only the approval rules.
+fn tool_call_style_section(lines: &mut Vec<String>, lean: bool) {
+    lines.push("## Tool Call Style".to_owned());
+    if !lean {
+        lines.extend(
+            [
+                "Default: do not narrate routine, low-risk tool calls (just call the tool).",
+                "Narrate briefly only when it helps: multi-step work, hard problems, sensitive actions such as deletions, or when the user asks.",
+            ]
+            .map(str::to_owned),
+        );
+    }
     lines.extend(
         [
-            "## Tool Call Style",
-            "Default: do not narrate routine, low-risk tool calls (just call the tool).",
-            "Narrate briefly only when it helps: multi-step work, hard problems, sensitive actions such as deletions, or when the user asks.",
             "When a tool result says approval is required, tell the user what is waiting and stop; do not retry the action another way.",
             "Never execute /approve through exec or any other shell/tool path; only the user approves.",
         ]
@@ -1420,6 +1445,28 @@ mod tests {
              HEARTBEAT_OK\n\
              If something needs attention, do NOT include \"HEARTBEAT_OK\"; reply with the alert text instead.\n"
         ));
+    }
+
+    #[test]
+    fn a_lean_prompt_drops_the_optional_sections_and_says_what_was_shortened() {
+        let fixture = Fixture::new();
+        let full = build_system_prompt(&fixture.params(PromptMode::Full));
+        let left_out = strings(&["skill descriptions"]);
+        let mut params = fixture.params(PromptMode::Full);
+        params.lean = true;
+        params.left_out = &left_out;
+        let lean = build_system_prompt(&params);
+        assert!(lean.len() < full.len());
+        for heading in ["## clawless CLI Quick Reference", "## Execution Bias"] {
+            assert!(
+                full.contains(heading) && !lean.contains(heading),
+                "{heading}"
+            );
+        }
+        assert!(lean.contains("Never execute /approve"));
+        assert!(!lean.contains("Default: do not narrate"));
+        assert!(lean.contains("Shortened for this small context window: skill descriptions."));
+        assert!(lean.contains("## Safety"));
     }
 
     #[test]

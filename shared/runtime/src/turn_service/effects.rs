@@ -223,7 +223,17 @@ impl TurnService {
         {
             // A deferred tool was loaded: the turn's next requests carry its full schema.
             ctx.tools = self.offered_specs(&routing, &run.state);
-            ctx.fixed_tokens = super::fixed_tokens(&ctx.system, &ctx.tools);
+            if ctx
+                .shortened
+                .contains(&super::prompt_fit::FitStep::TerseSchemas)
+            {
+                ctx.tools = ctx
+                    .tools
+                    .iter()
+                    .map(super::prompt_fit::terse_spec)
+                    .collect();
+            }
+            ctx.fixed_tokens = super::prompt_fit::fixed_tokens(&ctx.system, &ctx.tools);
         }
         let now = self.deps.clock.now_ms();
         match (outcome, pending_id) {

@@ -9,6 +9,8 @@
 use clawless_base::model::ToolSpec;
 use serde_json::{Value, json};
 
+use crate::turn_service::prompt_fit::first_sentence;
+
 /// What a short form adds to the tool's first sentence.
 const SHORT_FORM_HINT: &str = "Call it once to get its parameters.";
 
@@ -123,15 +125,6 @@ fn has_type(value: &Value, kind: &str) -> bool {
         "array" => value.is_array(),
         "null" => value.is_null(),
         _ => true,
-    }
-}
-
-/// The first sentence (or line) of `text`, with its full stop.
-fn first_sentence(text: &str) -> &str {
-    let line = text.trim().lines().next().unwrap_or_default().trim();
-    match line.find(". ") {
-        Some(end) => &line[..=end],
-        None => line,
     }
 }
 

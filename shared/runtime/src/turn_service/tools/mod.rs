@@ -286,7 +286,11 @@ impl TurnService {
             };
             return Ok(ToolOutcome::Done(ToolOutput::error(text)));
         };
-        if tool.deferred() && !context.state.meta.loaded_tools.contains(name) {
+        let by_command = context
+            .call
+            .id
+            .starts_with(clawless_core::turn::COMMAND_CALL_PREFIX);
+        if tool.deferred() && !by_command && !context.state.meta.loaded_tools.contains(name) {
             // Called in short form: the full schema is offered from now on; arguments that
             // do not fit it get it back instead of a failed action.
             let spec = tool.spec();
