@@ -302,6 +302,27 @@ async fn eighty_messages_through_a_12k_window_are_all_answered() {
     // Every request stayed inside the window minus the reserve (a quarter of 12k).
     let peak = seen.iter().map(|request| request.tokens).max().unwrap_or(0);
     assert!(peak <= 9_000, "peak request {peak} tokens");
+    // No thrash: the request after each compaction leaves a quarter of the window (3,000)
+    // free below the compaction threshold (9,000).
+    assert_room_after_compactions(&seen, 6_000);
+}
+
+/// Each chat request that follows a compaction holds at most `most` tokens.
+fn assert_room_after_compactions(seen: &[SeenRequest], most: u64) {
+    for (index, request) in seen.iter().enumerate() {
+        if request.kind != RequestKind::Summary {
+            continue;
+        }
+        let next = seen[index..]
+            .iter()
+            .find(|later| later.kind == RequestKind::Chat)
+            .expect("the turn goes on after its compaction");
+        assert!(
+            next.tokens <= most,
+            "after a compaction: {} tokens",
+            next.tokens
+        );
+    }
 }
 
 /// An 8k window, the default config: every message is answered, in at most 1.75 model calls
@@ -335,6 +356,8 @@ async fn forty_messages_through_an_8k_window_are_all_answered() {
     );
     assert!(count(RequestKind::Summary) >= 1, "it compacted");
     assert_eq!(chat.replies().len(), 40);
+    // Threshold 6,000 (8k minus its reserve); a quarter of the window (2,000) stays free.
+    assert_room_after_compactions(&seen, 4_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,6 +34,9 @@ pub const DEFAULT_MEMORY_FLUSH: bool = true;
 /// The reserve asked for when `reserveTokens` is unset (then raised to the floor).
 pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 
+/// The shortest length target a summary is given, in tokens (see [`ContextBudget::settling`]).
+pub const MIN_SUMMARY_TOKENS: u64 = 256;
+
 /// Better summaries the quality check may ask for when `qualityGuardRetries` is unset.
 pub const DEFAULT_QUALITY_GUARD_RETRIES: u32 = 1;
 
@@ -165,6 +168,26 @@ impl ContextBudget {
     /// The most tokens a request may hold: `window - reserve`.
     pub fn prompt_limit(&self) -> u64 {
         self.window.saturating_sub(self.reserve)
+    }
+
+    /// The budget an automatic compaction plans with when every request carries `fixed`
+    /// tokens: its kept tail and then its summary's length target shrink until the request
+    /// after it leaves at least a quarter of the window free below the compaction threshold
+    /// (so the next turns do not compact again at once). The summary keeps at least
+    /// [`MIN_SUMMARY_TOKENS`]; with the fixed part at most 40% of the window, that always fits.
+    pub fn settling(&self, fixed: u64) -> Self {
+        let room = self
+            .prompt_limit()
+            .saturating_sub(self.window / 4)
+            .saturating_sub(fixed);
+        let mut settled = *self;
+        if settled.keep_recent + settled.summary_max_tokens > room {
+            settled.keep_recent = room.saturating_sub(settled.summary_max_tokens);
+        }
+        if settled.keep_recent + settled.summary_max_tokens > room {
+            settled.summary_max_tokens = room.max(MIN_SUMMARY_TOKENS).min(self.summary_max_tokens);
+        }
+        settled
     }
 
     /// The same budget for a smaller window, keeping the configured switches.
@@ -320,6 +343,35 @@ pub fn trim_oldest_turns(messages: &[Message], fixed: u64, limit: u64) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settling_budget_leaves_a_quarter_of_the_window_free_after_a_compaction() {
+        let config = CompactionConfig::default();
+        for (window, fixed) in [
+            (8_000, 3_200),
+            (12_000, 3_700),
+            (16_000, 6_000),
+            (32_000, 4_000),
+        ] {
+            let budget = ContextBudget::new(window, &config);
+            let settled = budget.settling(fixed);
+            let after = fixed + settled.keep_recent + settled.summary_max_tokens;
+            assert!(
+                after + window / 4 <= budget.prompt_limit(),
+                "{window}: {after} after, limit {}",
+                budget.prompt_limit()
+            );
+            assert!(settled.keep_recent <= budget.keep_recent);
+            assert!(settled.summary_max_tokens >= MIN_SUMMARY_TOKENS);
+        }
+        // The kept tail shrinks first: at 8k with 3,200 fixed, 800 tokens are left for the
+        // summary (800) and the tail (none).
+        let settled = ContextBudget::new(8_000, &config).settling(3_200);
+        assert_eq!((settled.keep_recent, settled.summary_max_tokens), (0, 800));
+        // A large window with a small prompt is left as it is.
+        let large = ContextBudget::new(200_000, &config);
+        assert_eq!(large.settling(4_000), large);
+    }
 
     #[test]
     fn large_windows_get_openclaws_numbers() {

@@ -183,10 +183,12 @@ impl TurnService {
         let turn = state.meta.turn;
         // Compact only when a compaction can happen; a failed one is not retried in the same
         // turn (the request is trimmed instead), so a turn never burns calls on summaries.
+        // An automatic compaction leaves room for the next turns (no compaction thrash).
+        let settling = budget.settling(fixed);
         let plan = (check == ContextCheck::CompactFirst
             && budget.auto_compaction
             && !attempts.compaction_failed(turn))
-        .then(|| plan_compaction(state, &budget))
+        .then(|| plan_compaction(state, &settling))
         .flatten();
         if (plan.is_some() || check == ContextCheck::FlushDue)
             && self.flush_due(state, context, &budget)
@@ -201,7 +203,7 @@ impl TurnService {
                     engine,
                     state,
                     plan,
-                    &budget,
+                    &settling,
                     fixed,
                     CompactionTrigger::Threshold,
                     None,
@@ -249,7 +251,7 @@ impl TurnService {
                     return Ok(ModelStep::TooLarge(CONTEXT_OVERFLOW_TEXT.to_owned()));
                 }
                 self.learn_window(state, &err.to_string(), sent, &budget);
-                let budget = self.budget(state);
+                let budget = self.budget(state).settling(fixed);
                 let failed = match plan_compaction(state, &budget) {
                     Some(plan) => self
                         .compact(
