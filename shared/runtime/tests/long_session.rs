@@ -358,6 +358,28 @@ async fn forty_messages_through_an_8k_window_are_all_answered() {
     assert_eq!(chat.replies().len(), 40);
     // Threshold 6,000 (8k minus its reserve); a quarter of the window (2,000) stays free.
     assert_room_after_compactions(&seen, 4_000);
+    // `/context` lists what a request carries, and what was shortened for the window.
+    let calls = model.seen().len();
+    let listed = chat.say("/context").await;
+    for part in [
+        "Window: 8000 tok",
+        "- Tooling: ",
+        "Project Context files: ",
+        "AGENTS.md: ",
+        "Tool schemas: ",
+        "Transcript: ~",
+        "Summary: ",
+        "Shortened for the window: optional prompt sections left out",
+    ] {
+        assert!(listed.contains(part), "{part:?} in {listed}");
+    }
+    assert!(!listed.contains("Summary: none"), "{listed}");
+    let detail = chat.say("/context detail").await;
+    assert!(
+        detail.contains("- cron: ") && detail.contains("- read: "),
+        "{detail}"
+    );
+    assert_eq!(model.seen().len(), calls, "no model call for /context");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -341,6 +341,8 @@ impl TurnService {
                 session_key,
                 agent_id: &agent_id,
                 tool_context: Some(&context.tool_context),
+                prompt: None,
+                window: 0,
                 job: None,
             })
             .await;

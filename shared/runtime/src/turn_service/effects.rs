@@ -181,13 +181,6 @@ impl TurnService {
         &self, run: &mut EventRun<'_>, looped: &mut LoopState, call: &ToolCall,
         job: Option<(&str, Option<ApprovalDecision>)>,
     ) -> Result<(), TurnError> {
-        let mut tool_context = None;
-        if job.is_none() {
-            let ctx = self.run_context(run, &mut looped.current).await?;
-            let mut fresh = ctx.tool_context.clone();
-            fresh.session = self.session_facts(&run.state);
-            tool_context = Some(fresh);
-        }
         let routing = self
             .per_turn(
                 &run.agent_id,
@@ -197,6 +190,13 @@ impl TurnService {
             )
             .routing
             .clone();
+        let mut tool_context = None;
+        if job.is_none() {
+            let ctx = self.run_context(run, &mut looped.current).await?;
+            let mut fresh = ctx.tool_context.clone();
+            fresh.session = self.session_facts(&run.state);
+            tool_context = Some(fresh);
+        }
         // Only a pending job has a placement (in-process tools never need one).
         let job = job.map(|(job_id, approved)| PendingJob {
             job_id,
@@ -205,12 +205,19 @@ impl TurnService {
         });
         let pending_id = job.as_ref().map(|job| job.job_id);
         let loaded_before = run.state.meta.loaded_tools.len();
+        let window = self.budget(&run.state).window;
+        let prompt = looped
+            .current
+            .as_ref()
+            .and_then(|per_turn| per_turn.context.as_ref());
         let context = ToolCallContext {
             call,
             state: &mut run.state,
             session_key: &run.event.session_key,
             agent_id: &run.agent_id,
             tool_context: tool_context.as_ref(),
+            prompt,
+            window,
             job,
         };
         let outcome = self

@@ -261,6 +261,16 @@ impl TurnService {
                 params: serde_json::json!({}),
             });
             prepared
+        } else if let Some(mode) = parse_context_command(body) {
+            if !allowed {
+                return Ok(Some(None));
+            }
+            let mut prepared = PreparedMessage::plain(message.clone());
+            prepared.dispatch = Some(CommandDispatch {
+                tool_name: super::tools::context::CONTEXT_COMMAND.to_owned(),
+                params: serde_json::json!({"mode": mode}),
+            });
+            prepared
         } else if let Some(level) = parse_elevated_command(body) {
             // Owners only, wherever they write: it decides whether commands leave the jail.
             if !message.sender_is_owner {
@@ -361,6 +371,19 @@ impl TurnService {
             Some(context) => format!("{context}\n\n{prompt}"),
             None => prompt,
         }
+    }
+}
+
+/// `/context [list|detail]`: the mode asked for (`list` when bare).
+fn parse_context_command(body: &str) -> Option<&'static str> {
+    let mut words = body.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("/context") {
+        return None;
+    }
+    match words.next().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("list") => Some("list"),
+        Some("detail") => Some("detail"),
+        Some(_) => None,
     }
 }
 

@@ -26,6 +26,7 @@ use clawless_core::turn::state::SessionState;
 
 use super::{TurnError, TurnService};
 
+pub(super) mod context;
 mod core_tool;
 mod cron;
 mod deferred;
@@ -91,6 +92,10 @@ pub(crate) struct ToolCallContext<'a> {
     /// The workspace, skills and session facts the core's tools read (for calls run
     /// in-process; a pending job's call is sent before the turn's context is built).
     pub tool_context: Option<&'a ToolContext>,
+    /// The turn's prompt context (for `/context`), with calls run in-process.
+    pub prompt: Option<&'a super::TurnContext>,
+    /// The session's context window, in tokens.
+    pub window: u64,
     /// The job, for calls routed as pending.
     pub job: Option<PendingJob<'a>>,
 }
@@ -248,6 +253,7 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
         registry.register(exec::ExecTool::new(Arc::clone(nodes)));
     }
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
+    registry.register(context::ContextCommand);
     if let Some(cron) = &service.cron {
         registry.register(cron::CronTool::new(Arc::clone(cron)));
     }
