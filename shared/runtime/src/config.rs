@@ -152,6 +152,21 @@ pub struct SkillsSection {
     pub extra: Vec<String>,
     /// `allowBundled`, `entries`, `limits`.
     pub engine: SkillsConfig,
+    /// `refreshSeconds`: how often a warm process checks its skill sources (and the
+    /// workspace listing read with them) for changes; unset, [`DEFAULT_SKILLS_REFRESH_SECONDS`].
+    pub refresh_seconds: Option<u64>,
+}
+
+/// How often a warm process lists its skill sources when `skills.refreshSeconds` is unset.
+pub const DEFAULT_SKILLS_REFRESH_SECONDS: u64 = 30;
+
+impl SkillsSection {
+    /// `refreshSeconds` in milliseconds.
+    pub fn refresh_ms(&self) -> u64 {
+        self.refresh_seconds
+            .unwrap_or(DEFAULT_SKILLS_REFRESH_SECONDS)
+            .saturating_mul(1_000)
+    }
 }
 
 /// `skills:` as written. Its keys are spelled out rather than flattened from [`SkillsConfig`],
@@ -178,6 +193,11 @@ struct SkillsYaml {
     entries: BTreeMap<String, SkillEntryConfig>,
     /// Bounds on skill discovery and on the prompt's skills block.
     limits: SkillLimits,
+    /// How often, in seconds, a warm process lists its skill sources again to see changes
+    /// made elsewhere (a write through the agent's own tools is seen at once). 0 lists on
+    /// every turn.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_SKILLS_REFRESH_SECONDS)))]
+    refresh_seconds: Option<u64>,
 }
 
 impl From<SkillsYaml> for SkillsSection {
@@ -191,6 +211,7 @@ impl From<SkillsYaml> for SkillsSection {
                 entries: yaml.entries,
                 limits: yaml.limits,
             },
+            refresh_seconds: yaml.refresh_seconds,
         }
     }
 }

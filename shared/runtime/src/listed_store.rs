@@ -146,6 +146,79 @@ impl ObjectStore for ListedStore {
     }
 }
 
+/// A store that calls `on_write` after every successful put or delete: the agent's workspace
+/// as its tools see it, so that a file the agent writes is seen by the next turn even while
+/// the skills listing (which also serves the bootstrap files) is within its refresh interval.
+pub struct WriteWatchedStore {
+    inner: Arc<dyn ObjectStore>,
+    on_write: Box<dyn Fn() + Send + Sync>,
+}
+
+impl WriteWatchedStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn ObjectStore>, on_write: impl Fn() + Send + Sync + 'static) -> Self {
+        Self {
+            inner,
+            on_write: Box::new(on_write),
+        }
+    }
+}
+
+impl std::fmt::Debug for WriteWatchedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteWatchedStore")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ObjectStore for WriteWatchedStore {
+    async fn list(&self, prefix: &str, max_keys: usize) -> Result<Listing, StoreError> {
+        self.inner.list(prefix, max_keys).await
+    }
+
+    async fn get(&self, key: &str, max_bytes: u64) -> Result<Option<Object>, StoreError> {
+        self.inner.get(key, max_bytes).await
+    }
+
+    async fn get_many(
+        &self, keys: &[String], max_bytes: u64,
+    ) -> Vec<Result<Option<Object>, StoreError>> {
+        self.inner.get_many(keys, max_bytes).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.inner.head(key).await
+    }
+
+    async fn put(
+        &self, key: &str, bytes: Vec<u8>, condition: PutCondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let written = self.inner.put(key, bytes, condition).await?;
+        (self.on_write)();
+        Ok(written)
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key).await?;
+        (self.on_write)();
+        Ok(())
+    }
+
+    fn location(&self, key: &str) -> String {
+        self.inner.location(key)
+    }
+
+    fn key_for_location(&self, location: &str) -> Option<String> {
+        self.inner.key_for_location(location)
+    }
+
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clawless_core::testing::{CountingObjectStore, InMemoryObjectStore};

@@ -88,15 +88,38 @@ impl SkillsService {
             .ok_or_else(|| SkillsError::UnknownAgent(agent_id.to_owned()))
     }
 
-    /// Loads (or reuses) the merged skills of an agent.
+    /// Loads (or reuses) the merged skills of an agent, listing its sources now.
     pub async fn load(&self, agent_id: &str) -> Result<Arc<LoadedSkills>, SkillsError> {
+        self.load_within(agent_id, 0).await
+    }
+
+    /// The merged skills of an agent as a turn sees them: its sources are listed again at
+    /// most once per `skills.refreshSeconds`, unless [`SkillsService::mark_stale`] was called.
+    async fn load_for_turn(&self, agent_id: &str) -> Result<Arc<LoadedSkills>, SkillsError> {
+        self.load_within(agent_id, self.config.skills.refresh_ms())
+            .await
+    }
+
+    async fn load_within(
+        &self, agent_id: &str, max_age_ms: u64,
+    ) -> Result<Arc<LoadedSkills>, SkillsError> {
         let agent = self.agent(agent_id)?;
         let (Some(loader), Some(sources)) =
             (self.loaders.get(&agent.id), self.sources.get(&agent.id))
         else {
             return Err(SkillsError::UnknownAgent(agent_id.to_owned()));
         };
-        Ok(loader.load(sources).await?)
+        Ok(loader.load_within(sources, max_age_ms).await?)
+    }
+
+    /// Makes the next load of `agent_id`'s skills list its sources again: something was
+    /// written to its workspace (a skill, a bootstrap file).
+    pub fn mark_stale(&self, agent_id: &str) {
+        if let Ok(agent) = self.agent(agent_id)
+            && let Some(loader) = self.loaders.get(&agent.id)
+        {
+            loader.mark_stale();
+        }
     }
 
     /// The listing of store `identity` made by the latest load of `agent_id`'s skills, if it
@@ -119,13 +142,14 @@ impl SkillsService {
         Ok(collect_skill_bins(&entries))
     }
 
-    /// The snapshot a session of `agent_id` gets on machines described by `context`.
+    /// The snapshot a session of `agent_id` gets on machines described by `context` (its
+    /// sources listed at most once per `skills.refreshSeconds`).
     pub async fn snapshot(
         &self, agent_id: &str, context: &EligibilityContext, home_dirs: &[String],
         node_note: Option<&str>,
     ) -> Result<SkillSnapshot, SkillsError> {
         let agent = self.agent(agent_id)?;
-        let loaded = self.load(agent_id).await?;
+        let loaded = self.load_for_turn(agent_id).await?;
         let options = SnapshotOptions {
             filter: agent.skill_filter.as_deref(),
             home_dirs,
@@ -167,7 +191,7 @@ impl SkillsService {
         &self, agent_id: &str, context: &EligibilityContext,
     ) -> Result<Vec<SkillCommandSpec>, SkillsError> {
         let agent = self.agent(agent_id)?;
-        let loaded = self.load(agent_id).await?;
+        let loaded = self.load_for_turn(agent_id).await?;
         let eligible = filter_entries(
             &loaded.entries,
             self.inputs(context),

@@ -753,7 +753,7 @@ impl TurnService {
             tools: fitted.tools,
             shortened: fitted.steps,
             tool_context: ToolContext {
-                workspace,
+                workspace: self.watched_workspace(agent_id, workspace),
                 skill_sources: sources,
                 home_dirs: self.deps.home_dirs.clone(),
                 web: self.deps.web.clone(),
@@ -761,6 +761,21 @@ impl TurnService {
                 sandbox: sandbox_view,
             },
         })
+    }
+
+    /// `workspace` as the turn's tools write it: a write marks the agent's skills listing
+    /// stale, so the next turn sees the file (a skill, a bootstrap file) whatever
+    /// `skills.refreshSeconds` says.
+    fn watched_workspace(&self, agent_id: &str, workspace: Workspace) -> Workspace {
+        let skills = Arc::clone(&self.deps.skills);
+        let agent_id = agent_id.to_owned();
+        Workspace {
+            store: Arc::new(crate::listed_store::WriteWatchedStore::new(
+                workspace.store,
+                move || skills.mark_stale(&agent_id),
+            )),
+            prefix: workspace.prefix,
+        }
     }
 
     /// The specs of the tools `routing` offers, deferred ones the session has not loaded in

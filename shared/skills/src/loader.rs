@@ -56,6 +56,10 @@ struct LoaderCache {
     last: Option<Arc<LoadedSkills>>,
     /// The listings the latest load was based on, by store identity and listed prefix.
     listings: Vec<(String, String, Arc<Listing>)>,
+    /// When the latest load listed its sources (milliseconds since the epoch).
+    listed_at_ms: Option<u64>,
+    /// Set by [`SkillLoader::mark_stale`]: the next debounced load lists again.
+    stale: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -112,6 +116,35 @@ impl SkillLoader {
             .map(|(_, _, listing)| Arc::clone(listing))
     }
 
+    /// The latest load when it listed its sources less than `max_age_ms` ago and nothing
+    /// marked it stale since; otherwise a new [`SkillLoader::load`]. A warm process thus
+    /// checks its sources for changes at most once per `max_age_ms` (OpenClaw's watcher
+    /// debounces the same way).
+    pub async fn load_within(
+        &self, sources: &[SkillSource], max_age_ms: u64,
+    ) -> Result<Arc<LoadedSkills>, StoreError> {
+        {
+            let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = (self.clock_ms)();
+            if let (Some(last), Some(listed_at), false) =
+                (&cache.last, cache.listed_at_ms, cache.stale)
+                && now.saturating_sub(listed_at) < max_age_ms
+            {
+                return Ok(Arc::clone(last));
+            }
+        }
+        self.load(sources).await
+    }
+
+    /// Makes the next [`SkillLoader::load_within`] list the sources again (something was
+    /// written to one of them).
+    pub fn mark_stale(&self) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stale = true;
+    }
+
     /// Loads and merges `sources` (any order; they are applied in precedence order).
     pub async fn load(&self, sources: &[SkillSource]) -> Result<Arc<LoadedSkills>, StoreError> {
         let mut sources: Vec<&SkillSource> = sources.iter().collect();
@@ -127,6 +160,8 @@ impl SkillLoader {
         let listings: Vec<Arc<Listing>> = listings.into_iter().map(Arc::new).collect();
         {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.listed_at_ms = Some((self.clock_ms)());
+            cache.stale = false;
             cache.listings = groups
                 .iter()
                 .zip(&listings)

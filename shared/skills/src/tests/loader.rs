@@ -328,3 +328,46 @@ async fn prompt_locations_resolve_back_to_their_skill_files_and_nothing_else() {
     );
     assert!(resolve_skill_location(&sources, &traversal, &home).is_none());
 }
+
+/// The clock of [`a_debounced_load_lists_once_per_interval_unless_marked_stale`].
+static DEBOUNCE_NOW_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[tokio::test]
+async fn a_debounced_load_lists_once_per_interval_unless_marked_stale() {
+    use std::sync::atomic::Ordering;
+    let inner = store_with(&[("skills/bundled/a/SKILL.md", skill_md("a", "A", None))]);
+    let store = CountingStore::new(inner.clone());
+    let loader = SkillLoader::with_clock(SkillLimits::default(), || {
+        DEBOUNCE_NOW_MS.load(Ordering::SeqCst)
+    });
+    let sources = counted_sources(&store);
+    DEBOUNCE_NOW_MS.store(100_000, Ordering::SeqCst);
+    loader.load_within(&sources, 30_000).await.unwrap();
+    assert_eq!(store.take().0, 1, "the first load lists");
+    // A skill added elsewhere is not seen within the interval: no request at all.
+    inner
+        .insert(
+            "skills/managed/b/SKILL.md",
+            skill_md("b", "B", None).into_bytes(),
+        )
+        .unwrap();
+    DEBOUNCE_NOW_MS.store(129_999, Ordering::SeqCst);
+    let within = loader.load_within(&sources, 30_000).await.unwrap();
+    assert_eq!(store.take().0, 0, "within the interval: no listing");
+    assert_eq!(names(&within), ["a"]);
+    // Once the interval is over, it is.
+    DEBOUNCE_NOW_MS.store(130_000, Ordering::SeqCst);
+    let after = loader.load_within(&sources, 30_000).await.unwrap();
+    assert_eq!(store.take().0, 1);
+    assert_eq!(names(&after), ["a", "b"]);
+    // A write marked stale is seen at once; a zero interval always lists.
+    inner.delete("skills/bundled/a/SKILL.md").await.unwrap();
+    loader.mark_stale();
+    assert_eq!(
+        names(&loader.load_within(&sources, 30_000).await.unwrap()),
+        ["b"]
+    );
+    assert_eq!(store.take().0, 1);
+    loader.load_within(&sources, 0).await.unwrap();
+    assert_eq!(store.take().0, 1);
+}
