@@ -12,7 +12,7 @@
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | session meta | session key, e.g. `agent:main:main` | `meta` | `version` (N), `body` (S), `live_from` (N), `last_seq` (N) |
+//! | session meta | session key, e.g. `agent:main:main` | `tail` (`meta` when written before single-query loads) | `version` (N), `body` (S), `live_from` (N), `last_seq` (N) |
 //! | transcript step | session key | `step#<seq, 20 digits>` | `body` (S) |
 //! | inbox claim | `inbox#<event id>` | `claim` | `expires_at` (N, Unix seconds) |
 //! | node | `nodes` | `node#<node id>` | see [`dynamo_nodes`](crate::dynamo_nodes) |
@@ -24,12 +24,17 @@
 //!
 //! Session keys always start with `agent:`, so they never meet the `inbox#`, `nodes`,
 //! `pairing#`, `job#`, `cron` or `cronruns#` items. Zero-padded
-//! step keys sort numerically and after `meta`, so one `Query` by `pk` returns the meta and then
-//! every step in `seq` order. A turn reads only the live part: a consistent `GetItem` of the
-//! meta, then a consistent `Query` of the steps between its `live_from` and `last_seq`, so
-//! what it reads does not grow with the session's age.
+//! step keys sort numerically, before `tail`, so one `Query` by `pk` returns every step in
+//! `seq` order and the meta last. A turn reads only the live part, in one request: a
+//! consistent, descending `Query` from `tail` that returns the meta and then the newest steps,
+//! sized by what the process saw of the session last time, and continued only until it has
+//! passed the meta's `live_from`; what it reads does not grow with the session's age. A meta
+//! still at `meta` (written before) is read with a `GetItem` and a range `Query` as before, and
+//! the session's next commit moves it to `tail` (a `Delete` on its version and a `Put`, in the
+//! same transaction).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -39,7 +44,7 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use clawless_core::session::{
     Claim, Inbox, InboxError, SessionCommit, SessionKey, SessionLister, SessionStore,
     SessionStoreError, SessionSummary, StoredSession, StoredStep, claim_expires_at,
@@ -51,8 +56,16 @@ use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 pub(crate) const PK: &str = "pk";
 /// Sort key attribute.
 pub(crate) const SK: &str = "sk";
-/// Sort key of a session's meta item.
+/// Sort key of a session's meta item as written before single-query loads: it sorts before
+/// the steps. Still read; a commit moves it to [`TAIL_SK`].
 const META_SK: &str = "meta";
+/// Sort key of a session's meta item: it sorts after every step, so one descending `Query`
+/// reads the meta and then the newest steps.
+const TAIL_SK: &str = "tail";
+/// Items a live load asks for per page when it knows nothing of the session.
+const DEFAULT_LIVE_PAGE: i32 = 64;
+/// Sessions whose live size a store remembers (a hint only; cleared when full).
+const MAX_LIVE_HINTS: usize = 4_096;
 /// Sort key prefix of a step item, followed by the zero-padded `seq`.
 const STEP_SK_PREFIX: &str = "step#";
 /// Sort key of an inbox claim.
@@ -129,13 +142,26 @@ struct StepItem {
 ///   [`OffloadingSessionStore`](clawless_core::session::offload::OffloadingSessionStore)
 ///   to hold larger content.
 /// - **Load** is one strongly consistent `Query` on the session's partition, following
-///   `LastEvaluatedKey` when a session exceeds DynamoDB's 1 MB page. **Live load** is a
-///   consistent `GetItem` of the meta and a consistent `Query` of the step keys between its
-///   `live_from` and `last_seq` (steps a later commit added are outside that range).
+///   `LastEvaluatedKey` when a session exceeds DynamoDB's 1 MB page. **Live load** is one
+///   consistent, descending `Query` from the tail meta through the steps back to its
+///   `live_from` (steps after its `last_seq`, of a commit in flight, are left out); for a
+///   session written before the meta moved to the tail, a `GetItem` of the meta and a `Query`
+///   of the step keys between its `live_from` and `last_seq`.
 #[derive(Debug, Clone)]
 pub struct DynamoSessionStore {
     client: Client,
     table: String,
+    /// What this process learned of each session it loaded.
+    seen: Arc<Mutex<HashMap<String, SeenSession>>>,
+}
+
+/// What a store remembers of a session between its loads and commits.
+#[derive(Debug, Clone, Copy, Default)]
+struct SeenSession {
+    /// Steps its last live load read (sizes the next load's first page).
+    live_steps: usize,
+    /// Its meta is still at the old sort key ([`META_SK`]): the next commit moves it.
+    legacy: bool,
 }
 
 impl DynamoSessionStore {
@@ -148,7 +174,25 @@ impl DynamoSessionStore {
         Self {
             client,
             table: table.into(),
+            seen: Arc::default(),
         }
+    }
+
+    fn remember(&self, key: &SessionKey, seen: SeenSession) {
+        let mut sessions = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions.len() >= MAX_LIVE_HINTS && !sessions.contains_key(key.as_str()) {
+            sessions.clear();
+        }
+        sessions.insert(key.to_string(), seen);
+    }
+
+    fn seen(&self, key: &SessionKey) -> SeenSession {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key.as_str())
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The table this store reads and writes.
@@ -203,9 +247,10 @@ impl DynamoSessionStore {
         Ok(())
     }
 
+    /// The commit's transaction, and whether it moves a meta from the old key to the tail.
     fn transaction(
         &self, key: &SessionKey, commit: &SessionCommit,
-    ) -> Result<Vec<TransactWriteItem>, SessionStoreError> {
+    ) -> Result<(Vec<TransactWriteItem>, bool), SessionStoreError> {
         let built = |err| SessionStoreError::unavailable("building a DynamoDB transaction", err);
         let encoded = |err| SessionStoreError::unavailable("encoding a DynamoDB item", err);
         let meta = MetaItem {
@@ -220,12 +265,18 @@ impl DynamoSessionStore {
                     .fold(commit.last_seq, u64::max),
             ),
         };
+        // A meta still at the old key moves to the tail: deleted there on the version
+        // condition, put at the tail on its absence (unless the transaction has no room for
+        // the extra action; the next commit moves it then).
+        let legacy = commit.expected_version > 0 && self.seen(key).legacy;
+        let migrate = legacy && commit.steps.len() < MAX_STEPS_PER_COMMIT;
+        let meta_sk = if legacy && !migrate { META_SK } else { TAIL_SK };
         let meta = Put::builder()
             .table_name(&self.table)
             .set_item(Some(to_item(&meta).map_err(encoded)?))
             .item(PK, s(key.as_str()))
-            .item(SK, s(META_SK));
-        let meta = if commit.expected_version == 0 {
+            .item(SK, s(meta_sk));
+        let meta = if commit.expected_version == 0 || migrate {
             meta.condition_expression(format!("attribute_not_exists({NAME_PK})"))
                 .expression_attribute_names(NAME_PK, PK)
         } else {
@@ -233,12 +284,24 @@ impl DynamoSessionStore {
                 .expression_attribute_names(NAME_VERSION, "version")
                 .expression_attribute_values(":expected", n(commit.expected_version))
         };
-        let mut items = Vec::with_capacity(commit.steps.len() + 1);
+        let mut items = Vec::with_capacity(commit.steps.len() + 2);
         items.push(
             TransactWriteItem::builder()
                 .put(meta.build().map_err(built)?)
                 .build(),
         );
+        if migrate {
+            let old = Delete::builder()
+                .table_name(&self.table)
+                .key(PK, s(key.as_str()))
+                .key(SK, s(META_SK))
+                .condition_expression(format!("{NAME_VERSION} = :expected"))
+                .expression_attribute_names(NAME_VERSION, "version")
+                .expression_attribute_values(":expected", n(commit.expected_version))
+                .build()
+                .map_err(built)?;
+            items.push(TransactWriteItem::builder().delete(old).build());
+        }
         for step in &commit.steps {
             let item = StepItem {
                 body: step.body.clone(),
@@ -254,7 +317,7 @@ impl DynamoSessionStore {
                 .map_err(built)?;
             items.push(TransactWriteItem::builder().put(put).build());
         }
-        Ok(items)
+        Ok((items, migrate))
     }
 }
 
@@ -337,6 +400,7 @@ impl DynamoSessionStore {
         &self, key: &SessionKey, steps: Option<(u64, u64)>,
     ) -> Result<(Option<MetaItem>, Vec<StoredStep>), SessionStoreError> {
         let mut meta = None;
+        let mut legacy = false;
         let mut found = Vec::new();
         let mut start_key = None;
         let mut pages = 0usize;
@@ -368,7 +432,10 @@ impl DynamoSessionStore {
             pages += 1;
             for item in page.items.unwrap_or_default() {
                 let sk = attribute_str(&item, SK).unwrap_or_default().to_owned();
-                if sk == META_SK {
+                if sk == META_SK || sk == TAIL_SK {
+                    if sk == META_SK {
+                        legacy = true;
+                    }
                     meta = Some(self.meta_of(key, item)?);
                 } else if let Some(seq) = sk.strip_prefix(STEP_SK_PREFIX) {
                     let seq = seq
@@ -389,7 +456,115 @@ impl DynamoSessionStore {
             }
         }
         tracing::debug!(pages, steps = found.len(), "queried session");
+        if meta.is_some() {
+            let mut seen = self.seen(key);
+            seen.legacy = legacy;
+            self.remember(key, seen);
+        }
         Ok((meta, found))
+    }
+
+    /// A live load in one request for a session whose meta is at the tail: a consistent,
+    /// descending `Query` from the tail that reads the meta, then the newest steps, until it
+    /// has passed the meta's `live_from` (a further page only when the first was too small).
+    /// `Ok(None)` when the newest item is not a tail meta (a session written before, or none).
+    async fn load_live_from_tail(
+        &self, key: &SessionKey,
+    ) -> Result<Option<StoredSession>, SessionStoreError> {
+        let hint = self.seen(key).live_steps;
+        let mut limit = match hint {
+            0 => DEFAULT_LIVE_PAGE,
+            known => i32::try_from(known + 16).unwrap_or(i32::MAX),
+        };
+        let mut meta: Option<MetaItem> = None;
+        let mut newest_first: Vec<StoredStep> = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(format!(
+                    "{NAME_PK} = :pk AND {NAME_SK} BETWEEN :first AND :tail"
+                ))
+                .expression_attribute_names(NAME_PK, PK)
+                .expression_attribute_names(NAME_SK, SK)
+                .expression_attribute_values(":pk", s(key.as_str()))
+                .expression_attribute_values(":first", s(step_sk(0)))
+                .expression_attribute_values(":tail", s(TAIL_SK))
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .limit(limit)
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(|err| {
+                    SessionStoreError::unavailable(
+                        format!("DynamoDB Query of session {key} in {} failed", self.table),
+                        err,
+                    )
+                })?;
+            for item in page.items.unwrap_or_default() {
+                let sk = attribute_str(&item, SK).unwrap_or_default().to_owned();
+                if sk == TAIL_SK {
+                    meta = Some(self.meta_of(key, item)?);
+                    continue;
+                }
+                if meta.is_none() {
+                    return Ok(None);
+                }
+                let seq = sk
+                    .strip_prefix(STEP_SK_PREFIX)
+                    .and_then(|seq| seq.parse::<u64>().ok())
+                    .ok_or_else(|| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
+                let step: StepItem = from_item(item)
+                    .map_err(|err| self.corrupt(key, format!("unreadable item {sk:?}: {err}")))?;
+                newest_first.push(StoredStep {
+                    seq,
+                    body: step.body,
+                });
+            }
+            let Some(found) = &meta else {
+                return Ok(None);
+            };
+            let passed = newest_first
+                .last()
+                .is_some_and(|step| step.seq <= found.live_from)
+                || found.last_seq.is_some_and(|last| last < found.live_from);
+            match page.last_evaluated_key {
+                Some(last) if !last.is_empty() && !passed => {
+                    start_key = Some(last);
+                    limit = limit.saturating_mul(2);
+                }
+                _ => break,
+            }
+        }
+        let Some(meta) = meta else {
+            return Ok(None);
+        };
+        let until = meta.last_seq.unwrap_or(u64::MAX);
+        let mut steps: Vec<StoredStep> = newest_first
+            .into_iter()
+            .filter(|step| step.seq >= meta.live_from && step.seq <= until)
+            .collect();
+        steps.reverse();
+        self.remember(
+            key,
+            SeenSession {
+                live_steps: steps.len(),
+                legacy: false,
+            },
+        );
+        let last_seq = meta
+            .last_seq
+            .unwrap_or_else(|| steps.last().map_or(0, |step| step.seq));
+        Ok(Some(StoredSession {
+            version: meta.version,
+            meta: meta.body,
+            steps,
+            live_from: meta.live_from,
+            last_seq,
+        }))
     }
 }
 
@@ -412,6 +587,11 @@ impl SessionStore for DynamoSessionStore {
     async fn load_live(
         &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
+        if let Some(stored) = self.load_live_from_tail(key).await? {
+            return Ok(Some(stored));
+        }
+        // A session written before the meta moved to the tail (or none): its meta, then the
+        // steps it names.
         let item = self
             .client
             .get_item()
@@ -431,6 +611,9 @@ impl SessionStore for DynamoSessionStore {
             return Ok(None);
         };
         let meta = self.meta_of(key, item)?;
+        let mut seen = self.seen(key);
+        seen.legacy = true;
+        self.remember(key, seen);
         let until = meta.last_seq.unwrap_or(u64::MAX);
         let steps = if meta.live_from > until {
             Vec::new()
@@ -456,7 +639,7 @@ impl SessionStore for DynamoSessionStore {
         &self, key: &SessionKey, commit: &SessionCommit,
     ) -> Result<u64, SessionStoreError> {
         Self::check_commit(key, commit)?;
-        let items = self.transaction(key, commit)?;
+        let (items, migrated) = self.transaction(key, commit)?;
         match self
             .client
             .transact_write_items()
@@ -464,7 +647,14 @@ impl SessionStore for DynamoSessionStore {
             .send()
             .await
         {
-            Ok(_) => Ok(commit.expected_version.saturating_add(1)),
+            Ok(_) => {
+                if migrated {
+                    let mut seen = self.seen(key);
+                    seen.legacy = false;
+                    self.remember(key, seen);
+                }
+                Ok(commit.expected_version.saturating_add(1))
+            }
             Err(SdkError::ServiceError(context)) if cancelled_by_another_writer(context.err()) => {
                 tracing::debug!(error = ?context.err(), "commit lost to another writer");
                 Err(SessionStoreError::Conflict {
@@ -504,7 +694,7 @@ impl SessionLister for DynamoSessionStore {
                 .scan()
                 .table_name(&self.table)
                 .filter_expression(format!(
-                    "begins_with({NAME_PK}, :agent) AND {NAME_SK} = :meta"
+                    "begins_with({NAME_PK}, :agent) AND {NAME_SK} IN (:meta, :tail)"
                 ))
                 .projection_expression(format!("{NAME_PK}, {NAME_VERSION}, #body"))
                 .expression_attribute_names(NAME_PK, PK)
@@ -513,6 +703,7 @@ impl SessionLister for DynamoSessionStore {
                 .expression_attribute_names("#body", "body")
                 .expression_attribute_values(":agent", s("agent:"))
                 .expression_attribute_values(":meta", s(META_SK))
+                .expression_attribute_values(":tail", s(TAIL_SK))
                 .set_exclusive_start_key(start_key.take())
                 .send()
                 .await
@@ -637,13 +828,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn step_keys_sort_numerically_after_the_meta() {
+    fn step_keys_sort_numerically_between_the_old_meta_and_the_tail() {
         let mut keys = vec![
             step_sk(100),
             step_sk(9),
             META_SK.to_owned(),
             step_sk(10),
             step_sk(u64::MAX),
+            TAIL_SK.to_owned(),
         ];
         keys.sort();
         assert_eq!(
@@ -654,6 +846,7 @@ mod tests {
                 "step#00000000000000000010".into(),
                 "step#00000000000000000100".into(),
                 "step#18446744073709551615".into(),
+                "tail".into(),
             ]
         );
     }

@@ -93,7 +93,7 @@ async fn cron_items_live_beside_sessions_and_nodes_without_meeting_them() {
     assert_eq!(
         keys,
         vec![
-            pair("agent:main:main", "meta"),
+            pair("agent:main:main", "tail"),
             pair("cron", "job#agent:main:main"),
             pair("cron", "runlog#agent:main:main"),
             pair("cronruns#agent:main:main", &format!("run#{:020}", 3)),

@@ -94,7 +94,7 @@ async fn nodes_codes_and_jobs_live_beside_sessions_without_meeting_them() {
     assert_eq!(
         keys,
         vec![
-            ("agent:main:main".into(), "meta".into(), None),
+            ("agent:main:main".into(), "tail".into(), None),
             (
                 "job#agent:main:main".into(),
                 "job".into(),

@@ -164,14 +164,6 @@ async fn items_follow_the_documented_layout() {
         vec![
             HashMap::from([
                 ("pk".into(), s("agent:main:main")),
-                ("sk".into(), s("meta")),
-                ("version".into(), n("1")),
-                ("body".into(), s(r#"{"m":1}"#)),
-                ("live_from".into(), n("7")),
-                ("last_seq".into(), n("12")),
-            ]),
-            HashMap::from([
-                ("pk".into(), s("agent:main:main")),
                 ("sk".into(), s("step#00000000000000000007")),
                 ("body".into(), s(r#"{"seq":7}"#)),
             ]),
@@ -179,6 +171,14 @@ async fn items_follow_the_documented_layout() {
                 ("pk".into(), s("agent:main:main")),
                 ("sk".into(), s("step#00000000000000000012")),
                 ("body".into(), s(r#"{"seq":12}"#)),
+            ]),
+            HashMap::from([
+                ("pk".into(), s("agent:main:main")),
+                ("sk".into(), s("tail")),
+                ("version".into(), n("1")),
+                ("body".into(), s(r#"{"m":1}"#)),
+                ("live_from".into(), n("7")),
+                ("last_seq".into(), n("12")),
             ]),
             HashMap::from([
                 ("pk".into(), s("inbox#telegram:99")),
@@ -384,14 +384,123 @@ async fn a_meta_item_from_before_live_loads_loads_whole() {
         item(&format!("step#{seq:020}"), "{}").send().await.unwrap();
     }
     // WHEN it is loaded live THEN every step is there
-    let live = store
-        .load_live(&session_key("agent:main:main"))
-        .await
-        .unwrap()
-        .expect("the session");
+    let key = session_key("agent:main:main");
+    let live = store.load_live(&key).await.unwrap().expect("the session");
     assert_eq!(
         live.steps.iter().map(|step| step.seq).collect::<Vec<_>>(),
         vec![1, 2]
     );
     assert_eq!(live.version, 2);
+
+    // AND its next commit moves the meta to the tail, after which one Query loads it
+    let commit = SessionCommit {
+        expected_version: 2,
+        meta: r#"{"moved":true}"#.into(),
+        steps: sample_steps(3..=3),
+        live_from: 2,
+        last_seq: 2,
+    };
+    assert_eq!(store.commit(&key, &commit).await.unwrap(), 3);
+    let sort_keys = raw_sort_keys(&client, store.table()).await;
+    assert_eq!(
+        sort_keys,
+        [
+            format!("step#{:020}", 1),
+            format!("step#{:020}", 2),
+            format!("step#{:020}", 3),
+            "tail".to_owned()
+        ]
+    );
+    let fresh = DynamoSessionStore::new(client.clone(), store.table());
+    let moved = fresh.load_live(&key).await.unwrap().expect("the session");
+    assert_eq!(
+        (moved.version, moved.meta.as_str()),
+        (3, r#"{"moved":true}"#)
+    );
+    assert_eq!(
+        moved.steps.iter().map(|step| step.seq).collect::<Vec<_>>(),
+        vec![2, 3],
+        "from live_from on"
+    );
+    // AND a writer that still expects the old meta's version loses
+    let stale = SessionCommit {
+        expected_version: 2,
+        ..commit
+    };
+    assert!(matches!(
+        store.commit(&key, &stale).await,
+        Err(SessionStoreError::Conflict { .. })
+    ));
+}
+
+/// The sort keys of every item in the table, in key order.
+async fn raw_sort_keys(client: &aws_sdk_dynamodb::Client, table: &str) -> Vec<String> {
+    let scan = client.scan().table_name(table).send().await.unwrap();
+    let mut keys: Vec<String> = scan
+        .items()
+        .iter()
+        .map(|item| item["sk"].as_s().unwrap().clone())
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// A live load is one `Query` from the tail: for a session whose live part fits the first
+/// page, and, once the process has seen the session, for a larger one too.
+#[tokio::test]
+async fn a_live_load_is_one_query_from_the_tail() {
+    let config = moto_sdk_config().await;
+    let (client, requests) = dynamodb_client_counting(&config);
+    let table = fresh_table(&client).await;
+    let writer = DynamoSessionStore::new(client.clone(), table.clone());
+    let session = session_key("agent:main:main");
+    let mut version = 0;
+    for first in (1..=200u64).step_by(50) {
+        version = writer
+            .commit(
+                &session,
+                &SessionCommit {
+                    expected_version: version,
+                    live_from: 150,
+                    last_seq: first - 1,
+                    meta: format!("{{\"v\":{first}}}"),
+                    steps: sample_steps(first..=first + 49),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    // A cold process: 51 live steps fit the first page.
+    let cold = DynamoSessionStore::new(client.clone(), table.clone());
+    requests.reset();
+    let live = cold.load_live(&session).await.unwrap().unwrap();
+    assert_eq!(requests.count(), 1, "one Query");
+    let seqs: Vec<u64> = live.steps.iter().map(|step| step.seq).collect();
+    assert_eq!(seqs, (150..=200).collect::<Vec<_>>());
+    assert_eq!((live.version, live.live_from, live.last_seq), (4, 150, 200));
+
+    // A live part larger than the first page: pages until live_from, then one Query warm.
+    writer
+        .commit(
+            &session,
+            &SessionCommit {
+                expected_version: version,
+                live_from: 10,
+                last_seq: 200,
+                meta: "{}".into(),
+                steps: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let fresh = DynamoSessionStore::new(client, table);
+    requests.reset();
+    let whole = fresh.load_live(&session).await.unwrap().unwrap();
+    assert_eq!(whole.steps.len(), 191);
+    assert!(requests.count() > 1, "a cold load of 191 steps pages");
+    requests.reset();
+    let again = fresh.load_live(&session).await.unwrap().unwrap();
+    assert_eq!(again.steps.len(), 191);
+    assert_eq!(requests.count(), 1, "warm: one Query");
+    assert_eq!(again.steps.first().map(|step| step.seq), Some(10));
 }
