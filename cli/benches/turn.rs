@@ -11,8 +11,9 @@
 //! the whole table for every item of a `TransactWriteItems`, so its turns slow down as the
 //! bench fills the table; DynamoDB does not.)
 //!
-//! Targets (the issue's): under 5 ms per warm simple turn with the embedded adapters; at most
-//! 4 AWS requests per warm simple turn.
+//! Targets: under 5 ms per warm simple turn with the embedded adapters (issue 8), under 1 ms
+//! of CPU per warm embedded turn (the process's user + system time over the series, divided
+//! by its turns), and at most 3 AWS requests per warm simple turn (issue 31).
 //!
 //! `cargo bench -p clawless --bench turn` runs the embedded cases; the moto cases run when
 //! `CLAWLESS_TEST_AWS_ENDPOINT` points at moto (`infra/bench` starts one). `--quick` takes
@@ -49,7 +50,8 @@ const PRIOR_TURNS: usize = 10;
 const WARM_UPS: usize = 5;
 /// The issue's targets.
 const EMBEDDED_TARGET: Duration = Duration::from_millis(5);
-const AWS_REQUEST_TARGET: usize = 4;
+const CPU_TARGET: Duration = Duration::from_millis(1);
+const AWS_REQUEST_TARGET: usize = 3;
 /// The generic channel secret of the ingress case.
 const SECRET: &[u8] = b"bench-secret";
 
@@ -78,6 +80,39 @@ impl ModelProvider for InstantModel {
     fn model_ref(&self) -> String {
         "bench/instant".to_owned()
     }
+}
+
+/// The CPU time (user + system) this process has used, from `/proc/self/stat` (Linux, in
+/// clock ticks of 10 ms).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|index| fields.get(*index)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Prints the CPU per turn of a series of `turns` turns that used `cpu`.
+fn report_cpu(label: &str, cpu: Duration, turns: usize) {
+    let per_turn = cpu / u32::try_from(turns.max(1)).unwrap_or(u32::MAX);
+    let verdict = if per_turn < CPU_TARGET {
+        "ok"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "  {label:<46} CPU {:>7.3} ms a turn   [{turns} turns, {:.0} ms in all]   target < {} ms: {verdict}",
+        ms(per_turn),
+        ms(cpu),
+        CPU_TARGET.as_millis()
+    );
 }
 
 /// Median and 90th percentile of `samples`.
@@ -150,12 +185,16 @@ async fn bench_embedded(samples: &Samples) {
         timed_turn(&turns, &inbound(&format!("warm-up-{warm_up}"), 0)).await;
     }
     let mut fresh: Vec<Duration> = Vec::with_capacity(samples.fresh);
+    let cpu_before = process_cpu();
     for index in 0..samples.fresh {
         fresh.push(timed_turn(&turns, &inbound(&format!("fresh-{index}"), 0)).await);
     }
+    let fresh_cpu = process_cpu().saturating_sub(cpu_before);
     report_embedded("warm turn, new session", &mut fresh);
+    report_cpu("warm turn, new session", fresh_cpu, samples.fresh);
 
     let mut accumulated = Vec::with_capacity(samples.accumulated);
+    let cpu_before = process_cpu();
     for index in 0..samples.accumulated {
         let chat = format!("long-{index}");
         for turn in 0..PRIOR_TURNS {
@@ -163,9 +202,15 @@ async fn bench_embedded(samples: &Samples) {
         }
         accumulated.push(timed_turn(&turns, &inbound(&chat, PRIOR_TURNS)).await);
     }
+    let accumulated_cpu = process_cpu().saturating_sub(cpu_before);
     report_embedded(
         &format!("warm turn, {PRIOR_TURNS} prior turns"),
         &mut accumulated,
+    );
+    report_cpu(
+        "warm turns of sessions growing to 11 turns",
+        accumulated_cpu,
+        samples.accumulated * (PRIOR_TURNS + 1),
     );
     let expected = 1 + WARM_UPS + samples.fresh + samples.accumulated * (PRIOR_TURNS + 1);
     assert_eq!(outbox.sent(), expected, "one reply per turn");

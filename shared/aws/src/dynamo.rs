@@ -155,6 +155,16 @@ pub struct DynamoSessionStore {
     seen: Arc<Mutex<HashMap<String, SeenSession>>>,
 }
 
+/// What a live load from the tail found.
+enum TailLoad {
+    /// The session, its meta at the tail.
+    Loaded(StoredSession),
+    /// No session under the key.
+    Absent,
+    /// A session whose meta is still at the old key.
+    Legacy,
+}
+
 /// What a store remembers of a session between its loads and commits.
 #[derive(Debug, Clone, Copy, Default)]
 struct SeenSession {
@@ -467,10 +477,9 @@ impl DynamoSessionStore {
     /// A live load in one request for a session whose meta is at the tail: a consistent,
     /// descending `Query` from the tail that reads the meta, then the newest steps, until it
     /// has passed the meta's `live_from` (a further page only when the first was too small).
-    /// `Ok(None)` when the newest item is not a tail meta (a session written before, or none).
-    async fn load_live_from_tail(
-        &self, key: &SessionKey,
-    ) -> Result<Option<StoredSession>, SessionStoreError> {
+    /// The range also covers the old meta key, so a session that does not exist is known
+    /// from the same request.
+    async fn load_live_from_tail(&self, key: &SessionKey) -> Result<TailLoad, SessionStoreError> {
         let hint = self.seen(key).live_steps;
         let mut limit = match hint {
             0 => DEFAULT_LIVE_PAGE,
@@ -490,7 +499,7 @@ impl DynamoSessionStore {
                 .expression_attribute_names(NAME_PK, PK)
                 .expression_attribute_names(NAME_SK, SK)
                 .expression_attribute_values(":pk", s(key.as_str()))
-                .expression_attribute_values(":first", s(step_sk(0)))
+                .expression_attribute_values(":first", s(META_SK))
                 .expression_attribute_values(":tail", s(TAIL_SK))
                 .scan_index_forward(false)
                 .consistent_read(true)
@@ -511,7 +520,11 @@ impl DynamoSessionStore {
                     continue;
                 }
                 if meta.is_none() {
-                    return Ok(None);
+                    // The newest item is a step or the old meta: written before the tail.
+                    return Ok(TailLoad::Legacy);
+                }
+                if sk == META_SK {
+                    return Err(self.corrupt(key, "a meta at both the old key and the tail".into()));
                 }
                 let seq = sk
                     .strip_prefix(STEP_SK_PREFIX)
@@ -525,7 +538,7 @@ impl DynamoSessionStore {
                 });
             }
             let Some(found) = &meta else {
-                return Ok(None);
+                return Ok(TailLoad::Absent);
             };
             let passed = newest_first
                 .last()
@@ -540,7 +553,7 @@ impl DynamoSessionStore {
             }
         }
         let Some(meta) = meta else {
-            return Ok(None);
+            return Ok(TailLoad::Absent);
         };
         let until = meta.last_seq.unwrap_or(u64::MAX);
         let mut steps: Vec<StoredStep> = newest_first
@@ -558,7 +571,7 @@ impl DynamoSessionStore {
         let last_seq = meta
             .last_seq
             .unwrap_or_else(|| steps.last().map_or(0, |step| step.seq));
-        Ok(Some(StoredSession {
+        Ok(TailLoad::Loaded(StoredSession {
             version: meta.version,
             meta: meta.body,
             steps,
@@ -587,8 +600,10 @@ impl SessionStore for DynamoSessionStore {
     async fn load_live(
         &self, key: &SessionKey,
     ) -> Result<Option<StoredSession>, SessionStoreError> {
-        if let Some(stored) = self.load_live_from_tail(key).await? {
-            return Ok(Some(stored));
+        match self.load_live_from_tail(key).await? {
+            TailLoad::Loaded(stored) => return Ok(Some(stored)),
+            TailLoad::Absent => return Ok(None),
+            TailLoad::Legacy => {}
         }
         // A session written before the meta moved to the tail (or none): its meta, then the
         // steps it names.

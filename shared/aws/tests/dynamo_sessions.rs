@@ -435,11 +435,11 @@ async fn a_meta_item_from_before_live_loads_loads_whole() {
 
 /// The sort keys of every item in the table, in key order.
 async fn raw_sort_keys(client: &aws_sdk_dynamodb::Client, table: &str) -> Vec<String> {
-    let scan = client.scan().table_name(table).send().await.unwrap();
+    let scan = client.scan().table_name(table).send().await.expect("scan");
     let mut keys: Vec<String> = scan
         .items()
         .iter()
-        .map(|item| item["sk"].as_s().unwrap().clone())
+        .map(|item| item["sk"].as_s().expect("a string sort key").clone())
         .collect();
     keys.sort();
     keys
@@ -478,6 +478,15 @@ async fn a_live_load_is_one_query_from_the_tail() {
     let seqs: Vec<u64> = live.steps.iter().map(|step| step.seq).collect();
     assert_eq!(seqs, (150..=200).collect::<Vec<_>>());
     assert_eq!((live.version, live.live_from, live.last_seq), (4, 150, 200));
+    // A session that does not exist: the same one Query says so.
+    requests.reset();
+    assert!(
+        cold.load_live(&session_key("agent:main:none"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(requests.count(), 1);
 
     // A live part larger than the first page: pages until live_from, then one Query warm.
     writer
