@@ -159,7 +159,13 @@ pub(crate) fn read_config(path: Option<&Path>) -> anyhow::Result<ClawlessConfig>
 }
 
 fn load_config(args: &LocalArgs) -> anyhow::Result<ClawlessConfig> {
-    let mut config = read_config(args.config.as_deref())?;
+    local_config(args.config.as_deref())
+}
+
+/// The configuration as `clawless local` runs it: [`read_config`], with the bundled skills
+/// of a `skills/` folder here when none are configured.
+pub(crate) fn local_config(path: Option<&Path>) -> anyhow::Result<ClawlessConfig> {
+    let mut config = read_config(path)?;
     if config.skills.bundled.is_none() && looks_like_skills_dir(Path::new("skills")) {
         let bundled = std::env::current_dir()?.join("skills");
         config.skills.bundled = Some(bundled.display().to_string());

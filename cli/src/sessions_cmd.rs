@@ -80,6 +80,20 @@ enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// What the session's next request would carry, as `/context` lists it in the chat: each
+    /// system prompt section and workspace file, the tool schemas, the transcript and the
+    /// summary, with sizes, and what was shortened for the window. Local state only (in a
+    /// deployed agent's chat, send `/context`).
+    Context {
+        /// The session key, e.g. agent:main:main.
+        key: String,
+        /// List every tool schema, not only the largest.
+        #[arg(long)]
+        detail: bool,
+        /// The configuration `clawless local` runs with (default: ./clawless.yaml if present).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Appends one formatted line to a `String` (writing to a `String` cannot fail).
@@ -157,9 +171,14 @@ async fn open(args: &SessionsArgs) -> anyhow::Result<Sessions> {
 
 /// Runs `clawless sessions …`.
 pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
-    let sessions = open(&args).await?;
     match &args.command {
-        SessionsCommand::List { json } => list(&sessions, *json).await?,
+        SessionsCommand::List { json } => list(&open(&args).await?, *json).await?,
+        // Built as `clawless local` builds a turn, not read from the stores alone.
+        SessionsCommand::Context {
+            key,
+            detail,
+            config,
+        } => return context(&args, key, *detail, config.as_deref()).await,
         SessionsCommand::Show {
             key,
             generation,
@@ -173,7 +192,7 @@ pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
                     format!("--generation takes a number or `all`, not {number:?}")
                 })?),
             };
-            show(&sessions, key, which, *full, *json).await?;
+            show(&open(&args).await?, key, which, *full, *json).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -881,6 +900,42 @@ fn cut(text: &str, full: bool) -> (String, Option<String>) {
 /// `YYYY-MM-DD HH:MM:SSZ` of Unix milliseconds (UTC): the turn's RFC 3339 timestamp, spaced.
 fn utc(ms: u64) -> String {
     clawless_base::time::rfc3339_utc(ms).replacen('T', " ", 1)
+}
+
+/// `clawless sessions context <key>`: the report of the session's next request, built as
+/// `clawless local` would build it.
+async fn context(
+    args: &SessionsArgs, key: &str, detail: bool, config: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    if args.aws {
+        bail!(
+            "`sessions context` reads the local state; in a deployed agent's chat, send /context"
+        );
+    }
+    if !args.state_dir.join("clawless.db").is_file() {
+        bail!(
+            "no local sessions at {}: start `clawless local` once, or pass --state-dir",
+            args.state_dir.display()
+        );
+    }
+    let config = crate::local_cmd::local_config(config)?;
+    let secrets = clawless_runtime::secrets::SecretValues::default();
+    let model = clawless_llm::build_model(&config.models, &|name: &str| secrets.lookup(name))
+        .context("model configuration")?;
+    let options = clawless_runtime::local_mode::LocalOptions {
+        config,
+        state_dir: args.state_dir.clone(),
+        listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+        model,
+        secrets,
+    };
+    match clawless_runtime::local_mode::local_context_report(options, key, detail).await? {
+        Some(report) => {
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => bail!("no session {key} (`clawless sessions list` shows them)"),
+    }
 }
 
 #[cfg(test)]

@@ -689,3 +689,66 @@ async fn show_marks_a_sub_agent_result_the_chat_refused_and_a_waiting_send() {
     }
     assert!(!shown.contains("runs on a node"), "{shown}");
 }
+
+/// `clawless sessions context` builds the session's next request as `clawless local` would
+/// (its config, skills and workspace) and lists what it carries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_lists_what_a_local_sessions_next_request_carries() {
+    // GIVEN a local session and a config with a small window
+    let cwd = tempfile::tempdir().unwrap();
+    let state = cwd.path().join(".clawless");
+    std::fs::create_dir_all(&state).unwrap();
+    let sqlite = Arc::new(SqliteSessionStore::new(
+        SqliteDb::open(state.join("clawless.db")).unwrap(),
+    ));
+    let blobs: Arc<dyn ObjectStore> = Arc::new(DirObjectStore::open(state.join("blobs")).unwrap());
+    let store = OffloadingSessionStore::new(sqlite, blobs, "sessions/");
+    store.commit(&key(), &commit(&big_result())).await.unwrap();
+    std::fs::write(
+        cwd.path().join("clawless.yaml"),
+        "agents:\n  defaults:\n    contextTokens: 5000\n",
+    )
+    .unwrap();
+
+    // WHEN the operator asks for its context, in detail
+    let output = tokio::task::spawn_blocking({
+        let cwd = cwd.path().to_owned();
+        move || {
+            clawless(
+                &cwd,
+                &[
+                    "sessions",
+                    "context",
+                    "--detail",
+                    "agent:main:telegram:direct:4242",
+                ],
+                &[],
+            )
+        }
+    })
+    .await
+    .unwrap();
+
+    // THEN it lists the window, the prompt's sections, the tools and the transcript
+    let text = stdout(&output);
+    for part in [
+        "Window: 5000 tok",
+        "- Tooling: ",
+        "- Safety: ",
+        "- read: ",
+        "Transcript: ~",
+        "Shortened for the window: optional prompt sections left out",
+    ] {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+
+    // AND an unknown session fails clearly
+    let unknown = clawless(
+        cwd.path(),
+        &["sessions", "context", "agent:main:nobody"],
+        &[],
+    );
+    assert!(!unknown.status.success());
+    let error = String::from_utf8_lossy(&unknown.stderr);
+    assert!(error.contains("no session agent:main:nobody"), "{error}");
+}

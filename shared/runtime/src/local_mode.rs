@@ -219,33 +219,21 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         Arc::clone(&clock),
         options.config.clone(),
     ));
-    let turns = TurnService::new(TurnDeps {
-        skills: Arc::clone(&skills),
-        stores,
-        sessions,
-        model: options.model,
-        outbox: Arc::new(channels.outbox),
-        web: crate::web_fetcher::default_web_fetcher(),
-        clock: Arc::clone(&clock),
-        eligibility: local_context(bins.iter().map(String::as_str)),
-        home_dirs: std::env::var("HOME")
-            .map(|home| vec![home])
-            .unwrap_or_default(),
-        host: HostFacts {
-            host: Some("local".to_owned()),
-            os: Some(std::env::consts::OS.to_owned()),
-            arch: Some(std::env::consts::ARCH.to_owned()),
+    let turns = Arc::new(local_turn_service(
+        &options,
+        LocalTurnParts {
+            state_dir: &state_dir,
+            db: &db,
+            sessions,
+            queue: &queue,
+            nodes: &nodes,
+            stores,
+            skills: &skills,
+            bins: &bins,
+            cron: &cron,
+            clock: Arc::clone(&clock),
         },
-        nodes: Some(Arc::clone(&nodes)),
-    });
-    let turns = Arc::new(with_local_ports(
-        turns,
-        &options.config,
-        &options.secrets,
-        &db,
-        &state_dir,
-        &cron,
-        &queue,
+        Arc::new(channels.outbox),
     ));
     arm_timers(&turns, &cron).await?;
     let ingress = Arc::new(Ingress {
@@ -306,6 +294,122 @@ async fn arm_timers(turns: &TurnService, cron: &CronService) -> Result<(), Local
         .map_err(|err| LocalError::Setup(format!("cannot start the cron jobs: {err}")))?;
     tracing::info!(armed = started.armed, caught_up = ?started.caught_up, interrupted = ?started.interrupted, "cron jobs armed");
     Ok(())
+}
+
+/// What local mode's turn service is built from, besides the options and the outbox.
+struct LocalTurnParts<'a> {
+    state_dir: &'a Path,
+    db: &'a SqliteDb,
+    sessions: Arc<dyn SessionStore>,
+    queue: &'a Arc<dyn TurnQueue>,
+    nodes: &'a Arc<NodesService>,
+    stores: Arc<StoreFactory>,
+    skills: &'a Arc<SkillsService>,
+    bins: &'a [String],
+    cron: &'a Arc<CronService>,
+    clock: Arc<dyn Clock>,
+}
+
+/// Local mode's turn service: the embedded adapters, this machine's facts, and every port.
+fn local_turn_service(
+    options: &LocalOptions, parts: LocalTurnParts<'_>,
+    outbox: Arc<dyn clawless_core::outbox::Outbox>,
+) -> TurnService {
+    let turns = TurnService::new(TurnDeps {
+        skills: Arc::clone(parts.skills),
+        stores: parts.stores,
+        sessions: parts.sessions,
+        model: Arc::clone(&options.model),
+        outbox,
+        web: crate::web_fetcher::default_web_fetcher(),
+        clock: parts.clock,
+        eligibility: local_context(parts.bins.iter().map(String::as_str)),
+        home_dirs: std::env::var("HOME")
+            .map(|home| vec![home])
+            .unwrap_or_default(),
+        host: HostFacts {
+            host: Some("local".to_owned()),
+            os: Some(std::env::consts::OS.to_owned()),
+            arch: Some(std::env::consts::ARCH.to_owned()),
+        },
+        nodes: Some(Arc::clone(parts.nodes)),
+    });
+    with_local_ports(
+        turns,
+        &options.config,
+        &options.secrets,
+        parts.db,
+        parts.state_dir,
+        parts.cron,
+        parts.queue,
+    )
+}
+
+/// What the next request of session `session_key` in the local state would carry (`/context`
+/// as `clawless sessions context` prints it); `None` when there is no such session. Nothing
+/// runs and nothing is stored: no server, no worker, no timers.
+pub async fn local_context_report(
+    mut options: LocalOptions, session_key: &str, detail: bool,
+) -> Result<Option<String>, LocalError> {
+    let state_dir = prepare_state_dir(&mut options.config, &options.state_dir)?;
+    let LocalStorage {
+        db,
+        sessions,
+        queue,
+        ..
+    } = open_storage(&state_dir).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let nodes = Arc::new(local_nodes_service(
+        &db,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.exec.clone(),
+    ));
+    let stores = Arc::new(store_factory(&options.config).await);
+    let skills = Arc::new(
+        SkillsService::new(options.config.clone(), &stores)
+            .map_err(|err| LocalError::Setup(err.to_string()))?,
+    );
+    let bins = declared_bins(&skills).await;
+    let cron = Arc::new(local_cron_service(
+        &db,
+        &state_dir,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.clone(),
+    ));
+    let parts = LocalTurnParts {
+        state_dir: &state_dir,
+        db: &db,
+        sessions,
+        queue: &queue,
+        nodes: &nodes,
+        stores,
+        skills: &skills,
+        bins: &bins,
+        cron: &cron,
+        clock,
+    };
+    let turns = local_turn_service(&options, parts, Arc::new(NoReplies));
+    turns
+        .context_report(session_key, detail)
+        .await
+        .map_err(|err| LocalError::Setup(err.to_string()))
+}
+
+/// The outbox of a service that only reports: it never sends.
+#[derive(Debug)]
+struct NoReplies;
+
+#[async_trait::async_trait]
+impl clawless_core::outbox::Outbox for NoReplies {
+    async fn send(
+        &self, _reply: &clawless_core::turn::OutboundReply,
+    ) -> Result<(), clawless_core::outbox::OutboxError> {
+        Err(clawless_core::outbox::OutboxError::Rejected {
+            message: "this service only reports".to_owned(),
+        })
+    }
 }
 
 /// `turns` with local mode's model choice, heartbeats, cron, sub-agents, session listing

@@ -316,7 +316,7 @@ struct FittedPrompt {
 }
 
 /// What a turn's model calls are built from; assembled once, on the first model call.
-struct TurnContext {
+pub(crate) struct TurnContext {
     system: String,
     tools: Vec<ToolSpec>,
     /// The steps applied to fit the fixed part to a small window.
@@ -461,6 +461,32 @@ impl TurnService {
     /// The tools of this service, registered on first use.
     fn registry(&self) -> &tools::ToolRegistry {
         self.registry.get_or_init(|| tools::registry(self))
+    }
+
+    /// What the next request of session `session_key` would carry, as `/context` lists it
+    /// (`detail`: every tool); `None` when there is no such session. Nothing is stored.
+    pub async fn context_report(
+        &self, session_key: &str, detail: bool,
+    ) -> Result<Option<String>, TurnError> {
+        let key = SessionKey::parse(session_key)
+            .ok_or_else(|| TurnError::BadEvent(format!("bad session key {session_key:?}")))?;
+        let Some(stored) = self.deps.sessions.load_live(&key).await? else {
+            return Ok(None);
+        };
+        let mut state = SessionState::from_stored(key.clone(), &stored)?;
+        let agent_id = self
+            .config()
+            .agent(key.agent_id())
+            .map_or_else(|| key.agent_id().to_owned(), |agent| agent.id);
+        let scope = self.node_scope().await?;
+        let routing = self.routing(&agent_id, &state, scope.exec);
+        let context = self
+            .turn_context(&agent_id, &mut state, &routing, &scope)
+            .await?;
+        let window = self.budget(&state).window;
+        Ok(Some(tools::context::render_context(
+            &context, &state, window, detail,
+        )))
     }
 
     /// Processes one event for its session until the turn waits or is done.

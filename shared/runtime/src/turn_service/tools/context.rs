@@ -9,8 +9,10 @@ use clawless_base::model::ToolSpec;
 use clawless_core::compaction::plan::{messages_tokens, text_tokens};
 use clawless_core::tools::ToolOutput;
 
+use clawless_core::turn::state::SessionState;
+
 use super::{RuntimeTool, ToolCallContext, ToolOutcome};
-use crate::turn_service::TurnError;
+use crate::turn_service::{TurnContext, TurnError};
 
 /// The command tool's name (`/context` dispatches to it).
 pub(crate) const CONTEXT_COMMAND: &str = "context";
@@ -43,25 +45,35 @@ impl RuntimeTool for ContextCommand {
             )));
         };
         let detail = context.call.input["mode"] == "detail";
-        let state = &*context.state;
-        let view = state.view();
-        let transcript = PartSize::tokens(messages_tokens(&state.messages()));
-        let summary = view.summary.map(PartSize::of);
-        let report = ContextReport {
-            system: &prompt.system,
-            tools: &prompt.tools,
-            fixed_tokens: prompt.fixed_tokens,
-            shortened: prompt
-                .shortened
-                .iter()
-                .map(|step| step.describe())
-                .collect(),
-            transcript,
-            summary,
-            window: context.window,
-        };
-        Ok(ToolOutcome::Done(ToolOutput::ok(report.render(detail))))
+        Ok(ToolOutcome::Done(ToolOutput::ok(render_context(
+            prompt,
+            context.state,
+            context.window,
+            detail,
+        ))))
     }
+}
+
+/// What `/context` (and `clawless sessions context`) says of `state`'s requests built from
+/// `prompt` in a `window`-token window; `detail` lists every tool, not only the largest.
+pub(crate) fn render_context(
+    prompt: &TurnContext, state: &SessionState, window: u64, detail: bool,
+) -> String {
+    let view = state.view();
+    let report = ContextReport {
+        system: &prompt.system,
+        tools: &prompt.tools,
+        fixed_tokens: prompt.fixed_tokens,
+        shortened: prompt
+            .shortened
+            .iter()
+            .map(|step| step.describe())
+            .collect(),
+        transcript: PartSize::tokens(messages_tokens(&state.messages())),
+        summary: view.summary.map(PartSize::of),
+        window,
+    };
+    report.render(detail)
 }
 
 /// A part's size.
