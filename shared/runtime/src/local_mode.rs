@@ -177,26 +177,7 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
 
     let (secret, reply_url) = generic_secret_and_reply_url(&options, &state_dir, addr)?;
 
-    let LocalStorage {
-        db,
-        sessions,
-        inbox,
-        queue,
-    } = open_storage(&state_dir).await?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let nodes = Arc::new(local_nodes_service(
-        &db,
-        Arc::clone(&queue),
-        Arc::clone(&clock),
-        options.config.exec.clone(),
-    ));
-
-    let stores = Arc::new(store_factory(&options.config).await);
-    seed_new_workspaces(&options.config, &stores).await?;
-    let skills = Arc::new(
-        SkillsService::new(options.config.clone(), &stores)
-            .map_err(|err| LocalError::Setup(err.to_string()))?,
-    );
+    let core = open_core(&options, &state_dir, Seeding::NewWorkspaces).await?;
     let client = clawless_http::client_builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
@@ -209,32 +190,23 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         generic_reply_url: Some(reply_url),
         // `clawless chat` speaks as the machine's owner unless the config names owners.
         generic_owners: vec![LOCAL_CHAT_SENDER.to_owned()],
-        sent_chunks: Arc::clone(&inbox),
+        sent_chunks: Arc::clone(&core.inbox),
     });
-    let bins = declared_bins(&skills).await;
-    let cron = Arc::new(local_cron_service(
-        &db,
-        &state_dir,
-        Arc::clone(&queue),
-        Arc::clone(&clock),
-        options.config.clone(),
-    ));
     let turns = Arc::new(local_turn_service(
         &options,
-        LocalTurnParts {
-            state_dir: &state_dir,
-            db: &db,
-            sessions,
-            queue: &queue,
-            nodes: &nodes,
-            stores,
-            skills: &skills,
-            bins: &bins,
-            cron: &cron,
-            clock: Arc::clone(&clock),
-        },
+        &state_dir,
+        &core,
         Arc::new(channels.outbox),
     ));
+    let LocalCore {
+        inbox,
+        queue,
+        clock,
+        nodes,
+        skills,
+        cron,
+        ..
+    } = core;
     arm_timers(&turns, &cron).await?;
     let ingress = Arc::new(Ingress {
         inbox,
@@ -296,34 +268,92 @@ async fn arm_timers(turns: &TurnService, cron: &CronService) -> Result<(), Local
     Ok(())
 }
 
-/// What local mode's turn service is built from, besides the options and the outbox.
-struct LocalTurnParts<'a> {
-    state_dir: &'a Path,
-    db: &'a SqliteDb,
+/// Local mode's storage and the services every part of it shares.
+struct LocalCore {
+    db: SqliteDb,
     sessions: Arc<dyn SessionStore>,
-    queue: &'a Arc<dyn TurnQueue>,
-    nodes: &'a Arc<NodesService>,
-    stores: Arc<StoreFactory>,
-    skills: &'a Arc<SkillsService>,
-    bins: &'a [String],
-    cron: &'a Arc<CronService>,
+    inbox: Arc<dyn Inbox>,
+    queue: Arc<dyn TurnQueue>,
     clock: Arc<dyn Clock>,
+    nodes: Arc<NodesService>,
+    stores: Arc<StoreFactory>,
+    skills: Arc<SkillsService>,
+    /// The binaries the skills declare, for this machine's eligibility.
+    bins: Vec<String>,
+    cron: Arc<CronService>,
+}
+
+/// Whether opening local mode seeds the workspaces it finds new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seeding {
+    /// Seeds them (a running system).
+    NewWorkspaces,
+    /// Writes nothing (a report).
+    None,
+}
+
+/// Opens the storage in `state_dir` and builds the services over it (no server, no worker).
+/// New workspaces are seeded, with `seeding`, before anything lists them.
+async fn open_core(
+    options: &LocalOptions, state_dir: &Path, seeding: Seeding,
+) -> Result<LocalCore, LocalError> {
+    let LocalStorage {
+        db,
+        sessions,
+        inbox,
+        queue,
+    } = open_storage(state_dir).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let nodes = Arc::new(local_nodes_service(
+        &db,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.exec.clone(),
+    ));
+    let stores = Arc::new(store_factory(&options.config).await);
+    if seeding == Seeding::NewWorkspaces {
+        seed_new_workspaces(&options.config, &stores).await?;
+    }
+    let skills = Arc::new(
+        SkillsService::new(options.config.clone(), &stores)
+            .map_err(|err| LocalError::Setup(err.to_string()))?,
+    );
+    let bins = declared_bins(&skills).await;
+    let cron = Arc::new(local_cron_service(
+        &db,
+        state_dir,
+        Arc::clone(&queue),
+        Arc::clone(&clock),
+        options.config.clone(),
+    ));
+    Ok(LocalCore {
+        db,
+        sessions,
+        inbox,
+        queue,
+        clock,
+        nodes,
+        stores,
+        skills,
+        bins,
+        cron,
+    })
 }
 
 /// Local mode's turn service: the embedded adapters, this machine's facts, and every port.
 fn local_turn_service(
-    options: &LocalOptions, parts: LocalTurnParts<'_>,
+    options: &LocalOptions, state_dir: &Path, core: &LocalCore,
     outbox: Arc<dyn clawless_core::outbox::Outbox>,
 ) -> TurnService {
     let turns = TurnService::new(TurnDeps {
-        skills: Arc::clone(parts.skills),
-        stores: parts.stores,
-        sessions: parts.sessions,
+        skills: Arc::clone(&core.skills),
+        stores: Arc::clone(&core.stores),
+        sessions: Arc::clone(&core.sessions),
         model: Arc::clone(&options.model),
         outbox,
         web: crate::web_fetcher::default_web_fetcher(),
-        clock: parts.clock,
-        eligibility: local_context(parts.bins.iter().map(String::as_str)),
+        clock: Arc::clone(&core.clock),
+        eligibility: local_context(core.bins.iter().map(String::as_str)),
         home_dirs: std::env::var("HOME")
             .map(|home| vec![home])
             .unwrap_or_default(),
@@ -332,16 +362,16 @@ fn local_turn_service(
             os: Some(std::env::consts::OS.to_owned()),
             arch: Some(std::env::consts::ARCH.to_owned()),
         },
-        nodes: Some(Arc::clone(parts.nodes)),
+        nodes: Some(Arc::clone(&core.nodes)),
     });
     with_local_ports(
         turns,
         &options.config,
         &options.secrets,
-        parts.db,
-        parts.state_dir,
-        parts.cron,
-        parts.queue,
+        &core.db,
+        state_dir,
+        &core.cron,
+        &core.queue,
     )
 }
 
@@ -352,45 +382,8 @@ pub async fn local_context_report(
     mut options: LocalOptions, session_key: &str, detail: bool,
 ) -> Result<Option<String>, LocalError> {
     let state_dir = prepare_state_dir(&mut options.config, &options.state_dir)?;
-    let LocalStorage {
-        db,
-        sessions,
-        queue,
-        ..
-    } = open_storage(&state_dir).await?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let nodes = Arc::new(local_nodes_service(
-        &db,
-        Arc::clone(&queue),
-        Arc::clone(&clock),
-        options.config.exec.clone(),
-    ));
-    let stores = Arc::new(store_factory(&options.config).await);
-    let skills = Arc::new(
-        SkillsService::new(options.config.clone(), &stores)
-            .map_err(|err| LocalError::Setup(err.to_string()))?,
-    );
-    let bins = declared_bins(&skills).await;
-    let cron = Arc::new(local_cron_service(
-        &db,
-        &state_dir,
-        Arc::clone(&queue),
-        Arc::clone(&clock),
-        options.config.clone(),
-    ));
-    let parts = LocalTurnParts {
-        state_dir: &state_dir,
-        db: &db,
-        sessions,
-        queue: &queue,
-        nodes: &nodes,
-        stores,
-        skills: &skills,
-        bins: &bins,
-        cron: &cron,
-        clock,
-    };
-    let turns = local_turn_service(&options, parts, Arc::new(NoReplies));
+    let core = open_core(&options, &state_dir, Seeding::None).await?;
+    let turns = local_turn_service(&options, &state_dir, &core, Arc::new(NoReplies));
     turns
         .context_report(session_key, detail)
         .await
