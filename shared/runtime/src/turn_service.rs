@@ -306,7 +306,6 @@ struct PromptInputs<'a> {
 }
 
 /// A system prompt and tool specs fitted to the window.
-#[derive(Default)]
 struct FittedPrompt {
     system: String,
     tools: Vec<ToolSpec>,
@@ -865,26 +864,29 @@ impl TurnService {
             tools,
         } = inputs;
         let full_files = self.context_files(bootstrap, None);
-        let mut fitted = FittedPrompt::default();
+        let mut terse_tools: Option<Vec<ToolSpec>> = None;
+        let (mut system, mut fixed_tokens) = (String::new(), 0);
         let mut applied: Vec<FitStep> = Vec::new();
         for step in std::iter::once(None).chain(FitStep::ALL.map(Some)) {
             applied.extend(step);
             let has = |step: FitStep| applied.contains(&step);
-            let files = match has(FitStep::ShortContextFiles) {
-                true => self.context_files(bootstrap, Some(prompt_fit::short_context_caps(window))),
-                false => full_files.clone(),
+            let files: std::borrow::Cow<'_, [_]> = match has(FitStep::ShortContextFiles) {
+                true => self
+                    .context_files(bootstrap, Some(prompt_fit::short_context_caps(window)))
+                    .into(),
+                false => full_files.as_slice().into(),
             };
-            let skills_prompt = if has(FitStep::NoSkills) {
-                String::new()
+            let skills_prompt: std::borrow::Cow<'_, str> = if has(FitStep::NoSkills) {
+                "".into()
             } else if has(FitStep::CompactSkills) {
                 let listed: Vec<(&str, &str)> = skills
                     .resolved_skills
                     .iter()
                     .map(|skill| (skill.name.as_str(), skill.location.as_str()))
                     .collect();
-                prompt_fit::compact_skills(&listed)
+                prompt_fit::compact_skills(&listed).into()
             } else {
-                skills.prompt.clone()
+                skills.prompt.as_str().into()
             };
             let left_out: Vec<String> = applied
                 .iter()
@@ -897,29 +899,30 @@ impl TurnService {
                 left_out: &left_out,
                 ..params
             };
-            let system = build_system_prompt(&params);
-            let tools: Vec<ToolSpec> = match has(FitStep::TerseSchemas) {
-                true => tools.iter().map(prompt_fit::terse_spec).collect(),
-                false => tools.clone(),
+            system = build_system_prompt(&params);
+            let offered: &[ToolSpec] = match has(FitStep::TerseSchemas) {
+                true => terse_tools
+                    .get_or_insert_with(|| tools.iter().map(prompt_fit::terse_spec).collect()),
+                false => &tools,
             };
-            fitted = FittedPrompt {
-                fixed_tokens: prompt_fit::fixed_tokens(&system, &tools),
-                system,
-                tools,
-                steps: applied.clone(),
-            };
-            if prompt_fit::fits(fitted.fixed_tokens, window) {
+            fixed_tokens = prompt_fit::fixed_tokens(&system, offered);
+            if prompt_fit::fits(fixed_tokens, window) {
                 break;
             }
         }
-        if !prompt_fit::fits(fitted.fixed_tokens, window) {
+        if !prompt_fit::fits(fixed_tokens, window) {
             tracing::warn!(
-                fixed = fitted.fixed_tokens,
+                fixed = fixed_tokens,
                 window,
                 "the fixed prompt takes more than its share of the window even shortened"
             );
         }
-        fitted
+        FittedPrompt {
+            tools: terse_tools.unwrap_or(tools),
+            system,
+            fixed_tokens,
+            steps: applied,
+        }
     }
 
     /// A sub-agent's context, and the step of an agent-to-agent exchange this turn takes.
