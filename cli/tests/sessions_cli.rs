@@ -690,20 +690,28 @@ async fn show_marks_a_sub_agent_result_the_chat_refused_and_a_waiting_send() {
     assert!(!shown.contains("runs on a node"), "{shown}");
 }
 
+/// The session store of a local state directory `.clawless` under `cwd`, as `clawless local`
+/// opens it.
+fn local_store(cwd: &Path) -> OffloadingSessionStore {
+    let state = cwd.join(".clawless");
+    std::fs::create_dir_all(&state).unwrap();
+    let sqlite = Arc::new(SqliteSessionStore::new(
+        SqliteDb::open(state.join("clawless.db")).unwrap(),
+    ));
+    let blobs: Arc<dyn ObjectStore> = Arc::new(DirObjectStore::open(state.join("blobs")).unwrap());
+    OffloadingSessionStore::new(sqlite, blobs, "sessions/")
+}
+
 /// `clawless sessions context` builds the session's next request as `clawless local` would
 /// (its config, skills and workspace) and lists what it carries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn context_lists_what_a_local_sessions_next_request_carries() {
     // GIVEN a local session and a config with a small window
     let cwd = tempfile::tempdir().unwrap();
-    let state = cwd.path().join(".clawless");
-    std::fs::create_dir_all(&state).unwrap();
-    let sqlite = Arc::new(SqliteSessionStore::new(
-        SqliteDb::open(state.join("clawless.db")).unwrap(),
-    ));
-    let blobs: Arc<dyn ObjectStore> = Arc::new(DirObjectStore::open(state.join("blobs")).unwrap());
-    let store = OffloadingSessionStore::new(sqlite, blobs, "sessions/");
-    store.commit(&key(), &commit(&big_result())).await.unwrap();
+    local_store(cwd.path())
+        .commit(&key(), &commit(&big_result()))
+        .await
+        .unwrap();
     std::fs::write(
         cwd.path().join("clawless.yaml"),
         "agents:\n  defaults:\n    contextTokens: 5000\n",
