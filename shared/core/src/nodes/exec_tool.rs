@@ -13,23 +13,18 @@ pub const EXEC_TOOL: &str = "exec";
 pub fn exec_tool_spec() -> ToolSpec {
     ToolSpec {
         name: EXEC_TOOL.to_owned(),
-        description: "Run a shell command on a paired node host (the user's own machine). \
-            The command runs as `/bin/sh -lc <command>` under the node's exec-approval policy: \
-            commands the policy does not allow wait for the user's approval in the chat. \
-            Returns stdout (or stderr, or the error) when the command ends."
+        description: "Run `/bin/sh -lc <command>` on a paired node host (the user's machine), \
+            under its exec-approval policy: other commands wait for the user's approval in the \
+            chat. Returns the output when it ends."
             .to_owned(),
         input_schema: json!({
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "Shell command to run."},
-                "node": {"type": "string", "description": "Node id or name; default: the agent's node."},
-                "workdir": {"type": "string", "description": "Working directory on the node."},
-                "env": {
-                    "type": "object",
-                    "additionalProperties": {"type": "string"},
-                    "description": "Extra environment variables."
-                },
-                "timeout": {"type": "number", "description": "Timeout in seconds."}
+                "command": {"type": "string"},
+                "node": {"type": "string", "description": "Node id or name (default: the agent's)"},
+                "workdir": {"type": "string"},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "timeout": {"type": "number", "description": "Seconds"}
             },
             "required": ["command"],
             "additionalProperties": false

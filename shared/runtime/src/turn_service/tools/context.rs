@@ -199,9 +199,9 @@ fn prompt_parts(system: &str) -> (Vec<NamedPart>, Vec<NamedPart>) {
     for line in system.lines() {
         let heading = line.strip_prefix("## ").or_else(|| line.strip_prefix("# "));
         let next = match heading.map(str::trim) {
-            Some("Project Context") => {
+            Some(title @ ("Project Context" | "Dynamic Project Context")) => {
                 in_files = true;
-                Some((false, "Project Context"))
+                Some((false, title))
             }
             Some(title) if SECTIONS_AFTER_FILES.contains(&title) => {
                 in_files = false;
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn the_prompt_splits_into_sections_and_project_context_files() {
-        let system = "You are…\n## Tooling\n- read\n## Safety\nBe safe.\n# Project Context\nLoaded:\n## /ws/AGENTS.md\n# AGENTS.md\n## Rules\nbe nice\n## /ws/SOUL.md\ncalm\n## Silent Replies\nNO_REPLY";
+        let system = "You are…\n## Tooling\n- read\n## Safety\nBe safe.\n# Project Context\nLoaded:\n## /ws/AGENTS.md\n# AGENTS.md\n## Rules\nbe nice\n## /ws/SOUL.md\ncalm\n## Silent Replies\nNO_REPLY\n# Dynamic Project Context\n## /ws/HEARTBEAT.md\n# Checks go below\n- inbox\n## Runtime\nRuntime: agent=main";
         let (sections, files) = prompt_parts(system);
         let titles: Vec<&str> = sections.iter().map(|(title, _)| title.as_str()).collect();
         assert_eq!(
@@ -253,11 +253,13 @@ mod tests {
                 "Tooling",
                 "Safety",
                 "Project Context",
-                "Silent Replies"
+                "Silent Replies",
+                "Dynamic Project Context",
+                "Runtime"
             ]
         );
         let paths: Vec<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
-        assert_eq!(paths, ["/ws/AGENTS.md", "/ws/SOUL.md"]);
+        assert_eq!(paths, ["/ws/AGENTS.md", "/ws/SOUL.md", "/ws/HEARTBEAT.md"]);
         assert!(files[0].1.chars.unwrap_or(0) > "## /ws/AGENTS.md".len() + 20);
     }
 }
