@@ -404,6 +404,22 @@ impl DynamoSessionStore {
         from_item(item).map_err(|err| self.corrupt(key, format!("unreadable meta: {err}")))
     }
 
+    /// The step stored in `item`, whose sort key is `sk`.
+    fn step_of(
+        &self, key: &SessionKey, sk: &str, item: Item,
+    ) -> Result<StoredStep, SessionStoreError> {
+        let seq = sk
+            .strip_prefix(STEP_SK_PREFIX)
+            .and_then(|seq| seq.parse::<u64>().ok())
+            .ok_or_else(|| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
+        let step: StepItem = from_item(item)
+            .map_err(|err| self.corrupt(key, format!("unreadable item {sk:?}: {err}")))?;
+        Ok(StoredStep {
+            seq,
+            body: step.body,
+        })
+    }
+
     /// One consistent, paginated `Query` of the partition: every item (`steps` `None`), or
     /// the step keys from `steps.0` through `steps.1` only.
     async fn query_items(
@@ -447,17 +463,8 @@ impl DynamoSessionStore {
                         legacy = true;
                     }
                     meta = Some(self.meta_of(key, item)?);
-                } else if let Some(seq) = sk.strip_prefix(STEP_SK_PREFIX) {
-                    let seq = seq
-                        .parse::<u64>()
-                        .map_err(|_| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
-                    let step: StepItem = from_item(item).map_err(|err| {
-                        self.corrupt(key, format!("unreadable item {sk:?}: {err}"))
-                    })?;
-                    found.push(StoredStep {
-                        seq,
-                        body: step.body,
-                    });
+                } else if sk.starts_with(STEP_SK_PREFIX) {
+                    found.push(self.step_of(key, &sk, item)?);
                 }
             }
             match page.last_evaluated_key {
@@ -526,16 +533,7 @@ impl DynamoSessionStore {
                 if sk == META_SK {
                     return Err(self.corrupt(key, "a meta at both the old key and the tail".into()));
                 }
-                let seq = sk
-                    .strip_prefix(STEP_SK_PREFIX)
-                    .and_then(|seq| seq.parse::<u64>().ok())
-                    .ok_or_else(|| self.corrupt(key, format!("unreadable step key {sk:?}")))?;
-                let step: StepItem = from_item(item)
-                    .map_err(|err| self.corrupt(key, format!("unreadable item {sk:?}: {err}")))?;
-                newest_first.push(StoredStep {
-                    seq,
-                    body: step.body,
-                });
+                newest_first.push(self.step_of(key, &sk, item)?);
             }
             let Some(found) = &meta else {
                 return Ok(TailLoad::Absent);

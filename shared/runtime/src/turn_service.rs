@@ -320,6 +320,8 @@ pub(crate) struct TurnContext {
     tools: Vec<ToolSpec>,
     /// The steps applied to fit the fixed part to a small window.
     shortened: Vec<FitStep>,
+    /// The context window it was fitted to, in tokens.
+    window: u64,
     tool_context: ToolContext,
     /// Estimated tokens of the system prompt and the tool schemas, which every request of
     /// the turn carries.
@@ -482,9 +484,8 @@ impl TurnService {
         let context = self
             .turn_context(&agent_id, &mut state, &routing, &scope)
             .await?;
-        let window = self.budget(&state).window;
         Ok(Some(tools::context::render_context(
-            &context, &state, window, detail,
+            &context, &state, detail,
         )))
     }
 
@@ -770,13 +771,15 @@ impl TurnService {
             bootstrap: &bootstrap,
             tools: self.offered_specs(routing, state),
         };
-        let fitted = self.fit_prompt(inputs, self.budget(state).window);
+        let window = self.budget(state).window;
+        let fitted = self.fit_prompt(inputs, window);
         let sources = self.deps.skills.sources(agent_id)?.to_vec();
         Ok(TurnContext {
             fixed_tokens: fitted.fixed_tokens,
             system: fitted.system,
             tools: fitted.tools,
             shortened: fitted.steps,
+            window,
             tool_context: ToolContext {
                 workspace: self.watched_workspace(agent_id, workspace),
                 skill_sources: sources,
@@ -801,6 +804,19 @@ impl TurnService {
             )),
             prefix: workspace.prefix,
         }
+    }
+
+    /// Rebuilds `context`'s tool specs after the session loaded a deferred tool, shortened as
+    /// the window made them.
+    fn reoffer_tools(
+        &self, context: &mut TurnContext, routing: &ToolRouting, state: &SessionState,
+    ) {
+        let offered = self.offered_specs(routing, state);
+        context.tools = match context.shortened.contains(&FitStep::TerseSchemas) {
+            true => offered.iter().map(prompt_fit::terse_spec).collect(),
+            false => offered,
+        };
+        context.fixed_tokens = prompt_fit::fixed_tokens(&context.system, &context.tools);
     }
 
     /// The specs of the tools `routing` offers, deferred ones the session has not loaded in

@@ -342,7 +342,6 @@ impl TurnService {
                 agent_id: &agent_id,
                 tool_context: Some(&context.tool_context),
                 prompt: None,
-                window: 0,
                 job: None,
             })
             .await;

@@ -205,7 +205,6 @@ impl TurnService {
         });
         let pending_id = job.as_ref().map(|job| job.job_id);
         let loaded_before = run.state.meta.loaded_tools.len();
-        let window = self.budget(&run.state).window;
         let prompt = looped
             .current
             .as_ref()
@@ -217,7 +216,6 @@ impl TurnService {
             agent_id: &run.agent_id,
             tool_context: tool_context.as_ref(),
             prompt,
-            window,
             job,
         };
         let outcome = self
@@ -229,18 +227,7 @@ impl TurnService {
             }) = &mut looped.current
         {
             // A deferred tool was loaded: the turn's next requests carry its full schema.
-            ctx.tools = self.offered_specs(&routing, &run.state);
-            if ctx
-                .shortened
-                .contains(&super::prompt_fit::FitStep::TerseSchemas)
-            {
-                ctx.tools = ctx
-                    .tools
-                    .iter()
-                    .map(super::prompt_fit::terse_spec)
-                    .collect();
-            }
-            ctx.fixed_tokens = super::prompt_fit::fixed_tokens(&ctx.system, &ctx.tools);
+            self.reoffer_tools(ctx, &routing, &run.state);
         }
         let now = self.deps.clock.now_ms();
         match (outcome, pending_id) {

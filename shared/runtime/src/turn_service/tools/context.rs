@@ -48,17 +48,14 @@ impl RuntimeTool for ContextCommand {
         Ok(ToolOutcome::Done(ToolOutput::ok(render_context(
             prompt,
             context.state,
-            context.window,
             detail,
         ))))
     }
 }
 
 /// What `/context` (and `clawless sessions context`) says of `state`'s requests built from
-/// `prompt` in a `window`-token window; `detail` lists every tool, not only the largest.
-pub(crate) fn render_context(
-    prompt: &TurnContext, state: &SessionState, window: u64, detail: bool,
-) -> String {
+/// `prompt` (fitted to its window); `detail` lists every tool, not only the largest.
+pub(crate) fn render_context(prompt: &TurnContext, state: &SessionState, detail: bool) -> String {
     let view = state.view();
     let report = ContextReport {
         system: &prompt.system,
@@ -71,7 +68,7 @@ pub(crate) fn render_context(
             .collect(),
         transcript: PartSize::tokens(messages_tokens(&state.messages())),
         summary: view.summary.map(PartSize::of),
-        window,
+        window: prompt.window,
     };
     report.render(detail)
 }

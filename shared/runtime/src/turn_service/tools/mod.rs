@@ -94,8 +94,6 @@ pub(crate) struct ToolCallContext<'a> {
     pub tool_context: Option<&'a ToolContext>,
     /// The turn's prompt context (for `/context`), with calls run in-process.
     pub prompt: Option<&'a super::TurnContext>,
-    /// The session's context window, in tokens.
-    pub window: u64,
     /// The job, for calls routed as pending.
     pub job: Option<PendingJob<'a>>,
 }
