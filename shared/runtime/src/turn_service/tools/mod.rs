@@ -145,6 +145,15 @@ pub(crate) trait RuntimeTool: Send + Sync {
 #[derive(Default)]
 pub(crate) struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn RuntimeTool>>,
+    /// Each tool's spec, built once: in full, and in short form for a deferred tool.
+    specs: BTreeMap<String, OfferedSpecs>,
+}
+
+/// A tool's spec as offered, built once at registration.
+struct OfferedSpecs {
+    full: ToolSpec,
+    /// The short form, for a deferred tool.
+    short: Option<ToolSpec>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -156,7 +165,12 @@ impl std::fmt::Debug for ToolRegistry {
 impl ToolRegistry {
     /// Adds `tool` under its spec's name (replacing one of the same name).
     pub(crate) fn register(&mut self, tool: impl RuntimeTool + 'static) {
-        self.tools.insert(tool.spec().name, Arc::new(tool));
+        let full = tool.spec();
+        let short = tool.deferred().then(|| deferred::short_form(&full));
+        let name = full.name.clone();
+        self.specs
+            .insert(name.clone(), OfferedSpecs { full, short });
+        self.tools.insert(name, Arc::new(tool));
     }
 
     /// The names this event may offer, for the tool policy to narrow.
@@ -190,12 +204,16 @@ impl ToolRegistry {
     pub(crate) fn offered_spec(
         &self, name: &str, loaded: &std::collections::BTreeSet<String>,
     ) -> Option<ToolSpec> {
-        let tool = self.tools.get(name)?;
-        let spec = tool.spec();
-        Some(match tool.deferred() && !loaded.contains(name) {
-            true => deferred::short_form(&spec),
-            false => spec,
+        let specs = self.specs.get(name)?;
+        Some(match &specs.short {
+            Some(short) if !loaded.contains(name) => short.clone(),
+            _ => specs.full.clone(),
         })
+    }
+
+    /// The full spec of tool `name`, when registered.
+    fn full_spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.specs.get(name).map(|specs| &specs.full)
     }
 
     /// Tool `name` when it is registered and `routing` offers it this turn (a command-only
@@ -294,16 +312,19 @@ impl TurnService {
             .call
             .id
             .starts_with(clawless_core::turn::COMMAND_CALL_PREFIX);
-        if tool.deferred() && !by_command && !context.state.meta.loaded_tools.contains(name) {
+        if tool.deferred()
+            && !by_command
+            && !context.state.meta.loaded_tools.contains(name)
+            && let Some(spec) = self.registry().full_spec(name)
+        {
             // Called in short form: the full schema is offered from now on; arguments that
             // do not fit it get it back instead of a failed action.
-            let spec = tool.spec();
             context.state.meta.loaded_tools.insert(spec.name.clone());
             context.state.touch_meta();
             if let Err(misfit) = deferred::fits_schema(&context.call.input, &spec.input_schema) {
                 tracing::debug!(tool = %spec.name, %misfit, "deferred tool called without its schema");
                 return Ok(ToolOutcome::Done(ToolOutput::ok(deferred::schema_reply(
-                    &spec,
+                    spec,
                 ))));
             }
         }
