@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
 use clawless_core::turn::OutboundReply;
 use serde::Serialize;
 
@@ -120,14 +120,47 @@ impl ChannelOutbox {
     }
 }
 
+impl ChannelOutbox {
+    /// The sender of `channel`.
+    fn sender(&self, channel: &str) -> Result<&Arc<dyn Outbox>, OutboxError> {
+        self.senders
+            .get(channel)
+            .ok_or_else(|| OutboxError::UnknownChannel(channel.to_owned()))
+    }
+
+    /// The configured channels, in name order.
+    pub fn channels(&self) -> impl Iterator<Item = &str> {
+        self.senders.keys().map(String::as_str)
+    }
+}
+
 #[async_trait]
 impl Outbox for ChannelOutbox {
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
-        let sender = self
-            .senders
-            .get(&reply.chat.channel)
-            .ok_or_else(|| OutboxError::UnknownChannel(reply.chat.channel.clone()))?;
-        sender.send(reply).await
+        self.sender(&reply.chat.channel)?.send(reply).await
+    }
+
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
+        self.sender(&reply.chat.channel)?.deliver(reply).await
+    }
+
+    fn message_actions(&self, channel: &str) -> Vec<MessageActionKind> {
+        self.senders
+            .get(channel)
+            .map(|sender| sender.message_actions(channel))
+            .unwrap_or_default()
+    }
+
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<clawless_core::turn::events::ChatRef, OutboxError> {
+        self.sender(channel)?
+            .resolve_target(channel, target, thread_id)
+            .await
+    }
+
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        self.sender(&request.chat.channel)?.act(request).await
     }
 
     async fn typing(&self, chat: &clawless_core::turn::events::ChatRef) -> Result<(), OutboxError> {

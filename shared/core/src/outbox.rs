@@ -1,8 +1,9 @@
-//! The outbox port: delivering a reply to a chat conversation.
+//! The outbox port: delivering a reply to a chat conversation, and the `message` tool's
+//! channel actions (a send to any chat, react, edit, delete, poll).
 //!
 //! Channel adapters (`clawless-channels`) implement it; the turn runner calls it for each
-//! `Effect::SendReply`. A reply carries an idempotency id, and a resend after a crash reuses it,
-//! so receivers can drop the second copy.
+//! `Effect::SendReply`. A reply (and an action) carries an idempotency id, and a resend after a
+//! crash reuses it, so receivers can drop the second copy.
 
 use clawless_base::port_error::BoxError;
 
@@ -35,11 +36,157 @@ pub enum OutboxError {
     },
 }
 
+/// A `message` tool action other than `send`, as a channel carries it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageAction {
+    /// Adds a reaction to `message_id` (or, with `remove`, takes the bot's reaction back).
+    React {
+        /// The platform's message id (as a send or an inbound message reported it).
+        message_id: String,
+        /// The emoji (unicode, or the platform's custom form).
+        emoji: String,
+        /// Take the reaction back instead of adding it.
+        remove: bool,
+    },
+    /// Replaces the text of a message the bot sent.
+    Edit {
+        /// The platform's message id.
+        message_id: String,
+        /// The new text.
+        text: String,
+    },
+    /// Deletes a message.
+    Delete {
+        /// The platform's message id.
+        message_id: String,
+    },
+    /// Posts a poll.
+    Poll(PollRequest),
+}
+
+impl MessageAction {
+    /// The action's kind.
+    pub fn kind(&self) -> MessageActionKind {
+        match self {
+            Self::React { .. } => MessageActionKind::React,
+            Self::Edit { .. } => MessageActionKind::Edit,
+            Self::Delete { .. } => MessageActionKind::Delete,
+            Self::Poll(_) => MessageActionKind::Poll,
+        }
+    }
+}
+
+/// A poll to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollRequest {
+    /// The question.
+    pub question: String,
+    /// The answers, at least two.
+    pub options: Vec<String>,
+    /// Whether a voter may pick more than one answer.
+    pub allow_multiple: bool,
+    /// How long the poll stays open, in hours, where the platform takes it (Discord).
+    pub duration_hours: Option<u32>,
+}
+
+/// The actions of the `message` tool, as the model names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MessageActionKind {
+    /// `send`: every channel.
+    Send,
+    /// `react`.
+    React,
+    /// `edit`.
+    Edit,
+    /// `delete`.
+    Delete,
+    /// `poll`.
+    Poll,
+}
+
+impl MessageActionKind {
+    /// The name the model uses (`send`, `react`, `edit`, `delete`, `poll`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Send => "send",
+            Self::React => "react",
+            Self::Edit => "edit",
+            Self::Delete => "delete",
+            Self::Poll => "poll",
+        }
+    }
+}
+
+/// One channel action of the `message` tool, addressed and keyed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRequest {
+    /// Idempotency id, derived from the tool call: a retried call carries the same id.
+    pub action_id: String,
+    /// The conversation it applies to.
+    pub chat: ChatRef,
+    /// What to do.
+    pub action: MessageAction,
+}
+
+/// What a channel reports for a send or an action.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// The platform's id of the message sent (the last chunk's) or acted on, when it has one.
+    pub message_id: Option<String>,
+}
+
+/// The refusal for an action `channel` does not carry out.
+pub fn unsupported_action(kind: MessageActionKind, channel: &str) -> OutboxError {
+    OutboxError::Rejected {
+        message: format!(
+            "Message action {} not supported for channel {channel}.",
+            kind.name()
+        ),
+    }
+}
+
 /// Sends replies to chats.
 #[async_trait]
 pub trait Outbox: Send + Sync + std::fmt::Debug {
     /// Delivers one reply. Must be safe to call again with the same `reply_id`.
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError>;
+
+    /// Delivers one reply like [`Outbox::send`] and reports the platform's message id. The
+    /// default sends and reports none.
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
+        self.send(reply).await.map(|()| Delivery::default())
+    }
+
+    /// The `message` actions `channel` carries out besides `send` (none by default). The
+    /// tool's schema and description advertise exactly these.
+    fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {
+        Vec::new()
+    }
+
+    /// The conversation a `message` target names on `channel`, in that platform's formats
+    /// (Telegram `-100…`/`@name`, Slack `channel:C…`/`user:U…`, Discord `channel:…`/`user:…`/
+    /// `<@…>`, the generic channel's `chat_id`), in thread or topic `thread_id` when given.
+    /// `Err` (rejected) with a reason the model can act on for a target the channel cannot
+    /// address. The default takes the target as the chat id.
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<ChatRef, OutboxError> {
+        let _ = thread_id;
+        Ok(ChatRef {
+            channel: channel.to_owned(),
+            chat_id: target.to_owned(),
+            chat_type: clawless_base::session_key::ChatType::Direct,
+        })
+    }
+
+    /// Carries out one action. Must be safe to call again with the same `action_id`. The
+    /// default refuses every action.
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        Err(unsupported_action(
+            request.action.kind(),
+            &request.chat.channel,
+        ))
+    }
 
     /// Shows that the agent is working on an answer in `chat`, where the platform has such
     /// an indicator (Telegram's "typing…"). Best effort: the default does nothing.
