@@ -784,6 +784,12 @@ impl<'a> PosixParser<'a> {
 
     /// Ends the current segment at an operator `width` bytes wide.
     fn operator(&mut self, op: ShellOperator, width: usize) -> Result<(), String> {
+        // OpenClaw splits the chain before it reads heredocs, so `cat <<EOF && touch x⏎…⏎EOF`
+        // is a heredoc without its body there. Refusing it the same way keeps one reading of
+        // such a line (a pipe after the start, `cat <<EOF | grep x`, stays in the segment).
+        if op.is_chain() && self.pending > 0 {
+            return Err(HEREDOC_UNTERMINATED.to_string());
+        }
         if op.is_chain() && self.first_chain_op.is_none() {
             self.first_chain_op = Some(op);
         }

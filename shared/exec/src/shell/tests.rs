@@ -468,10 +468,19 @@ fn a_double_quoted_delimiter_makes_the_body_literal() {
 }
 
 #[test]
-fn two_heredocs_on_one_line_read_their_bodies_in_order() {
-    let analysis = assert_ok("cat <<A && cat <<B\none\nA\ntwo\nB");
-    assert_eq!(analysis.segments[0].heredocs[0].body, "one\n");
-    assert_eq!(analysis.segments[1].heredocs[0].body, "two\n");
+fn a_chain_operator_after_a_heredoc_start_is_refused_as_openclaw_does() {
+    for command in [
+        "cat <<EOF && touch x\nbody\nEOF",
+        "cat <<EOF; touch x\nbody\nEOF",
+        "cat <<EOF || touch x\nbody\nEOF",
+        "cat <<A && cat <<B\none\nA\ntwo\nB",
+    ] {
+        assert_refused(command, "unterminated heredoc");
+    }
+    // A pipe stays inside the segment, as in OpenClaw's pipeline split.
+    let analysis = assert_ok("/usr/bin/cat << 'EOF' | /usr/bin/grep pattern\npattern\nEOF");
+    assert_eq!(analysis.segments[0].heredocs[0].body, "pattern\n");
+    assert_eq!(analysis.segments[1].argv[0], "/usr/bin/grep");
 }
 
 #[test]
