@@ -13,6 +13,7 @@
 //! result without running.
 
 pub mod events;
+pub mod message_sends;
 pub mod prepare;
 pub mod seen;
 pub mod state;
@@ -694,7 +695,17 @@ impl TurnEngine {
             strip_stray_heartbeat_token(text)
         };
         let text = match text {
-            Some(text) if !text.trim().is_empty() && !has_reply_after(state, assistant_seq) => text,
+            Some(text)
+                if !text.trim().is_empty()
+                    && !has_reply_after(state, assistant_seq)
+                    && !message_sends::suppresses_final_reply(
+                        state.meta.chat.as_ref(),
+                        &state.meta.message_sends,
+                        &text,
+                    ) =>
+            {
+                text
+            }
             _ => {
                 close_turn(state, now_ms);
                 return Derived::Changed;
@@ -755,6 +766,8 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
     }
     state.meta.turn += 1;
     state.meta.turn_open = true;
+    // What the last turn sent with `message` says nothing about this turn's answer.
+    state.meta.message_sends.clear();
     if message.heartbeat {
         // A heartbeat neither counts as interaction nor moves the session's chat; nothing
         // it sends replies to a message.

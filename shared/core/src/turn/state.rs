@@ -438,6 +438,10 @@ pub struct SessionMeta {
     /// (the next step queued, the answer returned or posted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub a2a_steps: Vec<crate::turn::events::AgentMessage>,
+    /// What the `message` tool sent in the current turn (cleared when a turn starts): the
+    /// turn's final reply is dropped when it would repeat one (see `message_sends`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_sends: Vec<crate::turn::message_sends::MessageSend>,
 }
 
 /// A sub-agent session's run (spec `openclaw-automation.md` §3).
@@ -581,6 +585,7 @@ impl SessionState {
                 children: Vec::new(),
                 a2a_steps: Vec::new(),
                 loaded_tools: std::collections::BTreeSet::new(),
+                message_sends: Vec::new(),
             },
             steps: Vec::new(),
             committed_steps: 0,
