@@ -1,8 +1,11 @@
-//! Discord's REST API as the CLI uses it: registering the slash commands
-//! (`PUT /applications/{id}/commands`), and the excerpt of an error body kept in messages.
+//! Discord's REST API: registering the slash commands (`PUT /applications/{id}/commands`) for
+//! the CLI, one bot-authenticated call (`Authorization: Bot …`) for the sender and the
+//! `message` tool's actions with Discord's answers sorted into refusals and failures worth a
+//! retry, and the excerpt of an error body kept in messages.
 
 use std::time::Duration;
 
+use clawless_core::outbox::OutboxError;
 use serde_json::Value;
 
 use super::wire::is_snowflake;
@@ -94,4 +97,117 @@ pub(super) fn error_excerpt(body: &str) -> String {
         })
         .unwrap_or_else(|| body.to_owned());
     message.chars().take(MAX_ERROR_EXCERPT).collect()
+}
+
+/// Discord's REST API as the bot: the client, the base URL and the bot token.
+#[derive(Clone)]
+pub(super) struct BotApi {
+    pub(super) client: reqwest::Client,
+    pub(super) api_base: String,
+    pub(super) bot_token: String,
+}
+
+/// One bot REST request: method, path under the API base, JSON body, what it does (for
+/// errors), and the Discord error codes that count as success.
+pub(super) struct BotRequest<'a> {
+    pub(super) method: reqwest::Method,
+    pub(super) path: String,
+    pub(super) body: Option<&'a Value>,
+    pub(super) what: &'a str,
+    pub(super) tolerated: &'a [u64],
+}
+
+impl BotApi {
+    /// Sends `request` with `Authorization: Bot …`; Discord's answer (`null` for an empty
+    /// one). A refusal whose JSON error `code` is in `request.tolerated` counts as success (a
+    /// retried delete finding the message gone). Errors as [`status_error`] sorts them.
+    pub(super) async fn call(&self, request: BotRequest<'_>) -> Result<Value, OutboxError> {
+        bot_call(self, request).await
+    }
+}
+
+async fn bot_call(api: &BotApi, call: BotRequest<'_>) -> Result<Value, OutboxError> {
+    let BotRequest {
+        method,
+        path,
+        body,
+        what,
+        tolerated,
+    } = call;
+    let url = format!("{}{path}", api.api_base.trim_end_matches('/'));
+    let mut request = api.client.request(method, url).timeout(API_TIMEOUT).header(
+        reqwest::header::AUTHORIZATION,
+        format!("Bot {}", api.bot_token),
+    );
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request.send().await.map_err(|err| OutboxError::Failed {
+        message: format!("Discord {what} failed"),
+        source: Some(Box::new(err.without_url())),
+    })?;
+    let status = response.status().as_u16();
+    let retry_after = retry_after_header(&response);
+    let text = response.text().await.unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Ok(serde_json::from_str(&text).unwrap_or(Value::Null));
+    }
+    let code = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|json| json.get("code").and_then(Value::as_u64));
+    if code.is_some_and(|code| tolerated.contains(&code)) {
+        tracing::info!(what, ?code, "Discord found the work done already");
+        return Ok(Value::Null);
+    }
+    Err(status_error(what, status, retry_after, &text))
+}
+
+/// The `Retry-After` header of `response`, as written.
+pub(super) fn retry_after_header(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Discord's error answer `status` with `body` as a port error: 429 (with how long to wait),
+/// 408 and 5xx are `Failed`, worth a retry; any other 4xx (bad request, missing access,
+/// unknown message, a bad token) is `Rejected` with Discord's message.
+pub(super) fn status_error(
+    what: &str, status: u16, retry_after: Option<String>, body: &str,
+) -> OutboxError {
+    let mut summary = format!(
+        "Discord {what} answered HTTP {status}: {}",
+        error_excerpt(body)
+    );
+    // A 400's `errors` says which field was wrong, which the model can fix.
+    if let Some(errors) = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|json| json.get("errors").map(Value::to_string))
+    {
+        summary.push_str(&format!(
+            " ({})",
+            errors.chars().take(MAX_ERROR_EXCERPT).collect::<String>()
+        ));
+    }
+    match status {
+        429 => {
+            let retry_after = serde_json::from_str::<Value>(body)
+                .ok()
+                .and_then(|json| json.get("retry_after").and_then(Value::as_f64))
+                .map(|secs| format!("{secs}"))
+                .or(retry_after)
+                .unwrap_or_else(|| "?".to_owned());
+            OutboxError::Failed {
+                message: format!("{summary} (retry after {retry_after} s)"),
+                source: None,
+            }
+        }
+        400..=499 if status != 408 => OutboxError::Rejected { message: summary },
+        _ => OutboxError::Failed {
+            message: summary,
+            source: None,
+        },
+    }
 }

@@ -19,8 +19,8 @@ pub struct DiscordConfig {
     /// The application's Ed25519 public key, 64 hex digits (Developer Portal, General
     /// Information). Required: every interaction's signature is checked with it.
     pub public_key: String,
-    /// The bot token, inline; only registering commands needs it. Prefer `botTokenEnv`;
-    /// set at most one of the two.
+    /// The bot token, inline: registering commands, the `message` tool's actions and sends
+    /// outside an interaction need it. Prefer `botTokenEnv`; set at most one of the two.
     #[serde(default)]
     pub bot_token: Option<String>,
     /// The name of the environment variable (or `secrets:` entry) holding the bot token.
@@ -51,6 +51,34 @@ pub struct DiscordConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
+    /// Which `message` tool actions the agent may use on Discord (each on unless turned off;
+    /// all of them need the bot token).
+    #[serde(default)]
+    pub actions: DiscordActions,
+}
+
+/// `channels.discord.actions`: the gates of the `message` tool's actions here. An action
+/// whose gate is off is neither offered to the model nor carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DiscordActions {
+    /// `react`: add or take back the bot's emoji reaction.
+    pub reactions: bool,
+    /// `edit` and `delete` of messages (the bot's own, or others' with Manage Messages).
+    pub messages: bool,
+    /// `poll`: post a poll.
+    pub polls: bool,
+}
+
+impl Default for DiscordActions {
+    fn default() -> Self {
+        Self {
+            reactions: true,
+            messages: true,
+            polls: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for DiscordConfig {
@@ -65,6 +93,7 @@ impl std::fmt::Debug for DiscordConfig {
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
             .field("groups", &self.groups)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -129,6 +158,8 @@ pub struct ResolvedDiscord {
     pub owners: Vec<String>,
     /// Allowed user ids.
     pub allow_from: Vec<String>,
+    /// The `message` tool's action gates.
+    pub actions: DiscordActions,
 }
 
 impl std::fmt::Debug for ResolvedDiscord {
@@ -140,6 +171,7 @@ impl std::fmt::Debug for ResolvedDiscord {
             .field("api_base_url", &self.api_base_url)
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -177,6 +209,7 @@ impl DiscordConfig {
             api_base_url,
             owners: self.owners.clone(),
             allow_from: self.allow_from.clone(),
+            actions: self.actions,
         })
     }
 }

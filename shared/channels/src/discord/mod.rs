@@ -13,14 +13,21 @@
 //! interaction token that URL needs travels with the message as its id
 //! (`<interaction id>:<token>`) and comes back to the sender in
 //! [`OutboundReply::in_reply_to`](clawless_core::turn::OutboundReply::in_reply_to). The token
-//! lives 15 minutes; a reply after that is refused for good. An `/ask` without a usable
+//! lives 15 minutes; a reply after that is refused for good (without a bot token). An `/ask` without a usable
 //! question starts no turn: it is answered at once, visibly to the invoker only, with what the
 //! command expects.
 //!
 //! One file a layer: `config` (`channels.discord`), `inbound` (interactions), `wire`
 //! (Discord's JSON shapes, ids and numbering), `commands` (the slash commands), `api`
-//! (registering them) and `sender` (follow-up messages).
+//! (registering them, bot REST calls), `sender` (follow-up and channel messages) and `actions`
+//! (the `message` tool's targets and actions).
+//!
+//! With a bot token, a reply that has no live interaction (a cron job's, the `message` tool's
+//! send to another channel, an answer after the 15 minutes) is posted to the channel instead,
+//! `POST /channels/{id}/messages` with a `nonce` Discord enforces, and the `message` tool can
+//! react, edit, delete and post polls.
 
+mod actions;
 mod api;
 mod commands;
 mod config;
@@ -30,6 +37,6 @@ mod wire;
 
 pub use api::{DEFAULT_API_BASE_URL, DiscordApiError, register_commands};
 pub use commands::{ARGS_OPTION, ASK_COMMAND, ASK_OPTION, command_definitions, skill_command_text};
-pub use config::{ConfigError, DiscordConfig, DiscordPublicKey, ResolvedDiscord};
+pub use config::{ConfigError, DiscordActions, DiscordConfig, DiscordPublicKey, ResolvedDiscord};
 pub use inbound::{CHANNEL_ID, DiscordChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use sender::{DiscordSender, MESSAGE_LIMIT, TOKEN_LIFETIME};

@@ -1,24 +1,27 @@
-//! A turn's reply as follow-up messages of the interaction that started it: 2,000 characters
-//! a message, each claimed once in the inbox, refused for good once the interaction token has
-//! expired, with approval buttons on the last message.
+//! A turn's reply as follow-up messages of the interaction that started it, or, with a bot
+//! token and no live interaction, as messages posted to the channel (`nonce` enforced): 2,000
+//! characters a message, each claimed once in the inbox, with approval buttons on the last
+//! message. Without a bot token, a reply is refused for good once the interaction token has
+//! expired. A send reports the last message's id (a bare snowflake, as Discord names it).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
 use clawless_core::session::{Claim, Inbox};
 use clawless_core::turn::OutboundReply;
-use clawless_core::turn::events::ApprovalDecision;
+use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
-use super::api::{API_TIMEOUT, error_excerpt};
-use super::config::ResolvedDiscord;
+use super::api::{API_TIMEOUT, BotApi, BotRequest, retry_after_header, status_error};
+use super::config::{DiscordActions, ResolvedDiscord};
 use super::inbound::CHANNEL_ID;
 use super::wire::{is_snowflake, is_token, snowflake_created_ms};
 use crate::chunk::chunk_text;
 use crate::directives::strip_directives;
 use crate::webhook::approval_button_value;
+use sha2::{Digest, Sha256};
 
 /// Longest message Discord accepts, in characters.
 pub const MESSAGE_LIMIT: usize = 2_000;
@@ -27,7 +30,10 @@ pub const TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 /// How long a sent chunk stays claimed: well past the token's life, so no redelivery can
 /// send it twice.
-const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub(super) const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Longest `nonce` Discord takes.
+const NONCE_CHARS: usize = 25;
 
 /// Sends a turn's reply as follow-up messages of the interaction that started it: 2,000
 /// characters a message, in order, each claimed once in the inbox (`out:discord:<reply id>:<n>`)
@@ -37,7 +43,10 @@ pub struct DiscordSender {
     client: reqwest::Client,
     api_base_url: String,
     application_id: String,
-    inbox: Arc<dyn Inbox>,
+    pub(super) inbox: Arc<dyn Inbox>,
+    /// The bot's REST access, when a bot token is configured.
+    pub(super) bot: Option<BotApi>,
+    pub(super) actions: DiscordActions,
 }
 
 impl std::fmt::Debug for DiscordSender {
@@ -53,16 +62,118 @@ impl DiscordSender {
     /// A sender for `config`'s application, claiming chunks in `inbox`.
     pub fn new(client: reqwest::Client, config: &ResolvedDiscord, inbox: Arc<dyn Inbox>) -> Self {
         Self {
-            client,
+            client: client.clone(),
             api_base_url: config.api_base_url.trim_end_matches('/').to_owned(),
             application_id: config.application_id.clone(),
             inbox,
+            bot: config.bot_token.as_ref().map(|token| BotApi {
+                client: client.clone(),
+                api_base: config.api_base_url.trim_end_matches('/').to_owned(),
+                bot_token: token.clone(),
+            }),
+            actions: config.actions,
+        }
+    }
+
+    /// The bot's REST access, or why `what` cannot be done without it.
+    pub(super) fn bot(&self, what: &str) -> Result<&BotApi, OutboxError> {
+        self.bot.as_ref().ok_or_else(|| OutboxError::Rejected {
+            message: format!(
+                "{what} on Discord needs the bot token (channels.discord.botToken or botTokenEnv)"
+            ),
+        })
+    }
+
+    /// Posts `body` to `channel_id` as the bot, with a nonce from `idempotency_key` that
+    /// Discord enforces (a repeat within minutes returns the first message); the new message.
+    pub(super) async fn post_to_channel(
+        &self, channel_id: &str, idempotency_key: &str, mut body: Value,
+    ) -> Result<Value, OutboxError> {
+        let bot = self.bot("posting to a channel")?;
+        body["nonce"] = nonce(idempotency_key).into();
+        body["enforce_nonce"] = true.into();
+        bot.call(BotRequest {
+            method: reqwest::Method::POST,
+            path: format!("/channels/{channel_id}/messages"),
+            body: Some(&body),
+            what: "message post",
+            tolerated: &[],
+        })
+        .await
+    }
+
+    /// Sends `body` once under the inbox claim `key` through `post`: `None` when an earlier
+    /// try sent it already, else Discord's message. A failure gives the claim back.
+    pub(super) async fn send_claimed<F>(
+        &self, key: &str, post: F,
+    ) -> Result<Option<Value>, OutboxError>
+    where
+        F: Future<Output = Result<Value, OutboxError>>,
+    {
+        let claim = self
+            .inbox
+            .claim(
+                key,
+                CHUNK_CLAIM_TTL,
+                clawless_base::clock::system_now_ms() / 1_000,
+            )
+            .await
+            .map_err(|err| OutboxError::Failed {
+                message: format!("cannot claim {key}"),
+                source: Some(Box::new(err)),
+            })?;
+        if claim == Claim::Duplicate {
+            tracing::info!(claim = key, "already sent");
+            return Ok(None);
+        }
+        match post.await {
+            Ok(message) => Ok(Some(message)),
+            Err(err) => {
+                if let Err(release) = self.inbox.release(key).await {
+                    tracing::warn!(error = %release, claim = key, "could not release a claim");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Where `reply` goes: the interaction's follow-up while its token lives, else the channel
+    /// as the bot; refused when neither can carry it.
+    fn route<'a>(&self, reply: &'a OutboundReply) -> Result<Route<'a>, OutboxError> {
+        let interaction = interaction_of(reply.in_reply_to.as_deref());
+        let expired = interaction.and_then(|(interaction_id, _)| {
+            let created_ms = snowflake_created_ms(interaction_id).unwrap_or(0);
+            let lifetime_ms = u64::try_from(TOKEN_LIFETIME.as_millis()).unwrap_or(u64::MAX);
+            let now = clawless_base::clock::system_now_ms();
+            (now > created_ms.saturating_add(lifetime_ms)).then(|| {
+                format!(
+                    "the Discord interaction {interaction_id} expired {} minutes after the \
+                     command ({} minutes ago); the reply cannot be delivered",
+                    TOKEN_LIFETIME.as_secs() / 60,
+                    now.saturating_sub(created_ms) / 60_000
+                )
+            })
+        });
+        match (interaction, expired) {
+            (Some((interaction_id, token)), None) => Ok(Route::FollowUp {
+                interaction_id,
+                token,
+            }),
+            _ if self.bot.is_some() && is_snowflake(&reply.chat.chat_id) => Ok(Route::Channel {
+                channel_id: &reply.chat.chat_id,
+            }),
+            (_, Some(expired)) => Err(OutboxError::Rejected { message: expired }),
+            (None, None) => Err(OutboxError::Rejected {
+                message: "a Discord reply needs the interaction that started the turn, and \
+                          this one has none (with a bot token, it would go to the channel)"
+                    .to_owned(),
+            }),
         }
     }
 
     async fn post_chunk(
         &self, interaction_id: &str, token: &str, body: &Value,
-    ) -> Result<(), OutboxError> {
+    ) -> Result<Value, OutboxError> {
         // The token is a credential: it is in the URL, so neither goes into errors or logs.
         let url = format!(
             "{}/webhooks/{}/{token}",
@@ -79,46 +190,48 @@ impl DiscordSender {
                 message: format!("Discord follow-up for interaction {interaction_id} failed"),
                 source: Some(Box::new(err.without_url())),
             })?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
+        let status = response.status().as_u16();
+        let retry_after = retry_after_header(&response);
         let text = response.text().await.unwrap_or_default();
-        let summary = format!(
-            "Discord follow-up for interaction {interaction_id} answered HTTP {}: {}",
-            status.as_u16(),
-            error_excerpt(&text)
-        );
-        match status.as_u16() {
-            400 | 401 | 403 | 404 => Err(OutboxError::Rejected { message: summary }),
-            429 => {
-                let retry_after = serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|json| json.get("retry_after").and_then(Value::as_f64))
-                    .map(|secs| format!("{secs}"))
-                    .or(retry_after)
-                    .unwrap_or_else(|| "?".to_owned());
-                Err(failed(format!("{summary} (retry after {retry_after} s)")))
-            }
-            _ => Err(failed(summary)),
+        if (200..300).contains(&status) {
+            // A follow-up answers with the message it created.
+            return Ok(serde_json::from_str(&text).unwrap_or(Value::Null));
         }
+        let what = format!("follow-up for interaction {interaction_id}");
+        Err(status_error(&what, status, retry_after, &text))
     }
 }
 
-fn failed(message: String) -> OutboxError {
-    OutboxError::Failed {
-        message,
-        source: None,
-    }
+/// Where a reply goes on Discord.
+enum Route<'a> {
+    /// The follow-up webhook of the interaction that started the turn.
+    FollowUp {
+        interaction_id: &'a str,
+        token: &'a str,
+    },
+    /// The channel, as the bot.
+    Channel { channel_id: &'a str },
+}
+
+/// A `nonce` for `key`: the first 25 hex digits of its SHA-256, the same on every retry.
+pub(super) fn nonce(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+        .chars()
+        .take(NONCE_CHARS)
+        .collect()
+}
+
+/// The `id` of a message Discord returned.
+pub(super) fn message_id_of(message: &Value) -> Option<String> {
+    message
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| is_snowflake(id))
+        .map(str::to_owned)
 }
 
 /// `(interaction id, token)` from a message id `<interaction id>:<token>`.
-fn interaction_of(in_reply_to: Option<&str>) -> Option<(&str, &str)> {
+pub(super) fn interaction_of(in_reply_to: Option<&str>) -> Option<(&str, &str)> {
     let (id, token) = in_reply_to?.split_once(':')?;
     (is_snowflake(id) && is_token(token)).then_some((id, token))
 }
@@ -146,49 +259,26 @@ fn approval_buttons(code: &str) -> Value {
 #[async_trait]
 impl Outbox for DiscordSender {
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
-        let (text, _directives) = strip_directives(&reply.text);
+        self.deliver(reply).await.map(|_| ())
+    }
+
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
+        let (text, directives) = strip_directives(&reply.text);
         let Some(text) = text else {
             tracing::info!(reply_id = %reply.reply_id, "silent reply: nothing sent to Discord");
-            return Ok(());
+            return Ok(Delivery::default());
         };
-        let (interaction_id, token) =
-            interaction_of(reply.in_reply_to.as_deref()).ok_or_else(|| OutboxError::Rejected {
-                message: "a Discord reply needs the interaction that started the turn, and \
-                          this one has none"
-                    .to_owned(),
-            })?;
-        let created_ms = snowflake_created_ms(interaction_id).unwrap_or(0);
-        let lifetime_ms = u64::try_from(TOKEN_LIFETIME.as_millis()).unwrap_or(u64::MAX);
-        let now = clawless_base::clock::system_now_ms();
-        if now > created_ms.saturating_add(lifetime_ms) {
-            return Err(OutboxError::Rejected {
-                message: format!(
-                    "the Discord interaction {interaction_id} expired {} minutes after the \
-                     command ({} minutes ago); the reply cannot be delivered",
-                    TOKEN_LIFETIME.as_secs() / 60,
-                    now.saturating_sub(created_ms) / 60_000
-                ),
-            });
-        }
+        let route = self.route(reply)?;
+        let reply_to = directives
+            .reply_to
+            .as_deref()
+            .map(|id| id.rsplit(':').next().unwrap_or(id))
+            .filter(|id| is_snowflake(id));
         let chunks = chunk_text(&text, MESSAGE_LIMIT);
         let last = chunks.len().saturating_sub(1);
+        let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
             let claim_id = format!("out:{CHANNEL_ID}:{}:{index}", reply.reply_id);
-            let claim = self
-                .inbox
-                .claim(
-                    &claim_id,
-                    CHUNK_CLAIM_TTL,
-                    clawless_base::clock::system_now_ms() / 1_000,
-                )
-                .await
-                .map_err(|err| OutboxError::Failed {
-                    message: format!("cannot claim {claim_id}"),
-                    source: Some(Box::new(err)),
-                })?;
-            if claim == Claim::Duplicate {
-                continue;
-            }
             let mut body = json!({
                 "content": chunk,
                 // A model's text must not ping @everyone, roles or users.
@@ -199,11 +289,28 @@ impl Outbox for DiscordSender {
             {
                 body["components"] = json!([approval_buttons(code)]);
             }
-            if let Err(err) = self.post_chunk(interaction_id, token, &body).await {
-                if let Err(release) = self.inbox.release(&claim_id).await {
-                    tracing::warn!(error = %release, claim_id, "could not release a chunk claim");
+            let sent = match route {
+                Route::FollowUp {
+                    interaction_id,
+                    token,
+                } => {
+                    self.send_claimed(&claim_id, self.post_chunk(interaction_id, token, &body))
+                        .await?
                 }
-                return Err(err);
+                Route::Channel { channel_id } => {
+                    if index == 0
+                        && let Some(message_id) = reply_to
+                    {
+                        // The message may be gone by now; the answer still goes out.
+                        body["message_reference"] =
+                            json!({"message_id": message_id, "fail_if_not_exists": false});
+                    }
+                    self.send_claimed(&claim_id, self.post_to_channel(channel_id, &claim_id, body))
+                        .await?
+                }
+            };
+            if index == last {
+                delivery.message_id = sent.as_ref().and_then(message_id_of);
             }
         }
         tracing::info!(
@@ -211,7 +318,21 @@ impl Outbox for DiscordSender {
             chunks = chunks.len(),
             "Discord reply delivered"
         );
-        Ok(())
+        Ok(delivery)
+    }
+
+    fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {
+        self.enabled_actions()
+    }
+
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<ChatRef, OutboxError> {
+        self.resolve(channel, target, thread_id).await
+    }
+
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        self.carry_out(request).await
     }
 }
 

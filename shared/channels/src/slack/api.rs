@@ -1,5 +1,6 @@
-//! Slack's Web API as the sender uses it: `chat.postMessage`, with its failures sorted into
-//! ones a retry may fix and ones it cannot.
+//! Slack's Web API as the sender uses it: one `POST {apiBaseUrl}/<method>` helper with the bot
+//! token as `Authorization: Bearer`, its failures sorted into ones a retry may fix and ones it
+//! cannot, and `chat.postMessage` on top of it.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde_json::{Value, json};
 /// Where the Web API lives unless the config says otherwise.
 pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
 
-/// How long one `chat.postMessage` call may take.
+/// How long one Web API call may take.
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Slack `error` codes that no retry can fix.
@@ -28,6 +29,20 @@ const PERMANENT_ERRORS: &[&str] = &[
     "invalid_blocks_format",
     "invalid_arguments",
     "restricted_action",
+    "message_not_found",
+    "cant_update_message",
+    "cant_delete_message",
+    "edit_window_closed",
+    "invalid_name",
+    "bad_timestamp",
+    "no_item_specified",
+    "not_reactable",
+    "too_many_emoji",
+    "too_many_reactions",
+    "user_not_found",
+    "user_not_visible",
+    "user_disabled",
+    "cannot_dm_bot",
 ];
 
 /// One message to post: `channel`, `thread_ts` (none in a DM), text and optional blocks.
@@ -39,13 +54,11 @@ pub(super) struct Post<'a> {
     pub(super) blocks: Option<Value>,
 }
 
-/// Posts one message with `chat.postMessage` as the bot with `bot_token`. A rate limit, a
-/// server error or an `error` code a retry may fix is `Failed`; any other refusal is
-/// `Rejected`.
+/// Posts one message with `chat.postMessage` as the bot with `bot_token`; Slack's answer
+/// (`channel`, `ts`). Failures as [`call`]'s.
 pub(super) async fn post_message(
     client: &reqwest::Client, api_base_url: &str, bot_token: &str, post: &Post<'_>,
-) -> Result<(), OutboxError> {
-    let url = format!("{api_base_url}/chat.postMessage");
+) -> Result<Value, OutboxError> {
     let mut body = json!({ "channel": post.channel, "text": post.text });
     if let Some(thread) = post.thread_ts {
         body["thread_ts"] = json!(thread);
@@ -53,11 +66,31 @@ pub(super) async fn post_message(
     if let Some(blocks) = &post.blocks {
         body["blocks"] = blocks.clone();
     }
+    call(
+        client,
+        api_base_url,
+        bot_token,
+        "chat.postMessage",
+        &body,
+        &[],
+    )
+    .await
+}
+
+/// Calls the Web API `method` with a JSON body as the bot with `bot_token`; Slack's answer.
+/// An `error` code in `tolerated` counts as success (a retried action finding its work done).
+/// A rate limit, a server error or an `error` code a retry may fix is `Failed`; any other
+/// refusal is `Rejected`.
+pub(super) async fn call(
+    client: &reqwest::Client, api_base_url: &str, bot_token: &str, method: &str, body: &Value,
+    tolerated: &[&str],
+) -> Result<Value, OutboxError> {
+    let url = format!("{api_base_url}/{method}");
     let response = client
         .post(&url)
         .timeout(POST_TIMEOUT)
         .bearer_auth(bot_token)
-        .json(&body)
+        .json(body)
         .send()
         .await
         .map_err(|err| OutboxError::Failed {
@@ -73,34 +106,38 @@ pub(super) async fn post_message(
             .unwrap_or("?")
             .to_owned();
         return Err(failed(format!(
-            "chat.postMessage rate limited (Retry-After: {retry_after}s)"
+            "{method} rate limited (Retry-After: {retry_after}s)"
         )));
     }
     if status.is_server_error() || status.as_u16() == 408 {
-        return Err(failed(format!("chat.postMessage answered HTTP {status}")));
+        return Err(failed(format!("{method} answered HTTP {status}")));
     }
     if !status.is_success() {
         return Err(OutboxError::Rejected {
-            message: format!("chat.postMessage answered HTTP {status}"),
+            message: format!("{method} answered HTTP {status}"),
         });
     }
     let answer: Value = response.json().await.map_err(|err| OutboxError::Failed {
-        message: "chat.postMessage answered with a body that is not JSON".to_owned(),
+        message: format!("{method} answered with a body that is not JSON"),
         source: Some(Box::new(err)),
     })?;
     if answer.get("ok").and_then(Value::as_bool) == Some(true) {
-        return Ok(());
+        return Ok(answer);
     }
     let error = answer
         .get("error")
         .and_then(Value::as_str)
         .unwrap_or("unknown_error");
+    if tolerated.contains(&error) {
+        tracing::info!(method, error, "Slack found the work done already");
+        return Ok(answer);
+    }
     if PERMANENT_ERRORS.contains(&error) {
         Err(OutboxError::Rejected {
-            message: format!("chat.postMessage: {error}"),
+            message: format!("{method}: {error}"),
         })
     } else {
-        Err(failed(format!("chat.postMessage: {error}")))
+        Err(failed(format!("{method}: {error}")))
     }
 }
 

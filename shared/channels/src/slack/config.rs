@@ -56,6 +56,31 @@ pub struct SlackConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
+    /// Which `message` tool actions the agent may use on Slack (each on unless turned off).
+    #[serde(default)]
+    pub actions: SlackActions,
+}
+
+/// `channels.slack.actions`: the gates of the `message` tool's actions here. An action whose
+/// gate is off is neither offered to the model nor carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SlackActions {
+    /// `react`: add or take back an emoji reaction (`reactions.add`/`reactions.remove`; the
+    /// bot token needs `reactions:write`).
+    pub reactions: bool,
+    /// `edit` and `delete` of the bot's messages (`chat.update`, `chat.delete`).
+    pub messages: bool,
+}
+
+impl Default for SlackActions {
+    fn default() -> Self {
+        Self {
+            reactions: true,
+            messages: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for SlackConfig {
@@ -70,6 +95,7 @@ impl std::fmt::Debug for SlackConfig {
             .field("allow_from", &self.allow_from)
             .field("bot_user_id", &self.bot_user_id)
             .field("groups", &self.groups)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -100,6 +126,8 @@ pub struct ResolvedSlack {
     pub allow_from: Vec<String>,
     /// The bot's own user id, when configured.
     pub bot_user_id: Option<String>,
+    /// The `message` tool's action gates.
+    pub actions: SlackActions,
 }
 
 impl std::fmt::Debug for ResolvedSlack {
@@ -111,6 +139,7 @@ impl std::fmt::Debug for ResolvedSlack {
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
             .field("bot_user_id", &self.bot_user_id)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -150,6 +179,7 @@ impl SlackConfig {
             owners: self.owners.clone(),
             allow_from: self.allow_from.clone(),
             bot_user_id,
+            actions: self.actions,
         })
     }
 }

@@ -12,9 +12,10 @@
 //! mention is one turn.
 //!
 //! One file a layer: `config` (`channels.slack`), `inbound` (events and button presses),
-//! `wire` (Slack's JSON shapes and id formats), `api` (`chat.postMessage`) and `sender`
-//! (replies).
+//! `wire` (Slack's JSON shapes and id formats), `api` (Web API calls), `sender` (replies) and
+//! `actions` (the `message` tool's targets and actions).
 
+mod actions;
 mod api;
 mod config;
 mod inbound;
@@ -22,7 +23,7 @@ mod sender;
 mod wire;
 
 pub use api::DEFAULT_API_BASE_URL;
-pub use config::{ConfigError, ResolvedSlack, SlackConfig};
+pub use config::{ConfigError, ResolvedSlack, SlackActions, SlackConfig};
 pub use inbound::{
     CHANNEL_ID, INTERACTIVE_SUB_PATH, REPLAY_WINDOW_MS, RETRY_NUM_HEADER, SIGNATURE_HEADER,
     SlackChannel, TIMESTAMP_HEADER,

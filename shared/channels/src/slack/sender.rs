@@ -1,18 +1,20 @@
 //! Replies with `chat.postMessage`: one message a chunk, each claimed once in the inbox, in
-//! the thread the chat id names, with approval buttons (Block Kit) under the last chunk.
+//! the thread the chat id names, with approval buttons (Block Kit) under the last chunk. A
+//! send reports the last message as `<channel>:<ts>`, the form inbound messages carry, so the
+//! `message` tool's actions (in `actions`) can point at it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
 use clawless_core::session::{Claim, Inbox};
 use clawless_core::turn::OutboundReply;
-use clawless_core::turn::events::ApprovalDecision;
+use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
 use super::api::{Post, post_message};
-use super::config::ResolvedSlack;
+use super::config::{ResolvedSlack, SlackActions};
 use super::inbound::{CHANNEL_ID, THREAD_MARKER};
 use super::wire::{is_slack_id, valid_token};
 use crate::chunk::chunk_text;
@@ -38,6 +40,7 @@ pub struct SlackSender {
     api_base_url: String,
     bot_token: Arc<str>,
     inbox: Arc<dyn Inbox>,
+    actions: SlackActions,
 }
 
 impl std::fmt::Debug for SlackSender {
@@ -60,7 +63,34 @@ impl SlackSender {
             api_base_url: api_base_url.trim_end_matches('/').to_owned(),
             bot_token: Arc::from(bot_token),
             inbox,
+            actions: SlackActions::default(),
         }
+    }
+
+    /// The same sender with the `message` tool's action gates `actions` (all on by default).
+    pub fn with_actions(mut self, actions: SlackActions) -> Self {
+        self.actions = actions;
+        self
+    }
+
+    /// The action gates.
+    pub(super) fn actions(&self) -> SlackActions {
+        self.actions
+    }
+
+    /// Calls the Web API `method` as the bot (see [`super::api::call`]).
+    pub(super) async fn call(
+        &self, method: &str, body: &Value, tolerated: &[&str],
+    ) -> Result<Value, OutboxError> {
+        super::api::call(
+            &self.client,
+            &self.api_base_url,
+            &self.bot_token,
+            method,
+            body,
+            tolerated,
+        )
+        .await
     }
 
     /// The sender for a resolved config.
@@ -68,6 +98,7 @@ impl SlackSender {
         client: reqwest::Client, config: &ResolvedSlack, inbox: Arc<dyn Inbox>,
     ) -> Self {
         Self::new(client, &config.api_base_url, &config.bot_token, inbox)
+            .with_actions(config.actions)
     }
 }
 
@@ -100,7 +131,7 @@ fn approval_blocks(text: &str, code: &str) -> Value {
 }
 
 /// `<channel>:thread:<ts>` split into the channel and the thread; a plain id has no thread.
-fn split_chat_id(chat_id: &str) -> (&str, Option<&str>) {
+pub(super) fn split_chat_id(chat_id: &str) -> (&str, Option<&str>) {
     match chat_id.split_once(THREAD_MARKER) {
         Some((channel, thread)) => (channel, Some(thread)),
         None => (chat_id, None),
@@ -114,12 +145,16 @@ fn now_unix() -> u64 {
 #[async_trait]
 impl Outbox for SlackSender {
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        self.deliver(reply).await.map(|_| ())
+    }
+
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
         let (visible, _directives) = strip_directives(&reply.text);
         let text = match (visible, reply.approval_code.as_deref()) {
             (Some(text), _) => text,
             // The buttons still need a message to sit on.
             (None, Some(code)) => format!("Approval `{code}` is waiting for an answer."),
-            (None, None) => return Ok(()),
+            (None, None) => return Ok(Delivery::default()),
         };
         let (channel, thread_ts) = split_chat_id(&reply.chat.chat_id);
         if !is_slack_id(channel) || thread_ts.is_some_and(|thread| !valid_token(thread)) {
@@ -145,6 +180,7 @@ impl Outbox for SlackSender {
         };
         let chunks = chunk_text(&text, limit);
         let last = chunks.len().saturating_sub(1);
+        let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
             let key = format!("out:{CHANNEL_ID}:{}:{index}", reply.reply_id);
             let claim = self
@@ -168,19 +204,49 @@ impl Outbox for SlackSender {
                 text: chunk,
                 blocks,
             };
-            if let Err(err) =
-                post_message(&self.client, &self.api_base_url, &self.bot_token, &post).await
-            {
-                // Give the claim back so a redelivery sends this chunk again.
-                if let Err(release) = self.inbox.release(&key).await {
-                    tracing::warn!(%key, error = %release, "could not release a chunk claim");
+            match post_message(&self.client, &self.api_base_url, &self.bot_token, &post).await {
+                Ok(answer) => {
+                    if index == last {
+                        delivery.message_id = message_ref(&answer, channel);
+                    }
                 }
-                return Err(err);
+                Err(err) => {
+                    // Give the claim back so a redelivery sends this chunk again.
+                    if let Err(release) = self.inbox.release(&key).await {
+                        tracing::warn!(%key, error = %release, "could not release a chunk claim");
+                    }
+                    return Err(err);
+                }
             }
         }
         tracing::info!(reply_id = %reply.reply_id, chunks = chunks.len(), "Slack reply delivered");
-        Ok(())
+        Ok(delivery)
     }
+
+    fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {
+        self.enabled_actions()
+    }
+
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<ChatRef, OutboxError> {
+        self.resolve(channel, target, thread_id).await
+    }
+
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        self.carry_out(request).await
+    }
+}
+
+/// `<channel>:<ts>` of a posted message (Slack's answer names the channel; a post to a user id
+/// lands in their DM, whose `D…` id is the one actions need), with `channel` as the fallback.
+fn message_ref(answer: &Value, channel: &str) -> Option<String> {
+    let ts = answer.get("ts").and_then(Value::as_str)?;
+    let channel = answer
+        .get("channel")
+        .and_then(Value::as_str)
+        .unwrap_or(channel);
+    Some(format!("{channel}:{ts}"))
 }
 
 #[cfg(test)]

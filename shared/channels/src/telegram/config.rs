@@ -67,6 +67,36 @@ pub struct TelegramConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub groups: indexmap::IndexMap<String, clawless_core::tool_policy::GroupToolsConfig>,
+    /// Which `message` tool actions the agent may use on Telegram (each on unless turned off).
+    #[serde(default)]
+    pub actions: TelegramActions,
+}
+
+/// `channels.telegram.actions`: the gates of the `message` tool's actions here. An action
+/// whose gate is off is neither offered to the model nor carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct TelegramActions {
+    /// `react`: add or take back an emoji reaction (`setMessageReaction`).
+    pub reactions: bool,
+    /// `edit`: replace the text of a message the bot sent (`editMessageText`).
+    pub edit_message: bool,
+    /// `delete`: delete a message (`deleteMessage`).
+    pub delete_message: bool,
+    /// `poll`: post a poll (`sendPoll`).
+    pub poll: bool,
+}
+
+impl Default for TelegramActions {
+    fn default() -> Self {
+        Self {
+            reactions: true,
+            edit_message: true,
+            delete_message: true,
+            poll: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -82,6 +112,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("allow_from", &self.allow_from)
             .field("require_mention", &self.require_mention)
             .field("groups", &self.groups)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -119,6 +150,8 @@ pub struct ResolvedTelegram {
     pub allow_from: Vec<String>,
     /// In groups, answer only messages addressed to the bot.
     pub require_mention: bool,
+    /// The `message` tool's action gates.
+    pub actions: TelegramActions,
 }
 
 impl std::fmt::Debug for ResolvedTelegram {
@@ -131,6 +164,7 @@ impl std::fmt::Debug for ResolvedTelegram {
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
             .field("require_mention", &self.require_mention)
+            .field("actions", &self.actions)
             .finish()
     }
 }
@@ -196,6 +230,7 @@ impl TelegramConfig {
             owners: self.owners.clone(),
             allow_from: self.allow_from.clone(),
             require_mention: self.require_mention(),
+            actions: self.actions,
         })
     }
 }
@@ -221,6 +256,7 @@ impl ResolvedTelegram {
     /// The reply sender for this bot; `inbox` keeps each chunk from being sent twice.
     pub fn sender(&self, client: reqwest::Client, inbox: Arc<dyn Inbox>) -> TelegramSender {
         TelegramSender::new(client, &self.api_base_url, &self.bot_token, inbox)
+            .with_actions(self.actions)
     }
 }
 

@@ -12,8 +12,10 @@
 //! second turn for a typo fix would only repeat itself.
 //!
 //! One file a layer: `config` (`channels.telegram`), `inbound` (the webhook), `wire` (the Bot
-//! API's JSON shapes), `api` (Bot API calls) and `sender` (replies).
+//! API's JSON shapes), `api` (Bot API calls), `sender` (replies) and `actions` (the `message`
+//! tool's targets and actions).
 
+mod actions;
 mod api;
 mod config;
 mod inbound;
@@ -22,7 +24,8 @@ mod wire;
 
 pub use api::{ALLOWED_UPDATES, ApiError, DEFAULT_API_BASE_URL, get_me, set_webhook};
 pub use config::{
-    ConfigError, DEFAULT_REQUIRE_MENTION, ResolvedTelegram, TelegramConfig, generate_secret_token,
+    ConfigError, DEFAULT_REQUIRE_MENTION, ResolvedTelegram, TelegramActions, TelegramConfig,
+    generate_secret_token,
 };
 pub use inbound::{CHANNEL_ID, SECRET_HEADER, TelegramChannel};
 pub use sender::{MESSAGE_LIMIT, TelegramSender};

@@ -1,18 +1,21 @@
 //! Replies through the Bot API: `sendMessage` in 4,096-character chunks (each claimed once in
 //! the inbox), in the forum topic the chat id names, replying to the message a directive points
 //! at, with approval buttons on the last chunk; plus "typing…" and button-press answers.
+//! A send reports the last chunk's id as `<chat id>:<message id>`, the form inbound messages
+//! carry, so the `message` tool's actions (in `actions`) can point at it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::outbox::{Outbox, OutboxError};
+use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
 use clawless_core::session::{Claim, Inbox};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
 use super::api::{ApiError, call};
+use super::config::TelegramActions;
 use super::inbound::CHANNEL_ID;
 use super::wire::{TOPIC_INFIX, truncate};
 use crate::chunk::chunk_text;
@@ -23,7 +26,7 @@ use crate::webhook::approval_button_value;
 pub const MESSAGE_LIMIT: usize = 4_096;
 
 /// How long a sent chunk stays claimed: longer than any redelivery of its turn.
-const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(super) const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Sends replies through the Bot API. Each chunk of a reply is claimed in the inbox as
 /// `out:telegram:<reply_id>:<index>` before it is sent, so a retried turn sends only the chunks
@@ -33,7 +36,8 @@ pub struct TelegramSender {
     client: reqwest::Client,
     api_base: String,
     token: String,
-    inbox: Arc<dyn Inbox>,
+    pub(super) inbox: Arc<dyn Inbox>,
+    pub(super) actions: TelegramActions,
 }
 
 impl std::fmt::Debug for TelegramSender {
@@ -46,12 +50,12 @@ impl std::fmt::Debug for TelegramSender {
 }
 
 /// Where a `ChatRef` points on Telegram.
-struct Target {
-    chat_id: Value,
-    thread_id: Option<i64>,
+pub(super) struct Target {
+    pub(super) chat_id: Value,
+    pub(super) thread_id: Option<i64>,
 }
 
-fn target(chat: &ChatRef) -> Target {
+pub(super) fn target(chat: &ChatRef) -> Target {
     let (chat_id, thread_id) = match chat.chat_id.split_once(TOPIC_INFIX) {
         Some((chat_id, thread)) => (chat_id, thread.parse::<i64>().ok()),
         None => (chat.chat_id.as_str(), None),
@@ -63,7 +67,7 @@ fn target(chat: &ChatRef) -> Target {
 }
 
 /// A Telegram message id from `4711` or `<chat id>:4711` (the channel's `message_id`).
-fn telegram_message_id(id: &str) -> Option<i64> {
+pub(super) fn telegram_message_id(id: &str) -> Option<i64> {
     id.rsplit(':').next()?.trim().parse().ok()
 }
 
@@ -78,7 +82,7 @@ fn approval_keyboard(code: &str) -> Value {
     })
 }
 
-fn now_unix() -> u64 {
+pub(super) fn now_unix() -> u64 {
     clawless_base::clock::system_now_ms() / 1_000
 }
 
@@ -93,10 +97,17 @@ impl TelegramSender {
             api_base: api_base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             inbox,
+            actions: TelegramActions::default(),
         }
     }
 
-    async fn call(&self, method: &str, body: &Value) -> Result<Value, ApiError> {
+    /// The same sender with the `message` tool's action gates `actions` (all on by default).
+    pub fn with_actions(mut self, actions: TelegramActions) -> Self {
+        self.actions = actions;
+        self
+    }
+
+    pub(super) async fn call(&self, method: &str, body: &Value) -> Result<Value, ApiError> {
         call(&self.client, &self.api_base, &self.token, method, body).await
     }
 
@@ -125,7 +136,11 @@ impl TelegramSender {
         Ok(())
     }
 
-    async fn send_chunk(&self, key: &str, body: &Value) -> Result<(), OutboxError> {
+    /// Sends `body` with `method` once under the inbox claim `key`: `None` when an earlier
+    /// try sent it already, else the Bot API's `result`. A failure gives the claim back.
+    pub(super) async fn send_claimed(
+        &self, key: &str, method: &str, body: &Value,
+    ) -> Result<Option<Value>, OutboxError> {
         let claim = self
             .inbox
             .claim(key, CHUNK_CLAIM_TTL, now_unix())
@@ -135,11 +150,11 @@ impl TelegramSender {
                 source: Some(Box::new(err)),
             })?;
         if claim == Claim::Duplicate {
-            tracing::info!(chunk = key, "reply chunk already sent");
-            return Ok(());
+            tracing::info!(claim = key, "already sent");
+            return Ok(None);
         }
-        match self.call("sendMessage", body).await {
-            Ok(_) => Ok(()),
+        match self.call(method, body).await {
+            Ok(result) => Ok(Some(result)),
             Err(err) => {
                 // Give the claim back so the retry sends this chunk.
                 if let Err(release) = self.inbox.release(key).await {
@@ -158,9 +173,13 @@ impl Outbox for TelegramSender {
     }
 
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        self.deliver(reply).await.map(|_| ())
+    }
+
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
         let (text, directives) = strip_directives(&reply.text);
         let Some(text) = text else {
-            return Ok(());
+            return Ok(Delivery::default());
         };
         let target = target(&reply.chat);
         let reply_to = directives
@@ -176,6 +195,7 @@ impl Outbox for TelegramSender {
             });
         let chunks = chunk_text(&text, MESSAGE_LIMIT);
         let last = chunks.len().saturating_sub(1);
+        let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
             let mut body = json!({"chat_id": target.chat_id, "text": chunk});
             if let Some(thread) = target.thread_id {
@@ -195,11 +215,45 @@ impl Outbox for TelegramSender {
                 body["reply_markup"] = approval_keyboard(code);
             }
             let key = format!("out:{CHANNEL_ID}:{}:{index}", reply.reply_id);
-            self.send_chunk(&key, &body).await?;
+            let sent = self.send_claimed(&key, "sendMessage", &body).await?;
+            if index == last {
+                delivery.message_id = sent.and_then(|result| message_ref(&result, &target.chat_id));
+            }
         }
         tracing::info!(reply_id = %reply.reply_id, chunks = chunks.len(), "telegram reply delivered");
-        Ok(())
+        Ok(delivery)
     }
+
+    fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {
+        self.enabled_actions()
+    }
+
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<ChatRef, OutboxError> {
+        super::actions::resolve_target(channel, target, thread_id)
+    }
+
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        self.carry_out(request).await
+    }
+}
+
+/// `<chat id>:<message id>` of a sent message (the Bot API's `Message`), with `chat_id` when
+/// the answer names no chat; `None` when it carries no message id.
+pub(super) fn message_ref(result: &Value, chat_id: &Value) -> Option<String> {
+    let chat = result
+        .pointer("/chat/id")
+        .and_then(Value::as_i64)
+        .map_or_else(
+            || match chat_id {
+                Value::String(name) => name.clone(),
+                other => other.to_string(),
+            },
+            |id| id.to_string(),
+        );
+    let message = result.get("message_id").and_then(Value::as_i64)?;
+    Some(format!("{chat}:{message}"))
 }
 
 #[cfg(test)]
