@@ -4,6 +4,16 @@
 
 use clawless_base::reply_tokens::SILENT_REPLIES;
 
+/// The channels whose senders honour reply tags (`[[reply_to_current]]`, `[[reply_to:<id>]]`):
+/// the prompt's `## Reply Tags` is sent only to their sessions. The generic channel passes a
+/// reply's text through untouched.
+pub const REPLY_TAG_CHANNELS: [&str; 3] = ["telegram", "slack", "discord"];
+
+/// Whether `channel`'s sender honours reply tags.
+pub fn honours_reply_tags(channel: &str) -> bool {
+    REPLY_TAG_CHANNELS.contains(&channel)
+}
+
 /// What a reply's directives asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Directives {

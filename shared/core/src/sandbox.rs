@@ -151,7 +151,8 @@ pub enum MemoryInGroups {
     /// `memory_get`.
     #[default]
     Deny,
-    /// As in the owner's own chats (unless the session is sandboxed).
+    /// As in the owner's own chats, while only owners speak in the group (and it is not
+    /// sandboxed).
     Allow,
 }
 
@@ -168,9 +169,12 @@ pub struct MemoryConfig {
 }
 
 impl MemoryConfig {
-    /// Whether the session `key` may see the agent's memory.
-    pub fn reaches(&self, key: &str, sandboxed: bool) -> bool {
+    /// Whether the session `key` may see the agent's memory: never when it is sandboxed or
+    /// when anyone but an owner has spoken in it (`untrusted`, spec seed 002 §2: memory is for
+    /// the owner's private chats); a group or channel session only with `groups: allow`.
+    pub fn reaches(&self, key: &str, sandboxed: bool, untrusted: bool) -> bool {
         !sandboxed
+            && !untrusted
             && (SessionKind::of_key(key) != SessionKind::Group
                 || self.groups.unwrap_or_default() == MemoryInGroups::Allow)
     }
@@ -447,14 +451,21 @@ mod tests {
     #[test]
     fn memory_reaches_groups_only_when_allowed_and_never_a_sandbox() {
         let default = MemoryConfig::default();
-        assert!(default.reaches("agent:main:main", false));
-        assert!(default.reaches("agent:main:telegram:direct:42", false));
-        assert!(!default.reaches("agent:main:telegram:group:-100", false));
-        assert!(!default.reaches("agent:main:slack:channel:c1:thread:9", false));
-        assert!(!default.reaches("agent:main:main", true));
+        assert!(default.reaches("agent:main:main", false, false));
+        assert!(default.reaches("agent:main:telegram:direct:42", false, false));
+        assert!(!default.reaches("agent:main:telegram:group:-100", false, false));
+        assert!(!default.reaches("agent:main:slack:channel:c1:thread:9", false, false));
+        assert!(!default.reaches("agent:main:main", true, false));
         let allow: MemoryConfig = serde_json::from_str(r#"{"groups": "allow"}"#).expect("parses");
-        assert!(allow.reaches("agent:main:discord:channel:1", false));
-        assert!(!allow.reaches("agent:main:discord:channel:1", true));
+        assert!(allow.reaches("agent:main:discord:channel:1", false, false));
+        assert!(!allow.reaches("agent:main:discord:channel:1", true, false));
+        // Another sender's session never gets it, whatever the kind or the config.
+        for memory in [&default, &allow] {
+            for key in ["agent:main:main", "agent:main:telegram:direct:42"] {
+                assert!(!memory.reaches(key, false, true), "{key}");
+            }
+        }
+        assert!(!allow.reaches("agent:main:discord:channel:1", false, true));
     }
 
     #[test]

@@ -700,14 +700,22 @@ impl ClawlessConfig {
         )
     }
 
-    /// The senders `channel`'s `allowFrom` lets talk to the agent without being owners (the
-    /// prompt's `## Authorized Senders`); `*` and blanks left out.
+    /// The configured owners of `channel` (`channels.<channel>.owners`), which the prompt's
+    /// `## Authorized Senders` lists; `*` and blanks left out.
     pub fn authorized_senders(&self, channel: &str) -> Vec<String> {
-        self.channel_turn_settings(channel)
-            .map_or(&[][..], |(allow_from, _)| allow_from)
-            .iter()
-            .map(|sender| sender.trim())
-            .filter(|sender| !sender.is_empty() && *sender != "*")
+        let channels = &self.channels;
+        let owners = match channel {
+            "generic" => channels.generic.as_ref().map(|config| &config.owners),
+            "telegram" => channels.telegram.as_ref().map(|config| &config.owners),
+            "slack" => channels.slack.as_ref().map(|config| &config.owners),
+            "discord" => channels.discord.as_ref().map(|config| &config.owners),
+            _ => None,
+        };
+        owners
+            .into_iter()
+            .flatten()
+            .map(|owner| owner.trim())
+            .filter(|owner| !owner.is_empty() && *owner != "*")
             .map(str::to_owned)
             .collect()
     }

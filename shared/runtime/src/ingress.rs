@@ -298,10 +298,18 @@ impl Ingress {
             Ok(Claim::Duplicate) => return IngressOutcome::Duplicate,
             Err(err) => return IngressOutcome::Unavailable(err.to_string()),
         }
+        // An owner's stop request goes in a queue group of its own, so it is handled while
+        // the turn it stops still runs; anyone else's "stop" is an ordinary message.
+        let stop = message.sender_is_owner
+            && clawless_core::session::reset::is_stop_request(&message.text);
         let event = SessionEvent {
             session_key: session_key.to_string(),
             agent_id: self.agent_id.clone(),
-            event: TurnEvent::Inbound(message),
+            event: if stop {
+                TurnEvent::Stop(message)
+            } else {
+                TurnEvent::Inbound(message)
+            },
         };
         if let Err(err) = enqueue(self.queue.as_ref(), &event).await {
             // Give the claim back so the platform's retry is processed, not dropped.
@@ -336,7 +344,8 @@ impl Ingress {
     }
 }
 
-/// Puts an event on the turn queue, grouped by session, deduplicated by its id.
+/// Puts an event on the turn queue, grouped by session (a stop request in its own group),
+/// deduplicated by its id.
 pub async fn enqueue(
     queue: &dyn TurnQueue, event: &SessionEvent,
 ) -> Result<(), clawless_core::session::QueueError> {
@@ -345,7 +354,7 @@ pub async fn enqueue(
     })?;
     queue
         .send(&QueuedMessage {
-            group: event.session_key.clone(),
+            group: event.queue_group(),
             dedup_id: event.dedup_id(),
             body,
         })

@@ -60,6 +60,7 @@ mod heartbeat;
 mod prepare;
 mod prompt_fit;
 mod sandbox;
+mod stop;
 mod subagents;
 mod tools;
 
@@ -763,6 +764,9 @@ impl TurnService {
             extra_system_prompt: extra_system_prompt.as_deref(),
             sandbox: sandbox_prompt,
             authorized_senders: &authorized_senders,
+            reply_tags: channel
+                .as_deref()
+                .is_some_and(clawless_channels::directives::honours_reply_tags),
             ..SystemPromptParams::default()
         };
         let inputs = PromptInputs {

@@ -357,20 +357,32 @@ async fn a_sandboxed_session_never_runs_exec_on_a_nodes_bare_host() {
 }
 
 #[tokio::test]
-async fn mode_off_and_memory_groups_allow_are_honoured() {
+async fn mode_off_and_memory_groups_allow_reach_a_group_only_while_only_owners_speak() {
     let mut harness = harness(
         "    sandbox: { mode: \"off\" }\n",
         "memory:\n  groups: allow\n",
     )
     .await;
-    member_turn(
-        &mut harness,
-        &[("r1", "read", json!({"path": "MEMORY.md"}))],
-    )
-    .await;
+    // The owner's own group: memory, as `groups: allow` says.
+    harness.script(anthropic_tool_use(
+        "r1",
+        "read",
+        json!({"path": "MEMORY.md"}),
+    ));
+    harness.script(anthropic_text("done"));
+    harness.say_as(GROUP, "u-1", true, "what do I keep?").await;
     let (text, is_error) = result_text(&harness, "r1");
     assert!(!is_error && text.contains("CANARY"), "{text}");
     assert!(harness.offered(0).contains(&"memory_get".to_owned()));
+    assert!(harness.system_prompt(0).contains("CANARY"));
+
+    // Once a member has spoken, never again: not sandboxed (mode off, so its file tools
+    // still reach the whole workspace, as the operator chose), yet its prompt carries no
+    // `MEMORY.md` and it is offered no memory tools.
+    let before = harness.model_calls();
+    member_turn(&mut harness, &[]).await;
+    assert!(!harness.offered(before).contains(&"memory_get".to_owned()));
+    assert!(!harness.system_prompt(before).contains("CANARY"));
 }
 
 #[tokio::test]
@@ -773,25 +785,31 @@ async fn the_model_cannot_turn_elevated_on() {
 }
 
 /// TV-20, as clawless has it (owners are named in `owners`, never derived from `allowFrom`):
-/// the senders `allowFrom` admits are listed as authorized but not owners; with nobody
-/// listed the section is absent.
+/// `## Authorized Senders` lists the configured owners (OpenClaw's owner list), never the
+/// senders `allowFrom` merely admits, who are not taken for owners; with no owner configured
+/// the section is absent.
 #[tokio::test]
-async fn tv20_allowlisted_senders_are_named_and_not_taken_for_owners() {
+async fn tv20_the_configured_owners_are_named_and_allowlisted_senders_not_taken_for_owners() {
     let mut listed = harness(
         "",
-        "channels:\n  generic:\n    allowFrom: [\"friend-42\", \"*\"]\n",
+        "channels:\n  generic:\n    owners: [\"owner-1\"]\n    allowFrom: [\"friend-42\", \"*\"]\n",
     )
     .await;
     let offered = offered_to(&mut listed, GROUP, "friend-42").await;
     let prompt = listed.system_prompt(0);
     assert!(
         prompt.contains(
-            "Authorized senders: friend-42. These senders are allowlisted; do not assume they are the owner."
+            "Authorized senders: owner-1. These senders are allowlisted; do not assume they are the owner."
         ),
         "{prompt}"
     );
+    assert!(!prompt.contains("friend-42"), "{prompt}");
     assert!(!offered.contains(&"cron".to_owned()));
-    let mut nobody = harness("", "channels:\n  generic:\n    allowFrom: []\n").await;
+    let mut nobody = harness(
+        "",
+        "channels:\n  generic:\n    allowFrom: [\"friend-42\"]\n",
+    )
+    .await;
     offered_to(&mut nobody, GROUP, "friend-42").await;
     assert!(!nobody.system_prompt(0).contains("## Authorized Senders"));
 }

@@ -375,6 +375,21 @@ pub fn match_reset_trigger(body: &str, triggers: &[String]) -> Option<String> {
         })
 }
 
+/// True when `text` is a stop request as a whole message: `/stop` (also `/stop@botname`),
+/// `stop` or `abort`, in any case, after leading mentions and around whitespace.
+pub fn is_stop_request(text: &str) -> bool {
+    let body = strip_leading_mentions(text).trim();
+    let body = match body.split_once('@') {
+        Some((command, bot)) if command.starts_with('/') && !bot.contains(char::is_whitespace) => {
+            command
+        }
+        _ => body,
+    };
+    ["/stop", "stop", "abort", "/abort"]
+        .iter()
+        .any(|word| body.eq_ignore_ascii_case(word))
+}
+
 /// `text` without the mentions it starts with: Slack `<@U123>` (also `<@U123|name>`), Discord
 /// `<@123>` / `<@!123>`, Telegram `@botname`, each optionally followed by `:` or `,`, so that
 /// `<@U123> /new take notes` reads as `/new take notes`. Mentions later in the text stay.
@@ -703,6 +718,32 @@ pub fn lenient_minutes<'de, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_requests_are_whole_messages() {
+        for text in [
+            "/stop",
+            "  STOP ",
+            "abort",
+            "/stop@claw_bot",
+            "<@U123> stop",
+            "@claw_bot /stop",
+            "/Abort",
+        ] {
+            assert!(is_stop_request(text), "{text:?}");
+        }
+        for text in [
+            "stop it",
+            "please stop",
+            "/stopwatch",
+            "",
+            "/stop now",
+            "don't abort",
+            "/stop@bot extra",
+        ] {
+            assert!(!is_stop_request(text), "{text:?}");
+        }
+    }
     use clawless_base::time::parse_time_zone;
     use serde_json::json;
 

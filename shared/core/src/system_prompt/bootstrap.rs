@@ -512,10 +512,10 @@ mod tests {
                 .any(|file| file.content.as_deref() == Some("CANARY"));
             // Sub-agents and cron runs never load it; a channel loads it only where memory
             // reaches, and by default it does not reach a channel.
-            assert!(!loaded || !memory.reaches(key, false), "{key}");
+            assert!(!loaded || !memory.reaches(key, false, false), "{key}");
         }
-        assert!(!memory.reaches("agent:main:discord:channel:1", false));
-        assert!(memory.reaches("agent:main:main", false));
+        assert!(!memory.reaches("agent:main:discord:channel:1", false, false));
+        assert!(memory.reaches("agent:main:main", false, false));
     }
 
     #[tokio::test]

@@ -114,7 +114,8 @@ pub struct RuntimeLine<'a> {
     pub capabilities: &'a [String],
     /// Thinking level; `off` when unset.
     pub thinking: Option<&'a str>,
-    /// Reasoning visibility level; `off` when unset.
+    /// Reasoning visibility level; the `Reasoning:` line is left out when unset (no
+    /// `/reasoning` command exists to change it).
     pub reasoning: Option<&'a str>,
 }
 
@@ -163,12 +164,11 @@ impl RuntimeLine<'_> {
         format!("Runtime: {}", parts.join(" | "))
     }
 
-    /// The `Reasoning: <level> (…)` line that follows the runtime line.
+    /// The `Reasoning: <level> (…)` line that follows the runtime line, when a level is set.
     fn reasoning_line(&self) -> String {
-        let level = non_blank(self.reasoning).unwrap_or("off");
-        format!(
-            "Reasoning: {level} (hidden unless on/stream). Toggle /reasoning; /status shows Reasoning when enabled."
-        )
+        non_blank(self.reasoning)
+            .map(|level| format!("Reasoning: {level} (hidden unless on/stream)."))
+            .unwrap_or_default()
     }
 }
 
@@ -198,8 +198,11 @@ pub struct SystemPromptParams<'a> {
     /// Whether the agent is told about heartbeats (the `## Heartbeats` section, full mode
     /// only); see [`clawless_automation::heartbeat::prompt::heartbeat_guidance_enabled`].
     pub heartbeat_guidance: bool,
-    /// Sender ids allowlisted to talk to the agent, already rendered (raw or hashed).
+    /// The configured owners of the current channel, already rendered (raw or hashed).
     pub authorized_senders: &'a [String],
+    /// Whether the current channel honours reply tags (`[[reply_to_current]]`,
+    /// `[[reply_to:<id>]]`): the `## Reply Tags` section (full mode).
+    pub reply_tags: bool,
     /// The `## Runtime` section.
     pub runtime: RuntimeLine<'a>,
     /// The `## Sandbox` section, for a sandboxed session only.
@@ -252,6 +255,7 @@ impl Default for SystemPromptParams<'_> {
             extra_system_prompt: None,
             heartbeat_guidance: false,
             authorized_senders: &[],
+            reply_tags: false,
             runtime: RuntimeLine::default(),
             sandbox: None,
             lean: false,
@@ -271,7 +275,7 @@ pub fn core_tool_summary(name: &str) -> Option<&'static str> {
         "grep" => "Search file contents by pattern",
         "find" => "Find files by name pattern",
         "ls" => "List a directory",
-        "exec" => "Run shell commands (pty available for TTY-required CLIs)",
+        "exec" => "Run shell commands on a node host",
         "process" => "Poll, feed or stop background exec sessions",
         "web_search" => "Search the web",
         "web_fetch" => "Fetch a URL and return its readable content",
@@ -355,6 +359,9 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
         "These user-editable files are loaded by clawless and included below in Project Context."
             .to_owned(),
     ]);
+    if full && params.reply_tags {
+        reply_tags_section(&mut lines);
+    }
     if full {
         messaging_section(&mut lines, &tools);
     }
@@ -498,7 +505,7 @@ fn tooling_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
         "TOOLS.md does not control tool availability; it is user guidance for how to use external tools."
             .to_owned(),
     );
-    if tools.has("exec") || tools.has("process") {
+    if tools.has("exec") && tools.has("process") {
         lines.push(format!(
             "For long waits, avoid rapid poll loops: use {} with enough yieldMs or {}(action=poll, timeout=<ms>).",
             tools.name("exec"),
@@ -686,6 +693,18 @@ fn authorized_senders_section(lines: &mut Vec<String>, full: bool, senders: &[St
     ]);
 }
 
+/// `## Reply Tags`: how to quote-reply on a channel that honours the tags.
+fn reply_tags_section(lines: &mut Vec<String>) {
+    lines.extend(
+        [
+            "## Reply Tags",
+            "To reply as a quote of the current message, start your reply with [[reply_to_current]]; to quote another message, with [[reply_to:<message id>]].",
+            "Tags are removed before sending; use them only when quoting helps.",
+        ]
+        .map(str::to_owned),
+    );
+}
+
 fn messaging_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
     lines.extend(
         [
@@ -699,7 +718,11 @@ fn messaging_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
         let message = tools.name("message");
         lines.extend([
             format!("### {message} tool"),
-            format!("- Use `{message}` for proactive sends to another channel or person."),
+            format!(
+                "- Use `{message}` for proactive sends to another chat or person, and for channel actions (reactions, edits, polls)."
+            ),
+            "- For `action=send`, give `target` and `message`; without `target` it goes to the current chat."
+                .to_owned(),
             format!(
                 "- If you deliver your whole answer with `{message}`, respond with ONLY: {NO_REPLY} so it is not sent twice."
             ),
@@ -859,6 +882,7 @@ mod tests {
                 extra_system_prompt: Some("Be brief."),
                 heartbeat_guidance: true,
                 authorized_senders: &self.senders,
+                reply_tags: true,
                 runtime: RuntimeLine {
                     agent_id: Some("main"),
                     channel: Some("telegram"),
@@ -920,6 +944,7 @@ mod tests {
                 "## Authorized Senders",
                 "## Current Date & Time",
                 "## Workspace Files (injected)",
+                "## Reply Tags",
                 "## Messaging",
                 "### message tool",
                 "# Project Context",
@@ -942,6 +967,7 @@ mod tests {
             "## Execution Bias",
             "## Authorized Senders",
             "## Memory Recall",
+            "## Reply Tags",
             "## Messaging",
             "## Silent Replies",
             "## Heartbeats",
@@ -1044,7 +1070,7 @@ mod tests {
             tool_lines(&prompt),
             [
                 "- read: Read file contents",
-                "- exec: Run shell commands (pty available for TTY-required CLIs)",
+                "- exec: Run shell commands on a node host",
                 "- web_fetch: Fetch a URL and return its readable content",
                 "- session_status: Show this session's status: model, usage and the current time",
                 "- custom: Do custom things",
@@ -1081,12 +1107,11 @@ mod tests {
             tool_lines(&prompt),
             [
                 "- READ: Read file contents",
-                "- Exec: Run shell commands (pty available for TTY-required CLIs)",
+                "- Exec: Run shell commands on a node host",
             ]
         );
-        assert!(prompt.contains(
-            "For long waits, avoid rapid poll loops: use Exec with enough yieldMs or process(action=poll, timeout=<ms>)."
-        ));
+        // No `process` tool: no background-poll advice it could not follow.
+        assert!(!prompt.contains("yieldMs"), "{prompt}");
     }
 
     #[test]
@@ -1114,12 +1139,22 @@ mod tests {
     }
 
     #[test]
-    fn reasoning_and_thinking_are_off_by_default() {
+    fn thinking_is_off_by_default_and_no_reasoning_toggle_is_promised() {
         let prompt = build_system_prompt(&SystemPromptParams::default());
-        assert!(prompt.ends_with(
-            "## Runtime\nRuntime: thinking=off\n\
-             Reasoning: off (hidden unless on/stream). Toggle /reasoning; /status shows Reasoning when enabled."
-        ));
+        assert!(
+            prompt.ends_with("## Runtime\nRuntime: thinking=off"),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("/reasoning"));
+        let runtime = RuntimeLine {
+            reasoning: Some("on"),
+            ..RuntimeLine::default()
+        };
+        let prompt = build_system_prompt(&SystemPromptParams {
+            runtime,
+            ..SystemPromptParams::default()
+        });
+        assert!(prompt.ends_with("thinking=off\nReasoning: on (hidden unless on/stream)."));
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub enum ApprovalDecision {
 pub enum TurnEvent {
     /// A chat message arrived.
     Inbound(InboundMessage),
+    /// An owner asked to stop the session's running turn (`/stop`, `stop`, `abort`). Queued in
+    /// a group of its own ([`SessionEvent::queue_group`]), so it is handled while the turn it
+    /// stops still runs.
+    Stop(InboundMessage),
     /// A tool that ran elsewhere (a node host) finished.
     #[serde(rename_all = "camelCase")]
     ToolResult {
@@ -360,12 +364,27 @@ pub struct SessionEvent {
     pub event: TurnEvent,
 }
 
+/// What a stop request's queue group adds to the session key.
+pub const STOP_GROUP_SUFFIX: &str = ":stop";
+
 impl SessionEvent {
+    /// The turn queue's ordering group: the session key, except for a stop request, which
+    /// must not wait behind the turn it stops.
+    pub fn queue_group(&self) -> String {
+        match self.event {
+            TurnEvent::Stop(_) => format!("{}{STOP_GROUP_SUFFIX}", self.session_key),
+            _ => self.session_key.clone(),
+        }
+    }
+
     /// Deduplication id for the queue: stable for redeliveries of the same event.
     pub fn dedup_id(&self) -> String {
         let raw = match &self.event {
             TurnEvent::Inbound(message) => {
                 format!("in:{}:{}", message.chat.channel, message.message_id)
+            }
+            TurnEvent::Stop(message) => {
+                format!("stop:{}:{}", message.chat.channel, message.message_id)
             }
             TurnEvent::ToolResult { call_id, .. } => format!("result:{call_id}"),
             TurnEvent::ToolTimeout { call_id, attempt } => format!("timeout:{call_id}:{attempt}"),

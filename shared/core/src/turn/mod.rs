@@ -389,6 +389,51 @@ impl TurnEngine {
         close_turn(state, now_ms);
     }
 
+    /// `/stop`: ends the open turn where it stands and drops the messages queued behind it.
+    /// Every tool call of the turn still without a result gets an error result saying it was
+    /// stopped (so the transcript stays well-formed), and nothing more of the turn runs: no
+    /// model call, no tool, no reply. The session remembers when it was stopped
+    /// ([`SessionMeta::stopped_at_ms`](state::SessionMeta)), so a process still running a turn
+    /// that began before (committed or not yet) learns at its next commit that it must go no
+    /// further.
+    pub fn stop_turn(&self, state: &mut SessionState, now_ms: u64) -> StoppedTurn {
+        let dropped_follow_ups = state.meta.follow_ups.len();
+        state.meta.follow_ups.clear();
+        let was_running = state.meta.turn_open;
+        if was_running {
+            let unanswered: Vec<ToolCall> = state
+                .current_turn_steps()
+                .iter()
+                .filter_map(|step| match &step.body {
+                    StepBody::Assistant { content, .. } => Some(content),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|block| match block {
+                    AssistantBlock::ToolCall(call) => Some(call.clone()),
+                    AssistantBlock::Text { .. } => None,
+                })
+                .filter(|call| state.find_result(&call.id).is_none())
+                .collect();
+            for call in &unanswered {
+                push_result(
+                    state,
+                    &call.id,
+                    &call.name,
+                    ToolOutput::error(STOPPED_RESULT),
+                    now_ms,
+                );
+            }
+            close_turn(state, now_ms);
+        }
+        state.meta.stopped_at_ms = Some(now_ms);
+        state.touch_meta();
+        StoppedTurn {
+            was_running,
+            dropped_follow_ups,
+        }
+    }
+
     /// Records that even a fresh context cannot hold the request (one giant message): the
     /// turn ends with `text`, which says what happened and what to do. Unlike
     /// [`TurnEngine::record_model_failure`], it never says the model could not be reached.
@@ -751,6 +796,18 @@ impl TurnEngine {
         }
         Derived::Changed
     }
+}
+
+/// The result a tool call gets when `/stop` ended its turn first.
+pub const STOPPED_RESULT: &str = "Stopped by /stop before this call finished.";
+
+/// What [`TurnEngine::stop_turn`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoppedTurn {
+    /// A turn was open, and is now closed.
+    pub was_running: bool,
+    /// How many queued messages were dropped.
+    pub dropped_follow_ups: usize,
 }
 
 enum Derived {

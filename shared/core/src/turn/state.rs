@@ -434,6 +434,10 @@ pub struct SessionMeta {
     /// short form): from then on its requests carry the full schema.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub loaded_tools: std::collections::BTreeSet<String>,
+    /// When `/stop` was last asked for (epoch ms): a process still running a turn that began
+    /// before it stops at its next commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at_ms: Option<u64>,
     /// Agent-to-agent steps this session took whose turns have not yet been followed up
     /// (the next step queued, the answer returned or posted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -585,6 +589,7 @@ impl SessionState {
                 children: Vec::new(),
                 a2a_steps: Vec::new(),
                 loaded_tools: std::collections::BTreeSet::new(),
+                stopped_at_ms: None,
                 message_sends: Vec::new(),
             },
             steps: Vec::new(),
@@ -842,6 +847,14 @@ impl SessionState {
             .into_iter()
             .chain(view.steps.iter().filter_map(|step| self.step_message(step)))
             .collect()
+    }
+
+    /// When the current turn began (its first step's time), when a turn is open.
+    pub fn open_turn_started_at(&self) -> Option<u64> {
+        if !self.meta.turn_open {
+            return None;
+        }
+        self.current_turn_steps().first().map(|step| step.at_ms)
     }
 
     /// The seq of the current turn's first step, when a turn is open.

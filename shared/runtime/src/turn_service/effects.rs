@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use clawless_base::transcript::ToolCall;
+use clawless_core::session::SessionStoreError;
 use clawless_core::turn::events::ApprovalDecision;
 use clawless_core::turn::state::CompactRequest;
 use clawless_core::turn::{Effect, OutboundReply};
@@ -49,8 +50,11 @@ impl TurnService {
                 .next(&mut run.state, routing, self.deps.clock.now_ms());
             let next = match effect {
                 Effect::Persist => {
-                    self.persist(run).await?;
-                    Next::Continue
+                    if self.persist_unless_stopped(run).await? {
+                        Next::Continue
+                    } else {
+                        Next::Stop
+                    }
                 }
                 Effect::CallModel => self.call_model(run, &mut looped, deadline).await?,
                 Effect::Compact(request) => {
@@ -97,6 +101,26 @@ impl TurnService {
         run.state.mark_committed(version);
         run.report.commits += 1;
         Ok(())
+    }
+
+    /// [`TurnService::persist`], unless `/stop` ended this turn meanwhile: the commit then
+    /// loses to the stop's, the session is taken as stored, and `false` says the turn goes no
+    /// further (no model call, tool or reply after it). Any other conflict is an error, as
+    /// before, and the event is redelivered.
+    async fn persist_unless_stopped(&self, run: &mut EventRun<'_>) -> Result<bool, TurnError> {
+        match self.persist(run).await {
+            Err(TurnError::Store(conflict @ SessionStoreError::Conflict { .. })) => {
+                let stored = self.load_state(&run.key, run.now).await?;
+                if !super::stop::ended_by_stop(&stored, &run.state) {
+                    return Err(conflict.into());
+                }
+                tracing::info!(session = %run.key, turn = run.state.meta.turn, "turn stopped by /stop");
+                run.state = stored;
+                run.report.acceptance = Some("StoppedByStop".to_owned());
+                Ok(false)
+            }
+            outcome => outcome.map(|()| true),
+        }
     }
 
     /// The turn's prompt context for `run`, built on first use and kept in `current`.

@@ -171,6 +171,7 @@ impl TurnService {
             }
             // Handled before the engine is built (see `stopped_before`).
             TurnEvent::SubagentArchive { .. } => Ok(Flow::Done),
+            TurnEvent::Stop(message) => self.on_stop(run, message).await,
             TurnEvent::Inbound(_)
             | TurnEvent::ToolResult { .. }
             | TurnEvent::ToolTimeout { .. }
@@ -182,7 +183,9 @@ impl TurnService {
 
     /// The session's live part (the latest summary and the steps after its cut), or a new
     /// session.
-    async fn load_state(&self, key: &SessionKey, now: u64) -> Result<SessionState, TurnError> {
+    pub(super) async fn load_state(
+        &self, key: &SessionKey, now: u64,
+    ) -> Result<SessionState, TurnError> {
         Ok(match self.deps.sessions.load_live(key).await? {
             Some(stored) => SessionState::from_stored(key.clone(), &stored)?,
             None => {

@@ -115,6 +115,7 @@ impl TurnService {
             | TurnEvent::SubagentTimeout { .. }
             | TurnEvent::SubagentArchive { .. }
             | TurnEvent::AgentMessage(_)
+            | TurnEvent::Stop(_)
             | TurnEvent::CronTimeout(_) => return Ok(None),
         }))
     }

@@ -184,9 +184,11 @@ impl TurnService {
     }
 
     /// Whether session `state` may see the agent's memory (`MEMORY.md`, `memory/`, the memory
-    /// tools), given whether it is sandboxed.
+    /// tools), given whether it is sandboxed: never once anyone but an owner has spoken in it.
     pub(super) fn memory_reaches(&self, state: &SessionState, sandboxed: bool) -> bool {
-        self.config().memory.reaches(state.key.as_str(), sandboxed)
+        self.config()
+            .memory
+            .reaches(state.key.as_str(), sandboxed, state.meta.untrusted)
     }
 }
 
