@@ -64,17 +64,7 @@ impl GenericMessage {
             ("chat_id", &message.chat_id),
             ("sender_id", &message.sender_id),
         ] {
-            if value.trim().is_empty() {
-                return Err(ParseError(format!("{field} must not be empty")));
-            }
-            if value.len() > MAX_ID_BYTES {
-                return Err(ParseError(format!(
-                    "{field} is longer than {MAX_ID_BYTES} bytes"
-                )));
-            }
-            if value.chars().any(char::is_control) {
-                return Err(ParseError(format!("{field} contains control characters")));
-            }
+            check_id(field, value)?;
         }
         if message.text.trim().is_empty() {
             return Err(ParseError("text must not be empty".to_owned()));
@@ -101,6 +91,29 @@ impl GenericMessage {
             sender_is_owner,
         }
     }
+}
+
+/// Checks one id of the generic channel: not blank, at most [`MAX_ID_BYTES`], no control
+/// characters.
+fn check_id(field: &str, value: &str) -> Result<(), ParseError> {
+    if value.trim().is_empty() {
+        return Err(ParseError(format!("{field} must not be empty")));
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(ParseError(format!(
+            "{field} is longer than {MAX_ID_BYTES} bytes"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ParseError(format!("{field} contains control characters")));
+    }
+    Ok(())
+}
+
+/// Checks a chat id a reply (or a `message` send) is addressed to, by the rules of an inbound
+/// message's `chat_id`: any chat of the receiver is reachable through its reply URL.
+pub fn check_chat_id(chat_id: &str) -> Result<(), ParseError> {
+    check_id("chat_id", chat_id)
 }
 
 /// The generic channel as a [`PlatformChannel`]: `X-Clawless-Signature` (HMAC-SHA256 of the

@@ -1,5 +1,10 @@
 //! Sending replies: a signed HTTP POST to a channel's `reply_url`, and a router that picks the
 //! sender by the reply's channel.
+//!
+//! The generic channel's sender ([`HttpReplySender`]) carries the `message` tool's `send` to
+//! any `chat_id` through the same URL, keyed by the reply id in `Idempotency-Key`; it has no
+//! other action. A 4xx answer (but 408 and 429) is a refusal for good, anything else a
+//! failure worth retrying.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
 use clawless_core::turn::OutboundReply;
+use clawless_core::turn::events::ChatRef;
 use serde::Serialize;
 
 use crate::signature::{SIGNATURE_HEADER, sign};
@@ -63,9 +69,31 @@ fn failed(message: String) -> OutboxError {
     }
 }
 
+/// Whether an HTTP error status is a refusal for good: a 4xx but 408 (timeout) and 429 (rate
+/// limit), which a later attempt may get past.
+fn refused_for_good(status: reqwest::StatusCode) -> bool {
+    status.is_client_error()
+        && status != reqwest::StatusCode::REQUEST_TIMEOUT
+        && status != reqwest::StatusCode::TOO_MANY_REQUESTS
+}
+
+/// The message id a receiver may answer with (`{"message_id": "…"}`, a string or a number).
+fn message_id_of(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match value.get("message_id")? {
+        serde_json::Value::String(id) if !id.trim().is_empty() => Some(id.trim().to_owned()),
+        serde_json::Value::Number(id) => Some(id.to_string()),
+        _ => None,
+    }
+}
+
 #[async_trait]
 impl Outbox for HttpReplySender {
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+        self.deliver(reply).await.map(|_| ())
+    }
+
+    async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
         let body = serde_json::to_vec(&ReplyBody {
             reply_id: &reply.reply_id,
             channel: &reply.chat.channel,
@@ -91,13 +119,40 @@ impl Outbox for HttpReplySender {
         let status = response.status();
         if status.is_success() {
             tracing::info!(reply_id = %reply.reply_id, status = status.as_u16(), "reply delivered");
-            Ok(())
+            // The id is a courtesy of the receiver: a body that cannot be read has none.
+            let answer = response.bytes().await.unwrap_or_default();
+            Ok(Delivery {
+                message_id: message_id_of(&answer),
+            })
+        } else if refused_for_good(status) {
+            Err(OutboxError::Rejected {
+                message: format!("POST {} answered HTTP {status}", self.reply_url),
+            })
         } else {
             Err(failed(format!(
                 "POST {} answered HTTP {status}",
                 self.reply_url
             )))
         }
+    }
+
+    /// The target is the receiver's `chat_id`, checked like an inbound one; the generic
+    /// channel has no threads.
+    async fn resolve_target(
+        &self, channel: &str, target: &str, thread_id: Option<&str>,
+    ) -> Result<ChatRef, OutboxError> {
+        if thread_id.is_some_and(|thread| !thread.trim().is_empty()) {
+            return Err(OutboxError::Rejected {
+                message: format!("The {channel} channel has no threads; leave threadId out."),
+            });
+        }
+        crate::generic::check_chat_id(target)
+            .map_err(|err| OutboxError::Rejected { message: err.0 })?;
+        Ok(ChatRef {
+            channel: channel.to_owned(),
+            chat_id: target.to_owned(),
+            chat_type: clawless_base::session_key::ChatType::Direct,
+        })
     }
 }
 
@@ -136,6 +191,10 @@ impl ChannelOutbox {
 
 #[async_trait]
 impl Outbox for ChannelOutbox {
+    fn channel_ids(&self) -> Vec<String> {
+        self.senders.keys().cloned().collect()
+    }
+
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
         self.sender(&reply.chat.channel)?.send(reply).await
     }

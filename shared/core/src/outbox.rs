@@ -157,6 +157,12 @@ pub trait Outbox: Send + Sync + std::fmt::Debug {
         self.send(reply).await.map(|()| Delivery::default())
     }
 
+    /// The channels this outbox delivers to, in name order (none by default). The `message`
+    /// tool is offered only when there is at least one.
+    fn channel_ids(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The `message` actions `channel` carries out besides `send` (none by default). The
     /// tool's schema and description advertise exactly these.
     fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {

@@ -16,10 +16,14 @@ use clawless_core::subagents::config::{
 };
 use clawless_core::tool_policy::ToolsConfig;
 
+pub mod message;
+
 /// The key of the session tools' visibility settings.
 const SESSIONS_KEY: &str = "sessions";
 /// The key of the cross-agent session access settings.
 const AGENT_TO_AGENT_KEY: &str = "agentToAgent";
+/// The key of the `message` tool's settings.
+const MESSAGE_KEY: &str = "message";
 
 /// `tools:`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,6 +37,8 @@ pub struct ToolsSection {
     /// `tools.agentToAgent`: whether the session tools may reach other agents' sessions.
     /// Unset: off.
     pub agent_to_agent: Option<AgentToAgentConfig>,
+    /// `tools.message`: the `message` tool's cross-context policy.
+    pub message: message::MessageToolConfig,
 }
 
 impl ToolsSection {
@@ -75,6 +81,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
             policy,
             sessions: sessions.sessions,
             agent_to_agent: sessions.agent_to_agent,
+            message: sessions.message.unwrap_or_default(),
         })
     }
 }
@@ -84,6 +91,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
 struct SessionKeys {
     sessions: Option<SessionToolsConfig>,
     agent_to_agent: Option<AgentToAgentConfig>,
+    message: Option<message::MessageToolConfig>,
 }
 
 /// The section's map without the session keys, as the policy's deserializer sees it.
@@ -123,6 +131,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for PolicyKeys<'_, A> {
                 Some(Key::AgentToAgent) => {
                     self.sessions.agent_to_agent = Some(self.map.next_value()?);
                 }
+                Some(Key::Message) => self.sessions.message = Some(self.map.next_value()?),
             }
         }
     }
@@ -136,6 +145,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for PolicyKeys<'_, A> {
 enum Key<F> {
     Sessions,
     AgentToAgent,
+    Message,
     Policy(F),
 }
 
@@ -151,6 +161,7 @@ impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyOrSession<'_, K> 
         match key.as_str() {
             SESSIONS_KEY => Ok(Key::Sessions),
             AGENT_TO_AGENT_KEY => Ok(Key::AgentToAgent),
+            MESSAGE_KEY => Ok(Key::Message),
             _ => {
                 let Some(seed) = self.0.take() else {
                     return Err(serde::de::Error::custom("a key was read twice"));
@@ -188,12 +199,22 @@ impl schemars::JsonSchema for ToolsSection {
                 .into(),
         );
         agent_to_agent.insert("default".to_owned(), serde_json::json!({}));
+        let mut message = generator.subschema_for::<message::MessageToolConfig>();
+        message.insert(
+            "description".to_owned(),
+            "The `message` tool's cross-context policy: `crossContext.allowWithinProvider` \
+             (other chats of the session's own channel, default true) and \
+             `crossContext.allowAcrossProviders` (other channels, default false)."
+                .into(),
+        );
+        message.insert("default".to_owned(), serde_json::json!({}));
         if let Some(properties) = schema
             .get_mut("properties")
             .and_then(serde_json::Value::as_object_mut)
         {
             properties.insert(SESSIONS_KEY.to_owned(), sessions.to_value());
             properties.insert(AGENT_TO_AGENT_KEY.to_owned(), agent_to_agent.to_value());
+            properties.insert(MESSAGE_KEY.to_owned(), message.to_value());
         }
         schema
     }
@@ -236,6 +257,10 @@ mod tests {
             ),
             ("sessions: { visiblity: all }\n", "sessions.visiblity:"),
             ("agentToAgent: { enabeld: true }\n", "agentToAgent.enabeld:"),
+            (
+                "message: { crossContext: { allowAcross: true } }\n",
+                "message.crossContext.allowAcross:",
+            ),
         ] {
             let err = parse(yaml).expect_err(yaml);
             assert!(err.starts_with(path), "{yaml} → {err}");

@@ -32,6 +32,7 @@ mod cron;
 mod deferred;
 pub(super) mod elevated;
 mod exec;
+mod message;
 mod sessions;
 mod sessions_send;
 mod spawn;
@@ -270,6 +271,13 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
     }
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
     registry.register(context::ContextCommand);
+    if let Some(message) = message::MessageTool::new(
+        Arc::clone(&deps.outbox),
+        Arc::clone(&deps.sessions),
+        service.config().tools.message.cross_context.clone(),
+    ) {
+        registry.register(message);
+    }
     if let Some(cron) = &service.cron {
         registry.register(cron::CronTool::new(Arc::clone(cron)));
     }

@@ -1,0 +1,703 @@
+//! `message` (spec `openclaw-tools.md` §2): a send to any chat of a configured channel, and
+//! the channel actions the outbox reports for it (react, edit, delete, poll).
+//!
+//! This module owns the tool's side only: reading the arguments (camelCase or snake_case,
+//! legacy `to`/`channelId`), picking the channel and the target, the cross-context policy
+//! (§2.7), and recording a send for the final-reply suppression (`message_sends` in the
+//! core). Addressing and carrying out belong to the channels, behind the [`Outbox`] port
+//! (`resolve_target`, `deliver`, `act`).
+//!
+//! - **Policy, in code.** A session is bound to its conversation (a sub-agent to its root
+//!   parent's). Another chat of the same channel is allowed unless
+//!   `tools.message.crossContext.allowWithinProvider: false`; another channel is refused
+//!   unless `allowAcrossProviders: true`. Unlike OpenClaw, every action is checked, not only
+//!   sends, and an unavailable channel is an error instead of a silent fallback.
+//! - **Sub-agents** must name their target: they have no conversation of their own.
+//! - **Exactly once.** The idempotency id is derived from the session, the turn and the call
+//!   id, so a redelivered turn that runs the persisted call again reuses it and the channel
+//!   drops the second copy. A failure worth retrying is retried, then fails the event (the
+//!   queue redelivers it); a refusal for good is the call's error result.
+//! - **Cron runs** that deliver their own answer refuse the tool (their answer is the
+//!   delivery).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clawless_base::model::ToolSpec;
+use clawless_core::outbox::{
+    ActionRequest, Delivery, MessageAction, MessageActionKind, Outbox, OutboxError, PollRequest,
+};
+use clawless_core::session::{SessionKey, SessionStore};
+use clawless_core::tools::ToolOutput;
+use clawless_core::turn::OutboundReply;
+use clawless_core::turn::events::{ChatRef, dedup_token};
+use clawless_core::turn::message_sends::same_conversation;
+use clawless_core::turn::state::{SessionMeta, SessionState};
+use serde_json::{Map, Value, json};
+
+use super::{RuntimeTool, ToolCallContext, ToolOutcome};
+use crate::tools_section::message::CrossContextConfig;
+use crate::turn_service::{REPLY_RETRY_DELAYS, TurnError};
+
+/// The tool's name.
+pub(crate) const MESSAGE_TOOL: &str = "message";
+
+/// The channel ids clawless knows, configured or not: a name outside these is unknown.
+const KNOWN_CHANNELS: [&str; 4] = ["discord", "generic", "slack", "telegram"];
+
+/// Sub-agent levels walked up to find the conversation a sub-agent is bound to.
+const MAX_PARENT_HOPS: usize = 8;
+
+/// The refusal for a sub-agent's call without a target.
+pub(crate) const EXPLICIT_TARGET_REQUIRED: &str = "Explicit message target required for this run. Provide target/targets (and channel when needed).";
+
+/// The refusal for poll fields on a `send`.
+const POLL_FIELDS_ON_SEND: &str =
+    "Poll fields require action \"poll\"; use action \"poll\" instead of \"send\".";
+
+/// The refusal in a cron run whose answer is delivered for it.
+const CRON_OWNS_DELIVERY: &str = "The message tool is not available in a cron run that delivers its own result: your final answer is delivered to the job's target.";
+
+/// The arguments that make a call a poll.
+const POLL_KEYS: [&str; 4] = [
+    "pollQuestion",
+    "pollOption",
+    "pollMulti",
+    "pollDurationHours",
+];
+
+/// `message`, over the outbox (the channels and what each carries out) and the session store
+/// (a sub-agent's root conversation).
+pub(super) struct MessageTool {
+    outbox: Arc<dyn Outbox>,
+    sessions: Arc<dyn SessionStore>,
+    /// Each configured channel, with the actions it carries out besides `send`.
+    channels: BTreeMap<String, Vec<MessageActionKind>>,
+    cross_context: CrossContextConfig,
+}
+
+impl MessageTool {
+    /// The tool over `outbox`'s channels, or `None` when it has none.
+    pub(super) fn new(
+        outbox: Arc<dyn Outbox>, sessions: Arc<dyn SessionStore>, cross_context: CrossContextConfig,
+    ) -> Option<Self> {
+        let channels: BTreeMap<String, Vec<MessageActionKind>> = outbox
+            .channel_ids()
+            .into_iter()
+            .map(|channel| {
+                let mut actions = outbox.message_actions(&channel);
+                actions.retain(|kind| *kind != MessageActionKind::Send);
+                actions.sort();
+                actions.dedup();
+                (channel, actions)
+            })
+            .collect();
+        (!channels.is_empty()).then_some(Self {
+            outbox,
+            sessions,
+            channels,
+            cross_context,
+        })
+    }
+
+    /// Every action some configured channel carries out, `send` first.
+    fn offered_actions(&self) -> Vec<MessageActionKind> {
+        let mut actions = vec![MessageActionKind::Send];
+        for kind in self.channels.values().flatten() {
+            if !actions.contains(kind) {
+                actions.push(*kind);
+            }
+        }
+        actions[1..].sort();
+        actions
+    }
+
+    fn is_configured(&self, channel: &str) -> bool {
+        self.channels.contains_key(channel)
+    }
+
+    /// The conversation the session talks in, when its channel is configured (a sub-agent,
+    /// a cron run without a chat and an internal session have none).
+    fn current_conversation(&self, meta: &SessionMeta) -> Option<ChatRef> {
+        if meta.subagent.is_some() {
+            return None;
+        }
+        meta.chat
+            .clone()
+            .filter(|chat| self.is_configured(&chat.channel))
+    }
+
+    /// The conversation the cross-context policy holds the session to: its own, or for a
+    /// sub-agent its root parent's.
+    async fn bound_conversation(&self, meta: &SessionMeta) -> Result<Option<ChatRef>, String> {
+        let mut run = match &meta.subagent {
+            None => return Ok(self.current_conversation(meta)),
+            Some(run) => run.clone(),
+        };
+        for _ in 0..MAX_PARENT_HOPS {
+            let parent_key = run.start.parent_key.clone();
+            let unreadable = || format!("The parent session {parent_key} could not be read.");
+            let key = SessionKey::parse(&parent_key).ok_or_else(unreadable)?;
+            let stored = match self.sessions.load_live(&key).await {
+                Ok(Some(stored)) => stored,
+                Ok(None) => return Ok(None),
+                Err(err) => {
+                    tracing::warn!(error = %err, parent = %parent_key, "message: parent session unreadable");
+                    return Err(unreadable());
+                }
+            };
+            let parent: SessionMeta =
+                serde_json::from_str(&stored.meta).map_err(|_| unreadable())?;
+            match parent.subagent.clone() {
+                Some(next) => run = next,
+                None => return Ok(self.current_conversation(&parent)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs one call: the result to show, or the refusal to show as an error. `Err` only for
+    /// a delivery failure worth a redelivery of the event.
+    async fn run(
+        &self, call_id: &str, input: &Value, state: &mut SessionState, session_key: &str,
+    ) -> Result<Result<Value, String>, TurnError> {
+        let plan = match self.plan(input, state).await {
+            Ok(plan) => plan,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let action_id = dedup_token(&format!(
+            "message:{session_key}:{}:{call_id}",
+            state.meta.turn
+        ));
+        let current = self.current_conversation(&state.meta);
+        let is_current = current
+            .as_ref()
+            .is_some_and(|current| same_conversation(current, &plan.chat));
+        let delivery = match &plan.work {
+            Work::Send { text, reply_to } => {
+                let text_with_directive = match reply_to {
+                    Some(id) => format!("[[reply_to:{id}]] {text}"),
+                    None => text.clone(),
+                };
+                let reply = OutboundReply {
+                    reply_id: action_id,
+                    chat: plan.chat.clone(),
+                    text: text_with_directive,
+                    approval_code: None,
+                    // The turn's message id means nothing in another chat.
+                    in_reply_to: is_current
+                        .then(|| state.meta.turn_message_id.clone())
+                        .flatten(),
+                };
+                let delivery = match self.with_retries(|| self.outbox.deliver(&reply)).await? {
+                    Ok(delivery) => delivery,
+                    Err(refusal) => return Ok(Err(refusal)),
+                };
+                state.record_message_send(plan.chat.clone(), text);
+                delivery
+            }
+            Work::Act(action) => {
+                let request = ActionRequest {
+                    action_id,
+                    chat: plan.chat.clone(),
+                    action: action.clone(),
+                };
+                match self.with_retries(|| self.outbox.act(&request)).await? {
+                    Ok(delivery) => delivery,
+                    Err(refusal) => return Ok(Err(refusal)),
+                }
+            }
+        };
+        tracing::info!(session = %session_key, action = plan.kind.name(), channel = %plan.chat.channel, "message tool call carried out");
+        Ok(Ok(json!({
+            "channel": plan.chat.channel,
+            "to": plan.chat.chat_id,
+            "result": {
+                "messageId": delivery.message_id,
+                "chatId": plan.chat.chat_id,
+            },
+        })))
+    }
+
+    /// Calls `attempt` until it succeeds, is refused for good (the refusal's text), or has
+    /// failed after every retry (`Err`: the event is redelivered and the call runs again
+    /// under the same idempotency id).
+    async fn with_retries<'a, F, Fut>(
+        &'a self, attempt: F,
+    ) -> Result<Result<Delivery, String>, TurnError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<Delivery, OutboxError>> + 'a,
+    {
+        let mut delays = REPLY_RETRY_DELAYS.iter();
+        loop {
+            match attempt().await {
+                Ok(delivery) => return Ok(Ok(delivery)),
+                Err(OutboxError::Rejected { message }) => return Ok(Err(message)),
+                Err(OutboxError::UnknownChannel(channel)) => {
+                    return Ok(Err(format!("Channel is unavailable: {channel}")));
+                }
+                Err(err) => match delays.next() {
+                    Some(delay) => {
+                        tracing::warn!(error = %err, ?delay, "message delivery failed; retrying");
+                        tokio::time::sleep(*delay).await;
+                    }
+                    None => return Err(err.into()),
+                },
+            }
+        }
+    }
+
+    /// Reads the call, picks the channel and the target, and applies the policy.
+    async fn plan(&self, input: &Value, state: &SessionState) -> Result<Plan, String> {
+        let args = Args::of(input)?;
+        let action = args.required("action")?.to_ascii_lowercase();
+        let kind = action_kind(&action).ok_or_else(|| {
+            let names: Vec<&str> = self.offered_actions().iter().map(|k| k.name()).collect();
+            format!(
+                "Unknown action: {action}. Use one of: {}.",
+                names.join(", ")
+            )
+        })?;
+        if crate::turn_service::cron::current_cron_run(state).is_some()
+            && state
+                .heartbeat_delivery()
+                .is_some_and(|delivery| delivery.target.chat().is_some())
+        {
+            return Err(CRON_OWNS_DELIVERY.to_owned());
+        }
+        if kind == MessageActionKind::Send && POLL_KEYS.iter().any(|key| args.present(key)) {
+            return Err(POLL_FIELDS_ON_SEND.to_owned());
+        }
+        // Legacy `to` / `channelId` count only when `target` is absent.
+        let target = args
+            .string("target")?
+            .or(args.string("to")?)
+            .or(args.string("channelId")?);
+        if state.meta.subagent.is_some() && target.is_none() {
+            return Err(EXPLICIT_TARGET_REQUIRED.to_owned());
+        }
+        let current = self.current_conversation(&state.meta);
+        let bound = self.bound_conversation(&state.meta).await?;
+        let channel = self.pick_channel(args.string("channel")?, current.as_ref())?;
+        if let Some(bound) = &bound
+            && bound.channel != channel
+            && !self.cross_context.allows_across_providers()
+        {
+            return Err(across_denied(&action, &channel, &bound.channel));
+        }
+        if !self.is_configured(&channel) {
+            return Err(format!("Channel is unavailable: {channel}"));
+        }
+        if kind != MessageActionKind::Send
+            && !self
+                .channels
+                .get(&channel)
+                .is_some_and(|k| k.contains(&kind))
+        {
+            return Err(format!(
+                "Message action {action} not supported for channel {channel}."
+            ));
+        }
+        let thread = args.string("threadId")?;
+        let chat = match (&target, &current) {
+            (Some(target), _) => self.resolve(&channel, target, thread.as_deref()).await?,
+            (None, Some(current)) if current.channel == channel => match &thread {
+                None => current.clone(),
+                Some(_) => {
+                    self.resolve(&channel, &current.chat_id, thread.as_deref())
+                        .await?
+                }
+            },
+            (None, _) => return Err(format!("Action {action} requires a target.")),
+        };
+        if let Some(bound) = &bound {
+            if chat.channel != bound.channel && !self.cross_context.allows_across_providers() {
+                return Err(across_denied(&action, &chat.channel, &bound.channel));
+            }
+            if chat.channel == bound.channel
+                && !same_conversation(&chat, bound)
+                && !self.cross_context.allows_within_provider()
+            {
+                let shown = target.as_deref().unwrap_or(&chat.chat_id);
+                return Err(format!(
+                    "Cross-context messaging denied: action={action} target=\"{shown}\" while bound to \"{}\" (channel={channel}).",
+                    bound.chat_id
+                ));
+            }
+        }
+        // The chat as the session knows it keeps its chat type.
+        let chat = match &current {
+            Some(current) if same_conversation(current, &chat) => current.clone(),
+            _ => chat,
+        };
+        let inbound_here = current
+            .as_ref()
+            .is_some_and(|current| same_conversation(current, &chat))
+            .then(|| state.meta.turn_message_id.clone())
+            .flatten();
+        let work = work_of(kind, &args, inbound_here)?;
+        Ok(Plan { kind, chat, work })
+    }
+
+    /// The channel: named (`Unknown channel` for a name clawless does not know), else the
+    /// current conversation's, else the only configured one.
+    fn pick_channel(
+        &self, named: Option<String>, current: Option<&ChatRef>,
+    ) -> Result<String, String> {
+        if let Some(named) = named {
+            let channel = named.to_ascii_lowercase();
+            if !KNOWN_CHANNELS.contains(&channel.as_str()) && !self.is_configured(&channel) {
+                return Err(format!("Unknown channel: {named}"));
+            }
+            return Ok(channel);
+        }
+        if let Some(current) = current {
+            return Ok(current.channel.clone());
+        }
+        let configured: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+        match configured.as_slice() {
+            [] => Err("Channel is required (no configured channels detected).".to_owned()),
+            [only] => Ok((*only).to_owned()),
+            many => Err(format!(
+                "Channel is required when multiple channels are configured: {}",
+                many.join(", ")
+            )),
+        }
+    }
+
+    /// The chat `target` names on `channel`, as the channel reads it.
+    async fn resolve(
+        &self, channel: &str, target: &str, thread: Option<&str>,
+    ) -> Result<ChatRef, String> {
+        match self.outbox.resolve_target(channel, target, thread).await {
+            Ok(chat) => Ok(chat),
+            Err(OutboxError::UnknownChannel(_)) => {
+                Err(format!("Channel is unavailable: {channel}"))
+            }
+            Err(OutboxError::Rejected { message }) => Err(message),
+            Err(err @ OutboxError::Failed { .. }) => {
+                tracing::warn!(error = %err, channel, "message target could not be resolved");
+                Err(format!(
+                    "Target \"{target}\" for {channel} could not be resolved now: {err}"
+                ))
+            }
+        }
+    }
+}
+
+fn across_denied(action: &str, channel: &str, bound: &str) -> String {
+    format!(
+        "Cross-context messaging denied: action={action} target provider \"{channel}\" while bound to \"{bound}\"."
+    )
+}
+
+/// What a call comes to once read.
+struct Plan {
+    kind: MessageActionKind,
+    chat: ChatRef,
+    work: Work,
+}
+
+enum Work {
+    Send {
+        /// The text as sent, without the reply directive.
+        text: String,
+        reply_to: Option<String>,
+    },
+    Act(MessageAction),
+}
+
+fn action_kind(name: &str) -> Option<MessageActionKind> {
+    [
+        MessageActionKind::Send,
+        MessageActionKind::React,
+        MessageActionKind::Edit,
+        MessageActionKind::Delete,
+        MessageActionKind::Poll,
+    ]
+    .into_iter()
+    .find(|kind| kind.name() == name)
+}
+
+/// The action's own arguments. `inbound_here` is the turn's message id when the target is
+/// the turn's own chat (a reaction's default).
+fn work_of(
+    kind: MessageActionKind, args: &Args<'_>, inbound_here: Option<String>,
+) -> Result<Work, String> {
+    Ok(match kind {
+        MessageActionKind::Send => {
+            let text = match args.text("message")? {
+                Some(text) => text,
+                None => args.text("caption")?.ok_or("message required")?,
+            };
+            let text = strip_reasoning(&text);
+            if text.trim().is_empty() {
+                return Err("send requires text or media".to_owned());
+            }
+            Work::Send {
+                text: text.trim().to_owned(),
+                reply_to: args.string("replyTo")?,
+            }
+        }
+        MessageActionKind::React => Work::Act(MessageAction::React {
+            message_id: match args.string("messageId")? {
+                Some(id) => id,
+                None => inbound_here.ok_or("messageId required")?,
+            },
+            emoji: args.required("emoji")?,
+            remove: args.flag("remove")?,
+        }),
+        MessageActionKind::Edit => Work::Act(MessageAction::Edit {
+            message_id: args.required("messageId")?,
+            text: args.text("message")?.ok_or("message required")?,
+        }),
+        MessageActionKind::Delete => Work::Act(MessageAction::Delete {
+            message_id: args.required("messageId")?,
+        }),
+        MessageActionKind::Poll => {
+            let question = args.required("pollQuestion")?;
+            let options = args.strings("pollOption")?;
+            if options.len() < 2 {
+                return Err("pollOption requires at least two values".to_owned());
+            }
+            Work::Act(MessageAction::Poll(PollRequest {
+                question,
+                options,
+                allow_multiple: args.flag("pollMulti")?,
+                duration_hours: args.whole_number("pollDurationHours")?,
+            }))
+        }
+    })
+}
+
+/// Drops `<think>…</think>`-style reasoning a model left in a text.
+fn strip_reasoning(text: &str) -> String {
+    let mut out = text.to_owned();
+    for tag in ["think", "thinking", "thought", "antthinking"] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        while let Some(start) = out.to_ascii_lowercase().find(&open) {
+            let end = match out.to_ascii_lowercase()[start..].find(&close) {
+                Some(end) => start + end + close.len(),
+                None => out.len(),
+            };
+            out.replace_range(start..end, "");
+        }
+    }
+    out
+}
+
+/// The call's arguments: each key read as declared (camelCase) or in snake_case.
+struct Args<'a>(&'a Map<String, Value>);
+
+impl<'a> Args<'a> {
+    fn of(input: &'a Value) -> Result<Self, String> {
+        input
+            .as_object()
+            .map(Args)
+            .ok_or_else(|| "action required".to_owned())
+    }
+
+    fn raw(&self, key: &str) -> Option<&'a Value> {
+        self.0
+            .get(key)
+            .or_else(|| self.0.get(&snake_case(key)))
+            .filter(|value| !value.is_null())
+    }
+
+    fn present(&self, key: &str) -> bool {
+        self.raw(key).is_some()
+    }
+
+    /// A trimmed string (a number is taken as its digits); blank is absent.
+    fn string(&self, key: &str) -> Result<Option<String>, String> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::String(text)) => {
+                Ok(Some(text.trim().to_owned()).filter(|text| !text.is_empty()))
+            }
+            Some(Value::Number(number)) => Ok(Some(number.to_string())),
+            Some(_) => Err(format!("{key} must be a string")),
+        }
+    }
+
+    fn required(&self, key: &str) -> Result<String, String> {
+        self.string(key)?.ok_or_else(|| format!("{key} required"))
+    }
+
+    /// A message text: literal `\n` sequences become newlines.
+    fn text(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.string(key)?.map(|text| text.replace("\\n", "\n")))
+    }
+
+    fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.raw(key) {
+            None => Ok(false),
+            Some(Value::Bool(flag)) => Ok(*flag),
+            Some(Value::String(text)) if text.trim().eq_ignore_ascii_case("true") => Ok(true),
+            Some(Value::String(text)) if text.trim().eq_ignore_ascii_case("false") => Ok(false),
+            Some(_) => Err(format!("{key} must be true or false")),
+        }
+    }
+
+    fn whole_number(&self, key: &str) -> Result<Option<u32>, String> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(value) => value
+                .as_u64()
+                .or_else(|| value.as_str().and_then(|text| text.trim().parse().ok()))
+                .and_then(|number| u32::try_from(number).ok())
+                .map(Some)
+                .ok_or_else(|| format!("{key} must be a whole number")),
+        }
+    }
+
+    /// A list of trimmed, non-blank strings (a single string is a list of one).
+    fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        let values = match self.raw(key) {
+            None => return Ok(Vec::new()),
+            Some(Value::Array(values)) => values.iter().collect(),
+            Some(value) => vec![value],
+        };
+        values
+            .into_iter()
+            .filter_map(|value| match value {
+                Value::String(text) => {
+                    let text = text.trim();
+                    (!text.is_empty()).then(|| Ok(text.to_owned()))
+                }
+                Value::Number(number) => Some(Ok(number.to_string())),
+                _ => Some(Err(format!("{key} must be a list of strings"))),
+            })
+            .collect()
+    }
+}
+
+/// `messageId` → `message_id`.
+fn snake_case(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The error envelope every refusal is shown in.
+fn error_output(error: &str) -> ToolOutput {
+    let envelope = json!({"status": "error", "tool": MESSAGE_TOOL, "error": error});
+    ToolOutput::error(pretty(&envelope))
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+#[async_trait]
+impl RuntimeTool for MessageTool {
+    fn spec(&self) -> ToolSpec {
+        let actions = self.offered_actions();
+        let has = |kind| actions.contains(&kind);
+        let per_channel: Vec<String> = self
+            .channels
+            .iter()
+            .map(|(channel, kinds)| {
+                let names: Vec<&str> = std::iter::once("send")
+                    .chain(kinds.iter().map(|kind| kind.name()))
+                    .collect();
+                format!("{channel} ({})", names.join(", "))
+            })
+            .collect();
+        let description = format!(
+            "Send a message to a chat, or act on messages, in the configured channels: {}. \
+             Without target, the current conversation is used; without channel, the current \
+             conversation's channel (or the only one configured). Returns the channel, the chat \
+             and the sent message's id.",
+            per_channel.join("; ")
+        );
+        let mut properties = Map::new();
+        let names: Vec<&str> = actions.iter().map(|kind| kind.name()).collect();
+        properties.insert("action".into(), json!({"type": "string", "enum": names}));
+        properties.insert(
+            "channel".into(),
+            json!({"type": "string", "description": format!("One of: {}.", self.channels.keys().cloned().collect::<Vec<_>>().join(", "))}),
+        );
+        properties.insert(
+            "target".into(),
+            json!({"type": "string", "description": "The chat, in the channel's format (a chat id; Slack and Discord also `channel:<id>` / `user:<id>`). Default: the current conversation."}),
+        );
+        properties.insert(
+            "message".into(),
+            json!({"type": "string", "description": "The text to send (send), or the new text (edit)."}),
+        );
+        properties.insert(
+            "replyTo".into(),
+            json!({"type": "string", "description": "Send as a reply to this message id."}),
+        );
+        properties.insert(
+            "threadId".into(),
+            json!({"type": "string", "description": "Thread or forum topic to send in, where the channel has them."}),
+        );
+        if has(MessageActionKind::React)
+            || has(MessageActionKind::Edit)
+            || has(MessageActionKind::Delete)
+        {
+            properties.insert(
+                "messageId".into(),
+                json!({"type": "string", "description": "The message to act on (react: default the message you are answering)."}),
+            );
+        }
+        if has(MessageActionKind::React) {
+            properties.insert("emoji".into(), json!({"type": "string"}));
+            properties.insert(
+                "remove".into(),
+                json!({"type": "boolean", "description": "Take the reaction back."}),
+            );
+        }
+        if has(MessageActionKind::Poll) {
+            properties.insert("pollQuestion".into(), json!({"type": "string"}));
+            properties.insert(
+                "pollOption".into(),
+                json!({"type": "array", "items": {"type": "string"}, "description": "At least two answers."}),
+            );
+            properties.insert(
+                "pollMulti".into(),
+                json!({"type": "boolean", "description": "Allow more than one answer."}),
+            );
+            properties.insert(
+                "pollDurationHours".into(),
+                json!({"type": "integer", "minimum": 1}),
+            );
+        }
+        ToolSpec {
+            name: MESSAGE_TOOL.to_owned(),
+            description,
+            input_schema: json!({
+                "type": "object",
+                "properties": properties,
+                "required": ["action"],
+            }),
+        }
+    }
+
+    async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
+        let outcome = self
+            .run(
+                &context.call.id,
+                &context.call.input,
+                context.state,
+                context.session_key,
+            )
+            .await?;
+        Ok(ToolOutcome::Done(match outcome {
+            Ok(result) => ToolOutput::ok(pretty(&result)),
+            Err(refusal) => error_output(&refusal),
+        }))
+    }
+}
