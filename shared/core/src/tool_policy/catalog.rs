@@ -180,6 +180,9 @@ pub const CORE_TOOLS: &[CoreTool] = &[
     tool("write", ToolSection::Fs, CODING),
     tool("edit", ToolSection::Fs, CODING),
     tool("apply_patch", ToolSection::Fs, CODING),
+    tool("grep", ToolSection::Fs, CODING),
+    tool("find", ToolSection::Fs, CODING),
+    tool("ls", ToolSection::Fs, CODING),
     tool("exec", ToolSection::Runtime, CODING),
     tool("process", ToolSection::Runtime, CODING),
     tool("code_execution", ToolSection::Runtime, CODING),
@@ -215,7 +218,9 @@ pub const CORE_TOOLS: &[CoreTool] = &[
 pub const OWNER_ONLY_TOOLS: &[&str] = &["cron", "gateway", "nodes", "whatsapp_login"];
 
 /// The group of every core tool except the ones that touch files or run commands
-/// (`read write edit apply_patch exec process`).
+/// (`read write edit apply_patch grep find ls exec process`). OpenClaw's group leaves out
+/// its coding tools; `grep`, `find` and `ls` are coding tools it never builds, so clawless
+/// leaves them out too.
 pub const CORE_GROUP: &str = "group:clawless";
 
 /// OpenClaw's name for [`CORE_GROUP`], accepted so existing configs keep working.
@@ -225,7 +230,17 @@ pub const CORE_GROUP_OPENCLAW_ALIAS: &str = "group:openclaw";
 pub const PLUGINS_GROUP: &str = "group:plugins";
 
 /// The tools [`CORE_GROUP`] leaves out.
-const OUTSIDE_CORE_GROUP: &[&str] = &["read", "write", "edit", "apply_patch", "exec", "process"];
+const OUTSIDE_CORE_GROUP: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "apply_patch",
+    "grep",
+    "find",
+    "ls",
+    "exec",
+    "process",
+];
 
 /// Canonical form of a tool name or policy entry: trimmed, lowercased, with the aliases
 /// `bash` → `exec` and `apply-patch` → `apply_patch` resolved.
@@ -333,7 +348,7 @@ mod tests {
     fn catalog_ids_are_unique_and_canonical() {
         let ids: BTreeSet<&str> = CORE_TOOLS.iter().map(|tool| tool.id).collect();
         assert_eq!(ids.len(), CORE_TOOLS.len());
-        assert_eq!(ids.len(), 32);
+        assert_eq!(ids.len(), 35);
         for tool in CORE_TOOLS {
             assert_eq!(normalize_tool_name(tool.id), tool.id);
         }
@@ -343,7 +358,7 @@ mod tests {
     fn sections_match_the_spec_groups() {
         assert_eq!(
             group("group:fs"),
-            set(&["read", "write", "edit", "apply_patch"])
+            set(&["read", "write", "edit", "apply_patch", "grep", "find", "ls"])
         );
         assert_eq!(
             group("group:runtime"),
@@ -388,8 +403,18 @@ mod tests {
         let core = group(CORE_GROUP);
         assert_eq!(core, group(CORE_GROUP_OPENCLAW_ALIAS));
         assert_eq!(core, group(" GROUP:OpenClaw "));
-        assert_eq!(core.len(), CORE_TOOLS.len() - 6);
-        for outside in ["read", "write", "edit", "apply_patch", "exec", "process"] {
+        assert_eq!(core.len(), CORE_TOOLS.len() - 9);
+        for outside in [
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "grep",
+            "find",
+            "ls",
+            "exec",
+            "process",
+        ] {
             assert!(!core.contains(outside), "{outside}");
         }
         assert!(core.contains("browser") && core.contains("code_execution"));
@@ -419,6 +444,9 @@ mod tests {
                 "write",
                 "edit",
                 "apply_patch",
+                "grep",
+                "find",
+                "ls",
                 "exec",
                 "process",
                 "code_execution",
@@ -510,7 +538,17 @@ mod tests {
     fn expansion_normalises_dedupes_and_keeps_globs() {
         assert_eq!(
             expand_tool_groups(["group:fs", "READ", " BASH ", "", "web_*", "group:plugins"]),
-            vec!["read", "write", "edit", "apply_patch", "exec", "web_*"]
+            vec![
+                "read",
+                "write",
+                "edit",
+                "apply_patch",
+                "grep",
+                "find",
+                "ls",
+                "exec",
+                "web_*"
+            ]
         );
     }
 }

@@ -42,7 +42,8 @@ pub const LEAF_SUBAGENT_DENIED_TOOLS: &[&str] = &[
     "sessions_spawn",
 ];
 
-/// The sandbox allowlist when none is configured.
+/// The sandbox allowlist when none is configured. OpenClaw's, plus the read-only search
+/// tools `grep`, `find` and `ls` it never builds: they see no more than `read` does.
 pub const SANDBOX_DEFAULT_ALLOW: &[&str] = &[
     "exec",
     "process",
@@ -50,6 +51,9 @@ pub const SANDBOX_DEFAULT_ALLOW: &[&str] = &[
     "write",
     "edit",
     "apply_patch",
+    "grep",
+    "find",
+    "ls",
     "image",
     "sessions_list",
     "sessions_history",

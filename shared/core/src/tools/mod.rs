@@ -197,21 +197,31 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
 #[cfg(test)]
 mod fixtures;
 
+pub mod apply_patch;
 pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod ls;
 pub mod memory;
 pub mod paths;
 pub mod read;
 pub mod session_status;
+pub mod walk;
 pub mod web_fetch;
 pub mod write;
 
 /// Every built-in tool, in the order the system prompt lists them: `read`, `write`, `edit`,
-/// `web_fetch`, `session_status`, `memory_search`, `memory_get`.
+/// `apply_patch`, `grep`, `find`, `ls`, `web_fetch`, `session_status`, `memory_search`,
+/// `memory_get`.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
+        Arc::new(apply_patch::ApplyPatchTool),
+        Arc::new(grep::GrepTool),
+        Arc::new(find::FindTool),
+        Arc::new(ls::LsTool),
         Arc::new(web_fetch::WebFetchTool),
         Arc::new(session_status::SessionStatusTool),
         Arc::new(memory::MemorySearchTool),
@@ -274,7 +284,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtin_tools_are_the_seven_turn_tools_with_object_schemas() {
+    fn builtin_tools_are_the_eleven_turn_tools_with_object_schemas() {
         let names: Vec<String> = builtin_tools()
             .iter()
             .map(|tool| tool.spec().name)
@@ -284,7 +294,11 @@ mod tests {
         assert_eq!(
             sorted,
             [
+                "apply_patch",
                 "edit",
+                "find",
+                "grep",
+                "ls",
                 "memory_get",
                 "memory_search",
                 "read",

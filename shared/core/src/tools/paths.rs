@@ -123,6 +123,81 @@ pub fn resolve_read_path(context: &ToolContext, path: &str) -> Result<ResolvedPa
     }
 }
 
+/// A place `ls`, `find` or `grep` starts from: a directory or a file inside a workspace.
+#[derive(Debug, Clone)]
+pub struct SearchRoot {
+    /// The workspace searched (a sandboxed session's own, or the agent's at `/agent`).
+    pub workspace: Workspace,
+    /// The path below the workspace root, without a trailing `/`; `""` for the root itself.
+    pub relative: String,
+    /// True for the agent's workspace seen from a sandbox: its memory stays hidden.
+    pub hides_memory: bool,
+}
+
+/// Resolves the `path` of a search tool: `None`, `""`, `.` and `./` name the workspace root;
+/// otherwise the forms [`resolve_read_path`] accepts for workspace files, directories
+/// included, with one leading `@` dropped (as models sometimes quote paths). Skill sources
+/// are not searchable.
+pub fn resolve_search_root(
+    context: &ToolContext, path: Option<&str>,
+) -> Result<SearchRoot, PathError> {
+    let given = path.map(str::trim).unwrap_or_default();
+    let given = given.strip_prefix('@').unwrap_or(given);
+    let root_of = |workspace: &Workspace, relative: String, hides_memory| SearchRoot {
+        workspace: workspace.clone(),
+        relative,
+        hides_memory,
+    };
+    if given.is_empty() || given == "." || given == "./" {
+        return Ok(root_of(&context.workspace, String::new(), false));
+    }
+    let path = screen(given)?;
+    if let Some(view) = &context.sandbox {
+        if let Some(relative) = jail_relative(path) {
+            return Ok(root_of(&context.workspace, relative_dir(relative), false));
+        }
+        if let Some(relative) = path
+            .strip_prefix(AGENT_MOUNT)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        {
+            let Some(agent) = &view.agent else {
+                return Err(refuse(path, "the agent's workspace is not readable here"));
+            };
+            let relative = relative_dir(relative);
+            if is_memory_path(&relative) || relative.eq_ignore_ascii_case("memory") {
+                return Err(refuse(path, "memory stays out of a sandbox"));
+            }
+            return Ok(root_of(agent, relative, true));
+        }
+    }
+    if !is_absolute(path) {
+        return Ok(root_of(&context.workspace, relative_dir(path), false));
+    }
+    let workspace = &context.workspace;
+    let root = workspace.display_root();
+    if path.trim_end_matches('/') == root.trim_end_matches('/') {
+        return Ok(root_of(workspace, String::new(), false));
+    }
+    let key = workspace
+        .store
+        .key_for_location(path.trim_end_matches('/'))
+        .ok_or_else(|| refuse(path, OUTSIDE_WORKSPACE))?;
+    match key.strip_prefix(&workspace.prefix) {
+        Some(relative) if !relative.is_empty() => {
+            Ok(root_of(workspace, relative.to_owned(), false))
+        }
+        _ => Err(refuse(path, OUTSIDE_WORKSPACE)),
+    }
+}
+
+/// `./a//b/` becomes `a/b`; `""` names the root.
+fn relative_dir(path: &str) -> String {
+    path.split('/')
+        .filter(|segment| !segment.is_empty() && *segment != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 const OUTSIDE_WORKSPACE: &str = "it is outside the workspace";
 
 /// Where a sandboxed session sees its own workspace (as its commands do, in the jail).
@@ -138,7 +213,7 @@ fn jail_relative(path: &str) -> Option<&str> {
 }
 
 /// `MEMORY.md`, `memory.md` and anything under `memory/`: the agent's memory.
-fn is_memory_path(relative: &str) -> bool {
+pub(crate) fn is_memory_path(relative: &str) -> bool {
     let lower = relative.to_ascii_lowercase();
     lower == "memory.md" || lower.starts_with("memory/")
 }
