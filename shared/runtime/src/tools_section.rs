@@ -1,9 +1,10 @@
 //! The config's `tools:` section: the tool policy ([`ToolsConfig`], core's) and, beside it
 //! under the same key as in OpenClaw's files, the session tools' own settings (`sessions`,
-//! `agentToAgent`), which are not policy and live with the sub-agents.
+//! `agentToAgent`), which are not policy and live with the sub-agents, and the web tools'
+//! settings (`web`, see [`web`]).
 //!
-//! One YAML map feeds two types, so deserialisation is written by hand: `sessions` and
-//! `agentToAgent` are taken out as the map is read, and every other key is handed to
+//! One YAML map feeds several types, so deserialisation is written by hand: `sessions`,
+//! `agentToAgent` and `web` are taken out as the map is read, and every other key is handed to
 //! [`ToolsConfig`]'s own (derived) deserializer through the same map. Nothing is buffered, so
 //! a typo keeps its full path (`tools.byProvider.openai.denny`, `tools.alow`) and an unknown
 //! key is still an error.
@@ -17,11 +18,14 @@ use clawless_core::subagents::config::{
 use clawless_core::tool_policy::ToolsConfig;
 
 pub mod message;
+pub mod web;
 
 /// The key of the session tools' visibility settings.
 const SESSIONS_KEY: &str = "sessions";
 /// The key of the cross-agent session access settings.
 const AGENT_TO_AGENT_KEY: &str = "agentToAgent";
+/// The key of the web tools' settings.
+const WEB_KEY: &str = "web";
 /// The key of the `message` tool's settings.
 const MESSAGE_KEY: &str = "message";
 
@@ -37,6 +41,9 @@ pub struct ToolsSection {
     /// `tools.agentToAgent`: whether the session tools may reach other agents' sessions.
     /// Unset: off.
     pub agent_to_agent: Option<AgentToAgentConfig>,
+    /// `tools.web`: the web tools' settings (`search`: the `web_search` tool's providers,
+    /// limits and cache).
+    pub web: web::WebToolsConfig,
     /// `tools.message`: the `message` tool's cross-context policy.
     pub message: message::MessageToolConfig,
 }
@@ -81,6 +88,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
             policy,
             sessions: sessions.sessions,
             agent_to_agent: sessions.agent_to_agent,
+            web: sessions.web.unwrap_or_default(),
             message: sessions.message.unwrap_or_default(),
         })
     }
@@ -91,6 +99,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
 struct SessionKeys {
     sessions: Option<SessionToolsConfig>,
     agent_to_agent: Option<AgentToAgentConfig>,
+    web: Option<web::WebToolsConfig>,
     message: Option<message::MessageToolConfig>,
 }
 
@@ -131,6 +140,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for PolicyKeys<'_, A> {
                 Some(Key::AgentToAgent) => {
                     self.sessions.agent_to_agent = Some(self.map.next_value()?);
                 }
+                Some(Key::Web) => self.sessions.web = Some(self.map.next_value()?),
                 Some(Key::Message) => self.sessions.message = Some(self.map.next_value()?),
             }
         }
@@ -145,6 +155,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for PolicyKeys<'_, A> {
 enum Key<F> {
     Sessions,
     AgentToAgent,
+    Web,
     Message,
     Policy(F),
 }
@@ -161,6 +172,7 @@ impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyOrSession<'_, K> 
         match key.as_str() {
             SESSIONS_KEY => Ok(Key::Sessions),
             AGENT_TO_AGENT_KEY => Ok(Key::AgentToAgent),
+            WEB_KEY => Ok(Key::Web),
             MESSAGE_KEY => Ok(Key::Message),
             _ => {
                 let Some(seed) = self.0.take() else {
@@ -199,6 +211,15 @@ impl schemars::JsonSchema for ToolsSection {
                 .into(),
         );
         agent_to_agent.insert("default".to_owned(), serde_json::json!({}));
+        let mut web = generator.subschema_for::<web::WebToolsConfig>();
+        web.insert(
+            "description".to_owned(),
+            "The web tools' settings: `search`, the `web_search` tool's provider (brave, \
+             gemini, perplexity, tavily, searxng; unset: the first with a key), keys, base \
+             URLs, result count, timeout and cache."
+                .into(),
+        );
+        web.insert("default".to_owned(), serde_json::json!({}));
         let mut message = generator.subschema_for::<message::MessageToolConfig>();
         message.insert(
             "description".to_owned(),
@@ -214,6 +235,7 @@ impl schemars::JsonSchema for ToolsSection {
         {
             properties.insert(SESSIONS_KEY.to_owned(), sessions.to_value());
             properties.insert(AGENT_TO_AGENT_KEY.to_owned(), agent_to_agent.to_value());
+            properties.insert(WEB_KEY.to_owned(), web.to_value());
             properties.insert(MESSAGE_KEY.to_owned(), message.to_value());
         }
         schema
@@ -257,14 +279,49 @@ mod tests {
             ),
             ("sessions: { visiblity: all }\n", "sessions.visiblity:"),
             ("agentToAgent: { enabeld: true }\n", "agentToAgent.enabeld:"),
+            ("web: { serch: {} }\n", "web.serch:"),
             (
                 "message: { crossContext: { allowAcross: true } }\n",
                 "message.crossContext.allowAcross:",
+            ),
+            (
+                "web: { search: { brave: { apiKye: x } } }\n",
+                "web.search.brave.apiKye:",
             ),
         ] {
             let err = parse(yaml).expect_err(yaml);
             assert!(err.starts_with(path), "{yaml} → {err}");
             assert!(err.contains("unknown field"), "{yaml} → {err}");
         }
+    }
+}
+
+#[cfg(test)]
+mod web_search_config_tests {
+    use super::*;
+    use web::SearchProviderId;
+
+    #[test]
+    fn web_search_keys_land_beside_the_policy() {
+        let deserializer = serde_yaml::Deserializer::from_str(
+            "deny: [exec]\nweb:\n  search:\n    provider: searxng\n    maxResults: 3\n    \
+             timeoutSeconds: 5\n    cacheTtlMinutes: 0\n    searxng: { baseUrl: 'http://127.0.0.1:8888' }\n    \
+             brave: { apiKey: k }\n",
+        );
+        let section: ToolsSection = serde_path_to_error::deserialize(deserializer).expect("parses");
+        let search = &section.web.search;
+        assert_eq!(section.policy.deny, Some(vec!["exec".to_owned()]));
+        assert_eq!(search.provider, Some(SearchProviderId::Searxng));
+        assert_eq!(search.max_results(), 3);
+        assert_eq!(search.timeout(), std::time::Duration::from_secs(5));
+        assert_eq!(search.cache_ttl_ms(), 0);
+        assert_eq!(
+            search.searxng.base_url.as_deref(),
+            Some("http://127.0.0.1:8888")
+        );
+        assert_eq!(search.brave.api_key.as_deref(), Some("k"));
+        let unknown = serde_yaml::from_str::<ToolsSection>("web: { search: { provider: bing } }\n")
+            .expect_err("an unknown provider is an error");
+        assert!(unknown.to_string().contains("unknown variant"), "{unknown}");
     }
 }

@@ -37,6 +37,7 @@ mod sessions;
 mod sessions_send;
 mod spawn;
 mod subagents;
+mod web_search;
 
 use sessions::SessionDirectory;
 
@@ -271,6 +272,7 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
     }
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
     registry.register(context::ContextCommand);
+    web_search::register(&mut registry, service);
     if let Some(message) = message::MessageTool::new(
         Arc::clone(&deps.outbox),
         Arc::clone(&deps.sessions),
