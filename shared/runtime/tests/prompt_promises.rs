@@ -119,3 +119,70 @@ fn the_command_scan_finds_commands_and_skips_paths() {
         ["approve", "new", "status"]
     );
 }
+
+/// Through `clawless local`: the owner's direct chat carries `MEMORY.md`; a group chat's
+/// request never does, even the owner's own message there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_chats_request_through_clawless_local_carries_no_memory() {
+    use clawless_channels::sign;
+    use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+    use clawless_runtime::ClawlessConfig;
+    use clawless_runtime::local_mode::{LocalOptions, start_local};
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::time::Duration;
+    use support::{Fixture, ReplyReceiver, SECRET};
+
+    const CANARY: &str = "CANARY-31d: the owner's private notes";
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path().join("workspace/MEMORY.md"), CANARY).expect("test fixture");
+    let model = ScriptedServer::start().await;
+    model.always("/v1/messages", ScriptedReply::json(anthropic_text("ok")));
+    let receiver = ReplyReceiver::start().await;
+    let yaml = fixture
+        .config_yaml(&model.base_url(), &receiver.url)
+        .replace("    secret:", "    owners: [owner-1]\n    secret:");
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let built = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+    let running = start_local(LocalOptions {
+        config,
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model: built,
+        secrets: Default::default(),
+    })
+    .await
+    .expect("test fixture");
+    let client = reqwest::Client::new();
+    for (id, chat_id, chat_type) in [("m-1", "group-1", "group"), ("m-2", "chat-1", "direct")] {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "message_id": id, "chat_id": chat_id, "sender_id": "owner-1",
+            "text": "what do you remember?", "chat_type": chat_type
+        }))
+        .expect("test fixture");
+        let status = client
+            .post(format!("http://{}/webhook/generic", running.addr))
+            .header("content-type", "application/json")
+            .header("x-clawless-signature", sign(SECRET.as_bytes(), &body))
+            .body(body)
+            .send()
+            .await
+            .expect("test fixture")
+            .status();
+        assert_eq!(status.as_u16(), 202);
+        let answered = if id == "m-1" { 1 } else { 2 };
+        receiver.wait_for(answered, Duration::from_secs(20)).await;
+    }
+    let requests = model.requests_to("/v1/messages");
+    assert_eq!(requests.len(), 2);
+    let group = requests[0].body.to_string();
+    assert!(
+        !group.contains("CANARY"),
+        "the group's request carries MEMORY.md"
+    );
+    let direct = requests[1].body.to_string();
+    assert!(
+        direct.contains("CANARY"),
+        "the owner's direct chat carries MEMORY.md"
+    );
+    running.stop().await;
+}
