@@ -72,9 +72,7 @@ pub fn normalize_for_dedupe(text: &str) -> String {
 
 /// Whether the final reply `text` of a turn whose conversation is `origin` must be dropped
 /// because of `sends` (see the module docs).
-pub fn suppresses_final_reply(
-    origin: Option<&ChatRef>, sends: &[MessageSend], text: &str,
-) -> bool {
+pub fn suppresses_final_reply(origin: Option<&ChatRef>, sends: &[MessageSend], text: &str) -> bool {
     if let Some(origin) = origin
         && sends
             .iter()
@@ -88,8 +86,7 @@ pub fn suppresses_final_reply(
     }
     sends.iter().any(|send| {
         let sent = normalize_for_dedupe(&send.text);
-        sent.chars().count() >= MIN_DEDUPE_CHARS
-            && (sent.contains(&reply) || reply.contains(&sent))
+        sent.chars().count() >= MIN_DEDUPE_CHARS && (sent.contains(&reply) || reply.contains(&sent))
     })
 }
 
@@ -149,7 +146,11 @@ mod tests {
             &sends,
             "I said: hi there friend!"
         ));
-        assert!(suppresses_final_reply(Some(&origin), &sends, "there friend"));
+        assert!(suppresses_final_reply(
+            Some(&origin),
+            &sends,
+            "there friend"
+        ));
         assert!(!suppresses_final_reply(
             Some(&origin),
             &sends,
@@ -285,7 +286,11 @@ mod tests {
         #[test]
         fn a_send_elsewhere_drops_only_a_repeating_final_reply() {
             let repeat = run_turn(chat("telegram", "7"), "hi there friend", "Hi there, friend");
-            assert_eq!(repeat, ["Hi there, friend"], "punctuation makes it a new text");
+            assert_eq!(
+                repeat,
+                ["Hi there, friend"],
+                "punctuation makes it a new text"
+            );
             let repeat = run_turn(chat("telegram", "7"), "hi there friend", "hi there friend");
             assert!(repeat.is_empty(), "{repeat:?}");
             let other = run_turn(chat("telegram", "7"), "hi there friend", "I told them.");

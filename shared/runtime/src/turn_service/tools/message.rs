@@ -701,3 +701,432 @@ impl RuntimeTool for MessageTool {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The policy against calls that try to get around it: a channel spelled differently,
+    //! `to`/`channelId` beside or instead of `target`, a target that names the current chat in
+    //! another form, a sub-agent relying on the implicit target or on its own lack of a chat.
+
+    use std::sync::Mutex;
+
+    use clawless_base::session_key::ChatType;
+    use clawless_core::testing::InMemorySessionStore;
+
+    use super::*;
+
+    /// `generic` (send only) and `telegram` (react and poll too), where `@me` is chat `42`.
+    #[derive(Debug, Default)]
+    struct TwoChannels {
+        sent: Mutex<Vec<OutboundReply>>,
+        acted: Mutex<Vec<ActionRequest>>,
+    }
+
+    #[async_trait]
+    impl Outbox for TwoChannels {
+        async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
+            self.sent.lock().expect("lock").push(reply.clone());
+            Ok(())
+        }
+
+        fn channel_ids(&self) -> Vec<String> {
+            vec!["generic".to_owned(), "telegram".to_owned()]
+        }
+
+        fn message_actions(&self, channel: &str) -> Vec<MessageActionKind> {
+            match channel {
+                "telegram" => vec![MessageActionKind::Poll, MessageActionKind::React],
+                _ => Vec::new(),
+            }
+        }
+
+        async fn resolve_target(
+            &self, channel: &str, target: &str, _thread_id: Option<&str>,
+        ) -> Result<ChatRef, OutboxError> {
+            let chat_id = if channel == "telegram" && target == "@me" {
+                "42"
+            } else {
+                target
+            };
+            Ok(chat(channel, chat_id))
+        }
+
+        async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+            self.acted.lock().expect("lock").push(request.clone());
+            Ok(Delivery {
+                message_id: Some("m-9".to_owned()),
+            })
+        }
+    }
+
+    fn chat(channel: &str, chat_id: &str) -> ChatRef {
+        ChatRef {
+            channel: channel.to_owned(),
+            chat_id: chat_id.to_owned(),
+            chat_type: ChatType::Direct,
+        }
+    }
+
+    struct Harness {
+        outbox: Arc<TwoChannels>,
+        sessions: Arc<InMemorySessionStore>,
+        tool: MessageTool,
+    }
+
+    fn harness(within: Option<bool>, across: Option<bool>) -> Harness {
+        let outbox = Arc::new(TwoChannels::default());
+        let sessions = Arc::new(InMemorySessionStore::new());
+        let tool = MessageTool::new(
+            outbox.clone(),
+            sessions.clone(),
+            CrossContextConfig {
+                allow_within_provider: within,
+                allow_across_providers: across,
+            },
+        )
+        .expect("two channels");
+        Harness {
+            outbox,
+            sessions,
+            tool,
+        }
+    }
+
+    /// A session talking in telegram chat `42`, its turn started by message `in-1`.
+    fn telegram_session() -> SessionState {
+        let key = SessionKey::parse("agent:main:main").expect("key");
+        let mut state = SessionState::new(key, "s1".to_owned(), 0);
+        state.meta.chat = Some(chat("telegram", "42"));
+        state.meta.turn = 3;
+        state.meta.turn_message_id = Some("in-1".to_owned());
+        state
+    }
+
+    async fn call(
+        harness: &Harness, state: &mut SessionState, input: Value,
+    ) -> Result<Value, String> {
+        harness
+            .tool
+            .run("toolu_1", &input, state, "agent:main:main")
+            .await
+            .expect("no delivery failure")
+    }
+
+    #[tokio::test]
+    async fn another_channel_is_refused_however_it_is_spelled() {
+        let harness = harness(None, None);
+        for channel in ["generic", " GENERIC ", "Generic"] {
+            let mut state = telegram_session();
+            let refusal = call(
+                &harness,
+                &mut state,
+                json!({"action": "send", "channel": channel, "target": "c-1", "message": "x"}),
+            )
+            .await
+            .expect_err(channel);
+            assert_eq!(
+                refusal,
+                "Cross-context messaging denied: action=send target provider \"generic\" while bound to \"telegram\"."
+            );
+        }
+        let mut state = telegram_session();
+        let unknown = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "channel": "teams", "target": "1", "message": "x"}),
+        )
+        .await
+        .expect_err("unknown");
+        assert_eq!(unknown, "Unknown channel: teams");
+        // A known but unconfigured channel is not reached by falling back either.
+        let across = harness_with_across();
+        let mut state = telegram_session();
+        let unavailable = call(
+            &across,
+            &mut state,
+            json!({"action": "send", "channel": "slack", "target": "channel:C1", "message": "x"}),
+        )
+        .await
+        .expect_err("unavailable");
+        assert_eq!(unavailable, "Channel is unavailable: slack");
+        assert!(harness.outbox.sent.lock().expect("lock").is_empty());
+    }
+
+    fn harness_with_across() -> Harness {
+        harness(None, Some(true))
+    }
+
+    #[tokio::test]
+    async fn vector_8_slack_from_telegram_is_denied_by_default() {
+        let harness = harness(None, None);
+        let mut state = telegram_session();
+        let refusal = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "channel": "slack", "target": "channel:C1", "message": "x"}),
+        )
+        .await
+        .expect_err("denied");
+        assert_eq!(
+            refusal,
+            "Cross-context messaging denied: action=send target provider \"slack\" while bound to \"telegram\"."
+        );
+    }
+
+    #[tokio::test]
+    async fn legacy_to_and_channel_id_cannot_slip_past_the_within_provider_switch() {
+        let harness = harness(Some(false), None);
+        for input in [
+            json!({"action": "send", "to": "99", "message": "x"}),
+            json!({"action": "send", "channelId": "99", "message": "x"}),
+            // `target` wins over `to` (vector 9): the current chat in `to` does not help.
+            json!({"action": "send", "to": "42", "target": "99", "message": "x"}),
+            json!({"action": "react", "target": "99", "messageId": "5", "emoji": "👍"}),
+        ] {
+            let mut state = telegram_session();
+            let refusal = call(&harness, &mut state, input.clone())
+                .await
+                .expect_err("denied");
+            assert!(
+                refusal.starts_with("Cross-context messaging denied: action=")
+                    && refusal.ends_with("target=\"99\" while bound to \"42\" (channel=telegram)."),
+                "{input} → {refusal}"
+            );
+        }
+        // `to` + `channelId` without `target`: `to` is the target (vector 9).
+        let mut state = telegram_session();
+        let refusal = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "to": "1", "channelId": "42", "message": "x"}),
+        )
+        .await
+        .expect_err("to wins");
+        assert!(refusal.contains("target=\"1\""), "{refusal}");
+        assert!(harness.outbox.sent.lock().expect("lock").is_empty());
+        assert!(harness.outbox.acted.lock().expect("lock").is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_current_chat_named_another_way_is_the_current_chat() {
+        // Within-provider sends are off, but `@me` resolves to this very chat.
+        let harness = harness(Some(false), None);
+        let mut state = telegram_session();
+        let result = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "@me", "message": "hi there friend"}),
+        )
+        .await
+        .expect("allowed");
+        assert_eq!(result["to"], "42");
+        assert_eq!(result["channel"], "telegram");
+        // The send is recorded against the resolved chat: the final reply will be dropped.
+        assert_eq!(state.meta.message_sends.len(), 1);
+        assert!(clawless_core::turn::message_sends::suppresses_final_reply(
+            state.meta.chat.as_ref(),
+            &state.meta.message_sends,
+            "anything at all"
+        ));
+        let sent = harness.outbox.sent.lock().expect("lock").clone();
+        assert_eq!(sent[0].in_reply_to.as_deref(), Some("in-1"));
+    }
+
+    #[tokio::test]
+    async fn a_sub_agent_must_name_its_target_and_stays_on_its_roots_channel() {
+        let harness = harness(None, None);
+        // The root session talks in telegram chat 42.
+        let mut root = telegram_session();
+        let commit = root.pending_commit().expect("encodes");
+        harness
+            .sessions
+            .commit(&root.key, &commit)
+            .await
+            .expect("stored");
+        root.mark_committed(1);
+        let key = SessionKey::parse("agent:main:subagent:abc").expect("key");
+        let mut child = SessionState::new(key, "s2".to_owned(), 0);
+        child.meta.chat = Some(chat("subagent", "agent:main:main"));
+        child.meta.subagent = Some(
+            serde_json::from_value(json!({
+                "start": {"runId": "r1", "parentKey": "agent:main:main", "task": "t", "depth": 1,
+                          "maxDepth": 2, "firstMessage": "go", "extraSystemPrompt": ""},
+                "startedAtMs": 0, "status": "running"
+            }))
+            .expect("a run"),
+        );
+        // Vector 11: no target.
+        let refusal = call(
+            &harness,
+            &mut child,
+            json!({"action": "send", "message": "x"}),
+        )
+        .await
+        .expect_err("explicit target");
+        assert_eq!(refusal, EXPLICIT_TARGET_REQUIRED);
+        let refusal = call(
+            &harness,
+            &mut child,
+            json!({"action": "send", "channel": "telegram", "message": "x"}),
+        )
+        .await
+        .expect_err("a channel is no target");
+        assert_eq!(refusal, EXPLICIT_TARGET_REQUIRED);
+        // Its own "subagent" chat does not free it from its root's conversation.
+        let refusal = call(
+            &harness,
+            &mut child,
+            json!({"action": "send", "channel": "generic", "target": "c-1", "message": "x"}),
+        )
+        .await
+        .expect_err("bound to the root's channel");
+        assert!(refusal.contains("while bound to \"telegram\""), "{refusal}");
+        // Another telegram chat is within the provider: allowed by default.
+        call(
+            &harness,
+            &mut child,
+            json!({"action": "send", "channel": "telegram", "target": "7", "message": "x"}),
+        )
+        .await
+        .expect("allowed");
+    }
+
+    #[tokio::test]
+    async fn arguments_are_read_in_either_case_and_checked() {
+        let harness = harness(None, None);
+        let mut state = telegram_session();
+        // Vector 10.
+        let refusal = call(
+            &harness,
+            &mut state,
+            json!({"action": "poll", "pollQuestion": "Q", "pollOption": ["a"]}),
+        )
+        .await
+        .expect_err("one option");
+        assert_eq!(refusal, "pollOption requires at least two values");
+        let refusal = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "message": "x", "pollQuestion": "Q"}),
+        )
+        .await
+        .expect_err("poll fields on send");
+        assert_eq!(refusal, POLL_FIELDS_ON_SEND);
+        call(&harness, &mut state, json!({"action": "poll", "poll_question": " Lunch? ", "poll_option": ["pizza", " ", "sushi"], "poll_multi": true, "pollDurationHours": 2}))
+            .await
+            .expect("a poll");
+        // A reaction defaults to the turn's message.
+        call(
+            &harness,
+            &mut state,
+            json!({"action": "react", "emoji": "👍"}),
+        )
+        .await
+        .expect("a reaction");
+        let acted = harness.outbox.acted.lock().expect("lock").clone();
+        assert_eq!(
+            acted[0].action,
+            MessageAction::Poll(PollRequest {
+                question: "Lunch?".to_owned(),
+                options: vec!["pizza".to_owned(), "sushi".to_owned()],
+                allow_multiple: true,
+                duration_hours: Some(2),
+            })
+        );
+        assert_eq!(
+            acted[1].action,
+            MessageAction::React {
+                message_id: "in-1".to_owned(),
+                emoji: "👍".to_owned(),
+                remove: false
+            }
+        );
+        // The same call run again (a redelivered turn) has the same id; another call not.
+        call(
+            &harness,
+            &mut state,
+            json!({"action": "react", "emoji": "👍"}),
+        )
+        .await
+        .expect("again");
+        harness
+            .tool
+            .run(
+                "toolu_2",
+                &json!({"action": "react", "emoji": "👍"}),
+                &mut state,
+                "agent:main:main",
+            )
+            .await
+            .expect("no delivery failure")
+            .expect("another call");
+        let acted = harness.outbox.acted.lock().expect("lock").clone();
+        assert_eq!(acted[1].action_id, acted[2].action_id);
+        assert_ne!(acted[2].action_id, acted[3].action_id);
+        // The generic channel has no reactions; missing keys are named.
+        for (input, expected) in [
+            (
+                json!({"action": "react", "channel": "telegram", "target": "42"}),
+                "emoji required",
+            ),
+            (
+                json!({"action": "edit", "message": "x"}),
+                "Message action edit not supported for channel telegram.",
+            ),
+            (json!({"action": "send"}), "message required"),
+            (
+                json!({"action": "send", "message": "<think>plan</think> "}),
+                "send requires text or media",
+            ),
+            (
+                json!({"action": "fly"}),
+                "Unknown action: fly. Use one of: send, react, poll.",
+            ),
+            (json!({}), "action required"),
+        ] {
+            let refusal = call(&harness, &mut state, input.clone())
+                .await
+                .expect_err("refused");
+            assert_eq!(refusal, expected, "{input}");
+        }
+    }
+
+    #[tokio::test]
+    async fn send_texts_get_newlines_and_the_reply_directive() {
+        let harness = harness(None, None);
+        let mut state = telegram_session();
+        call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "7", "message": "a\\nb", "replyTo": "55"}),
+        )
+        .await
+        .expect("sent");
+        let sent = harness.outbox.sent.lock().expect("lock").clone();
+        assert_eq!(sent[0].text, "[[reply_to:55]] a\nb");
+        assert_eq!(sent[0].in_reply_to, None, "another chat");
+        assert_eq!(state.meta.message_sends[0].text, "a\nb");
+    }
+
+    #[test]
+    fn the_schema_offers_only_the_actions_that_exist() {
+        let harness = harness(None, None);
+        let spec = harness.tool.spec();
+        assert_eq!(
+            spec.input_schema["properties"]["action"]["enum"],
+            json!(["send", "react", "poll"])
+        );
+        assert!(
+            spec.input_schema["properties"]
+                .get("pollQuestion")
+                .is_some()
+        );
+        assert!(spec.input_schema["properties"].get("messageId").is_some());
+        assert!(
+            spec.description.contains("telegram (send, react, poll)"),
+            "{}",
+            spec.description
+        );
+        assert!(spec.description.contains("generic (send)"));
+    }
+}
