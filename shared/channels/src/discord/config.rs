@@ -2,7 +2,7 @@
 //! ([`ResolvedDiscord`]), and the application's Ed25519 public key that signs interactions.
 
 use ed25519_dalek::{Signature, VerifyingKey};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::api::DEFAULT_API_BASE_URL;
 use super::wire::is_snowflake;
@@ -59,7 +59,7 @@ pub struct DiscordConfig {
 
 /// `channels.discord.actions`: the gates of the `message` tool's actions here. An action
 /// whose gate is off is neither offered to the model nor carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DiscordActions {

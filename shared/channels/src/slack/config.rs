@@ -1,7 +1,7 @@
 //! `channels.slack`: the config block as written, and the same with its secrets read and its
 //! values checked ([`ResolvedSlack`]).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::api::DEFAULT_API_BASE_URL;
 use super::wire::is_slack_id;
@@ -63,7 +63,7 @@ pub struct SlackConfig {
 
 /// `channels.slack.actions`: the gates of the `message` tool's actions here. An action whose
 /// gate is off is neither offered to the model nor carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SlackActions {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use clawless_core::session::Inbox;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::api::DEFAULT_API_BASE_URL;
 use super::inbound::TelegramChannel;
@@ -74,7 +74,7 @@ pub struct TelegramConfig {
 
 /// `channels.telegram.actions`: the gates of the `message` tool's actions here. An action
 /// whose gate is off is neither offered to the model nor carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct TelegramActions {
