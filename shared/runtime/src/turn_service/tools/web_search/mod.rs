@@ -5,7 +5,7 @@
 //!
 //! This module owns the call's flow: read the arguments, walk the providers the
 //! [`selection`] plan allows (falling back only when the provider was auto-selected), consult
-//! and fill the [`cache`] (the session's workspace store: S3 or the local state directory),
+//! and fill the [`cache`] (the agent's workspace store: S3, or the local workspace directory),
 //! and shape the payload. Each provider module owns its wire format and nothing else. Soft
 //! errors (a missing key, an unsupported filter) are successful results the model can act
 //! on; hard errors are `{"status":"error","tool":"web_search","error":…}`.
@@ -55,8 +55,13 @@ pub(super) fn register(registry: &mut ToolRegistry, service: &TurnService) {
     }
     let secrets = service.secrets.clone();
     let lookup = move |name: &str| secrets.lookup(name);
-    if let Some(tool) = WebSearchTool::new(config.clone(), &lookup, Arc::clone(&service.deps.clock))
+    if let Some(mut tool) =
+        WebSearchTool::new(config.clone(), &lookup, Arc::clone(&service.deps.clock))
     {
+        tool.workspaces = Some(AgentWorkspaces {
+            skills: Arc::clone(&service.deps.skills),
+            stores: Arc::clone(&service.deps.stores),
+        });
         registry.register(tool);
     }
 }
@@ -116,6 +121,14 @@ impl ProviderCall<'_> {
     }
 }
 
+/// Opens an agent's own workspace store, where the cache lives: S3 in AWS, the workspace
+/// directory in local mode. The agent's, not a session's sandboxed view, so every session of
+/// the agent shares one cache.
+struct AgentWorkspaces {
+    skills: Arc<crate::skills_service::SkillsService>,
+    stores: Arc<crate::sources::StoreFactory>,
+}
+
 /// The `web_search` tool.
 pub(super) struct WebSearchTool {
     config: WebSearchConfig,
@@ -123,6 +136,8 @@ pub(super) struct WebSearchTool {
     http: ProviderHttp,
     clock: Arc<dyn Clock>,
     spec: ToolSpec,
+    /// Where results are cached; `None`: not cached.
+    workspaces: Option<AgentWorkspaces>,
 }
 
 impl WebSearchTool {
@@ -140,6 +155,7 @@ impl WebSearchTool {
             plan,
             http,
             clock,
+            workspaces: None,
         })
     }
 
@@ -226,12 +242,16 @@ impl RuntimeTool for WebSearchTool {
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
-        let cache_store = context.tool_context.map(|tool| {
-            (
-                tool.workspace.store.as_ref(),
-                tool.workspace.prefix.as_str(),
-            )
+        let workspace = self.workspaces.as_ref().and_then(|opener| {
+            crate::turn_service::open_workspace(&opener.skills, &opener.stores, context.agent_id)
+                .inspect_err(|error| {
+                    tracing::warn!(%error, "web_search: no workspace to cache in");
+                })
+                .ok()
         });
+        let cache_store = workspace
+            .as_ref()
+            .map(|workspace| (workspace.store.as_ref(), workspace.prefix.as_str()));
         Ok(ToolOutcome::Done(
             self.search(&context.call.input, cache_store).await,
         ))
