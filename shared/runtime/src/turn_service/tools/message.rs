@@ -614,62 +614,66 @@ impl RuntimeTool for MessageTool {
                 format!("{channel} ({})", names.join(", "))
             })
             .collect();
+        // Terse, and only what the configured channels use: this schema rides on every request.
         let description = format!(
-            "Send a message to a chat, or act on messages, in the configured channels: {}. \
-             Without target, the current conversation is used; without channel, the current \
-             conversation's channel (or the only one configured). Returns the channel, the chat \
-             and the sent message's id.",
+            "Send a message to a chat, or act on one. Channels: {}. Default target: the current chat.",
             per_channel.join("; ")
         );
+        let platform = |name: &str| self.channels.contains_key(name);
         let mut properties = Map::new();
         let names: Vec<&str> = actions.iter().map(|kind| kind.name()).collect();
         properties.insert("action".into(), json!({"type": "string", "enum": names}));
-        properties.insert(
-            "channel".into(),
-            json!({"type": "string", "description": format!("One of: {}.", self.channels.keys().cloned().collect::<Vec<_>>().join(", "))}),
-        );
+        if self.channels.len() > 1 {
+            let channels: Vec<&String> = self.channels.keys().collect();
+            properties.insert(
+                "channel".into(),
+                json!({"type": "string", "enum": channels}),
+            );
+        }
+        let target = if platform("slack") || platform("discord") {
+            "Chat id, or `channel:<id>` / `user:<id>` (Slack, Discord)."
+        } else {
+            "Chat id."
+        };
         properties.insert(
             "target".into(),
-            json!({"type": "string", "description": "The chat, in the channel's format (a chat id; Slack and Discord also `channel:<id>` / `user:<id>`). Default: the current conversation."}),
+            json!({"type": "string", "description": target}),
         );
-        properties.insert(
-            "message".into(),
-            json!({"type": "string", "description": "The text to send (send), or the new text (edit)."}),
-        );
-        properties.insert(
-            "replyTo".into(),
-            json!({"type": "string", "description": "Send as a reply to this message id."}),
-        );
-        properties.insert(
-            "threadId".into(),
-            json!({"type": "string", "description": "Thread or forum topic to send in, where the channel has them."}),
-        );
+        properties.insert("message".into(), json!({"type": "string"}));
+        if self
+            .channels
+            .keys()
+            .any(|channel| clawless_channels::directives::honours_reply_tags(channel))
+        {
+            properties.insert(
+                "replyTo".into(),
+                json!({"type": "string", "description": "Message id to reply to."}),
+            );
+            properties.insert(
+                "threadId".into(),
+                json!({"type": "string", "description": "Thread or topic."}),
+            );
+        }
         if has(MessageActionKind::React)
             || has(MessageActionKind::Edit)
             || has(MessageActionKind::Delete)
         {
             properties.insert(
                 "messageId".into(),
-                json!({"type": "string", "description": "The message to act on (react: default the message you are answering)."}),
+                json!({"type": "string", "description": "Default for react: the message you answer."}),
             );
         }
         if has(MessageActionKind::React) {
             properties.insert("emoji".into(), json!({"type": "string"}));
-            properties.insert(
-                "remove".into(),
-                json!({"type": "boolean", "description": "Take the reaction back."}),
-            );
+            properties.insert("remove".into(), json!({"type": "boolean"}));
         }
         if has(MessageActionKind::Poll) {
             properties.insert("pollQuestion".into(), json!({"type": "string"}));
             properties.insert(
                 "pollOption".into(),
-                json!({"type": "array", "items": {"type": "string"}, "description": "At least two answers."}),
+                json!({"type": "array", "items": {"type": "string"}}),
             );
-            properties.insert(
-                "pollMulti".into(),
-                json!({"type": "boolean", "description": "Allow more than one answer."}),
-            );
+            properties.insert("pollMulti".into(), json!({"type": "boolean"}));
             properties.insert(
                 "pollDurationHours".into(),
                 json!({"type": "integer", "minimum": 1}),
@@ -1122,6 +1126,11 @@ mod tests {
                 .is_some()
         );
         assert!(spec.input_schema["properties"].get("messageId").is_some());
+        assert_eq!(
+            spec.input_schema["properties"]["channel"]["enum"],
+            json!(["generic", "telegram"])
+        );
+        assert!(spec.input_schema["properties"].get("threadId").is_some());
         assert!(
             spec.description.contains("telegram (send, react, poll)"),
             "{}",
