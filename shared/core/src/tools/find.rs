@@ -26,21 +26,17 @@ impl Tool for FindTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "find".to_owned(),
-            description: format!(
-                "Find workspace files and folders by glob ('*.md', '**/*.spec.ts', 'src/*.rs'); \
-                 a pattern without '/' matches names at any depth. Skips .git, node_modules \
-                 and .gitignore'd paths. Paths are relative to the searched folder; folders \
-                 end in '/'. At most {DEFAULT_LIMIT} results unless limit says otherwise."
-            ),
+            description: "Find files by glob. Folders too; '*.md' or 'src/**/*.rs'; skips .git, \
+                          node_modules and .gitignore'd paths."
+                .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Glob to match"},
-                    "path": {"type": "string", "description": "Folder to search (default: the workspace root)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most results to return"}
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string"},
+                    "limit": {"type": "integer"}
                 },
-                "required": ["pattern"],
-                "additionalProperties": false
+                "required": ["pattern"]
             }),
         }
     }

@@ -54,26 +54,21 @@ impl Tool for GrepTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "grep".to_owned(),
-            description: format!(
-                "Search workspace file contents for a regex (or literal text): prints \
-                 'path:line: text', context lines as 'path-line- text'. Skips .git, \
-                 node_modules, .gitignore'd paths and binary files; reads at most {} a search. \
-                 At most {DEFAULT_LIMIT} matches unless limit says otherwise.",
-                format_size(MAX_SCAN_BYTES as usize)
-            ),
+            description: "Search file contents. By regex, or literal; prints 'path:line: text'; \
+                          skips .git, node_modules, .gitignore'd and binary files."
+                .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Regex (or text with literal: true)"},
-                    "path": {"type": "string", "description": "Folder or file to search (default: the workspace root)"},
-                    "glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.md' or 'src/**/*.rs'"},
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string"},
+                    "glob": {"type": "string", "description": "e.g. '*.md'"},
                     "ignoreCase": {"type": "boolean"},
-                    "literal": {"type": "boolean", "description": "Treat pattern as plain text"},
-                    "context": {"type": "integer", "minimum": 0, "description": "Lines to show before and after each match"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most matches to return"}
+                    "literal": {"type": "boolean"},
+                    "context": {"type": "integer"},
+                    "limit": {"type": "integer"}
                 },
-                "required": ["pattern"],
-                "additionalProperties": false
+                "required": ["pattern"]
             }),
         }
     }

@@ -27,17 +27,13 @@ impl Tool for LsTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "ls".to_owned(),
-            description: format!(
-                "List a workspace directory: one entry per line, folders end in '/', dotfiles \
-                 included. At most {DEFAULT_LIMIT} entries unless limit says otherwise."
-            ),
+            description: "List a folder. Subfolders end in '/'.".to_owned(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Directory to list (default: the workspace root)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most entries to return"}
-                },
-                "additionalProperties": false
+                    "path": {"type": "string"},
+                    "limit": {"type": "integer"}
+                }
             }),
         }
     }
@@ -166,7 +162,8 @@ mod tests {
             async move { LsTool.run(&input, &ctx).await }
         };
 
-        // THEN its own files are at the root and /workspace, the agent's at /agent, no memory
+        // THEN its own files are at the root and /workspace, the agent's at /agent, without
+        // memory or the sandbox copies
         assert_eq!(ls(json!({})).await, ToolOutput::ok("mine.md"));
         assert_eq!(
             ls(json!({"path": "/workspace"})).await,
@@ -174,7 +171,7 @@ mod tests {
         );
         assert_eq!(
             ls(json!({"path": "/agent"})).await,
-            ToolOutput::ok(".sandboxes/\nnotes/\nSOUL.md")
+            ToolOutput::ok("notes/\nSOUL.md")
         );
         for hidden in [
             "/agent/memory",

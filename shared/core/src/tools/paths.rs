@@ -97,9 +97,12 @@ pub fn resolve_read_path(context: &ToolContext, path: &str) -> Result<ResolvedPa
             let memory = resolved
                 .workspace_relative
                 .as_deref()
-                .is_some_and(is_memory_path);
+                .is_some_and(hidden_from_sandbox);
             if memory {
-                return Err(refuse(path, "memory stays out of a sandbox"));
+                return Err(refuse(
+                    path,
+                    "memory and other sandboxes stay out of a sandbox",
+                ));
             }
             return Ok(resolved);
         }
@@ -130,8 +133,9 @@ pub struct SearchRoot {
     pub workspace: Workspace,
     /// The path below the workspace root, without a trailing `/`; `""` for the root itself.
     pub relative: String,
-    /// True for the agent's workspace seen from a sandbox: its memory stays hidden.
-    pub hides_memory: bool,
+    /// True for the agent's workspace seen from a sandbox: its memory and the other
+    /// sandboxes stay hidden ([`hidden_from_sandbox`]).
+    pub seen_from_sandbox: bool,
 }
 
 /// Resolves the `path` of a search tool: `None`, `""`, `.` and `./` name the workspace root;
@@ -143,10 +147,10 @@ pub fn resolve_search_root(
 ) -> Result<SearchRoot, PathError> {
     let given = path.map(str::trim).unwrap_or_default();
     let given = given.strip_prefix('@').unwrap_or(given);
-    let root_of = |workspace: &Workspace, relative: String, hides_memory| SearchRoot {
+    let root_of = |workspace: &Workspace, relative: String, seen_from_sandbox| SearchRoot {
         workspace: workspace.clone(),
         relative,
-        hides_memory,
+        seen_from_sandbox,
     };
     if given.is_empty() || given == "." || given == "./" {
         return Ok(root_of(&context.workspace, String::new(), false));
@@ -164,8 +168,11 @@ pub fn resolve_search_root(
                 return Err(refuse(path, "the agent's workspace is not readable here"));
             };
             let relative = relative_dir(relative);
-            if is_memory_path(&relative) || relative.eq_ignore_ascii_case("memory") {
-                return Err(refuse(path, "memory stays out of a sandbox"));
+            if hidden_from_sandbox(&relative) {
+                return Err(refuse(
+                    path,
+                    "memory and other sandboxes stay out of a sandbox",
+                ));
             }
             return Ok(root_of(agent, relative, true));
         }
@@ -212,8 +219,17 @@ fn jail_relative(path: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with('/')).then(|| rest.trim_start_matches('/'))
 }
 
+/// What a sandbox never sees of the agent's workspace at `/agent`: its memory, and the
+/// other sandboxes' workspaces kept under `.sandboxes/`.
+pub(crate) fn hidden_from_sandbox(relative: &str) -> bool {
+    is_memory_path(relative)
+        || relative.eq_ignore_ascii_case("memory")
+        || relative == ".sandboxes"
+        || relative.starts_with(".sandboxes/")
+}
+
 /// `MEMORY.md`, `memory.md` and anything under `memory/`: the agent's memory.
-pub(crate) fn is_memory_path(relative: &str) -> bool {
+fn is_memory_path(relative: &str) -> bool {
     let lower = relative.to_ascii_lowercase();
     lower == "memory.md" || lower.starts_with("memory/")
 }
@@ -355,6 +371,7 @@ mod tests {
             "/agent/memory.md",
             "/agent/memory/2026-11-28.md",
             "/agent/Memory/x.md",
+            "/agent/.sandboxes/other-group/notes.md",
             "/agent/../MEMORY.md",
             "/workspace/../../MEMORY.md",
             "/workspace/%2e%2e/MEMORY.md",

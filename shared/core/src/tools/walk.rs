@@ -19,7 +19,7 @@ use regex::Regex;
 
 use clawless_base::object_store::{ObjectMeta, StoreError, validate_key};
 
-use super::paths::{SearchRoot, is_memory_path};
+use super::paths::{SearchRoot, hidden_from_sandbox};
 
 /// Most objects one listing reads; a bigger tree is searched in part, and says so.
 pub const MAX_LISTED_OBJECTS: usize = 20_000;
@@ -63,7 +63,7 @@ pub enum Located {
 /// The objects below a directory, before any ignore rule.
 #[derive(Debug, Clone)]
 pub struct DirListing {
-    /// Objects below the directory (memory left out where the root hides it).
+    /// Objects below the directory (memory and sandbox copies left out for a sandbox's view of the agent).
     pub files: Vec<TreeFile>,
     /// True when the listing stopped at [`MAX_LISTED_OBJECTS`].
     pub capped: bool,
@@ -105,7 +105,7 @@ pub async fn locate(root: &SearchRoot, shown: &str) -> Result<Located, String> {
     if validate_key(&key).is_err() {
         return Err(path_not_found(shown));
     }
-    let hidden = root.hides_memory && is_memory_path(&root.relative);
+    let hidden = root.seen_from_sandbox && hidden_from_sandbox(&root.relative);
     match workspace.store.head(&key).await {
         Ok(Some(meta)) if !hidden => Ok(Located::File(TreeFile {
             path: root
@@ -187,9 +187,9 @@ fn tree_file(root: &SearchRoot, dir_prefix: &str, meta: ObjectMeta) -> Option<Tr
     if path.is_empty() {
         return None;
     }
-    if root.hides_memory {
+    if root.seen_from_sandbox {
         let workspace_relative = meta.key.strip_prefix(&root.workspace.prefix)?;
-        if is_memory_path(workspace_relative) {
+        if hidden_from_sandbox(workspace_relative) {
             return None;
         }
     }

@@ -37,20 +37,16 @@ impl Tool for ApplyPatchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "apply_patch".to_owned(),
-            description: "Add, delete, update or move several workspace files in one call. \
-                          The patch starts with '*** Begin Patch' and ends with '*** End Patch'; \
-                          each file starts with '*** Add File: <path>' ('+' lines), \
-                          '*** Delete File: <path>' or '*** Update File: <path>' (optional \
-                          '*** Move to: <path>', then '@@' chunks of ' ' context, '-' removed \
-                          and '+' added lines)."
+            description: "Edit files with a patch. Format:\n*** Begin Patch\n\
+                          *** Add File: <path> | *** Delete File: <path> | \
+                          *** Update File: <path> [*** Move to: <path>]\n\
+                          @@ <context line>\n' ' keep / '-' remove / '+' add lines\n\
+                          *** End Patch"
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
-                "properties": {
-                    "input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch"}
-                },
-                "required": ["input"],
-                "additionalProperties": false
+                "properties": {"input": {"type": "string"}},
+                "required": ["input"]
             }),
         }
     }

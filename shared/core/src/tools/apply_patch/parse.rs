@@ -181,12 +181,8 @@ fn parse_update_chunks(body: &[&str], start: usize) -> Result<(Vec<UpdateChunk>,
         } else if let Some(context) = trimmed.strip_prefix("@@ ") {
             chunk.context = Some(context.to_owned());
             index += 1;
-        } else if !chunks.is_empty() {
-            return Err(hunk_error(
-                line_number,
-                &format!("Expected update hunk to start with a @@ context marker, got: '{line}'"),
-            ));
-        } else if !is_diff_line(line) {
+        } else if !chunks.is_empty() || !is_diff_line(line) {
+            // Only the first chunk may go without its `@@`.
             return Err(hunk_error(
                 line_number,
                 &format!("Expected update hunk to start with a @@ context marker, got: '{line}'"),
