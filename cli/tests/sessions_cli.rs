@@ -158,6 +158,8 @@ fn session_meta() -> SessionMeta {
         children: Vec::new(),
         a2a_steps: Vec::new(),
         loaded_tools: Default::default(),
+        stopped_at_ms: None,
+        message_sends: Vec::new(),
     }
 }
 

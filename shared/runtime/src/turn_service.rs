@@ -660,10 +660,19 @@ impl TurnService {
         }
         // A cron job's `toolsAllow` narrows its runs further.
         let tools_allow = cron::current_cron_run(state).and_then(|run| run.tools_allow.as_ref());
-        let withheld = sandbox::withheld_tools(
+        let mut withheld = sandbox::withheld_tools(
             sandboxed.as_ref(),
             self.memory_reaches(state, sandboxed.is_some()),
         );
+        // A cron run that delivers its own answer to a chat does not also get `message`
+        // (OpenClaw's `disableMessageTool`): the run's answer is its one message.
+        let cron_delivers = cron::current_cron_run(state).is_some()
+            && state
+                .heartbeat_delivery()
+                .is_some_and(|delivery| delivery.target.chat().is_some());
+        if cron_delivers {
+            withheld.push("message");
+        }
         let names = allowed
             .names()
             .iter()
