@@ -389,50 +389,40 @@ fn pretty(value: &Value) -> String {
 
 /// The description and schema the model sees: the shown provider's own.
 fn spec_for(provider: SearchProviderId) -> ToolSpec {
-    let query = json!({"type": "string", "description": "Search query."});
-    let count = json!({"type": "number", "minimum": 1, "maximum": 10, "description": "Results to return (1-10)."});
-    let freshness = json!({"type": "string", "description": "Only results from the past day, week, month or year."});
-    let date = |side: &str| json!({"type": "string", "description": format!("Only results published {side} this date (YYYY-MM-DD).")});
+    // Terse on purpose: every request of every turn carries this schema.
+    let query = json!({"type": "string"});
+    let count = json!({"type": "number", "minimum": 1, "maximum": 10});
+    let country = json!({"type": "string", "description": "2-letter code"});
+    let language = json!({"type": "string", "description": "e.g. en"});
+    let freshness = json!({"type": "string", "description": "day|week|month|year"});
+    let date = json!({"type": "string", "description": "YYYY-MM-DD"});
     let (description, properties) = match provider {
         SearchProviderId::Brave => (
-            "Search the web with Brave Search. Returns titles, URLs and snippets. Supports country, language, freshness and date ranges.",
+            "Search the web (Brave). Returns titles, URLs and snippets.",
             json!({
-                "query": query, "count": count,
-                "country": {"type": "string", "description": "2-letter country code, e.g. DE or US; ALL for no region."},
-                "language": {"type": "string", "description": "Language of the results, e.g. en, de, jp, zh-hans."},
-                "ui_lang": {"type": "string", "description": "Locale of the result text, e.g. en-US."},
-                "freshness": {"type": "string", "description": "day, week, month or year (or pd/pw/pm/py), or YYYY-MM-DDtoYYYY-MM-DD."},
-                "date_after": date("after"), "date_before": date("before"),
+                "query": query, "count": count, "country": country, "language": language,
+                "freshness": freshness, "date_after": date, "date_before": date,
             }),
         ),
         SearchProviderId::Perplexity => (
-            "Search the web with Perplexity Search. Returns ranked titles, URLs and snippets. Supports country, language, freshness, date ranges and domain filters.",
+            "Search the web (Perplexity). Returns titles, URLs and snippets.",
             json!({
-                "query": query, "count": count,
-                "country": {"type": "string", "description": "2-letter country code, e.g. US."},
-                "language": {"type": "string", "description": "2-letter language code (ISO 639-1), e.g. en."},
-                "freshness": freshness,
-                "date_after": date("after"), "date_before": date("before"),
-                "domain_filter": {"type": "array", "items": {"type": "string"}, "maxItems": 20, "description": "Domains to search only (e.g. nature.com), or to exclude with a '-' prefix; not both."},
-                "max_tokens": {"type": "number", "minimum": 1, "maximum": 1000000, "description": "Total content budget across results."},
-                "max_tokens_per_page": {"type": "number", "minimum": 1, "description": "Content budget per result."},
+                "query": query, "count": count, "country": country, "language": language,
+                "freshness": freshness, "date_after": date, "date_before": date,
+                "domain_filter": {"type": "array", "items": {"type": "string"}, "description": "only these domains, or '-domain' to exclude"},
             }),
         ),
         SearchProviderId::Gemini => (
-            "Search the web with Gemini grounded in Google Search. Returns one synthesized answer with its source URLs.",
+            "Search the web (Gemini with Google Search). Returns one answer with its sources.",
             json!({"query": query}),
         ),
         SearchProviderId::Tavily => (
-            "Search the web with Tavily. Returns titles, URLs and content snippets.",
+            "Search the web (Tavily). Returns titles, URLs and snippets.",
             json!({"query": query, "count": count}),
         ),
         SearchProviderId::Searxng => (
-            "Search the web through a SearXNG instance. Returns titles, URLs and snippets. Supports language and freshness.",
-            json!({
-                "query": query, "count": count,
-                "language": {"type": "string", "description": "Language of the results, e.g. en."},
-                "freshness": freshness,
-            }),
+            "Search the web (SearXNG). Returns titles, URLs and snippets.",
+            json!({"query": query, "count": count, "language": language, "freshness": freshness}),
         ),
     };
     ToolSpec {
