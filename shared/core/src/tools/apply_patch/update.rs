@@ -89,7 +89,8 @@ fn seek(lines: &[String], pattern: &[String], from: usize, at_end_of_file: bool)
     }
     let last_start = lines.len() - pattern.len();
     let first_start = if at_end_of_file { last_start } else { from };
-    if first_start > last_start {
+    // Never above the cursor, not even for an end-of-file chunk: replacements must not overlap.
+    if first_start > last_start || first_start < from {
         return None;
     }
     let passes: [fn(&str) -> String; 4] = [
@@ -202,6 +203,18 @@ mod tests {
             apply_chunks("a\n", &[chunk(None, &["x", "y"], &["b"], false)], "f.md"),
             Err("Failed to find expected lines in f.md:\nx\ny".to_owned())
         );
+        // an end-of-file chunk whose end lies inside an earlier chunk does not apply
+        assert!(
+            apply_chunks(
+                "a\nb\nc\n",
+                &[
+                    chunk(None, &["b", "c"], &["B"], false),
+                    chunk(None, &["c"], &["C"], true)
+                ],
+                "f"
+            )
+            .is_err()
+        );
         // a later chunk never matches above an earlier one
         assert!(
             apply_chunks(
@@ -214,5 +227,29 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Any patch text parses or fails with a message, and any parsed update either applies
+        /// (ending the file with a newline) or fails with a message, over any file: never a
+        /// panic.
+        #[test]
+        fn any_patch_over_any_file_applies_or_errs_without_panicking(
+            body in proptest::collection::vec("(@@( [a-c]{0,2})?|[ +-][a-c\u{2013} ]{0,3}|\\*\\*\\* End of File|)", 0..12),
+            file in "([a-c\u{2013} ]{0,3}\n){0,8}",
+        ) {
+            let patch = format!("*** Begin Patch\n*** Update File: f\n{}\n*** End Patch", body.join("\n"));
+            if let Ok(hunks) = super::super::parse::parse_patch(&patch) {
+                for hunk in hunks {
+                    if let super::super::parse::Hunk::Update { chunks, .. } = hunk
+                        && let Ok(updated) = apply_chunks(&file, &chunks, "f")
+                    {
+                        proptest::prop_assert!(updated.ends_with('\n'));
+                    }
+                }
+            }
+        }
     }
 }
