@@ -461,8 +461,11 @@ impl AwsApp {
             Arc::new(S3ObjectStore::new(self.stores.s3_client(), blob_bucket));
         let dynamo = Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
         let inner: Arc<dyn SessionStore> = dynamo.clone();
-        let sessions: Arc<dyn SessionStore> =
-            Arc::new(OffloadingSessionStore::new(inner, blobs, "sessions/"));
+        let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
+            inner,
+            Arc::clone(&blobs),
+            "sessions/",
+        ));
         let skills = Arc::new(
             SkillsService::new(self.config.clone(), &self.stores)
                 .map_err(|err| AwsAppError::Setup(err.to_string()))?,
@@ -511,6 +514,7 @@ impl AwsApp {
         .with_subagents(turn_queue)
         // `sessions_list` under `tools.sessions.visibility: agent|all` scans the table.
         .with_session_lister(dynamo)
+        .with_tool_cache(blobs)
         .with_yield(yield_policy)
         .with_model_factory(model_factory)
         .with_secrets(self.secrets.clone());

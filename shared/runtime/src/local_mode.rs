@@ -272,6 +272,7 @@ async fn arm_timers(turns: &TurnService, cron: &CronService) -> Result<(), Local
 struct LocalCore {
     db: SqliteDb,
     sessions: Arc<dyn SessionStore>,
+    blobs: Arc<dyn ObjectStore>,
     inbox: Arc<dyn Inbox>,
     queue: Arc<dyn TurnQueue>,
     clock: Arc<dyn Clock>,
@@ -300,6 +301,7 @@ async fn open_core(
     let LocalStorage {
         db,
         sessions,
+        blobs,
         inbox,
         queue,
     } = open_storage(state_dir).await?;
@@ -329,6 +331,7 @@ async fn open_core(
     Ok(LocalCore {
         db,
         sessions,
+        blobs,
         inbox,
         queue,
         clock,
@@ -365,7 +368,7 @@ fn local_turn_service(
         nodes: Some(Arc::clone(&core.nodes)),
     });
     with_local_ports(
-        turns,
+        turns.with_tool_cache(Arc::clone(&core.blobs)),
         &options.config,
         &options.secrets,
         &core.db,
@@ -406,7 +409,8 @@ impl clawless_core::outbox::Outbox for NoReplies {
 }
 
 /// `turns` with local mode's model choice, heartbeats, cron, sub-agents, session listing
-/// and secrets, all over the same SQLite database and turn queue.
+/// and secrets, all over the same SQLite database and turn queue (the tools' cache, in the
+/// blob store, is added by the caller).
 fn with_local_ports(
     turns: TurnService, config: &ClawlessConfig, secrets: &SecretValues, db: &SqliteDb,
     state_dir: &Path, cron: &Arc<CronService>, queue: &Arc<dyn TurnQueue>,
@@ -461,6 +465,8 @@ fn generic_secret_and_reply_url(
 struct LocalStorage {
     db: SqliteDb,
     sessions: Arc<dyn SessionStore>,
+    /// `blobs/`: offloaded session documents and tools' caches.
+    blobs: Arc<dyn ObjectStore>,
     inbox: Arc<dyn Inbox>,
     queue: Arc<dyn TurnQueue>,
 }
@@ -477,7 +483,7 @@ async fn open_storage(state_dir: &Path) -> Result<LocalStorage, LocalError> {
     let inner_sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
     let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
         inner_sessions,
-        blobs,
+        Arc::clone(&blobs),
         "sessions/",
     ));
     let inbox: Arc<dyn Inbox> = Arc::new(SqliteInbox::new(db.clone()));
@@ -497,6 +503,7 @@ async fn open_storage(state_dir: &Path) -> Result<LocalStorage, LocalError> {
     Ok(LocalStorage {
         db,
         sessions,
+        blobs,
         inbox,
         queue,
     })

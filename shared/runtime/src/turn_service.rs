@@ -248,6 +248,9 @@ pub struct TurnService {
     /// Lists every session, for `sessions_list` under `tools.sessions.visibility` `agent`
     /// or `all` (without it those see the spawned tree only).
     session_lister: Option<Arc<dyn clawless_core::session::SessionLister>>,
+    /// The state store's blobs (S3 bucket, `.clawless/blobs`), where tools keep caches that
+    /// outlive an invocation (`web_search`'s results); `None`: nothing is cached.
+    pub(crate) tool_cache: Option<Arc<dyn ObjectStore>>,
     /// The values fetched for `secrets:`, looked up (before the environment) for the `…Env`
     /// keys the turn service reads itself (`cron.webhookTokenEnv`).
     secrets: crate::secrets::SecretValues,
@@ -344,6 +347,7 @@ impl TurnService {
             subagent_queue: None,
             subagent_timers: None,
             session_lister: None,
+            tool_cache: None,
             secrets: crate::secrets::SecretValues::default(),
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
@@ -437,6 +441,13 @@ impl TurnService {
         mut self, lister: Arc<dyn clawless_core::session::SessionLister>,
     ) -> Self {
         self.session_lister = Some(lister);
+        self
+    }
+
+    /// Lets tools cache what outlives an invocation (`web_search`'s results) in `blobs`, the
+    /// state store's blob store.
+    pub fn with_tool_cache(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
+        self.tool_cache = Some(blobs);
         self
     }
 

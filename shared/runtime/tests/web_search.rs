@@ -248,5 +248,11 @@ async fn web_search_hits_are_fenced_per_call_and_the_cache_outlives_the_service(
         2,
         "SearXNG was not asked again"
     );
+    // AND the cache lives in the state store's blobs, not in the agent's workspace
+    let cached_entries = std::fs::read_dir(fixture.state_dir().join("blobs/cache/web_search"))
+        .expect("the blob store holds the cache")
+        .count();
+    assert_eq!(cached_entries, 2);
+    assert!(!fixture.path().join("workspace/.clawless").exists());
     restarted.stop().await;
 }

@@ -1,5 +1,6 @@
-//! `web_search`'s result cache, in a durable object store so it holds across Lambda
-//! invocations and `clawless local` restarts. One object per entry, named by a 128-bit FNV-1a
+//! `web_search`'s result cache, in the state store's blobs (the blob bucket in AWS,
+//! `.clawless/blobs` locally), so it holds across Lambda invocations and `clawless local`
+//! restarts, and stays out of the agent's workspace. One object per entry, named by a 128-bit FNV-1a
 //! hash of the lower-cased cache key, holding `{key, stored_at_ms, payload}`; the key is
 //! compared on read, so a hash collision is a miss, never a wrong answer. An entry older than
 //! the TTL is ignored (and overwritten by the fresh result). Failures to read or write are
@@ -8,15 +9,15 @@
 use clawless_base::object_store::{ObjectStore, PutCondition};
 use serde_json::{Value, json};
 
-/// Where entries go, below the store's prefix.
-pub(super) const CACHE_DIR: &str = ".clawless/cache/web_search/";
+/// Where entries go in the blob store.
+pub(super) const CACHE_PREFIX: &str = "cache/web_search/";
 /// Bytes of an entry read at most.
 const MAX_ENTRY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The cache over one store, at one time.
 pub(super) struct SearchCache<'a> {
     pub store: &'a dyn ObjectStore,
-    /// The store's prefix (ends in `/` or is empty).
+    /// Where entries go in the store ([`CACHE_PREFIX`]; ends in `/` or is empty).
     pub prefix: &'a str,
     pub now_ms: u64,
     /// Entries older than this are stale; 0 disables the cache.
@@ -75,7 +76,7 @@ impl SearchCache<'_> {
 
     fn object_key(&self, lower_key: &str) -> String {
         format!(
-            "{}{CACHE_DIR}{:032x}.json",
+            "{}{:032x}.json",
             self.prefix,
             fnv1a_128(lower_key.as_bytes())
         )
@@ -102,7 +103,7 @@ mod tests {
         let store = InMemoryObjectStore::new();
         let cache = |now_ms| SearchCache {
             store: &store,
-            prefix: "ws/",
+            prefix: CACHE_PREFIX,
             now_ms,
             ttl_ms: 1_000,
         };
@@ -110,10 +111,7 @@ mod tests {
         assert_eq!(cache(10_500).get("BRAVE:rust").await, Some(json!({"n": 1})));
         assert_eq!(cache(11_000).get("brave:rust").await, None, "expired");
         assert_eq!(cache(10_500).get("brave:go").await, None);
-        let listed = store
-            .list("ws/.clawless/cache/web_search/", 10)
-            .await
-            .expect("lists");
+        let listed = store.list("cache/web_search/", 10).await.expect("lists");
         assert_eq!(listed.objects.len(), 1);
     }
 

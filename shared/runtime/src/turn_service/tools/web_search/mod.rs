@@ -58,10 +58,7 @@ pub(super) fn register(registry: &mut ToolRegistry, service: &TurnService) {
     if let Some(mut tool) =
         WebSearchTool::new(config.clone(), &lookup, Arc::clone(&service.deps.clock))
     {
-        tool.workspaces = Some(AgentWorkspaces {
-            skills: Arc::clone(&service.deps.skills),
-            stores: Arc::clone(&service.deps.stores),
-        });
+        tool.cache = service.tool_cache.clone();
         registry.register(tool);
     }
 }
@@ -121,14 +118,6 @@ impl ProviderCall<'_> {
     }
 }
 
-/// Opens an agent's own workspace store, where the cache lives: S3 in AWS, the workspace
-/// directory in local mode. The agent's, not a session's sandboxed view, so every session of
-/// the agent shares one cache.
-struct AgentWorkspaces {
-    skills: Arc<crate::skills_service::SkillsService>,
-    stores: Arc<crate::sources::StoreFactory>,
-}
-
 /// The `web_search` tool.
 pub(super) struct WebSearchTool {
     config: WebSearchConfig,
@@ -136,8 +125,9 @@ pub(super) struct WebSearchTool {
     http: ProviderHttp,
     clock: Arc<dyn Clock>,
     spec: ToolSpec,
-    /// Where results are cached; `None`: not cached.
-    workspaces: Option<AgentWorkspaces>,
+    /// The state store's blobs, where results are cached (under [`cache::CACHE_PREFIX`]);
+    /// `None`: not cached.
+    cache: Option<Arc<dyn ObjectStore>>,
 }
 
 impl WebSearchTool {
@@ -155,7 +145,7 @@ impl WebSearchTool {
             plan,
             http,
             clock,
-            workspaces: None,
+            cache: None,
         })
     }
 
@@ -242,16 +232,10 @@ impl RuntimeTool for WebSearchTool {
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
-        let workspace = self.workspaces.as_ref().and_then(|opener| {
-            crate::turn_service::open_workspace(&opener.skills, &opener.stores, context.agent_id)
-                .inspect_err(|error| {
-                    tracing::warn!(%error, "web_search: no workspace to cache in");
-                })
-                .ok()
-        });
-        let cache_store = workspace
+        let cache_store = self
+            .cache
             .as_ref()
-            .map(|workspace| (workspace.store.as_ref(), workspace.prefix.as_str()));
+            .map(|blobs| (blobs.as_ref(), cache::CACHE_PREFIX));
         Ok(ToolOutcome::Done(
             self.search(&context.call.input, cache_store).await,
         ))

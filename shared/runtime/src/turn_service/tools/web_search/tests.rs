@@ -117,7 +117,9 @@ fn search_tool(
 
 /// Runs a call with `store` as the cache; the output's JSON and whether it is an error.
 async fn run(tool: &WebSearchTool, store: &InMemoryObjectStore, input: Value) -> (Value, bool) {
-    let output = tool.search(&input, Some((store, "workspace/"))).await;
+    let output = tool
+        .search(&input, Some((store, super::cache::CACHE_PREFIX)))
+        .await;
     let payload = serde_json::from_str(&output.text)
         .unwrap_or_else(|error| panic!("not JSON ({error}): {}", output.text));
     assert!(
@@ -248,11 +250,8 @@ async fn a_repeat_within_the_ttl_is_served_from_the_cache_whatever_its_case_and_
         fence_id(new),
         "a cache hit is fenced with new ids"
     );
-    let listed = store
-        .list("workspace/.clawless/cache/web_search/", 10)
-        .await
-        .unwrap();
-    assert_eq!(listed.objects.len(), 1, "one entry, in the workspace store");
+    let listed = store.list("cache/web_search/", 10).await.unwrap();
+    assert_eq!(listed.objects.len(), 1, "one entry, in the blob store");
 
     // AND after the TTL the search goes to Brave again
     clock.advance(Duration::from_secs(2 * 60));
