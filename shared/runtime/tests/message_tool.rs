@@ -264,7 +264,8 @@ async fn message_sends_through_clawless_local_follow_the_policy_and_replace_dupl
             .all(|post| { post.body["reply_id"].as_str() == Some(post.idempotency_key.as_str()) })
     );
     let requests = model.requests_to(MESSAGES);
-    let tools = &requests[0].body["tools"];
+    // Offered in short form at first; once called, the full schema.
+    let tools = &requests[1].body["tools"];
     let message_tool = tools
         .as_array()
         .expect("tools")

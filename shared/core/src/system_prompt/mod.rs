@@ -719,13 +719,9 @@ fn messaging_section(lines: &mut Vec<String>, tools: &Tools<'_>) {
         lines.extend([
             format!("### {message} tool"),
             format!(
-                "- Use `{message}` for proactive sends to another chat or person, and for channel actions (reactions, edits, polls)."
+                "- `{message}` sends to other chats and people, and reacts, edits or polls; `target` defaults to this chat."
             ),
-            "- For `action=send`, give `target` and `message`; without `target` it goes to the current chat."
-                .to_owned(),
-            format!(
-                "- If you deliver your whole answer with `{message}`, respond with ONLY: {NO_REPLY} so it is not sent twice."
-            ),
+            format!("- If `{message}` delivered your answer, reply ONLY: {NO_REPLY}."),
         ]);
     }
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct WebToolsConfig {
     /// The `web_search` tool.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub search: WebSearchConfig,
 }
 
@@ -26,27 +27,37 @@ pub const DEFAULT_CACHE_TTL_MINUTES: u64 = 15;
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct WebSearchConfig {
     /// `false` removes the `web_search` tool. Default `true`.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = true)))]
     pub enabled: Option<bool>,
     /// The provider to use, always (no fallback to another). Unset: the first provider with
     /// a key, in the order brave, gemini, perplexity, tavily, searxng; a provider that fails
     /// is then skipped for the next one with a key. Nothing configured: brave, which answers
     /// with guidance on setting its key.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub provider: Option<SearchProviderId>,
     /// Results per call when the model does not say (1–10). Default 5.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = 5)))]
     pub max_results: Option<u32>,
     /// Seconds a provider request may take (at least 1). Default 30.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = 30)))]
     pub timeout_seconds: Option<u64>,
     /// Minutes a result stays cached in the state store; 0 turns the cache off. Default 15.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = 15)))]
     pub cache_ttl_minutes: Option<u64>,
     /// Brave Search (`BRAVE_API_KEY`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub brave: ProviderSettings,
     /// Google Gemini with Search grounding (`GEMINI_API_KEY`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub gemini: ProviderSettings,
     /// Perplexity Search (`PERPLEXITY_API_KEY`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub perplexity: ProviderSettings,
     /// Tavily (`TAVILY_API_KEY`).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub tavily: ProviderSettings,
     /// A SearXNG instance (`SEARXNG_BASE_URL`; its `baseUrl` is what configures it).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub searxng: ProviderSettings,
 }
 

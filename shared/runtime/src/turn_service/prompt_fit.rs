@@ -132,10 +132,16 @@ pub(super) fn compact_skills(skills: &[(&str, &str)]) -> String {
     )
 }
 
-/// Estimated tokens of a system prompt and the tool schemas sent with it.
+/// What a provider's request adds around the prompt and the schemas: the system prompt's
+/// blocks and cache markers, the tools' cache marker.
+const WIRE_WRAPPING_TOKENS: u64 = 32;
+
+/// Estimated tokens of a system prompt and the tool schemas sent with it, as they go over the
+/// wire: the prompt JSON-encoded (each newline and quote escaped), plus its wrapping.
 pub(super) fn fixed_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
+    let system = serde_json::to_string(system).unwrap_or_default();
     let tool_schemas = serde_json::to_string(tools).unwrap_or_default();
-    text_tokens(system) + text_tokens(&tool_schemas)
+    text_tokens(&system) + text_tokens(&tool_schemas) + WIRE_WRAPPING_TOKENS
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@ use clawless_core::tools::{Tool, ToolOutput};
 use super::{RuntimeTool, ToolCallContext, ToolOutcome};
 use crate::turn_service::TurnError;
 
+/// The core tools offered in short form until a session first calls them (see the
+/// `deferred` module): useful, but not on most turns, and their schemas are among the largest.
+const DEFERRED_CORE_TOOLS: [&str; 3] = ["grep", "find", "apply_patch"];
+
 /// A core tool, run in-process.
 pub(super) struct CoreTool {
     tool: Arc<dyn Tool>,
@@ -26,6 +30,10 @@ impl CoreTool {
 impl RuntimeTool for CoreTool {
     fn spec(&self) -> ToolSpec {
         self.tool.spec()
+    }
+
+    fn deferred(&self) -> bool {
+        DEFERRED_CORE_TOOLS.contains(&self.tool.spec().name.as_str())
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {

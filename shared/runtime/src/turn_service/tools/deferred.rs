@@ -1,4 +1,5 @@
-//! Deferred tools: tools a turn rarely needs (`cron`, the sub-agent and session tools) are
+//! Deferred tools: tools a turn rarely needs (`cron`, the sub-agent and session tools,
+//! `web_search`, `message`, `grep`, `find`, `apply_patch`) are
 //! offered in short form — their name, one line and an open schema — so every request does
 //! not pay for schemas of several kilobytes. A call of one in short form whose arguments do
 //! not fit the full schema does nothing but answer with the tool's full description and schema
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use crate::turn_service::prompt_fit::first_sentence;
 
 /// What a short form adds to the tool's first sentence.
-const SHORT_FORM_HINT: &str = "Call it once to get its parameters.";
+const SHORT_FORM_HINT: &str = "Call once for its schema.";
 
 /// `full` in short form: its one-line summary (the prompt's, when one that short exists,
 /// else its description's first sentence), the hint, and a schema that takes any object.
@@ -146,7 +147,7 @@ mod tests {
         full.name = "sessions_list".to_owned();
         assert_eq!(
             short_form(&full).description,
-            "List other sessions. Call it once to get its parameters."
+            "List other sessions. Call once for its schema."
         );
     }
 
@@ -156,7 +157,7 @@ mod tests {
         assert_eq!(short.name, "cron");
         assert_eq!(
             short.description,
-            "Schedule jobs. Call it once to get its parameters."
+            "Schedule jobs. Call once for its schema."
         );
         assert_eq!(short.input_schema, json!({"type": "object"}));
     }

@@ -690,6 +690,11 @@ impl RuntimeTool for MessageTool {
         }
     }
 
+    /// Offered in short form until first called: a call with its arguments runs at once.
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         let outcome = self
             .run(

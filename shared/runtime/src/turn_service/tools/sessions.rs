@@ -110,6 +110,10 @@ impl RuntimeTool for AgentsListTool {
         agents_list_tool_spec()
     }
 
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         answered(Ok(self.directory.agents_list(context.state)))
     }
@@ -183,6 +187,10 @@ pub(super) struct SessionsYieldTool;
 impl RuntimeTool for SessionsYieldTool {
     fn spec(&self) -> ToolSpec {
         sessions_yield_tool_spec()
+    }
+
+    fn deferred(&self) -> bool {
+        true
     }
 
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {

@@ -231,6 +231,12 @@ impl RuntimeTool for WebSearchTool {
         self.spec.clone()
     }
 
+    /// Offered in short form until first called: a call with a `query` fits the schema and
+    /// runs at once.
+    fn deferred(&self) -> bool {
+        true
+    }
+
     async fn call(&self, context: ToolCallContext<'_>) -> Result<ToolOutcome, TurnError> {
         let cache_store = self
             .cache
