@@ -2,12 +2,14 @@
 //!
 //! Records of one session arrive in order (FIFO group = session key). Once a record fails,
 //! the later records of the same group are reported failed too without being processed, so
-//! a redelivery keeps them in order; other sessions' records go on.
+//! a redelivery keeps them in order; other sessions' records go on. A stop request (its own
+//! group, `<session key>:stop`) is handled before the batch's other records.
 
 use std::collections::HashSet;
 use std::future::Future;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use clawless_core::turn::events::STOP_GROUP_SUFFIX;
 use clawless_runtime::turn_service::{Deadline, TurnService};
 use clawless_runtime::turn_worker::{Processed, process_event_until};
 
@@ -31,7 +33,14 @@ where
 {
     let mut failed_groups: HashSet<String> = HashSet::new();
     let mut failures = Vec::new();
-    for record in event.records {
+    // A stop request goes first: it must not wait behind the turn it stops.
+    let (stops, others): (Vec<_>, Vec<_>) = event.records.into_iter().partition(|record| {
+        record
+            .attributes
+            .get("MessageGroupId")
+            .is_some_and(|group| group.ends_with(STOP_GROUP_SUFFIX))
+    });
+    for record in stops.into_iter().chain(others) {
         let id = record.message_id.unwrap_or_default();
         let group = record
             .attributes
@@ -115,6 +124,23 @@ mod tests {
         // THEN a1 and (unprocessed) a2 are retried; B is processed, its dropped record acknowledged
         assert_eq!(failed_ids(&response), ["a1", "a2"]);
         assert_eq!(seen, ["retry", "ok", "drop"]);
+    }
+
+    #[tokio::test]
+    async fn a_stop_request_is_handled_before_the_rest_of_its_batch() {
+        let mut event = SqsEvent::default();
+        event.records = vec![
+            record("a1", "agent:main:main", "slow turn"),
+            record("b1", "agent:main:other", "other"),
+            record("s1", &format!("agent:main:main{STOP_GROUP_SUFFIX}"), "stop"),
+        ];
+        let mut seen = Vec::new();
+        handle_with(event, |body| {
+            seen.push(body);
+            async { Processed::Done }
+        })
+        .await;
+        assert_eq!(seen, ["stop", "slow turn", "other"]);
     }
 
     #[tokio::test]

@@ -247,6 +247,52 @@ async fn a_killed_child_takes_no_further_step_and_announces_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_stop_kills_the_running_children_and_says_so() {
+    let mut h = Harness::new("", "", false).await;
+    let start = h.spawn("a long job").await;
+    leave_child_mid_turn(&h, &start).await;
+    let calls = h.model_calls();
+
+    // WHEN the owner says /stop in the parent's chat
+    let stop = SessionEvent {
+        session_key: MAIN.to_owned(),
+        agent_id: "main".to_owned(),
+        event: TurnEvent::Stop(clawless_core::turn::events::InboundMessage {
+            message_id: "m-stop".to_owned(),
+            chat: clawless_core::turn::events::ChatRef {
+                channel: "generic".to_owned(),
+                chat_id: format!("c-{MAIN}"),
+                chat_type: clawless_base::session_key::ChatType::Direct,
+            },
+            sender_id: "u-1".to_owned(),
+            text: "/stop".to_owned(),
+            sender_is_owner: true,
+        }),
+    };
+    h.turns.handle(&stop).await.expect("stop");
+
+    // THEN the child is killed without a model call, and the chat is told
+    assert_eq!(h.model_calls(), calls, "no model call for a stop");
+    assert_eq!(h.state(MAIN).await.meta.children[0].status, "killed");
+    h.turns.handle(&start).await.expect("redelivery");
+    assert_eq!(h.model_calls(), calls, "the killed child takes no step");
+    let child = h.state(&start.session_key).await;
+    assert_eq!(child.meta.subagent.expect("a run").status, "killed");
+    let replies = h
+        .receiver
+        .wait_for(2, std::time::Duration::from_secs(5))
+        .await;
+    let stopped = replies.last().expect("the stop's answer");
+    assert!(
+        stopped.body["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("⏹️ Stopped.") && text.contains("killed")),
+        "{:?}",
+        stopped.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_past_its_time_limit_is_announced_as_timed_out() {
     let mut h = Harness::new("", "", false).await;
     let start = h.spawn("a slow job").await;

@@ -104,24 +104,16 @@ async fn find(input: &Value, context: &ToolContext) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::fixtures::{WS, context};
+    use crate::tools::fixtures::{WS, context, workspace_with};
 
     async fn run(store: &InMemoryObjectStore, input: Value) -> ToolOutput {
         FindTool.run(&input, &context(store)).await
     }
 
-    fn store_with(files: &[(&str, &str)]) -> InMemoryObjectStore {
-        let store = InMemoryObjectStore::named("bucket");
-        for (file, content) in files {
-            store.insert(&format!("{WS}{file}"), *content).unwrap();
-        }
-        store
-    }
-
     #[tokio::test]
     async fn find_matches_names_at_any_depth_and_honours_gitignore() {
         // GIVEN a tree with ignored folders, a root and a nested .gitignore
-        let store = store_with(&[
+        let store = workspace_with(&[
             (".gitignore", "*.log\nbuild/\n!keep.log\n"),
             ("a.md", ""),
             ("docs/b.md", ""),
@@ -147,7 +139,7 @@ mod tests {
 
     #[tokio::test]
     async fn find_lists_folders_with_a_slash_and_paths_relative_to_the_searched_folder() {
-        let store = store_with(&[
+        let store = workspace_with(&[
             ("src/lib/a.rs", ""),
             ("src/main.rs", ""),
             ("src/lib/tests/t.rs", ""),
@@ -176,7 +168,7 @@ mod tests {
 
     #[tokio::test]
     async fn find_reports_no_match_limits_and_bad_input() {
-        let store = store_with(&[("a.txt", ""), ("b.txt", ""), ("c.txt", "")]);
+        let store = workspace_with(&[("a.txt", ""), ("b.txt", ""), ("c.txt", "")]);
         assert_eq!(
             run(&store, json!({"pattern": "*.md"})).await,
             ToolOutput::ok("No files found matching pattern")

@@ -18,6 +18,17 @@ pub(crate) fn context(store: &InMemoryObjectStore) -> ToolContext {
     context_over(Arc::new(store.clone()), home)
 }
 
+/// A store holding `files` (`(path, content)`) in the workspace [`WS`].
+pub(crate) fn workspace_with(files: &[(&str, &str)]) -> InMemoryObjectStore {
+    let store = InMemoryObjectStore::named("bucket");
+    for (path, content) in files {
+        store
+            .insert(&format!("{WS}{path}"), *content)
+            .expect("the in-memory store takes every write");
+    }
+    store
+}
+
 /// [`context`] over any store (tests wrap the in-memory one to inject races).
 pub(crate) fn context_over(shared: Arc<dyn ObjectStore>, home: String) -> ToolContext {
     ToolContext {

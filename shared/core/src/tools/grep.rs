@@ -322,23 +322,15 @@ fn context_count(input: &Value) -> Result<usize, String> {
 mod tests {
     use super::*;
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::fixtures::{WS, context};
+    use crate::tools::fixtures::{WS, context, workspace_with};
 
     async fn run(store: &InMemoryObjectStore, input: Value) -> ToolOutput {
         GrepTool.run(&input, &context(store)).await
     }
 
-    fn store_with(files: &[(&str, &str)]) -> InMemoryObjectStore {
-        let store = InMemoryObjectStore::named("bucket");
-        for (file, content) in files {
-            store.insert(&format!("{WS}{file}"), *content).unwrap();
-        }
-        store
-    }
-
     #[tokio::test]
     async fn grep_prints_matches_relative_to_the_searched_folder() {
-        let store = store_with(&[
+        let store = workspace_with(&[
             ("notes/a.md", "alpha\nTODO: one\nbeta\n"),
             ("notes/deep/b.md", "TODO two\n"),
             ("other.txt", "TODO three"),
@@ -367,7 +359,7 @@ mod tests {
 
     #[tokio::test]
     async fn grep_shows_merged_context_lines_and_literal_patterns() {
-        let store = store_with(&[("f.txt", "1\n2\na.b\n4\na.b\n6\n7\n8\n")]);
+        let store = workspace_with(&[("f.txt", "1\n2\na.b\n4\na.b\n6\n7\n8\n")]);
         let output = run(
             &store,
             json!({"pattern": "a.b", "literal": true, "context": 1}),
@@ -392,7 +384,7 @@ mod tests {
 
     #[tokio::test]
     async fn grep_skips_binary_ignored_and_vendored_files() {
-        let store = store_with(&[
+        let store = workspace_with(&[
             (".gitignore", "secret/\n"),
             ("bin.dat", "needle\0\x01"),
             ("secret/x.txt", "needle"),
@@ -409,7 +401,7 @@ mod tests {
     #[tokio::test]
     async fn grep_cuts_long_lines_and_says_so() {
         let long = format!("needle {}", "é".repeat(600));
-        let store = store_with(&[("long.txt", long.as_str())]);
+        let store = workspace_with(&[("long.txt", long.as_str())]);
         let output = run(&store, json!({"pattern": "needle"})).await;
         let (first, notice) = output.text.split_once("\n\n").unwrap();
         assert!(first.ends_with("... [truncated]"));
@@ -469,7 +461,7 @@ mod tests {
     #[tokio::test]
     async fn grep_caps_output_at_50_kb() {
         let content: String = (0..2_000).map(|n| format!("needle {n:0>60}\n")).collect();
-        let store = store_with(&[("many.txt", content.as_str())]);
+        let store = workspace_with(&[("many.txt", content.as_str())]);
         let output = run(&store, json!({"pattern": "needle", "limit": 5000})).await;
         let (body, notice) = output.text.rsplit_once("\n\n").unwrap();
         assert!(body.len() <= 50 * 1024);
@@ -478,7 +470,7 @@ mod tests {
 
     #[tokio::test]
     async fn grep_refuses_paths_outside_the_workspace() {
-        let store = store_with(&[("a.txt", "x")]);
+        let store = workspace_with(&[("a.txt", "x")]);
         store.insert("elsewhere/b.txt", "x").unwrap();
         for path in ["../elsewhere", "/etc", "mem://bucket/elsewhere"] {
             let output = run(&store, json!({"pattern": "x", "path": path})).await;

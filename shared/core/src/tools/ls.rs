@@ -87,18 +87,15 @@ async fn ls(input: &Value, context: &ToolContext) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::testing::InMemoryObjectStore;
-    use crate::tools::fixtures::{WS, context};
+    use crate::tools::fixtures::{WS, context, workspace_with};
 
     async fn run(store: &InMemoryObjectStore, input: Value) -> ToolOutput {
         LsTool.run(&input, &context(store)).await
     }
 
     fn store_with(files: &[&str]) -> InMemoryObjectStore {
-        let store = InMemoryObjectStore::named("bucket");
-        for file in files {
-            store.insert(&format!("{WS}{file}"), "x").unwrap();
-        }
-        store
+        let files: Vec<(&str, &str)> = files.iter().map(|file| (*file, "x")).collect();
+        workspace_with(&files)
     }
 
     #[tokio::test]

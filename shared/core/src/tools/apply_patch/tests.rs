@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::*;
 use crate::testing::InMemoryObjectStore;
-use crate::tools::fixtures::{WS, context, context_over};
+use crate::tools::fixtures::{WS, context, context_over, workspace_with};
 use clawless_base::object_store::{Listing, Object, ObjectMeta, ObjectStore};
 
 async fn run(store: &InMemoryObjectStore, patch: &str) -> ToolOutput {
@@ -23,18 +23,10 @@ async fn content(store: &dyn ObjectStore, path: &str) -> Option<String> {
     Some(String::from_utf8(object.bytes).unwrap())
 }
 
-fn store_with(files: &[(&str, &str)]) -> InMemoryObjectStore {
-    let store = InMemoryObjectStore::named("bucket");
-    for (path, text) in files {
-        store.insert(&format!("{WS}{path}"), *text).unwrap();
-    }
-    store
-}
-
 #[tokio::test]
 async fn a_patch_adds_updates_moves_and_deletes_files() {
     // GIVEN a workspace with three files
-    let store = store_with(&[
+    let store = workspace_with(&[
         ("src/app.py", "import os\n\ndef main():\n    print('hi')\n"),
         ("old.txt", "bye\n"),
         ("notes/a.md", "# A\nbody\n"),
@@ -77,7 +69,7 @@ async fn a_patch_adds_updates_moves_and_deletes_files() {
 
 #[tokio::test]
 async fn vector_17_a_patch_without_its_end_marker_is_refused() {
-    let store = store_with(&[]);
+    let store = workspace_with(&[]);
     let output = run(&store, "*** Begin Patch\n*** Add File: a.md\n+x\n").await;
     assert_eq!(
         output,
@@ -88,7 +80,7 @@ async fn vector_17_a_patch_without_its_end_marker_is_refused() {
 
 #[tokio::test]
 async fn vector_18_an_en_dash_in_the_file_matches_a_hyphen_in_the_patch() {
-    let store = store_with(&[("plan.md", "Phase 1 \u{2013} design\nPhase 2\n")]);
+    let store = workspace_with(&[("plan.md", "Phase 1 \u{2013} design\nPhase 2\n")]);
     let output = run(
         &store,
         "*** Begin Patch\n*** Update File: plan.md\n-Phase 1 - design\n+Phase 1 - done\n*** End Patch",
@@ -103,7 +95,7 @@ async fn vector_18_an_en_dash_in_the_file_matches_a_hyphen_in_the_patch() {
 
 #[tokio::test]
 async fn a_patch_in_a_heredoc_with_an_end_of_file_chunk_applies() {
-    let store = store_with(&[("a.txt", "x\ny\nx\n")]);
+    let store = workspace_with(&[("a.txt", "x\ny\nx\n")]);
     let output = run(
         &store,
         "<<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+z\n*** End of File\n*** End Patch\nEOF",
@@ -116,7 +108,7 @@ async fn a_patch_in_a_heredoc_with_an_end_of_file_chunk_applies() {
 #[tokio::test]
 async fn a_hunk_that_does_not_apply_changes_no_file_at_all() {
     // GIVEN three files, the third of which does not hold the patch's old lines
-    let store = store_with(&[("a.md", "a\n"), ("b.md", "b\n"), ("c.md", "c\n")]);
+    let store = workspace_with(&[("a.md", "a\n"), ("b.md", "b\n"), ("c.md", "c\n")]);
 
     // WHEN the patch updates all three
     let output = run(
@@ -149,7 +141,7 @@ async fn a_hunk_that_does_not_apply_changes_no_file_at_all() {
 
 #[tokio::test]
 async fn missing_files_and_input_get_the_spec_errors() {
-    let store = store_with(&[]);
+    let store = workspace_with(&[]);
     assert_eq!(
         ApplyPatchTool.run(&json!({}), &context(&store)).await,
         ToolOutput::error("Provide a patch input.")
@@ -183,7 +175,7 @@ async fn missing_files_and_input_get_the_spec_errors() {
 
 #[tokio::test]
 async fn paths_outside_the_workspace_are_refused_before_anything_is_written() {
-    let store = store_with(&[("a.md", "a\n")]);
+    let store = workspace_with(&[("a.md", "a\n")]);
     store.insert("agents/other/secret.md", "s\n").unwrap();
     for target in [
         "../../other/secret.md",
@@ -262,7 +254,7 @@ impl ObjectStore for RacingStore {
 #[tokio::test]
 async fn a_concurrent_change_fails_that_file_and_the_result_says_what_was_written() {
     // GIVEN three files, the second of which someone else rewrites after the patch reads it
-    let inner = store_with(&[("a.md", "a\n"), ("b.md", "b\n"), ("c.md", "c\n")]);
+    let inner = workspace_with(&[("a.md", "a\n"), ("b.md", "b\n"), ("c.md", "c\n")]);
     let racing = Arc::new(RacingStore {
         inner: inner.clone(),
         raced_key: format!("{WS}b.md"),
@@ -301,7 +293,7 @@ async fn a_concurrent_change_fails_that_file_and_the_result_says_what_was_writte
 #[tokio::test]
 async fn adding_a_file_that_appears_meanwhile_is_a_conflict_not_an_overwrite() {
     // GIVEN a file that does not exist when the patch reads it, then appears
-    let inner = store_with(&[]);
+    let inner = workspace_with(&[]);
     let racing = Arc::new(RacingStore {
         inner: inner.clone(),
         raced_key: format!("{WS}new.md"),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::http::Failure;
 use super::params::{Freshness, check_time_filters, invalid_freshness, soft, utc_date};
-use super::{Found, Hit, ProviderCall};
+use super::{Found, HitFields, ProviderCall, hits_in};
 
 /// The public API.
 pub(super) const DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
@@ -68,30 +68,16 @@ pub(super) async fn search(call: &ProviderCall<'_>) -> Result<Found, Failure> {
         .http
         .json(request, "Brave Search API", Some(call.credential))
         .await?;
-    let hits = answer
-        .pointer("/web/results")
-        .and_then(Value::as_array)
-        .map(|results| {
-            results
-                .iter()
-                .map(|result| Hit {
-                    title: text(result, "title"),
-                    url: text(result, "url"),
-                    description: text(result, "description"),
-                    published: result.get("age").and_then(Value::as_str).map(str::to_owned),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let hits = hits_in(
+        &answer,
+        &HitFields {
+            list: "/web/results",
+            description: "description",
+            published: &["age"],
+        },
+        usize::MAX,
+    );
     Ok(Found::Results { hits })
-}
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// Upper-cased when Brave knows it, `ALL` otherwise.

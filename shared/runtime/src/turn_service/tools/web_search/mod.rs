@@ -73,6 +73,48 @@ struct Hit {
     published: Option<String>,
 }
 
+/// Where a structured provider's answer keeps its hits, and what their fields are called
+/// (`title` and `url` are the same everywhere).
+struct HitFields {
+    /// JSON pointer to the array of hits.
+    list: &'static str,
+    /// The snippet's field.
+    description: &'static str,
+    /// The publication date's fields, the first present wins.
+    published: &'static [&'static str],
+}
+
+/// The first `limit` hits of a structured provider's `answer` (none when it has no list).
+fn hits_in(answer: &Value, fields: &HitFields, limit: usize) -> Vec<Hit> {
+    let text = |value: &Value, key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    answer
+        .pointer(fields.list)
+        .and_then(Value::as_array)
+        .map(|results| {
+            results
+                .iter()
+                .take(limit)
+                .map(|result| Hit {
+                    title: text(result, "title"),
+                    url: text(result, "url"),
+                    description: text(result, fields.description),
+                    published: fields
+                        .published
+                        .iter()
+                        .find_map(|key| result.get(key).and_then(Value::as_str))
+                        .map(str::to_owned),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A source of a synthesized answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Citation {

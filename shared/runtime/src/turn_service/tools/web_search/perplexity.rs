@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::http::Failure;
 use super::params::{Freshness, check_time_filters, invalid_freshness, soft};
-use super::{Found, Hit, ProviderCall};
+use super::{Found, HitFields, ProviderCall, hits_in};
 
 /// The public API.
 pub(super) const DEFAULT_BASE_URL: &str = "https://api.perplexity.ai";
@@ -70,34 +70,16 @@ pub(super) async fn search(call: &ProviderCall<'_>) -> Result<Found, Failure> {
         .http
         .json(request, "Perplexity Search API", Some(call.credential))
         .await?;
-    let hits = answer
-        .get("results")
-        .and_then(Value::as_array)
-        .map(|results| {
-            results
-                .iter()
-                .map(|result| Hit {
-                    title: text(result, "title"),
-                    url: text(result, "url"),
-                    description: text(result, "snippet"),
-                    published: result
-                        .get("date")
-                        .or_else(|| result.get("last_updated"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let hits = hits_in(
+        &answer,
+        &HitFields {
+            list: "/results",
+            description: "snippet",
+            published: &["date", "last_updated"],
+        },
+        usize::MAX,
+    );
     Ok(Found::Results { hits })
-}
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// `YYYY-MM-DD` as Perplexity's `M/D/YYYY`.

@@ -5,11 +5,10 @@
 //! behind authentication.
 
 use reqwest::Method;
-use serde_json::Value;
 
 use super::http::Failure;
 use super::params::{Filter, Freshness, invalid_freshness, refuse_unsupported};
-use super::{Found, Hit, ProviderCall};
+use super::{Found, HitFields, ProviderCall, hits_in};
 use crate::tools_section::web::SearchProviderId;
 
 pub(super) async fn search(call: &ProviderCall<'_>) -> Result<Found, Failure> {
@@ -47,32 +46,14 @@ pub(super) async fn search(call: &ProviderCall<'_>) -> Result<Found, Failure> {
         request = request.bearer_auth(token);
     }
     let answer = call.http.json(request, "SearXNG API", token).await?;
-    let hits = answer
-        .get("results")
-        .and_then(Value::as_array)
-        .map(|results| {
-            results
-                .iter()
-                .take(params.count as usize)
-                .map(|result| Hit {
-                    title: text(result, "title"),
-                    url: text(result, "url"),
-                    description: text(result, "content"),
-                    published: result
-                        .get("publishedDate")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let hits = hits_in(
+        &answer,
+        &HitFields {
+            list: "/results",
+            description: "content",
+            published: &["publishedDate"],
+        },
+        params.count as usize,
+    );
     Ok(Found::Results { hits })
-}
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }

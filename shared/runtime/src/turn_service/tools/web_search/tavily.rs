@@ -2,11 +2,11 @@
 //! `results[]` (title, url, content) become hits. Tavily takes the query and the count only.
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::http::Failure;
 use super::params::{Filter, refuse_unsupported};
-use super::{Found, Hit, ProviderCall};
+use super::{Found, HitFields, ProviderCall, hits_in};
 use crate::tools_section::web::SearchProviderId;
 
 /// The public API.
@@ -39,31 +39,14 @@ pub(super) async fn search(call: &ProviderCall<'_>) -> Result<Found, Failure> {
         .http
         .json(request, "Tavily API", Some(call.credential))
         .await?;
-    let hits = answer
-        .get("results")
-        .and_then(Value::as_array)
-        .map(|results| {
-            results
-                .iter()
-                .map(|result| Hit {
-                    title: text(result, "title"),
-                    url: text(result, "url"),
-                    description: text(result, "content"),
-                    published: result
-                        .get("published_date")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let hits = hits_in(
+        &answer,
+        &HitFields {
+            list: "/results",
+            description: "content",
+            published: &["published_date"],
+        },
+        usize::MAX,
+    );
     Ok(Found::Results { hits })
-}
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
