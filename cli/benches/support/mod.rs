@@ -202,6 +202,7 @@ pub(crate) fn inbound(chat: &str, n: usize, text: &str) -> SessionEvent {
             sender_id: "u-bench".to_owned(),
             text: text.to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     }
 }

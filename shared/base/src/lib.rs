@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod ids;
+pub mod media;
 pub mod model;
 pub mod object_store;
 pub mod port_error;

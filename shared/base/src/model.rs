@@ -34,6 +34,19 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token limit.
     pub max_tokens: u32,
+    /// Images shown with user messages, for a model that sees images; a provider without
+    /// vision never gets any (the turn describes them in words instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<UserImages>,
+}
+
+/// Images shown with one user message of a [`ModelRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserImages {
+    /// The index in [`ModelRequest::messages`] of the user message they belong to.
+    pub message: usize,
+    /// The images, in order, after the message's text.
+    pub images: Vec<crate::media::ImageInput>,
 }
 
 /// Marker the system prompt builder places between the stable prefix and the dynamic tail.

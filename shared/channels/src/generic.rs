@@ -89,6 +89,7 @@ impl GenericMessage {
             sender_id: self.sender_id,
             text: self.text,
             sender_is_owner,
+            attachments: Vec::new(),
         }
     }
 }

@@ -619,6 +619,7 @@ fn reply_to(interaction_id: &str, text: &str) -> OutboundReply {
         text: text.to_owned(),
         approval_code: None,
         in_reply_to: Some(format!("{interaction_id}:{TOKEN}")),
+        media: Vec::new(),
     }
 }
 

@@ -50,6 +50,7 @@ fn reply() -> OutboundReply {
         text: "Hello ✓".to_owned(),
         approval_code: None,
         in_reply_to: None,
+        media: Vec::new(),
     }
 }
 

@@ -799,6 +799,7 @@ fn reply(reply_id: &str, chat_id: &str, text: &str) -> OutboundReply {
         text: text.to_owned(),
         approval_code: None,
         in_reply_to: None,
+        media: Vec::new(),
     }
 }
 

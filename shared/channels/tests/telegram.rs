@@ -757,6 +757,7 @@ fn reply(text: &str) -> OutboundReply {
         text: text.to_owned(),
         approval_code: None,
         in_reply_to: Some("42:7".to_owned()),
+        media: Vec::new(),
     }
 }
 

@@ -277,6 +277,7 @@ mod tests {
             messages: vec![Message::User { text: "hi".into() }],
             tools: vec![],
             max_tokens: 10,
+            images: Vec::new(),
         };
         let body = request_body("m", &request);
         assert_eq!(
@@ -298,6 +299,7 @@ mod tests {
             messages: vec![],
             tools: vec![tool("one"), tool("two")],
             max_tokens: 10,
+            images: Vec::new(),
         };
         let body = request_body("m", &request);
         assert!(body["tools"][0].get("cache_control").is_none());

@@ -337,6 +337,7 @@ impl Ingress {
             text: text.clone(),
             approval_code: None,
             in_reply_to: Some(message.message.message_id.clone()),
+            media: Vec::new(),
         };
         if let Err(err) = outbox.send(&reply).await {
             tracing::warn!(error = %err, "the reply to a sender not allowed could not be sent");

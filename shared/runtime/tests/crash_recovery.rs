@@ -159,6 +159,7 @@ async fn run(kill: Kill, refuse_first_reply: bool) -> Run {
             sender_id: "u-1".to_owned(),
             text: "Weather?".to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     };
     let first = turns.handle(&event).await;
@@ -316,6 +317,7 @@ async fn long_run(kill: Kill) -> LongRun {
                 sender_id: "u-1".to_owned(),
                 text: format!("Message {n}: {filler}"),
                 sender_is_owner: true,
+                attachments: Vec::new(),
             }),
         };
         let mut attempts = 0;

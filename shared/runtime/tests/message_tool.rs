@@ -411,6 +411,7 @@ async fn a_turn_killed_right_after_the_send_delivers_it_once() {
             sender_id: "user-1".to_owned(),
             text: "Tell chat-2 the build is green".to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     };
 
@@ -460,6 +461,7 @@ fn reply(id: &str, chat_id: &str, text: &str) -> OutboundReply {
         text: text.to_owned(),
         approval_code: None,
         in_reply_to: None,
+        media: Vec::new(),
     }
 }
 

@@ -43,6 +43,7 @@ fn message(id: &str) -> SessionEvent {
             sender_id: "u-1".to_owned(),
             text: "What can you do?".to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     }
 }

@@ -62,6 +62,7 @@ fn message(id: &str, text: &str) -> SessionEvent {
             sender_id: "u-1".to_owned(),
             text: text.to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     }
 }

@@ -85,6 +85,7 @@ impl Harness {
                 sender_id: "u-1".to_owned(),
                 text: text.to_owned(),
                 sender_is_owner: true,
+                attachments: Vec::new(),
             }),
         };
         self.turns.handle(&event).await.expect("turn");

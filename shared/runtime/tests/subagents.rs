@@ -267,6 +267,7 @@ async fn an_owners_stop_kills_the_running_children_and_says_so() {
             sender_id: "u-1".to_owned(),
             text: "/stop".to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     };
     h.turns.handle(&stop).await.expect("stop");

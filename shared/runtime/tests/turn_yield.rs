@@ -112,6 +112,7 @@ fn inbound() -> String {
             sender_id: "u-1".to_owned(),
             text: "Weather?".to_owned(),
             sender_is_owner: true,
+            attachments: Vec::new(),
         }),
     })
     .expect("test fixture")

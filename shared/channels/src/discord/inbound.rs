@@ -312,6 +312,7 @@ impl Context {
             sender_id: self.sender_id,
             text,
             sender_is_owner: false,
+            attachments: Vec::new(),
         }
     }
 }

@@ -156,6 +156,7 @@ pub fn summary_request(
         messages: vec![Message::User { text }],
         tools: Vec::new(),
         max_tokens: u32::try_from(budget.summary_max_tokens).unwrap_or(u32::MAX),
+        images: Vec::new(),
     }
 }
 

@@ -442,6 +442,7 @@ impl TimersContract {
                     sender_id: "u 42".into(),
                     text: "ünïcödé 文件 🦀 \"quoted\" \\ \n\t\u{2028}".into(),
                     sender_is_owner: true,
+                    attachments: Vec::new(),
                 }),
             },
         };

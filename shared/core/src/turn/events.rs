@@ -23,6 +23,9 @@ pub struct InboundMessage {
     /// True when the sender is the agent's owner (owner-only tools need this).
     #[serde(default)]
     pub sender_is_owner: bool,
+    /// Its attachments (photos, voice notes, files), stored in the blob store by ingress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<clawless_base::media::Attachment>,
 }
 
 /// A person's answer to an approval request.

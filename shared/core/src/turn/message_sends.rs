@@ -201,6 +201,7 @@ mod tests {
                 sender_id: "u1".to_owned(),
                 text: "tell me".to_owned(),
                 sender_is_owner: true,
+                attachments: Vec::new(),
             })))
         }
 

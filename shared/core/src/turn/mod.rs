@@ -87,6 +87,8 @@ pub struct OutboundReply {
     /// The platform id of the message that started the turn (for `[[reply_to_current]]`, and
     /// whatever a channel carries in it, such as Discord's interaction token).
     pub in_reply_to: Option<String>,
+    /// Files sent with the text (a reply's `MEDIA:` lines), loaded for the send.
+    pub media: Vec<clawless_base::media::OutboundMedia>,
 }
 
 /// The next thing the caller must do.
@@ -1027,7 +1029,7 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
                 chat: to.clone().or_else(|| state.meta.chat.clone())?,
                 text: text.clone(),
                 approval_code: approval_code_of(state, steps, reply_id),
-                in_reply_to: state.meta.turn_message_id.clone(),
+                in_reply_to: state.meta.turn_message_id.clone(), media: Vec::new(), 
             })
         }
         _ => None,

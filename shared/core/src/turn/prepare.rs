@@ -101,6 +101,7 @@ pub fn heartbeat_message(
         sender_id: "heartbeat".to_owned(),
         text: prompt.to_owned(),
         sender_is_owner: true,
+        attachments: Vec::new(),
     };
     let mut prepared = PreparedMessage::plain(message);
     prepared.heartbeat = true;
@@ -156,6 +157,7 @@ mod tests {
             sender_id: "u".to_owned(),
             text: text.to_owned(),
             sender_is_owner: owner,
+            attachments: Vec::new(),
         }
     }
 

@@ -28,6 +28,7 @@ fn message(id: &str, text: &str) -> PreparedMessage {
         sender_id: "u1".to_owned(),
         text: text.to_owned(),
         sender_is_owner: true,
+        attachments: Vec::new(),
     })
 }
 

@@ -19,6 +19,7 @@ pub(crate) fn request(system: &str, messages: Vec<Message>, tools: Vec<ToolSpec>
         messages,
         tools,
         max_tokens: 512,
+        images: Vec::new(),
     }
 }
 

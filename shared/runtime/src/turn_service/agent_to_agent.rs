@@ -78,6 +78,7 @@ impl TurnService {
             sender_id: A2A_SENDER_ID.to_owned(),
             text: message.text.clone(),
             sender_is_owner: false,
+            attachments: Vec::new(),
         };
         let mut prepared = PreparedMessage::plain(inbound);
         prepared.heartbeat_delivery = Some(super::subagents::to_no_chat());
@@ -228,6 +229,7 @@ impl TurnService {
             text: text.to_owned(),
             approval_code: None,
             in_reply_to: None,
+            media: Vec::new(),
         };
         if let Some(reason) = self.deliver(&reply).await? {
             tracing::warn!(session = %state.key, %reason, "agent-to-agent announce refused by the chat");

@@ -237,6 +237,7 @@ impl TurnService {
             messages,
             tools: context.tools.clone(),
             max_tokens: self.output_limit(&budget),
+            images: Vec::new(),
         };
         *calls += 1;
         match self.model(state).complete(&request).await {
@@ -396,6 +397,7 @@ impl TurnService {
                 messages: conversation.clone(),
                 tools: tools.clone(),
                 max_tokens: self.output_limit(budget),
+                images: Vec::new(),
             };
             *calls += 1;
             let response = match self.model(state).complete(&request).await {

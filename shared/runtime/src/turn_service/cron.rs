@@ -404,6 +404,7 @@ impl TurnService {
             sender_id: CRON_SENDER_ID.to_owned(),
             text,
             sender_is_owner: true,
+            attachments: Vec::new(),
         };
         let mut prepared = PreparedMessage::plain(message);
         prepared.heartbeat_delivery = Some(HeartbeatDelivery {
@@ -802,6 +803,7 @@ impl TurnService {
             text: text.to_owned(),
             approval_code: None,
             in_reply_to: None,
+            media: Vec::new(),
         };
         match self.deliver(&reply).await {
             Ok(None) => tracing::info!(job_id = %job.id, "cron failure message sent"),

@@ -68,6 +68,7 @@ impl TurnService {
             text: stop_text(stopped, killed.as_deref()),
             approval_code: None,
             in_reply_to: Some(message.message_id.clone()),
+            media: Vec::new(),
         };
         if self.deliver(&reply).await?.is_none() {
             run.report.replies_sent += 1;

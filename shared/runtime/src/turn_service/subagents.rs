@@ -224,6 +224,7 @@ impl TurnService {
             sender_id: SUBAGENT_SENDER_ID.to_owned(),
             text: start.first_message.clone(),
             sender_is_owner: false,
+            attachments: Vec::new(),
         };
         let mut prepared = PreparedMessage::plain(message);
         // Its final answer is its result, for the parent: nothing is sent to any chat.
@@ -302,6 +303,7 @@ impl TurnService {
             sender_id: SUBAGENT_SENDER_ID.to_owned(),
             text: announce.text.to_owned(),
             sender_is_owner: state.meta.sender_is_owner,
+            attachments: Vec::new(),
         };
         let mut prepared = PreparedMessage::plain(message);
         if state.meta.subagent.is_some() {

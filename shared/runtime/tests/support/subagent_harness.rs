@@ -119,6 +119,7 @@ impl Harness {
                 sender_id: sender.to_owned(),
                 text: text.to_owned(),
                 sender_is_owner: owner,
+                attachments: Vec::new(),
             }),
         };
         self.turns.handle(&event).await.expect("turn");

@@ -189,6 +189,7 @@ impl MessageTool {
                     in_reply_to: is_current
                         .then(|| state.meta.turn_message_id.clone())
                         .flatten(),
+                    media: Vec::new(),
                 };
                 let delivery = match self.with_retries(|| self.outbox.deliver(&reply)).await? {
                     Ok(delivery) => delivery,
