@@ -1029,7 +1029,8 @@ fn unsent_reply(state: &SessionState) -> Option<OutboundReply> {
                 chat: to.clone().or_else(|| state.meta.chat.clone())?,
                 text: text.clone(),
                 approval_code: approval_code_of(state, steps, reply_id),
-                in_reply_to: state.meta.turn_message_id.clone(), media: Vec::new(),
+                in_reply_to: state.meta.turn_message_id.clone(),
+                media: Vec::new(),
             })
         }
         _ => None,
