@@ -24,6 +24,8 @@ pub enum FenceSource {
     WebFetch,
     /// A title or snippet returned by `web_search`.
     WebSearch,
+    /// Text from elsewhere, such as a file attached to a chat message.
+    External,
 }
 
 impl FenceSource {
@@ -32,6 +34,7 @@ impl FenceSource {
         match self {
             Self::WebFetch => "Web Fetch",
             Self::WebSearch => "Web Search",
+            Self::External => "External",
         }
     }
 }
