@@ -178,4 +178,10 @@ pub trait ModelProvider: Send + Sync + std::fmt::Debug {
 
     /// `provider/model` of the primary model, for the system prompt's runtime line.
     fn model_ref(&self) -> String;
+
+    /// Whether the model is shown [`ModelRequest::images`]. A provider that answers `false`
+    /// drops them unsent; the turn then describes images in words instead.
+    fn sees_images(&self) -> bool {
+        false
+    }
 }

@@ -1,11 +1,15 @@
-//! Anthropic Messages API (`POST {base}/v1/messages`): the wire format, prompt-caching markers
-//! and response parsing. Retries and fallback are layered on top ([`crate::retry`],
+//! Anthropic Messages API (`POST {base}/v1/messages`): the wire format (images as base64
+//! `image` blocks after their user message's text), prompt-caching markers and response
+//! parsing. Retries and fallback are layered on top ([`crate::retry`],
 //! [`crate::fallback`]); this module makes exactly one HTTP call per request.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::media::ImageInput;
+use clawless_base::model::{
+    ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
+};
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -31,6 +35,7 @@ pub struct AnthropicModel {
     api_key: Option<ApiKey>,
     base_url: String,
     timeout: Duration,
+    sees_images: bool,
 }
 
 impl AnthropicModel {
@@ -43,6 +48,7 @@ impl AnthropicModel {
             api_key: None,
             base_url: DEFAULT_ANTHROPIC_BASE_URL.to_owned(),
             timeout: DEFAULT_TIMEOUT,
+            sees_images: true,
         }
     }
 
@@ -62,6 +68,13 @@ impl AnthropicModel {
     /// Sets the per-request timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Whether images are sent (on by default: every current Claude model sees them). Off,
+    /// for an Anthropic-compatible server without vision, they are dropped unsent.
+    pub fn with_images(mut self, sees_images: bool) -> Self {
+        self.sees_images = sees_images;
         self
     }
 
@@ -102,7 +115,12 @@ impl AnthropicModel {
 impl ModelProvider for AnthropicModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         let headers = self.headers()?;
-        let body = request_body(&self.model, request);
+        let images: &[UserImages] = if self.sees_images {
+            &request.images
+        } else {
+            &[]
+        };
+        let body = request_body(&self.model, request, images);
         let url = format!("{}/v1/messages", self.base_url);
         let answer = self
             .http
@@ -114,14 +132,19 @@ impl ModelProvider for AnthropicModel {
     fn model_ref(&self) -> String {
         format!("{}/{}", self.provider, self.model)
     }
+
+    fn sees_images(&self) -> bool {
+        self.sees_images
+    }
 }
 
 fn ephemeral() -> Value {
     json!({ "type": "ephemeral" })
 }
 
-/// The Messages API request body for `request`.
-pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
+/// The Messages API request body for `request`, showing `images` (the request's, or none
+/// for a model that does not see them).
+pub(crate) fn request_body(model: &str, request: &ModelRequest, images: &[UserImages]) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(request.max_tokens));
@@ -139,7 +162,7 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
         body.insert("system".into(), Value::Array(system));
     }
 
-    let messages: Vec<Value> = alternating_turns(&request.messages)
+    let messages: Vec<Value> = alternating_turns(&request.messages, images)
         .into_iter()
         .map(|turn| {
             let role = match turn.role {
@@ -192,7 +215,20 @@ fn part_json(part: &Part<'_>) -> Value {
             "content": text,
             "is_error": is_error,
         }),
+        Part::Image(image) => image_json(image),
     }
+}
+
+/// A base64 `image` block.
+fn image_json(image: &ImageInput) -> Value {
+    json!({
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": image.media_type,
+            "data": crate::media::base64(&image.data),
+        },
+    })
 }
 
 /// Reads a Messages API response.
@@ -279,7 +315,7 @@ mod tests {
             max_tokens: 10,
             images: Vec::new(),
         };
-        let body = request_body("m", &request);
+        let body = request_body("m", &request, &request.images);
         assert_eq!(
             body["system"],
             json!([{ "type": "text", "text": "stable only", "cache_control": { "type": "ephemeral" } }])
@@ -301,7 +337,7 @@ mod tests {
             max_tokens: 10,
             images: Vec::new(),
         };
-        let body = request_body("m", &request);
+        let body = request_body("m", &request, &request.images);
         assert!(body["tools"][0].get("cache_control").is_none());
         assert_eq!(
             body["tools"][1]["cache_control"],

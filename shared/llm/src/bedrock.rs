@@ -1,6 +1,6 @@
-//! Amazon Bedrock Converse through the AWS SDK: messages, tool use and results, `cachePoint`
-//! markers for models that support prompt caching, and the SDK's errors mapped to
-//! [`ModelError`].
+//! Amazon Bedrock Converse through the AWS SDK: messages, tool use and results, images (raw
+//! bytes in `image` blocks, for the model families that see them), `cachePoint` markers for
+//! models that support prompt caching, and the SDK's errors mapped to [`ModelError`].
 //!
 //! The SDK's own retries are switched off: [`crate::retry::Retrying`] retries every provider
 //! the same way, and the per-request timeout wraps the whole SDK call.
@@ -14,13 +14,16 @@ use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
 use aws_sdk_bedrockruntime::types::{
-    CachePointBlock, CachePointType, ContentBlock, ConversationRole, InferenceConfiguration,
-    Message as WireMessage, StopReason as WireStopReason, SystemContentBlock, Tool,
-    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus,
-    ToolSpecification, ToolUseBlock,
+    CachePointBlock, CachePointType, ContentBlock, ConversationRole, ImageBlock, ImageFormat,
+    ImageSource, InferenceConfiguration, Message as WireMessage, StopReason as WireStopReason,
+    SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
+    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
-use aws_smithy_types::{Document, Number};
-use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use aws_smithy_types::{Blob, Document, Number};
+use clawless_base::media::ImageInput;
+use clawless_base::model::{
+    ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
+};
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -54,6 +57,7 @@ pub struct BedrockModel {
     shared_config: Option<aws_config::SdkConfig>,
     timeout: Duration,
     prompt_caching: bool,
+    sees_images: bool,
 }
 
 impl BedrockModel {
@@ -69,6 +73,7 @@ impl BedrockModel {
         );
         Self {
             prompt_caching: supports_prompt_caching(&model),
+            sees_images: supports_images(&model),
             model,
             client: OnceCell::new_with(Some(client)),
             settings: BedrockSettings::default(),
@@ -83,6 +88,7 @@ impl BedrockModel {
         let model = model.into();
         Self {
             prompt_caching: supports_prompt_caching(&model),
+            sees_images: supports_images(&model),
             model,
             client: OnceCell::new(),
             settings,
@@ -103,6 +109,13 @@ impl BedrockModel {
     /// Sets the per-request timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Forces images on or off. By default they are sent only to model families known to see
+    /// them (Claude 3 and later, Amazon Nova Lite, Pro and Premier); others never get any.
+    pub fn with_images(mut self, sees_images: bool) -> Self {
+        self.sees_images = sees_images;
         self
     }
 
@@ -166,7 +179,7 @@ impl BedrockModel {
             .converse()
             .model_id(&self.model)
             .set_system((!system.is_empty()).then_some(system))
-            .set_messages(Some(wire_messages(request)?))
+            .set_messages(Some(wire_messages(request, self.sees_images)?))
             .inference_config(
                 InferenceConfiguration::builder()
                     .max_tokens(max_tokens)
@@ -216,6 +229,20 @@ impl ModelProvider for BedrockModel {
     fn model_ref(&self) -> String {
         format!("{BEDROCK_PROVIDER}/{}", self.model)
     }
+
+    fn sees_images(&self) -> bool {
+        self.sees_images
+    }
+}
+
+/// Model families whose Converse API takes image blocks: Claude from version 3 on (the older
+/// `claude-v2` and `claude-instant` read text only) and Amazon Nova except the text-only Micro.
+fn supports_images(model: &str) -> bool {
+    let claude = model.contains("anthropic.claude")
+        && !model.contains("claude-v2")
+        && !model.contains("claude-instant");
+    let nova = model.contains("amazon.nova") && !model.contains("nova-micro");
+    claude || nova
 }
 
 /// Model families whose Converse API accepts `cachePoint` blocks. Model ids may carry a
@@ -238,8 +265,9 @@ fn build_error(err: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {
     }
 }
 
-fn wire_messages(request: &ModelRequest) -> Result<Vec<WireMessage>, ModelError> {
-    alternating_turns(&request.messages)
+fn wire_messages(request: &ModelRequest, images: bool) -> Result<Vec<WireMessage>, ModelError> {
+    let images: &[UserImages] = if images { &request.images } else { &[] };
+    alternating_turns(&request.messages, images)
         .into_iter()
         .map(|turn| {
             let role = match turn.role {
@@ -249,7 +277,7 @@ fn wire_messages(request: &ModelRequest) -> Result<Vec<WireMessage>, ModelError>
             let content = turn
                 .parts
                 .iter()
-                .map(wire_block)
+                .filter_map(|part| wire_block(part).transpose())
                 .collect::<Result<Vec<_>, _>>()?;
             WireMessage::builder()
                 .role(role)
@@ -260,8 +288,9 @@ fn wire_messages(request: &ModelRequest) -> Result<Vec<WireMessage>, ModelError>
         .collect()
 }
 
-fn wire_block(part: &Part<'_>) -> Result<ContentBlock, ModelError> {
-    Ok(match part {
+/// The Converse block for `part`; `None` for an image in a format Converse does not take.
+fn wire_block(part: &Part<'_>) -> Result<Option<ContentBlock>, ModelError> {
+    Ok(Some(match part {
         Part::Text(text) => ContentBlock::Text((*text).to_owned()),
         Part::ToolCall(call) => ContentBlock::ToolUse(
             ToolUseBlock::builder()
@@ -284,7 +313,37 @@ fn wire_block(part: &Part<'_>) -> Result<ContentBlock, ModelError> {
             }
             ContentBlock::ToolResult(result.build().map_err(build_error)?)
         }
-    })
+        Part::Image(image) => match image_block(image)? {
+            Some(block) => ContentBlock::Image(block),
+            None => return Ok(None),
+        },
+    }))
+}
+
+/// An `image` block with the raw bytes; `None` (and a warning) for a media type other than
+/// PNG, JPEG, GIF or WebP.
+fn image_block(image: &ImageInput) -> Result<Option<ImageBlock>, ModelError> {
+    let Some(format) = image_format(&image.media_type) else {
+        tracing::warn!(media_type = %image.media_type, "image format Bedrock does not take; not sent");
+        return Ok(None);
+    };
+    ImageBlock::builder()
+        .format(format)
+        .source(ImageSource::Bytes(Blob::new(image.data.clone())))
+        .build()
+        .map(Some)
+        .map_err(build_error)
+}
+
+fn image_format(media_type: &str) -> Option<ImageFormat> {
+    let subtype = media_type.split(';').next()?.trim().to_ascii_lowercase();
+    match subtype.as_str() {
+        "image/png" => Some(ImageFormat::Png),
+        "image/jpeg" | "image/jpg" => Some(ImageFormat::Jpeg),
+        "image/gif" => Some(ImageFormat::Gif),
+        "image/webp" => Some(ImageFormat::Webp),
+        _ => None,
+    }
 }
 
 fn parse_output(output: &ConverseOutput, model: String) -> Result<ModelResponse, ModelError> {
@@ -452,5 +511,27 @@ mod tests {
         ));
         assert!(supports_prompt_caching("amazon.nova-pro-v1:0"));
         assert!(!supports_prompt_caching("meta.llama3-70b-instruct-v1:0"));
+    }
+
+    #[test]
+    fn images_go_to_claude_3_and_later_and_to_nova_but_micro() {
+        assert!(supports_images(
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+        ));
+        assert!(supports_images("anthropic.claude-3-haiku-20240307-v1:0"));
+        assert!(!supports_images("anthropic.claude-v2:1"));
+        assert!(!supports_images("anthropic.claude-instant-v1"));
+        assert!(supports_images("us.amazon.nova-pro-v1:0"));
+        assert!(!supports_images("amazon.nova-micro-v1:0"));
+        assert!(!supports_images("meta.llama3-70b-instruct-v1:0"));
+    }
+
+    #[test]
+    fn image_formats_follow_the_media_type() {
+        assert_eq!(image_format("image/png"), Some(ImageFormat::Png));
+        assert_eq!(image_format("Image/JPEG"), Some(ImageFormat::Jpeg));
+        assert_eq!(image_format("image/webp; q=1"), Some(ImageFormat::Webp));
+        assert_eq!(image_format("image/gif"), Some(ImageFormat::Gif));
+        assert_eq!(image_format("image/tiff"), None);
     }
 }

@@ -12,7 +12,7 @@
 //!   providers:
 //!     anthropic: { apiKey: "…", baseUrl: "https://api.anthropic.com" }
 //!     openai: { apiKeyEnv: MY_OPENAI_KEY }
-//!     ollama: { api: openai, baseUrl: "http://127.0.0.1:11434/v1" }
+//!     ollama: { api: openai, baseUrl: "http://127.0.0.1:11434/v1", images: true }
 //!     bedrock: { region: us-east-1 }
 //! ```
 //!
@@ -170,6 +170,13 @@ pub struct ProviderConfig {
     /// AWS region of Bedrock (Bedrock only). Unset: `AWS_REGION`, else `AWS_DEFAULT_REGION`,
     /// else the AWS configuration's region.
     pub region: Option<String>,
+    /// Whether the provider's models are shown the images sent with messages (photos in a
+    /// chat); a provider that is not is never sent any, and reads a note in words instead.
+    /// Unset: yes for `anthropic`-API providers and the official OpenAI endpoint; for Bedrock,
+    /// yes for Claude 3 and later and Amazon Nova Lite, Pro and Premier; no for any other
+    /// OpenAI-compatible server (set it for a vision model on Ollama, vLLM, …).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub images: Option<bool>,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -180,6 +187,7 @@ impl fmt::Debug for ProviderConfig {
             .field("api_key_env", &self.api_key_env)
             .field("base_url", &self.base_url)
             .field("region", &self.region)
+            .field("images", &self.images)
             .finish()
     }
 }
@@ -473,7 +481,8 @@ fn build_one(
                     .with_provider_name(provider)
                     .with_api_key(api_key)
                     .with_base_url(base_url)
-                    .with_timeout(timeout),
+                    .with_timeout(timeout)
+                    .with_images(settings.images.unwrap_or(true)),
             )
         }
         ProviderApi::Openai => {
@@ -496,7 +505,8 @@ fn build_one(
                     .with_provider_name(provider)
                     .with_api_key(api_key)
                     .with_base_url(base_url)
-                    .with_timeout(timeout),
+                    .with_timeout(timeout)
+                    .with_images(settings.images),
             )
         }
         #[cfg(not(feature = "bedrock"))]
@@ -518,6 +528,10 @@ fn build_one(
                 model,
             )
             .with_timeout(timeout);
+            let bedrock = match settings.images {
+                Some(sees_images) => bedrock.with_images(sees_images),
+                None => bedrock,
+            };
             Arc::new(match &build.aws_config {
                 Some(shared) => bedrock.with_shared_config(shared.clone()),
                 None => bedrock,

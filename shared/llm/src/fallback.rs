@@ -6,7 +6,12 @@
 //! revoked or missing key for one provider should not silence the agent when another is
 //! configured. `Invalid` (400/404/422, unreadable response) does not fall back: the request
 //! itself is at fault and the first model's message is the useful one.
+//!
+//! Images: the chain [`sees_images`](ModelProvider::sees_images) when its primary does, since
+//! the primary answers nearly every call; a link that does not see them is handed the request
+//! without its images (the message text still stands), never refused for having them.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -54,7 +59,15 @@ impl ModelProvider for FallbackChain {
                     message: "fallback chain has no models".to_owned(),
                 });
             };
-            match link.complete(request).await {
+            let shown = if link.sees_images() || request.images.is_empty() {
+                Cow::Borrowed(request)
+            } else {
+                Cow::Owned(ModelRequest {
+                    images: Vec::new(),
+                    ..request.clone()
+                })
+            };
+            match link.complete(&shown).await {
                 Ok(response) => return Ok(response),
                 Err(error) if should_fall_back(&error) && links.peek().is_some() => {
                     tracing::warn!(
@@ -71,6 +84,10 @@ impl ModelProvider for FallbackChain {
 
     fn model_ref(&self) -> String {
         self.primary.model_ref()
+    }
+
+    fn sees_images(&self) -> bool {
+        self.primary.sees_images()
     }
 }
 

@@ -12,6 +12,7 @@ pub mod bedrock;
 pub mod config;
 pub mod fallback;
 pub mod http;
+pub mod media;
 pub mod offline;
 pub mod openai;
 pub mod retry;

@@ -1,18 +1,25 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), which also covers every
 //! OpenAI-compatible server (Ollama, vLLM, LM Studio, …) reached by base URL.
 //!
+//! Images go after their user message's text as `image_url` parts holding a `data:` URL, to
+//! models configured as seeing them: the official endpoint by default, a compatible server
+//! only when told (many serve text-only models and reject image parts).
+//!
 //! OpenAI caches prompt prefixes automatically, so no markers are sent; the cached share of
 //! the prompt comes back as `usage.prompt_tokens_details.cached_tokens`.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, Usage};
+use clawless_base::model::{
+    ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
+};
 use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::http::{ApiKey, HttpClient, header_value};
+use crate::turns::images_of;
 
 /// The public OpenAI endpoint; `OPENAI_BASE_URL` or config replaces it.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -32,6 +39,8 @@ pub struct OpenAiModel {
     api_key: Option<ApiKey>,
     base_url: String,
     timeout: Duration,
+    /// `None`: decided by the endpoint (see [`OpenAiModel::with_images`]).
+    sees_images: Option<bool>,
 }
 
 impl OpenAiModel {
@@ -44,6 +53,7 @@ impl OpenAiModel {
             api_key: None,
             base_url: DEFAULT_OPENAI_BASE_URL.to_owned(),
             timeout: DEFAULT_TIMEOUT,
+            sees_images: None,
         }
     }
 
@@ -63,6 +73,13 @@ impl OpenAiModel {
     /// Sets the per-request timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Whether images are sent. Unset, only the official endpoint gets them: a compatible
+    /// server may serve a text-only model, which is shown none rather than refusing the call.
+    pub fn with_images(mut self, sees_images: Option<bool>) -> Self {
+        self.sees_images = sees_images;
         self
     }
 
@@ -103,7 +120,12 @@ impl OpenAiModel {
 impl ModelProvider for OpenAiModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         let headers = self.headers()?;
-        let body = request_body(&self.model, request, self.is_public_endpoint());
+        let images: &[UserImages] = if self.sees_images() {
+            &request.images
+        } else {
+            &[]
+        };
+        let body = request_body(&self.model, request, self.is_public_endpoint(), images);
         let url = format!("{}/chat/completions", self.base_url);
         let answer = self
             .http
@@ -115,20 +137,32 @@ impl ModelProvider for OpenAiModel {
     fn model_ref(&self) -> String {
         format!("{}/{}", self.provider, self.model)
     }
+
+    fn sees_images(&self) -> bool {
+        self.sees_images
+            .unwrap_or_else(|| self.is_public_endpoint())
+    }
 }
 
-/// The Chat Completions request body.
+/// The Chat Completions request body, showing `images` (the request's, or none for a model
+/// that does not see them).
 ///
 /// The public API wants `max_completion_tokens` (its newer models reject `max_tokens`);
 /// compatible servers are sent the long-standing `max_tokens`, which they all accept.
-pub(crate) fn request_body(model: &str, request: &ModelRequest, public_endpoint: bool) -> Value {
+pub(crate) fn request_body(
+    model: &str, request: &ModelRequest, public_endpoint: bool, images: &[UserImages],
+) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     let system = request.system_text();
     if !system.trim().is_empty() {
         messages.push(json!({ "role": "system", "content": system }));
     }
-    for message in &request.messages {
-        messages.push(message_json(message));
+    for (index, message) in request.messages.iter().enumerate() {
+        let shown: Vec<_> = images_of(images, &request.messages, index).collect();
+        messages.push(match message {
+            Message::User { text } if !shown.is_empty() => user_with_images(text, &shown),
+            _ => message_json(message),
+        });
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -196,6 +230,22 @@ fn message_json(message: &Message) -> Value {
             tool_call_id, text, ..
         } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": text }),
     }
+}
+
+/// A user message as content parts: its text (unless empty), then one `image_url` part per
+/// image.
+fn user_with_images(text: &str, images: &[&clawless_base::media::ImageInput]) -> Value {
+    let mut parts = Vec::with_capacity(images.len() + 1);
+    if !text.trim().is_empty() {
+        parts.push(json!({ "type": "text", "text": text }));
+    }
+    for image in images {
+        parts.push(json!({
+            "type": "image_url",
+            "image_url": { "url": crate::media::data_url(image) },
+        }));
+    }
+    json!({ "role": "user", "content": parts })
 }
 
 /// Arguments go over the wire as a JSON string; arguments we could not parse on the way in

@@ -135,6 +135,10 @@ impl ModelProvider for Retrying {
     fn model_ref(&self) -> String {
         self.inner.model_ref()
     }
+
+    fn sees_images(&self) -> bool {
+        self.inner.sees_images()
+    }
 }
 
 #[cfg(test)]

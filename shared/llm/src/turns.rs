@@ -1,7 +1,10 @@
 //! Regrouping the neutral conversation into strictly alternating user/assistant turns, as the
 //! Anthropic Messages and Bedrock Converse APIs require: tool results become user content,
 //! consecutive same-role messages merge, and empty text is dropped (both APIs reject it).
+//! Images shown with a user message follow that message's text.
 
+use clawless_base::media::ImageInput;
+use clawless_base::model::UserImages;
 use clawless_base::transcript::{AssistantBlock, Message, ToolCall};
 
 /// Who speaks in a turn.
@@ -21,6 +24,7 @@ pub(crate) enum Part<'a> {
         text: &'a str,
         is_error: bool,
     },
+    Image(&'a ImageInput),
 }
 
 /// One merged turn.
@@ -30,13 +34,33 @@ pub(crate) struct Turn<'a> {
     pub(crate) parts: Vec<Part<'a>>,
 }
 
-/// Groups messages into alternating turns. Inside a user turn, tool results come first: the
-/// APIs want them right after the assistant's tool calls.
-pub(crate) fn alternating_turns(messages: &[Message]) -> Vec<Turn<'_>> {
-    let mut turns: Vec<Turn<'_>> = Vec::new();
-    for message in messages {
-        let (role, parts): (Role, Vec<Part<'_>>) = match message {
-            Message::User { text } => (Role::User, vec![Part::Text(text)]),
+/// The images shown with the message at `index`, in order (entries naming the same message
+/// are joined). Images attached to anything but a user message are never shown.
+pub(crate) fn images_of<'a>(
+    images: &'a [UserImages], messages: &[Message], index: usize,
+) -> impl Iterator<Item = &'a ImageInput> {
+    let is_user = matches!(messages.get(index), Some(Message::User { .. }));
+    images
+        .iter()
+        .filter(move |entry| is_user && entry.message == index)
+        .flat_map(|entry| entry.images.iter())
+}
+
+/// Groups messages into alternating turns, each user message followed by its `images`.
+/// Inside a user turn, tool results come first: the APIs want them right after the
+/// assistant's tool calls.
+pub(crate) fn alternating_turns<'a>(
+    messages: &'a [Message], images: &'a [UserImages],
+) -> Vec<Turn<'a>> {
+    let mut turns: Vec<Turn<'a>> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let (role, parts): (Role, Vec<Part<'a>>) = match message {
+            Message::User { text } => (
+                Role::User,
+                std::iter::once(Part::Text(text))
+                    .chain(images_of(images, messages, index).map(Part::Image))
+                    .collect(),
+            ),
             Message::Assistant { content, .. } => (
                 Role::Assistant,
                 content
@@ -61,7 +85,7 @@ pub(crate) fn alternating_turns(messages: &[Message]) -> Vec<Turn<'_>> {
                 }],
             ),
         };
-        let parts: Vec<Part<'_>> = parts
+        let parts: Vec<Part<'a>> = parts
             .into_iter()
             .filter(|part| !matches!(part, Part::Text(text) if text.trim().is_empty()))
             .collect();
@@ -125,7 +149,7 @@ mod tests {
             result("b"),
         ];
         // WHEN grouped
-        let turns = alternating_turns(&messages);
+        let turns = alternating_turns(&messages, &[]);
         // THEN user, assistant, one user turn with both results first
         assert_eq!(turns.len(), 3);
         assert_eq!(turns[2].role, Role::User);
@@ -159,8 +183,57 @@ mod tests {
                 stop_reason: Default::default(),
             },
         ];
-        let turns = alternating_turns(&messages);
+        let turns = alternating_turns(&messages, &[]);
         assert_eq!(turns.len(), 1);
         assert_eq!(turns[0].parts, vec![Part::Text("one"), Part::Text("two")]);
+    }
+
+    #[test]
+    fn images_follow_their_user_message_and_nothing_else() {
+        // GIVEN an image for a user message, one for an image-only message (blank text), and
+        // one wrongly aimed at an assistant message
+        let image = |byte: u8| ImageInput {
+            media_type: "image/png".into(),
+            data: vec![byte],
+        };
+        let messages = vec![
+            Message::User {
+                text: "look".into(),
+            },
+            Message::Assistant {
+                content: vec![AssistantBlock::Text { text: "ok".into() }],
+                stop_reason: Default::default(),
+            },
+            Message::User { text: " ".into() },
+        ];
+        let images = vec![
+            UserImages {
+                message: 0,
+                images: vec![image(1)],
+            },
+            UserImages {
+                message: 1,
+                images: vec![image(9)],
+            },
+            UserImages {
+                message: 2,
+                images: vec![image(2), image(3)],
+            },
+        ];
+        // WHEN grouped
+        let turns = alternating_turns(&messages, &images);
+        // THEN each image sits after its message's text; the assistant's is dropped
+        assert_eq!(
+            turns[0].parts,
+            vec![Part::Text("look"), Part::Image(&images[0].images[0])]
+        );
+        assert_eq!(turns[1].parts, vec![Part::Text("ok")]);
+        assert_eq!(
+            turns[2].parts,
+            vec![
+                Part::Image(&images[2].images[0]),
+                Part::Image(&images[2].images[1])
+            ]
+        );
     }
 }

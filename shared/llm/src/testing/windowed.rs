@@ -1,7 +1,7 @@
 //! [`WindowedModel`]: a scripted model on `127.0.0.1` that speaks the Anthropic Messages wire
 //! format and behaves like a small real model where size matters. It counts every request's
 //! tokens (4 characters a token, over the system prompt, every content block and the tool
-//! schemas) and refuses one over its window with Anthropic's own overflow error (`400
+//! schemas, plus [`IMAGE_TOKENS`] for each image) and refuses one over its window with Anthropic's own overflow error (`400
 //! invalid_request_error: prompt is too long: N tokens > M maximum`). Otherwise it answers by
 //! what the request is:
 //! - a summary request (the summariser's system prompt): a summary with the five required
@@ -27,6 +27,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+
+use crate::media::IMAGE_TOKENS;
 
 /// What a request was, as the model understood it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +123,7 @@ impl WindowedModel {
 /// Tokens of a request as this model counts them.
 pub fn count_tokens(body: &Value) -> u64 {
     let mut chars = 0usize;
+    let mut images = 0u64;
     match body.get("system") {
         Some(Value::String(text)) => chars += text.chars().count(),
         Some(Value::Array(blocks)) => {
@@ -136,6 +139,9 @@ pub fn count_tokens(body: &Value) -> u64 {
             Value::Array(blocks) => {
                 for block in blocks {
                     chars += block_chars(block);
+                    if block["type"] == "image" {
+                        images += 1;
+                    }
                 }
             }
             _ => {}
@@ -144,7 +150,7 @@ pub fn count_tokens(body: &Value) -> u64 {
     if let Some(tools) = body.get("tools") {
         chars += tools.to_string().chars().count();
     }
-    (chars as u64).div_ceil(4)
+    (chars as u64).div_ceil(4) + images * IMAGE_TOKENS
 }
 
 fn block_chars(block: &Value) -> usize {
@@ -365,5 +371,17 @@ mod tests {
             "messages": [{"role": "user", "content": [{"type": "text", "text": "efgh"}]}],
         });
         assert_eq!(count_tokens(&body), 2);
+    }
+
+    #[test]
+    fn an_image_counts_its_fixed_share_not_its_base64() {
+        let image = json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": "image/png", "data": "A".repeat(40_000) },
+        });
+        let body = json!({
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "efgh"}, image.clone(), image]}],
+        });
+        assert_eq!(count_tokens(&body), 1 + 2 * IMAGE_TOKENS);
     }
 }

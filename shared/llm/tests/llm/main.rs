@@ -5,6 +5,7 @@
 mod anthropic;
 mod bedrock;
 mod config_env;
+mod images;
 mod offline;
 mod openai;
 mod resilience;
