@@ -855,6 +855,7 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
             heartbeat: message.heartbeat,
             heartbeat_delivery: message.heartbeat_delivery,
             compact: message.compact,
+            images: message.images,
         },
         now_ms,
     );

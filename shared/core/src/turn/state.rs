@@ -52,6 +52,10 @@ pub struct PreparedMessage {
     /// Set for `/compact [instructions]`: the turn compacts instead of calling the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact: Option<CompactRequest>,
+    /// Blob-store keys of the message's images the model is shown (a model that sees
+    /// images); the text already carries the media note.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
 
 impl PreparedMessage {
@@ -65,6 +69,7 @@ impl PreparedMessage {
             heartbeat_delivery: None,
             reset: None,
             compact: None,
+            images: Vec::new(),
         }
     }
 }
@@ -197,6 +202,10 @@ pub enum StepBody {
         /// Set for `/compact`: the turn compacts; the text never reaches the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         compact: Option<CompactRequest>,
+        /// Blob-store keys of the images shown with this message (loaded when the request
+        /// is built, for the turn it starts).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<String>,
     },
     /// A model response.
     #[serde(rename_all = "camelCase")]

@@ -170,7 +170,7 @@ mod tests {
             dispatch: None,
             heartbeat: false,
             heartbeat_delivery: None,
-            compact: None,
+            compact: None, images: Vec::new(), 
         }
     }
 
