@@ -429,6 +429,25 @@ impl AwsApp {
         }))
     }
 
+    /// The inbound sides of the channels, storing the files people send in the blob bucket
+    /// when the function has one (`media/inbound/…`); without it attachments are skipped.
+    fn inbound_channels(
+        &self,
+    ) -> Result<BTreeMap<String, crate::ingress::ChatChannel>, AwsAppError> {
+        let channels = self.channels()?;
+        let channels = match env(BLOB_BUCKET_ENV) {
+            Some(bucket) => channels.with_blob_store(Arc::new(S3ObjectStore::new(
+                self.stores.s3_client(),
+                bucket,
+            ))),
+            None => {
+                tracing::warn!("{BLOB_BUCKET_ENV} is not set: inbound attachments are not stored");
+                channels
+            }
+        };
+        Ok(channels.inbound)
+    }
+
     /// The `webhook` function's routes.
     pub fn webhook_router(&self) -> Result<Router, AwsAppError> {
         let table = required(TABLE_ENV)?;
@@ -436,7 +455,7 @@ impl AwsApp {
         let ingress = Ingress {
             inbox: Arc::new(DynamoInbox::new(self.dynamodb.clone(), table)),
             queue: self.turn_queue()?,
-            channels: self.channels()?.inbound,
+            channels: self.inbound_channels()?,
             agent_id: DEFAULT_AGENT_ID.to_owned(),
             dm_scope: self.config.session.dm_scope,
             clock,
@@ -514,7 +533,7 @@ impl AwsApp {
         .with_subagents(turn_queue)
         // `sessions_list` under `tools.sessions.visibility: agent|all` scans the table.
         .with_session_lister(dynamo)
-        .with_tool_cache(blobs)
+        .with_blobs(blobs)
         .with_yield(yield_policy)
         .with_model_factory(model_factory)
         .with_secrets(self.secrets.clone());

@@ -18,6 +18,8 @@ pub mod cron_routes;
 pub mod cron_service;
 pub mod ingress;
 pub mod listed_store;
+pub mod media;
+mod media_input;
 #[cfg(feature = "local")]
 pub mod local_machine;
 #[cfg(feature = "local")]

@@ -191,7 +191,9 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         // `clawless chat` speaks as the machine's owner unless the config names owners.
         generic_owners: vec![LOCAL_CHAT_SENDER.to_owned()],
         sent_chunks: Arc::clone(&core.inbox),
-    });
+    })
+    // Files people send land in `blobs/media/inbound/`.
+    .with_blob_store(Arc::clone(&core.blobs));
     let turns = Arc::new(local_turn_service(
         &options,
         &state_dir,
@@ -368,7 +370,7 @@ fn local_turn_service(
         nodes: Some(Arc::clone(&core.nodes)),
     });
     with_local_ports(
-        turns.with_tool_cache(Arc::clone(&core.blobs)),
+        turns.with_blobs(Arc::clone(&core.blobs)),
         &options.config,
         &options.secrets,
         &core.db,

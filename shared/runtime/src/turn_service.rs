@@ -248,9 +248,10 @@ pub struct TurnService {
     /// Lists every session, for `sessions_list` under `tools.sessions.visibility` `agent`
     /// or `all` (without it those see the spawned tree only).
     session_lister: Option<Arc<dyn clawless_core::session::SessionLister>>,
-    /// The state store's blobs (S3 bucket, `.clawless/blobs`), where tools keep caches that
-    /// outlive an invocation (`web_search`'s results); `None`: nothing is cached.
-    pub(crate) tool_cache: Option<Arc<dyn ObjectStore>>,
+    /// The state store's blobs (S3 bucket, `.clawless/blobs`): the attachments ingress stored
+    /// (images shown to the model), and tools' caches that outlive an invocation
+    /// (`web_search`'s results). `None`: neither.
+    pub(crate) blobs: Option<Arc<dyn ObjectStore>>,
     /// The values fetched for `secrets:`, looked up (before the environment) for the `…Env`
     /// keys the turn service reads itself (`cron.webhookTokenEnv`).
     secrets: crate::secrets::SecretValues,
@@ -347,7 +348,7 @@ impl TurnService {
             subagent_queue: None,
             subagent_timers: None,
             session_lister: None,
-            tool_cache: None,
+            blobs: None,
             secrets: crate::secrets::SecretValues::default(),
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
@@ -444,10 +445,10 @@ impl TurnService {
         self
     }
 
-    /// Lets tools cache what outlives an invocation (`web_search`'s results) in `blobs`, the
-    /// state store's blob store.
-    pub fn with_tool_cache(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
-        self.tool_cache = Some(blobs);
+    /// Reads stored attachments from, and lets tools cache what outlives an invocation
+    /// (`web_search`'s results) in, `blobs`: the state store's blob store.
+    pub fn with_blobs(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
+        self.blobs = Some(blobs);
         self
     }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
+use clawless_base::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, UserImages};
 use clawless_base::transcript::{AssistantBlock, Message, ToolCall, assistant_text};
 use clawless_core::compaction::flush::{
     MemoryFlushWrite, flush_prompt, flush_system_addendum, note_path,
@@ -169,6 +169,43 @@ impl TurnService {
         shorten_oversized_results(&pruned.unwrap_or(repaired), budget.window as usize)
     }
 
+    /// The current turn's images, for a model that sees them: read from the blob store and
+    /// shown with the turn's own user message (the last one in `messages`). An image that
+    /// cannot be read is left out and logged; the message's media note still names it.
+    async fn turn_images(&self, state: &SessionState, messages: &[Message]) -> Vec<UserImages> {
+        let keys = match state.current_turn_steps().first().map(|step| &step.body) {
+            Some(StepBody::Inbound { images, .. }) if !images.is_empty() => images,
+            _ => return Vec::new(),
+        };
+        let Some(blobs) = &self.blobs else {
+            return Vec::new();
+        };
+        if !self.model(state).sees_images() {
+            return Vec::new();
+        }
+        let Some(message) = messages
+            .iter()
+            .rposition(|message| matches!(message, Message::User { .. }))
+        else {
+            return Vec::new();
+        };
+        let mut images = Vec::new();
+        for key in keys {
+            match blobs.get(key, crate::media_input::MAX_IMAGE_BYTES).await {
+                Ok(Some(object)) => match crate::media_input::model_image(&object.bytes) {
+                    Ok(image) => images.push(image),
+                    Err(reason) => tracing::warn!(%key, %reason, "image not shown to the model"),
+                },
+                Ok(None) => tracing::warn!(%key, "stored image is gone"),
+                Err(err) => tracing::warn!(%key, error = %err, "stored image unreadable"),
+            }
+        }
+        if images.is_empty() {
+            return Vec::new();
+        }
+        vec![UserImages { message, images }]
+    }
+
     /// Advances a turn by one model call, compacting or flushing first when the budget says
     /// so, and recovering from a provider's overflow error.
     pub(super) async fn advance_model(
@@ -232,12 +269,13 @@ impl TurnService {
             messages
         };
         let sent = fixed + messages_tokens(&messages);
+        let images = self.turn_images(state, &messages).await;
         let request = ModelRequest {
             system: context.system.clone(),
             messages,
             tools: context.tools.clone(),
             max_tokens: self.output_limit(&budget),
-            images: Vec::new(),
+            images,
         };
         *calls += 1;
         match self.model(state).complete(&request).await {

@@ -58,7 +58,7 @@ pub(super) fn register(registry: &mut ToolRegistry, service: &TurnService) {
     if let Some(mut tool) =
         WebSearchTool::new(config.clone(), &lookup, Arc::clone(&service.deps.clock))
     {
-        tool.cache = service.tool_cache.clone();
+        tool.cache = service.blobs.clone();
         registry.register(tool);
     }
 }
