@@ -4,7 +4,8 @@
 //! The generic channel's sender ([`HttpReplySender`]) carries the `message` tool's `send` to
 //! any `chat_id` through the same URL, keyed by the reply id in `Idempotency-Key`; it has no
 //! other action. A 4xx answer (but 408 and 429) is a refusal for good, anything else a
-//! failure worth retrying.
+//! failure worth retrying. A reply's files travel inline, as `attachments: [{name, mime,
+//! data}]` with base64 `data`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +33,40 @@ struct ReplyBody<'a> {
     chat_id: &'a str,
     chat_type: clawless_base::session_key::ChatType,
     text: &'a str,
+    /// The reply's files, present only when it has some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    attachments: Vec<ReplyAttachment<'a>>,
+}
+
+/// One file of a reply, inline in the body.
+#[derive(Debug, Serialize)]
+struct ReplyAttachment<'a> {
+    name: &'a str,
+    mime: &'a str,
+    /// The file, standard base64 with padding.
+    data: String,
+}
+
+/// `bytes` as standard base64 (RFC 4648 §4) with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let b = [
+            group[0],
+            group.get(1).copied().unwrap_or(0),
+            group.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Posts replies as signed JSON to one URL.
@@ -100,6 +135,15 @@ impl Outbox for HttpReplySender {
             chat_id: &reply.chat.chat_id,
             chat_type: reply.chat.chat_type,
             text: &reply.text,
+            attachments: reply
+                .media
+                .iter()
+                .map(|media| ReplyAttachment {
+                    name: &media.name,
+                    mime: &media.mime,
+                    data: base64(&media.bytes),
+                })
+                .collect(),
         })
         .map_err(|err| failed(format!("reply could not be encoded: {err}")))?;
         let response = self
@@ -227,5 +271,27 @@ impl Outbox for ChannelOutbox {
             Some(sender) => sender.typing(chat).await,
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_follows_rfc_4648_test_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
     }
 }

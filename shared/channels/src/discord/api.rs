@@ -1,7 +1,8 @@
 //! Discord's REST API: registering the slash commands (`PUT /applications/{id}/commands`) for
 //! the CLI, one bot-authenticated call (`Authorization: Bot …`) for the sender and the
 //! `message` tool's actions with Discord's answers sorted into refusals and failures worth a
-//! retry, and the excerpt of an error body kept in messages.
+//! retry, its `multipart/form-data` twin for file uploads, and the excerpt of an error body
+//! kept in messages.
 
 use std::time::Duration;
 
@@ -9,12 +10,15 @@ use clawless_core::outbox::OutboxError;
 use serde_json::Value;
 
 use super::wire::is_snowflake;
+use crate::multipart::Form;
 
 /// Discord's API, when the config names none.
 pub const DEFAULT_API_BASE_URL: &str = "https://discord.com/api/v10";
 
 /// How long one Discord API call may take.
 pub(super) const API_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one file upload may take.
+pub(super) const UPLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest excerpt of Discord's error body kept in an error message.
 const MAX_ERROR_EXCERPT: usize = 300;
 
@@ -146,6 +150,42 @@ async fn bot_call(api: &BotApi, call: BotRequest<'_>) -> Result<Value, OutboxErr
         message: format!("Discord {what} failed"),
         source: Some(Box::new(err.without_url())),
     })?;
+    read_answer(what, response, tolerated).await
+}
+
+impl BotApi {
+    /// POSTs the `multipart/form-data` `form` (a `payload_json` part and `files[n]`) to `path`
+    /// with `Authorization: Bot …`; Discord's answer. Errors as [`status_error`] sorts them.
+    pub(super) async fn post_form(
+        &self, path: &str, form: Form, what: &str,
+    ) -> Result<Value, OutboxError> {
+        let url = format!("{}{path}", self.api_base.trim_end_matches('/'));
+        let (content_type, body) = form.finish();
+        let response = self
+            .client
+            .post(url)
+            .timeout(UPLOAD_TIMEOUT)
+            .header(
+                reqwest::header::AUTHORIZATION,
+                format!("Bot {}", self.bot_token),
+            )
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
+            .send()
+            .await
+            .map_err(|err| OutboxError::Failed {
+                message: format!("Discord {what} failed"),
+                source: Some(Box::new(err.without_url())),
+            })?;
+        read_answer(what, response, &[]).await
+    }
+}
+
+/// Discord's answer to `what` (`null` for an empty one), or the failure it reports; an error
+/// `code` in `tolerated` counts as success.
+async fn read_answer(
+    what: &str, response: reqwest::Response, tolerated: &[u64],
+) -> Result<Value, OutboxError> {
     let status = response.status().as_u16();
     let retry_after = retry_after_header(&response);
     let text = response.text().await.unwrap_or_default();

@@ -2,7 +2,9 @@
 //! token and no live interaction, as messages posted to the channel (`nonce` enforced): 2,000
 //! characters a message, each claimed once in the inbox, with approval buttons on the last
 //! message. Without a bot token, a reply is refused for good once the interaction token has
-//! expired. A send reports the last message's id (a bare snowflake, as Discord names it).
+//! expired. Files (`reply.media`) follow the text, one message each (`multipart/form-data`
+//! with `payload_json` and `files[0]`), claimed once like the chunks. A send reports the last
+//! text message's id (a bare snowflake, as Discord names it).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,13 +16,17 @@ use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
-use super::api::{API_TIMEOUT, BotApi, BotRequest, retry_after_header, status_error};
+use super::api::{
+    API_TIMEOUT, BotApi, BotRequest, UPLOAD_TIMEOUT, retry_after_header, status_error,
+};
 use super::config::{DiscordActions, ResolvedDiscord};
 use super::inbound::CHANNEL_ID;
 use super::wire::{is_snowflake, is_token, snowflake_created_ms};
 use crate::chunk::chunk_text;
 use crate::directives::strip_directives;
+use crate::multipart::Form;
 use crate::webhook::approval_button_value;
+use clawless_base::media::OutboundMedia;
 use sha2::{Digest, Sha256};
 
 /// Longest message Discord accepts, in characters.
@@ -31,6 +37,10 @@ pub const TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
 /// How long a sent chunk stays claimed: well past the token's life, so no redelivery can
 /// send it twice.
 pub(super) const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Largest file a bot may attach to a message in a server without boosts (10 MiB); a larger
+/// one is refused.
+pub(super) const MAX_FILE_BYTES: usize = 10 << 20;
 
 /// Longest `nonce` Discord takes.
 const NONCE_CHARS: usize = 25;
@@ -174,22 +184,42 @@ impl DiscordSender {
     async fn post_chunk(
         &self, interaction_id: &str, token: &str, body: &Value,
     ) -> Result<Value, OutboxError> {
+        self.follow_up(interaction_id, token, FollowUpBody::Json(body))
+            .await
+    }
+
+    /// Sends `form` (a `payload_json` part and a file) as a follow-up message.
+    async fn post_file_follow_up(
+        &self, interaction_id: &str, token: &str, form: Form,
+    ) -> Result<Value, OutboxError> {
+        self.follow_up(interaction_id, token, FollowUpBody::Form(form))
+            .await
+    }
+
+    /// Sends `body` to the interaction's follow-up webhook; the message it created.
+    async fn follow_up(
+        &self, interaction_id: &str, token: &str, body: FollowUpBody<'_>,
+    ) -> Result<Value, OutboxError> {
         // The token is a credential: it is in the URL, so neither goes into errors or logs.
         let url = format!(
             "{}/webhooks/{}/{token}",
             self.api_base_url, self.application_id
         );
-        let response = self
-            .client
-            .post(url)
-            .timeout(API_TIMEOUT)
-            .json(body)
-            .send()
-            .await
-            .map_err(|err| OutboxError::Failed {
-                message: format!("Discord follow-up for interaction {interaction_id} failed"),
-                source: Some(Box::new(err.without_url())),
-            })?;
+        let request = match body {
+            FollowUpBody::Json(body) => self.client.post(url).timeout(API_TIMEOUT).json(body),
+            FollowUpBody::Form(form) => {
+                let (content_type, body) = form.finish();
+                self.client
+                    .post(url)
+                    .timeout(UPLOAD_TIMEOUT)
+                    .header(reqwest::header::CONTENT_TYPE, content_type)
+                    .body(body)
+            }
+        };
+        let response = request.send().await.map_err(|err| OutboxError::Failed {
+            message: format!("Discord follow-up for interaction {interaction_id} failed"),
+            source: Some(Box::new(err.without_url())),
+        })?;
         let status = response.status().as_u16();
         let retry_after = retry_after_header(&response);
         let text = response.text().await.unwrap_or_default();
@@ -200,6 +230,26 @@ impl DiscordSender {
         let what = format!("follow-up for interaction {interaction_id}");
         Err(status_error(&what, status, retry_after, &text))
     }
+}
+
+/// What a follow-up carries: a JSON message, or a form with a file.
+enum FollowUpBody<'a> {
+    Json(&'a Value),
+    Form(Form),
+}
+
+/// The form that sends `media` as a message's only attachment, with `payload` (the message's
+/// other fields) as `payload_json`.
+fn file_form(media: &OutboundMedia, mut payload: Value) -> Form {
+    payload["attachments"] = json!([{ "id": 0, "filename": media.name }]);
+    // A model's text must not ping @everyone, roles or users.
+    payload["allowed_mentions"] = json!({ "parse": [] });
+    Form::new().text("payload_json", &payload.to_string()).file(
+        "files[0]",
+        &media.name,
+        &media.mime,
+        &media.bytes,
+    )
 }
 
 /// Where a reply goes on Discord.
@@ -264,17 +314,20 @@ impl Outbox for DiscordSender {
 
     async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
         let (text, directives) = strip_directives(&reply.text);
-        let Some(text) = text else {
+        if text.is_none() && reply.media.is_empty() {
             tracing::info!(reply_id = %reply.reply_id, "silent reply: nothing sent to Discord");
             return Ok(Delivery::default());
-        };
+        }
         let route = self.route(reply)?;
         let reply_to = directives
             .reply_to
             .as_deref()
             .map(|id| id.rsplit(':').next().unwrap_or(id))
             .filter(|id| is_snowflake(id));
-        let chunks = chunk_text(&text, MESSAGE_LIMIT);
+        let chunks = text
+            .as_deref()
+            .map(|text| chunk_text(text, MESSAGE_LIMIT))
+            .unwrap_or_default();
         let last = chunks.len().saturating_sub(1);
         let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
@@ -313,12 +366,55 @@ impl Outbox for DiscordSender {
                 delivery.message_id = sent.as_ref().and_then(message_id_of);
             }
         }
+        let mut refused = Vec::new();
+        for (index, media) in reply.media.iter().enumerate() {
+            if media.bytes.len() > MAX_FILE_BYTES {
+                refused.push(format!(
+                    "{:?} ({} bytes) is larger than the {} MiB Discord takes from a bot",
+                    media.name,
+                    media.bytes.len(),
+                    MAX_FILE_BYTES >> 20
+                ));
+                continue;
+            }
+            let claim_id = format!("out:{CHANNEL_ID}:{}:media:{index}", reply.reply_id);
+            let sent = match route {
+                Route::FollowUp {
+                    interaction_id,
+                    token,
+                } => {
+                    let form = file_form(media, json!({}));
+                    self.send_claimed(
+                        &claim_id,
+                        self.post_file_follow_up(interaction_id, token, form),
+                    )
+                    .await?
+                }
+                Route::Channel { channel_id } => {
+                    let bot = self.bot("posting a file to a channel")?;
+                    let payload = json!({ "nonce": nonce(&claim_id), "enforce_nonce": true });
+                    let path = format!("/channels/{channel_id}/messages");
+                    let post = bot.post_form(&path, file_form(media, payload), "file post");
+                    self.send_claimed(&claim_id, post).await?
+                }
+            };
+            if chunks.is_empty() {
+                delivery.message_id = sent.as_ref().and_then(message_id_of);
+            }
+        }
         tracing::info!(
             reply_id = %reply.reply_id,
             chunks = chunks.len(),
+            files = reply.media.len() - refused.len(),
             "Discord reply delivered"
         );
-        Ok(delivery)
+        if refused.is_empty() {
+            Ok(delivery)
+        } else {
+            Err(OutboxError::Rejected {
+                message: refused.join("; "),
+            })
+        }
     }
 
     fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {

@@ -1,9 +1,10 @@
 //! Slack's Web API as the sender uses it: one `POST {apiBaseUrl}/<method>` helper with the bot
 //! token as `Authorization: Bearer`, its failures sorted into ones a retry may fix and ones it
-//! cannot, and `chat.postMessage` on top of it.
+//! cannot, and `chat.postMessage` and the external file upload flow on top of it.
 
 use std::time::Duration;
 
+use clawless_base::media::OutboundMedia;
 use clawless_core::outbox::OutboxError;
 use serde_json::{Value, json};
 
@@ -12,6 +13,9 @@ pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
 
 /// How long one Web API call may take.
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one file's bytes may take to upload.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Slack `error` codes that no retry can fix.
 const PERMANENT_ERRORS: &[&str] = &[
@@ -97,6 +101,104 @@ pub(super) async fn call(
             message: format!("POST {url} failed"),
             source: Some(Box::new(err)),
         })?;
+    read_answer(method, response, tolerated).await
+}
+
+/// Calls the Web API `method` with a form-encoded body (`fields`) as the bot, for the methods
+/// that take no JSON (the file upload ones); failures as [`call`]'s.
+async fn call_form(
+    client: &reqwest::Client, api_base_url: &str, bot_token: &str, method: &str,
+    fields: &[(&str, &str)],
+) -> Result<Value, OutboxError> {
+    let url = format!("{api_base_url}/{method}");
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish();
+    let response = client
+        .post(&url)
+        .timeout(POST_TIMEOUT)
+        .bearer_auth(bot_token)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(body)
+        .send()
+        .await
+        .map_err(|err| OutboxError::Failed {
+            message: format!("POST {url} failed"),
+            source: Some(Box::new(err)),
+        })?;
+    read_answer(method, response, &[]).await
+}
+
+/// Sends one file to `channel` (in `thread_ts`) with Slack's external upload flow:
+/// `files.getUploadURLExternal` (name and length) gives an upload URL and a file id, the bytes
+/// are POSTed there, and `files.completeUploadExternal` shares the file in the channel. Every
+/// step carries the bot token. Failures as [`call`]'s; Slack's last answer on success.
+pub(super) async fn upload_file(
+    client: &reqwest::Client, api_base_url: &str, bot_token: &str, channel: &str,
+    thread_ts: Option<&str>, media: &OutboundMedia,
+) -> Result<Value, OutboxError> {
+    let length = media.bytes.len().to_string();
+    let ticket = call_form(
+        client,
+        api_base_url,
+        bot_token,
+        "files.getUploadURLExternal",
+        &[("filename", &media.name), ("length", &length)],
+    )
+    .await?;
+    let (Some(upload_url), Some(file_id)) = (
+        ticket.get("upload_url").and_then(Value::as_str),
+        ticket.get("file_id").and_then(Value::as_str),
+    ) else {
+        return Err(failed(
+            "files.getUploadURLExternal answered without upload_url and file_id".to_owned(),
+        ));
+    };
+    let response = client
+        .post(upload_url)
+        .timeout(UPLOAD_TIMEOUT)
+        .bearer_auth(bot_token)
+        .header(reqwest::header::CONTENT_TYPE, media.mime.as_str())
+        .body(media.bytes.clone())
+        .send()
+        .await
+        .map_err(|err| OutboxError::Failed {
+            message: "the file upload to Slack failed".to_owned(),
+            source: Some(Box::new(err.without_url())),
+        })?;
+    let status = response.status();
+    if !status.is_success() {
+        let message = format!("the file upload to Slack answered HTTP {status}");
+        return Err(
+            if status.is_server_error() || matches!(status.as_u16(), 408 | 429) {
+                failed(message)
+            } else {
+                OutboxError::Rejected { message }
+            },
+        );
+    }
+    let files = json!([{ "id": file_id, "title": media.name }]).to_string();
+    let mut fields = vec![("files", files.as_str()), ("channel_id", channel)];
+    if let Some(thread) = thread_ts {
+        fields.push(("thread_ts", thread));
+    }
+    call_form(
+        client,
+        api_base_url,
+        bot_token,
+        "files.completeUploadExternal",
+        &fields,
+    )
+    .await
+}
+
+/// Slack's answer to `method`, or the failure it reports (see [`call`]).
+async fn read_answer(
+    method: &str, response: reqwest::Response, tolerated: &[&str],
+) -> Result<Value, OutboxError> {
     let status = response.status();
     if status.as_u16() == 429 {
         let retry_after = response

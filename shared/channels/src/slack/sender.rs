@@ -1,7 +1,8 @@
 //! Replies with `chat.postMessage`: one message a chunk, each claimed once in the inbox, in
 //! the thread the chat id names, with approval buttons (Block Kit) under the last chunk. A
 //! send reports the last message as `<channel>:<ts>`, the form inbound messages carry, so the
-//! `message` tool's actions (in `actions`) can point at it.
+//! `message` tool's actions (in `actions`) can point at it. Files (`reply.media`) follow the
+//! text through Slack's external upload flow, each claimed once like the chunks.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
-use super::api::{Post, post_message};
+use super::api::{Post, post_message, upload_file};
 use super::config::{ResolvedSlack, SlackActions};
 use super::inbound::{CHANNEL_ID, THREAD_MARKER};
 use super::wire::{is_slack_id, valid_token};
@@ -142,6 +143,24 @@ fn now_unix() -> u64 {
     clawless_base::clock::system_now_ms() / 1_000
 }
 
+impl SlackSender {
+    /// Claims `key` in the inbox: `false` when an earlier try sent it already.
+    async fn claim(&self, key: &str) -> Result<bool, OutboxError> {
+        let claim = self
+            .inbox
+            .claim(key, CHUNK_CLAIM_TTL, now_unix())
+            .await
+            .map_err(|err| OutboxError::Failed {
+                message: format!("could not claim {key}"),
+                source: Some(Box::new(err)),
+            })?;
+        if claim == Claim::Duplicate {
+            tracing::debug!(%key, "already sent");
+        }
+        Ok(claim == Claim::Claimed)
+    }
+}
+
 #[async_trait]
 impl Outbox for SlackSender {
     async fn send(&self, reply: &OutboundReply) -> Result<(), OutboxError> {
@@ -154,7 +173,9 @@ impl Outbox for SlackSender {
             (Some(text), _) => text,
             // The buttons still need a message to sit on.
             (None, Some(code)) => format!("Approval `{code}` is waiting for an answer."),
-            (None, None) => return Ok(Delivery::default()),
+            (None, None) if reply.media.is_empty() => return Ok(Delivery::default()),
+            // Only files: no text message.
+            (None, None) => String::new(),
         };
         let (channel, thread_ts) = split_chat_id(&reply.chat.chat_id);
         if !is_slack_id(channel) || thread_ts.is_some_and(|thread| !valid_token(thread)) {
@@ -178,7 +199,11 @@ impl Outbox for SlackSender {
         } else {
             MAX_MESSAGE_CHARS
         };
-        let chunks = chunk_text(&text, limit);
+        let chunks = if text.is_empty() {
+            Vec::new()
+        } else {
+            chunk_text(&text, limit)
+        };
         let last = chunks.len().saturating_sub(1);
         let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
@@ -219,7 +244,33 @@ impl Outbox for SlackSender {
                 }
             }
         }
-        tracing::info!(reply_id = %reply.reply_id, chunks = chunks.len(), "Slack reply delivered");
+        for (index, media) in reply.media.iter().enumerate() {
+            let key = format!("out:{CHANNEL_ID}:{}:media:{index}", reply.reply_id);
+            if !self.claim(&key).await? {
+                continue;
+            }
+            let upload = upload_file(
+                &self.client,
+                &self.api_base_url,
+                &self.bot_token,
+                channel,
+                thread_ts,
+                media,
+            )
+            .await;
+            if let Err(err) = upload {
+                if let Err(release) = self.inbox.release(&key).await {
+                    tracing::warn!(%key, error = %release, "could not release a file claim");
+                }
+                return Err(err);
+            }
+        }
+        tracing::info!(
+            reply_id = %reply.reply_id,
+            chunks = chunks.len(),
+            files = reply.media.len(),
+            "Slack reply delivered"
+        );
         Ok(delivery)
     }
 

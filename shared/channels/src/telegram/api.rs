@@ -1,11 +1,13 @@
 //! Bot API calls: one `POST {apiBaseUrl}/bot{token}/{method}` helper that sorts failures
-//! into [`ApiError`] (rate-limited, worth retrying, refused), and the `setWebhook` and `getMe`
-//! calls the CLI needs.
+//! into [`ApiError`] (rate-limited, worth retrying, refused), its `multipart/form-data` twin
+//! for file uploads, and the `setWebhook` and `getMe` calls the CLI needs.
 
 use std::time::Duration;
 
 use clawless_core::outbox::OutboxError;
 use serde_json::{Value, json};
+
+use crate::multipart::Form;
 
 use super::wire::{ApiAnswer, BotIdentity, normalise_username, truncate};
 
@@ -17,6 +19,9 @@ pub const ALLOWED_UPDATES: [&str; 2] = ["message", "callback_query"];
 
 /// How long one Bot API call may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one file upload may take (a 50 MB document on a slow link).
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Longest platform error description kept in an error message.
 const MAX_DESCRIPTION_CHARS: usize = 300;
@@ -104,6 +109,32 @@ pub(super) async fn call(
             method: method.to_owned(),
             source: err.without_url(),
         })?;
+    read_answer(method, response).await
+}
+
+/// Calls `{api_base}/bot{token}/{method}` with a `multipart/form-data` body (a file upload:
+/// `sendPhoto`, `sendDocument`, …); the answer's `result` on success, failures as [`call`]'s.
+pub(super) async fn call_multipart(
+    client: &reqwest::Client, api_base: &str, token: &str, method: &str, form: Form,
+) -> Result<Value, ApiError> {
+    let url = format!("{}/bot{token}/{method}", api_base.trim_end_matches('/'));
+    let (content_type, body) = form.finish();
+    let response = client
+        .post(url)
+        .timeout(UPLOAD_TIMEOUT)
+        .header(reqwest::header::CONTENT_TYPE, content_type)
+        .body(body)
+        .send()
+        .await
+        .map_err(|err| ApiError::Transport {
+            method: method.to_owned(),
+            source: err.without_url(),
+        })?;
+    read_answer(method, response).await
+}
+
+/// The Bot API's answer to `method` as its `result`, or the failure it reports.
+async fn read_answer(method: &str, response: reqwest::Response) -> Result<Value, ApiError> {
     let status = response.status().as_u16();
     let bytes = response.bytes().await.map_err(|err| ApiError::Transport {
         method: method.to_owned(),

@@ -1,6 +1,8 @@
 //! Replies through the Bot API: `sendMessage` in 4,096-character chunks (each claimed once in
 //! the inbox), in the forum topic the chat id names, replying to the message a directive points
 //! at, with approval buttons on the last chunk; plus "typing…" and button-press answers.
+//! Files (`reply.media`) follow the text, one upload each (`sendPhoto`, `sendVoice`,
+//! `sendAudio`, `sendDocument`), claimed once like the chunks.
 //! A send reports the last chunk's id as `<chat id>:<message id>`, the form inbound messages
 //! carry, so the `message` tool's actions (in `actions`) can point at it.
 
@@ -14,16 +16,24 @@ use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ApprovalDecision, ChatRef};
 use serde_json::{Value, json};
 
-use super::api::{ApiError, call};
+use super::api::{ApiError, call, call_multipart};
 use super::config::TelegramActions;
 use super::inbound::CHANNEL_ID;
 use super::wire::{TOPIC_INFIX, truncate};
 use crate::chunk::chunk_text;
 use crate::directives::strip_directives;
+use crate::multipart::Form;
 use crate::webhook::approval_button_value;
+use clawless_base::media::{MediaKind, OutboundMedia};
 
 /// Longest text of one Telegram message, in characters.
 pub const MESSAGE_LIMIT: usize = 4_096;
+
+/// Largest photo `sendPhoto` takes; a larger image goes as a document.
+pub(super) const MAX_PHOTO_BYTES: usize = 10_000_000;
+
+/// Largest file a bot may upload through the public Bot API; a larger one is refused.
+pub(super) const MAX_FILE_BYTES: usize = 50_000_000;
 
 /// How long a sent chunk stays claimed: longer than any redelivery of its turn.
 pub(super) const CHUNK_CLAIM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -141,6 +151,15 @@ impl TelegramSender {
     pub(super) async fn send_claimed(
         &self, key: &str, method: &str, body: &Value,
     ) -> Result<Option<Value>, OutboxError> {
+        self.claimed(key, self.call(method, body)).await
+    }
+
+    /// Runs `send` once under the inbox claim `key`: `None` when an earlier try did it
+    /// already, else its result. A failure gives the claim back.
+    async fn claimed<F>(&self, key: &str, send: F) -> Result<Option<Value>, OutboxError>
+    where
+        F: Future<Output = Result<Value, ApiError>>,
+    {
         let claim = self
             .inbox
             .claim(key, CHUNK_CLAIM_TTL, now_unix())
@@ -153,7 +172,7 @@ impl TelegramSender {
             tracing::info!(claim = key, "already sent");
             return Ok(None);
         }
-        match self.call(method, body).await {
+        match send.await {
             Ok(result) => Ok(Some(result)),
             Err(err) => {
                 // Give the claim back so the retry sends this chunk.
@@ -178,9 +197,9 @@ impl Outbox for TelegramSender {
 
     async fn deliver(&self, reply: &OutboundReply) -> Result<Delivery, OutboxError> {
         let (text, directives) = strip_directives(&reply.text);
-        let Some(text) = text else {
+        if text.is_none() && reply.media.is_empty() {
             return Ok(Delivery::default());
-        };
+        }
         let target = target(&reply.chat);
         let reply_to = directives
             .reply_to
@@ -193,7 +212,10 @@ impl Outbox for TelegramSender {
                     .flatten()
                     .and_then(telegram_message_id)
             });
-        let chunks = chunk_text(&text, MESSAGE_LIMIT);
+        let chunks = text
+            .as_deref()
+            .map(|text| chunk_text(text, MESSAGE_LIMIT))
+            .unwrap_or_default();
         let last = chunks.len().saturating_sub(1);
         let mut delivery = Delivery::default();
         for (index, chunk) in chunks.iter().enumerate() {
@@ -220,8 +242,46 @@ impl Outbox for TelegramSender {
                 delivery.message_id = sent.and_then(|result| message_ref(&result, &target.chat_id));
             }
         }
-        tracing::info!(reply_id = %reply.reply_id, chunks = chunks.len(), "telegram reply delivered");
-        Ok(delivery)
+        let mut refused = Vec::new();
+        for (index, media) in reply.media.iter().enumerate() {
+            let upload = match upload_of(media, directives.audio_as_voice) {
+                Ok(upload) => upload,
+                Err(reason) => {
+                    refused.push(reason);
+                    continue;
+                }
+            };
+            let mut form = Form::new().text("chat_id", &chat_id_text(&target.chat_id));
+            if let Some(thread) = target.thread_id {
+                form = form.text("message_thread_id", &thread.to_string());
+            }
+            let form = form.file(upload.field, &media.name, &media.mime, &media.bytes);
+            let key = format!("out:{CHANNEL_ID}:{}:media:{index}", reply.reply_id);
+            let send = call_multipart(
+                &self.client,
+                &self.api_base,
+                &self.token,
+                upload.method,
+                form,
+            );
+            let sent = self.claimed(&key, send).await?;
+            if chunks.is_empty() {
+                delivery.message_id = sent.and_then(|result| message_ref(&result, &target.chat_id));
+            }
+        }
+        tracing::info!(
+            reply_id = %reply.reply_id,
+            chunks = chunks.len(),
+            files = reply.media.len() - refused.len(),
+            "telegram reply delivered"
+        );
+        if refused.is_empty() {
+            Ok(delivery)
+        } else {
+            Err(OutboxError::Rejected {
+                message: refused.join("; "),
+            })
+        }
     }
 
     fn message_actions(&self, _channel: &str) -> Vec<MessageActionKind> {
@@ -236,6 +296,42 @@ impl Outbox for TelegramSender {
 
     async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
         self.carry_out(request).await
+    }
+}
+
+/// The Bot API method and form field a file goes with.
+#[derive(Debug, PartialEq, Eq)]
+struct Upload {
+    method: &'static str,
+    field: &'static str,
+}
+
+/// How `media` goes: an image as a photo (a document above [`MAX_PHOTO_BYTES`]), audio as a
+/// voice note when asked (`as_voice` on the file or `[[audio_as_voice]]` on the reply) or as
+/// audio, anything else as a document; refused above [`MAX_FILE_BYTES`].
+fn upload_of(media: &OutboundMedia, reply_as_voice: bool) -> Result<Upload, String> {
+    let size = media.bytes.len();
+    if size > MAX_FILE_BYTES {
+        return Err(format!(
+            "{:?} ({size} bytes) is larger than the {} MB a Telegram bot may send",
+            media.name,
+            MAX_FILE_BYTES / 1_000_000
+        ));
+    }
+    let (method, field) = match media.kind {
+        MediaKind::Image if size <= MAX_PHOTO_BYTES => ("sendPhoto", "photo"),
+        MediaKind::Audio if media.as_voice || reply_as_voice => ("sendVoice", "voice"),
+        MediaKind::Audio => ("sendAudio", "audio"),
+        _ => ("sendDocument", "document"),
+    };
+    Ok(Upload { method, field })
+}
+
+/// A chat id as a form field: the number, or `@username` as written.
+fn chat_id_text(chat_id: &Value) -> String {
+    match chat_id {
+        Value::String(name) => name.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -275,6 +371,50 @@ mod tests {
         assert_eq!(target.chat_id, json!(-100_123));
         assert_eq!(target.thread_id, Some(42));
         assert_eq!(chat_id(-100_123, Some(42), false), "-100123");
+    }
+
+    fn media(kind: MediaKind, size: usize, as_voice: bool) -> OutboundMedia {
+        OutboundMedia {
+            kind,
+            name: "f".to_owned(),
+            mime: "application/octet-stream".to_owned(),
+            bytes: vec![0; size],
+            as_voice,
+        }
+    }
+
+    #[test]
+    fn files_pick_their_method_by_kind_voice_and_size() {
+        let method = |media: &OutboundMedia, voice| upload_of(media, voice).map(|u| u.method);
+        assert_eq!(
+            method(&media(MediaKind::Image, 10, false), false),
+            Ok("sendPhoto")
+        );
+        assert_eq!(
+            method(&media(MediaKind::Image, MAX_PHOTO_BYTES + 1, false), false),
+            Ok("sendDocument")
+        );
+        assert_eq!(
+            method(&media(MediaKind::Audio, 10, true), false),
+            Ok("sendVoice")
+        );
+        assert_eq!(
+            method(&media(MediaKind::Audio, 10, false), true),
+            Ok("sendVoice")
+        );
+        assert_eq!(
+            method(&media(MediaKind::Audio, 10, false), false),
+            Ok("sendAudio")
+        );
+        assert_eq!(
+            method(&media(MediaKind::Video, 10, false), false),
+            Ok("sendDocument")
+        );
+        let too_big = method(
+            &media(MediaKind::Document, MAX_FILE_BYTES + 1, false),
+            false,
+        );
+        assert!(too_big.is_err_and(|reason| reason.contains("50 MB")));
     }
 
     #[test]
