@@ -299,6 +299,21 @@ pub struct AgentDefaults {
     /// may do with the agent's workspace (`workspaceAccess`).
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub sandbox: Option<clawless_core::sandbox::SandboxConfig>,
+    /// The longest side, in pixels, of an image shown to a model: a larger image is scaled
+    /// down keeping its aspect ratio and re-encoded (PNG stays PNG, others become JPEG).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(extend("default" = crate::media::resize::DEFAULT_IMAGE_MAX_DIMENSION_PX))
+    )]
+    pub image_max_dimension_px: Option<u32>,
+}
+
+impl AgentDefaults {
+    /// `imageMaxDimensionPx`, 1200 when unset.
+    pub fn image_max_dimension_px(&self) -> u32 {
+        self.image_max_dimension_px
+            .unwrap_or(crate::media::resize::DEFAULT_IMAGE_MAX_DIMENSION_PX)
+    }
 }
 
 /// `agents.list[]`.

@@ -17,6 +17,7 @@ use clawless_core::subagents::config::{
 };
 use clawless_core::tool_policy::ToolsConfig;
 
+pub mod media;
 pub mod message;
 pub mod web;
 
@@ -28,6 +29,8 @@ const AGENT_TO_AGENT_KEY: &str = "agentToAgent";
 const WEB_KEY: &str = "web";
 /// The key of the `message` tool's settings.
 const MESSAGE_KEY: &str = "message";
+/// The key of media understanding's settings.
+const MEDIA_KEY: &str = "media";
 
 /// `tools:`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,6 +49,8 @@ pub struct ToolsSection {
     pub web: web::WebToolsConfig,
     /// `tools.message`: the `message` tool's cross-context policy.
     pub message: message::MessageToolConfig,
+    /// `tools.media`: media understanding's settings (`audio`: voice-note transcription).
+    pub media: media::MediaToolsConfig,
 }
 
 impl ToolsSection {
@@ -90,6 +95,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
             agent_to_agent: sessions.agent_to_agent,
             web: sessions.web.unwrap_or_default(),
             message: sessions.message.unwrap_or_default(),
+            media: sessions.media.unwrap_or_default(),
         })
     }
 }
@@ -101,6 +107,7 @@ struct SessionKeys {
     agent_to_agent: Option<AgentToAgentConfig>,
     web: Option<web::WebToolsConfig>,
     message: Option<message::MessageToolConfig>,
+    media: Option<media::MediaToolsConfig>,
 }
 
 /// The section's map without the session keys, as the policy's deserializer sees it.
@@ -142,6 +149,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for PolicyKeys<'_, A> {
                 }
                 Some(Key::Web) => self.sessions.web = Some(self.map.next_value()?),
                 Some(Key::Message) => self.sessions.message = Some(self.map.next_value()?),
+                Some(Key::Media) => self.sessions.media = Some(self.map.next_value()?),
             }
         }
     }
@@ -157,6 +165,7 @@ enum Key<F> {
     AgentToAgent,
     Web,
     Message,
+    Media,
     Policy(F),
 }
 
@@ -174,6 +183,7 @@ impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyOrSession<'_, K> 
             AGENT_TO_AGENT_KEY => Ok(Key::AgentToAgent),
             WEB_KEY => Ok(Key::Web),
             MESSAGE_KEY => Ok(Key::Message),
+            MEDIA_KEY => Ok(Key::Media),
             _ => {
                 let Some(seed) = self.0.take() else {
                     return Err(serde::de::Error::custom("a key was read twice"));
@@ -229,6 +239,15 @@ impl schemars::JsonSchema for ToolsSection {
                 .into(),
         );
         message.insert("default".to_owned(), serde_json::json!({}));
+        let mut media = generator.subschema_for::<media::MediaToolsConfig>();
+        media.insert(
+            "description".to_owned(),
+            "Media understanding: `audio`, voice-note transcription (`enabled`, `models` as \
+             `{provider, model}` entries naming `models.providers`, `maxBytes`, `language`, \
+             `timeoutSeconds`)."
+                .into(),
+        );
+        media.insert("default".to_owned(), serde_json::json!({}));
         if let Some(properties) = schema
             .get_mut("properties")
             .and_then(serde_json::Value::as_object_mut)
@@ -237,6 +256,7 @@ impl schemars::JsonSchema for ToolsSection {
             properties.insert(AGENT_TO_AGENT_KEY.to_owned(), agent_to_agent.to_value());
             properties.insert(WEB_KEY.to_owned(), web.to_value());
             properties.insert(MESSAGE_KEY.to_owned(), message.to_value());
+            properties.insert(MEDIA_KEY.to_owned(), media.to_value());
         }
         schema
     }
@@ -288,6 +308,7 @@ mod tests {
                 "web: { search: { brave: { apiKye: x } } }\n",
                 "web.search.brave.apiKye:",
             ),
+            ("media: { audio: { maxByte: 1 } }\n", "media.audio.maxByte:"),
         ] {
             let err = parse(yaml).expect_err(yaml);
             assert!(err.starts_with(path), "{yaml} → {err}");
