@@ -307,8 +307,8 @@ struct Upload {
 }
 
 /// How `media` goes: an image as a photo (a document above [`MAX_PHOTO_BYTES`]), audio as a
-/// voice note when asked (`as_voice` on the file or `[[audio_as_voice]]` on the reply) or as
-/// audio, anything else as a document; refused above [`MAX_FILE_BYTES`].
+/// voice note when asked (`as_voice` on the file or `[[audio_as_voice]]` on the reply) and in
+/// a format voice notes take, else as audio, anything else as a document; refused above [`MAX_FILE_BYTES`].
 fn upload_of(media: &OutboundMedia, reply_as_voice: bool) -> Result<Upload, String> {
     let size = media.bytes.len();
     if size > MAX_FILE_BYTES {
@@ -320,12 +320,33 @@ fn upload_of(media: &OutboundMedia, reply_as_voice: bool) -> Result<Upload, Stri
     }
     let (method, field) = match media.kind {
         MediaKind::Image if size <= MAX_PHOTO_BYTES => ("sendPhoto", "photo"),
-        MediaKind::Audio if media.as_voice || reply_as_voice => ("sendVoice", "voice"),
+        MediaKind::Audio if (media.as_voice || reply_as_voice) && voice_format(&media.mime) => {
+            ("sendVoice", "voice")
+        }
         MediaKind::Audio => ("sendAudio", "audio"),
         _ => ("sendDocument", "document"),
     };
     Ok(Upload { method, field })
 }
+
+/// Whether `sendVoice` takes audio of type `mime` (OGG/Opus, MP3, M4A); other audio goes as
+/// audio.
+fn voice_format(mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or_default().trim();
+    VOICE_MIME_TYPES
+        .iter()
+        .any(|voice| essence.eq_ignore_ascii_case(voice))
+}
+
+/// The audio types a voice note may have.
+const VOICE_MIME_TYPES: [&str; 6] = [
+    "audio/ogg",
+    "audio/opus",
+    "audio/mpeg",
+    "audio/mp4",
+    "audio/m4a",
+    "audio/x-m4a",
+];
 
 /// A chat id as a form field: the number, or `@username` as written.
 fn chat_id_text(chat_id: &Value) -> String {
@@ -377,7 +398,12 @@ mod tests {
         OutboundMedia {
             kind,
             name: "f".to_owned(),
-            mime: "application/octet-stream".to_owned(),
+            mime: if kind == MediaKind::Audio {
+                "audio/ogg; codecs=opus"
+            } else {
+                "application/octet-stream"
+            }
+            .to_owned(),
             bytes: vec![0; size],
             as_voice,
         }
@@ -406,6 +432,9 @@ mod tests {
             method(&media(MediaKind::Audio, 10, false), false),
             Ok("sendAudio")
         );
+        let mut wav = media(MediaKind::Audio, 10, true);
+        wav.mime = "audio/wav".to_owned();
+        assert_eq!(method(&wav, true), Ok("sendAudio"), "no voice note in WAV");
         assert_eq!(
             method(&media(MediaKind::Video, 10, false), false),
             Ok("sendDocument")
