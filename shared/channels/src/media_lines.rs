@@ -276,3 +276,73 @@ mod tests {
         assert_eq!(found.refused.len(), 2);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Lines made of pieces that matter to the parser: the token in two cases, separators,
+    /// `..`, `~`, backticks, schemes, blanks.
+    fn line() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "MEDIA:",
+                "media:",
+                " ",
+                "a",
+                "b.png",
+                "/",
+                "\\",
+                "..",
+                ".",
+                "~",
+                "`",
+                "C:",
+                "http://",
+                "https://h",
+                "file:",
+                "x y",
+            ]),
+            0..8,
+        )
+        .prop_map(|pieces| pieces.concat())
+        .prop_filter("no fences", |line| {
+            fence_marker(line.trim_start()).is_none()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn accepted_paths_stay_in_the_workspace_and_every_media_line_is_accounted_for(
+            lines in prop::collection::vec(line(), 0..8),
+            crlf in any::<bool>(),
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            let found = extract_media_lines(&text);
+            for reference in &found.media {
+                if let MediaRef::Workspace(path) = reference {
+                    prop_assert!(!path.is_empty());
+                    prop_assert!(!path.starts_with(['/', '~']), "{path}");
+                    prop_assert!(!path.contains('\\'), "{path}");
+                    prop_assert!(path.split('/').all(|s| s != ".." && !s.is_empty()), "{path}");
+                    prop_assert!(!is_drive_path(path), "{path}");
+                }
+            }
+            // No fences in these lines: every line starting with the token is taken out and
+            // either accepted or refused.
+            let media_lines = lines
+                .iter()
+                .filter(|line| {
+                    line.trim_start().get(..TOKEN.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(TOKEN))
+                })
+                .count();
+            prop_assert_eq!(found.media.len() + found.refused.len(), media_lines);
+            for kept in found.text.lines() {
+                prop_assert!(media_candidate(kept.trim_start()).is_none(), "{kept:?}");
+            }
+        }
+    }
+}
