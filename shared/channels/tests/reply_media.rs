@@ -367,7 +367,7 @@ async fn telegram_files_alone_follow_the_voice_directive_and_the_size_limits() {
         .deliver(&reply(
             "r-2",
             chat("telegram", "-100555"),
-            "[[audio_as_voice]]",
+            "[[audio_as_voice]] [[reply_to:-100555:77]]",
             vec![plain_audio.clone()],
         ))
         .await
@@ -412,6 +412,17 @@ async fn telegram_files_alone_follow_the_voice_directive_and_the_size_limits() {
     let parts = calls[0].parts();
     assert_eq!(part(&parts, "chat_id").text(), "-100555");
     assert!(parts.iter().all(|part| part.name != "message_thread_id"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&part(&parts, "reply_parameters").text()).unwrap(),
+        json!({"message_id": 77, "allow_sending_without_reply": true})
+    );
+    assert!(
+        calls[1]
+            .parts()
+            .iter()
+            .all(|part| part.name != "reply_parameters"),
+        "no reply tag, no reply"
+    );
     assert_eq!(part(&calls[2].parts(), "document").bytes.len(), 10_000_001);
     // Over 50 MB: refused, nothing sent, and the other file still goes.
     let too_big = file(

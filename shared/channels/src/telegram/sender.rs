@@ -255,6 +255,14 @@ impl Outbox for TelegramSender {
             if let Some(thread) = target.thread_id {
                 form = form.text("message_thread_id", &thread.to_string());
             }
+            if chunks.is_empty()
+                && index == 0
+                && let Some(message_id) = reply_to
+            {
+                // A reply of files only answers with its first file.
+                let reply = json!({"message_id": message_id, "allow_sending_without_reply": true});
+                form = form.text("reply_parameters", &reply.to_string());
+            }
             let form = form.file(upload.field, &media.name, &media.mime, &media.bytes);
             let key = format!("out:{CHANNEL_ID}:{}:media:{index}", reply.reply_id);
             let send = call_multipart(
