@@ -772,6 +772,25 @@ async fn discord_upload_refusals_failures_and_the_size_limit() {
     );
     assert!(message.contains("clip.mp4"), "{message}");
     assert_eq!(api.calls().len(), 3);
+    // Files alone answer a tagged message with the first file.
+    sender
+        .deliver(&reply(
+            "r-6",
+            chat("discord", CHANNEL),
+            "[[reply_to:5500000000000000005]]",
+            vec![photo(), pdf()],
+        ))
+        .await
+        .unwrap();
+    let calls = api.calls();
+    let payload = |call: &Call| -> Value {
+        serde_json::from_str(&part(&call.parts(), "payload_json").text()).unwrap()
+    };
+    assert_eq!(
+        payload(&calls[3])["message_reference"],
+        json!({"message_id": "5500000000000000005", "fail_if_not_exists": false})
+    );
+    assert!(payload(&calls[4]).get("message_reference").is_none());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -392,7 +392,15 @@ impl Outbox for DiscordSender {
                 }
                 Route::Channel { channel_id } => {
                     let bot = self.bot("posting a file to a channel")?;
-                    let payload = json!({ "nonce": nonce(&claim_id), "enforce_nonce": true });
+                    let mut payload = json!({ "nonce": nonce(&claim_id), "enforce_nonce": true });
+                    if chunks.is_empty()
+                        && index == 0
+                        && let Some(message_id) = reply_to
+                    {
+                        // A reply of files only answers with its first file.
+                        payload["message_reference"] =
+                            json!({"message_id": message_id, "fail_if_not_exists": false});
+                    }
                     let path = format!("/channels/{channel_id}/messages");
                     let post = bot.post_form(&path, file_form(media, payload), "file post");
                     self.send_claimed(&claim_id, post).await?
