@@ -1,13 +1,22 @@
 //! The generic JSON channel: `POST /webhook/generic` with
 //! `{"message_id", "chat_id", "sender_id", "text", "chat_type": "direct"|"group"}`, so the
 //! system can be driven before any chat platform is connected.
+//!
+//! A message may carry files inline: `"attachments": [{"name", "mime", "data"}]`, `data` in
+//! base64, each at most [`MAX_ATTACHMENT_BYTES`] decoded (and the whole body within the
+//! webhook limit). There is no `url` form: a signed body must not make the agent fetch an
+//! address of its choosing, so the sender uploads the bytes it means.
 
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use clawless_base::media::MediaKind;
 use clawless_base::session_key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde::Deserialize;
 
+use crate::media::{MB, MediaSource, PendingMedia, placeholder_body};
 use crate::signature::{SIGNATURE_HEADER, verify};
 use crate::webhook::{
     ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
@@ -22,6 +31,26 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Longest accepted message text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
+/// Largest attachment accepted, decoded (a bigger one is skipped with the reason).
+pub const MAX_ATTACHMENT_BYTES: u64 = 20 * MB;
+
+/// Most attachments on one message.
+pub const MAX_ATTACHMENTS: usize = 10;
+
+/// One inline attachment of a generic message.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenericAttachment {
+    /// The file name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its MIME type (`application/octet-stream` when unset).
+    #[serde(default)]
+    pub mime: Option<String>,
+    /// The file, base64.
+    pub data: String,
+}
+
 /// A validated generic-channel message.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,10 +61,14 @@ pub struct GenericMessage {
     pub chat_id: String,
     /// The author.
     pub sender_id: String,
-    /// The text.
+    /// The text (may be empty when attachments are sent).
+    #[serde(default)]
     pub text: String,
     /// `direct` or `group`.
     pub chat_type: ChatType,
+    /// Files sent with the message.
+    #[serde(default)]
+    pub attachments: Vec<GenericAttachment>,
 }
 
 /// Why a body was refused (HTTP 400, with this text as the reason).
@@ -66,15 +99,60 @@ impl GenericMessage {
         ] {
             check_id(field, value)?;
         }
-        if message.text.trim().is_empty() {
+        if message.text.trim().is_empty() && message.attachments.is_empty() {
             return Err(ParseError("text must not be empty".to_owned()));
         }
+        if message.attachments.len() > MAX_ATTACHMENTS {
+            return Err(ParseError(format!(
+                "more than {MAX_ATTACHMENTS} attachments"
+            )));
+        }
+        message.pending_media()?;
         if message.text.len() > MAX_TEXT_BYTES {
             return Err(ParseError(format!(
                 "text is longer than {MAX_TEXT_BYTES} bytes"
             )));
         }
         Ok(message)
+    }
+
+    /// The attachments, decoded, ready for ingress to store.
+    pub fn pending_media(&self) -> Result<Vec<PendingMedia>, ParseError> {
+        self.attachments
+            .iter()
+            .enumerate()
+            .map(|(index, attachment)| {
+                let bytes = STANDARD
+                    .decode(attachment.data.trim().as_bytes())
+                    .map_err(|err| {
+                        ParseError(format!("attachments[{index}].data is not base64: {err}"))
+                    })?;
+                if bytes.is_empty() {
+                    return Err(ParseError(format!("attachments[{index}].data is empty")));
+                }
+                let mime = attachment
+                    .mime
+                    .clone()
+                    .filter(|mime| !mime.trim().is_empty());
+                if let Some(bad) = mime
+                    .iter()
+                    .chain(attachment.name.iter())
+                    .find(|value| value.len() > MAX_ID_BYTES || value.chars().any(char::is_control))
+                {
+                    return Err(ParseError(format!(
+                        "attachments[{index}] has a name or mime that is too long or holds control characters: {:?}",
+                        bad.chars().take(40).collect::<String>()
+                    )));
+                }
+                Ok(PendingMedia {
+                    kind: mime.as_deref().map_or(MediaKind::Document, MediaKind::of_mime),
+                    mime,
+                    name: attachment.name.clone(),
+                    size: Some(bytes.len() as u64),
+                    source: MediaSource::Inline(bytes),
+                })
+            })
+            .collect()
     }
 
     /// The normalised message.
@@ -160,9 +238,17 @@ impl PlatformChannel for GenericWebhook {
             .map_err(|err| WebhookError::Unauthorized(err.to_string()))?;
         let message =
             GenericMessage::parse(request.body).map_err(|err| WebhookError::BadRequest(err.0))?;
+        let media = message
+            .pending_media()
+            .map_err(|err| WebhookError::BadRequest(err.0))?;
+        let mut inbound = message.into_inbound(false);
+        if inbound.text.trim().is_empty() {
+            inbound.text = placeholder_body(&media).unwrap_or_default();
+        }
         Ok(WebhookOutcome::Message(ChannelMessage {
-            event_id: message.message_id.clone(),
-            message: message.into_inbound(false),
+            event_id: inbound.message_id.clone(),
+            message: inbound,
+            media,
             addressed_to_bot: true,
             // Null body: ingress answers with its own `{"accepted", "session"}`.
             ack: PlatformReply {

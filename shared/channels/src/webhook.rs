@@ -98,6 +98,9 @@ pub struct ChannelMessage {
     /// What to answer the platform once the message is safely queued (Discord: a deferred
     /// response; others: 200).
     pub ack: PlatformReply,
+    /// The files the message carries, not yet downloaded: ingress stores them (after the
+    /// claim, before the enqueue) and fills `message.attachments`.
+    pub media: Vec<crate::media::PendingMedia>,
 }
 
 /// A button press on an approval request.
@@ -140,6 +143,12 @@ pub trait PlatformChannel: Send + Sync + std::fmt::Debug {
     /// Verifies and classifies one call. Must not panic on any input, and must refuse an
     /// unverified call before looking at its body.
     fn handle(&self, request: &WebhookRequest<'_>) -> Result<WebhookOutcome, WebhookError>;
+
+    /// The step that stores the attachments of this channel's messages, when the deployment
+    /// has a blob store; `None` (the default) leaves them skipped.
+    fn media(&self) -> Option<&crate::media::MediaIngest> {
+        None
+    }
 }
 
 /// The `/approve` text a button press stands for.

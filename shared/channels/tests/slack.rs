@@ -453,7 +453,6 @@ fn bot_messages_edits_deletions_and_other_subtypes_are_ignored() {
         "message_changed",
         "message_deleted",
         "channel_join",
-        "file_share",
         "me_message",
     ] {
         let mut event = base.clone();

@@ -328,8 +328,9 @@ fn edited_messages_other_update_types_and_textless_or_bot_messages_are_ignored()
     let channel_post = json!({"update_id": 2, "channel_post": {"message_id": 1,
         "chat": {"id": -1009, "type": "channel"}, "text": "news"}});
     let member = json!({"update_id": 3, "my_chat_member": {"chat": {"id": 1, "type": "private"}}});
-    let sticker = json!({"update_id": 4, "message": {"message_id": 8, "from": user(42),
-        "chat": {"id": 42, "type": "private"}, "sticker": {"file_id": "x"}}});
+    // A sticker is media now (`<media:sticker>`); a location has neither text nor a file.
+    let location = json!({"update_id": 4, "message": {"message_id": 8, "from": user(42),
+        "chat": {"id": 42, "type": "private"}, "location": {"latitude": 1.0, "longitude": 2.0}}});
     let from_bot = json!({"update_id": 5, "message": {"message_id": 9,
         "from": {"id": 999, "is_bot": true, "first_name": "X"},
         "chat": {"id": -100_555, "type": "supergroup"}, "text": "@clawbot beep"}});
@@ -338,7 +339,7 @@ fn edited_messages_other_update_types_and_textless_or_bot_messages_are_ignored()
         ("edited", edited),
         ("channel post", channel_post),
         ("chat member", member),
-        ("sticker", sticker),
+        ("location", location),
         ("bot", from_bot),
         ("empty", empty),
     ] {

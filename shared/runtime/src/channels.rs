@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use clawless_base::object_store::ObjectStore;
+use clawless_channels::media::{InlineOnly, MediaDownloader, MediaIngest, WithMedia};
 use clawless_channels::{
     ChannelOutbox, DiscordChannel, DiscordSender, GenericWebhook, HttpReplySender, SlackChannel,
     SlackSender,
@@ -55,6 +57,8 @@ pub struct ChannelSet {
     pub inbound: BTreeMap<String, ChatChannel>,
     /// Outbound sides, routed by a reply's channel.
     pub outbox: ChannelOutbox,
+    /// How each channel fetches the files people send, by channel id.
+    downloaders: BTreeMap<String, Arc<dyn MediaDownloader>>,
 }
 
 impl std::fmt::Debug for ChannelSet {
@@ -75,51 +79,84 @@ impl ChannelSet {
         set
     }
 
+    /// Stores the files people send on every channel in `blobs` (`media/inbound/…`), once
+    /// per platform event. Without this, attachments reach the agent as skipped.
+    #[must_use]
+    pub fn with_blob_store(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
+        for (id, channel) in &mut self.inbound {
+            let Some(downloader) = self.downloaders.get(id) else {
+                continue;
+            };
+            let ingest = MediaIngest::new(
+                channel.platform.id(),
+                Arc::clone(&blobs),
+                Arc::clone(downloader),
+            );
+            channel.platform = Arc::new(WithMedia::new(Arc::clone(&channel.platform), ingest));
+        }
+        self
+    }
+
     fn add_platforms(&mut self, setup: &ChannelSetup<'_>) {
         let channels = &setup.config.channels;
         if let Some(config) = &channels.telegram {
             match config.resolve(setup.env) {
-                Ok(resolved) => self.add(ChatChannel {
-                    platform: Arc::new(resolved.channel()),
-                    access: access_of!(config, config.require_mention()),
-                    outbox: Some(Arc::new(
-                        resolved.sender(setup.http.clone(), Arc::clone(&setup.sent_chunks)),
-                    )),
-                }),
+                Ok(resolved) => self.add_with_media(
+                    ChatChannel {
+                        platform: Arc::new(resolved.channel()),
+                        access: access_of!(config, config.require_mention()),
+                        outbox: Some(Arc::new(
+                            resolved.sender(setup.http.clone(), Arc::clone(&setup.sent_chunks)),
+                        )),
+                    },
+                    Arc::new(resolved.media(setup.http.clone())),
+                ),
                 Err(err) => tracing::error!(error = %err, "channels.telegram left out"),
             }
         }
         if let Some(config) = &channels.slack {
             match config.resolve(setup.env) {
-                Ok(resolved) => self.add(ChatChannel {
-                    platform: Arc::new(SlackChannel::from_config(&resolved)),
-                    // Slack threads are addressed by their mention; every thread message is
-                    // the conversation's.
-                    access: access_of!(config, false),
-                    outbox: Some(Arc::new(SlackSender::from_config(
-                        setup.http.clone(),
-                        &resolved,
-                        Arc::clone(&setup.sent_chunks),
-                    ))),
-                }),
+                Ok(resolved) => self.add_with_media(
+                    ChatChannel {
+                        platform: Arc::new(SlackChannel::from_config(&resolved)),
+                        // Slack threads are addressed by their mention; every thread message is
+                        // the conversation's.
+                        access: access_of!(config, false),
+                        outbox: Some(Arc::new(SlackSender::from_config(
+                            setup.http.clone(),
+                            &resolved,
+                            Arc::clone(&setup.sent_chunks),
+                        ))),
+                    },
+                    Arc::new(resolved.media(setup.http.clone())),
+                ),
                 Err(err) => tracing::error!(error = %err, "channels.slack left out"),
             }
         }
         if let Some(config) = &channels.discord {
             match config.resolve(setup.env) {
-                Ok(resolved) => self.add(ChatChannel {
-                    platform: Arc::new(DiscordChannel::new(resolved.public_key)),
-                    // Commands are always addressed to the bot.
-                    access: access_of!(config, false),
-                    outbox: Some(Arc::new(DiscordSender::new(
-                        setup.http.clone(),
-                        &resolved,
-                        Arc::clone(&setup.sent_chunks),
-                    ))),
-                }),
+                Ok(resolved) => self.add_with_media(
+                    ChatChannel {
+                        platform: Arc::new(DiscordChannel::new(resolved.public_key)),
+                        // Commands are always addressed to the bot.
+                        access: access_of!(config, false),
+                        outbox: Some(Arc::new(DiscordSender::new(
+                            setup.http.clone(),
+                            &resolved,
+                            Arc::clone(&setup.sent_chunks),
+                        ))),
+                    },
+                    Arc::new(resolved.media(setup.http.clone())),
+                ),
                 Err(err) => tracing::error!(error = %err, "channels.discord left out"),
             }
         }
+    }
+
+    fn add_with_media(&mut self, channel: ChatChannel, downloader: Arc<dyn MediaDownloader>) {
+        self.downloaders
+            .insert(channel.platform.id().to_owned(), downloader);
+        self.add(channel);
     }
 
     fn add(&mut self, channel: ChatChannel) {
@@ -156,18 +193,24 @@ impl ChannelSet {
         } else {
             generic.owners.clone()
         };
-        self.add(ChatChannel {
-            platform: Arc::new(GenericWebhook::new(secret.as_bytes())),
-            access: ChannelAccess {
-                owners,
-                allow_from: generic
-                    .allow_from
-                    .unwrap_or_else(|| vec![GENERIC_DEFAULT_ALLOW_FROM.to_owned()]),
-                group_policy: generic.group_policy.unwrap_or(GENERIC_DEFAULT_GROUP_POLICY),
-                require_mention: false,
-                unauthorized_reply: generic.unauthorized_reply,
-            },
-            outbox,
+        let inline = Arc::new(InlineOnly {
+            max_bytes: clawless_channels::generic::MAX_ATTACHMENT_BYTES,
         });
+        self.add_with_media(
+            ChatChannel {
+                platform: Arc::new(GenericWebhook::new(secret.as_bytes())),
+                access: ChannelAccess {
+                    owners,
+                    allow_from: generic
+                        .allow_from
+                        .unwrap_or_else(|| vec![GENERIC_DEFAULT_ALLOW_FROM.to_owned()]),
+                    group_policy: generic.group_policy.unwrap_or(GENERIC_DEFAULT_GROUP_POLICY),
+                    require_mention: false,
+                    unauthorized_reply: generic.unauthorized_reply,
+                },
+                outbox,
+            },
+            inline,
+        );
     }
 }

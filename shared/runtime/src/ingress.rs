@@ -6,6 +6,10 @@
 //! Order matters: the signature is checked before the body is even parsed (so unsigned junk
 //! learns nothing and claims nothing), and a claim is given back if the enqueue fails, so the
 //! platform's retry is not mistaken for a duplicate and the message is never lost.
+//!
+//! Attachments are stored between the claim and the enqueue (the channel's media step):
+//! each once, under a key fixed by the event, so a retry reuses what an earlier delivery
+//! stored. A transient download or store failure gives the claim back and answers 503.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +21,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use clawless_base::media::Attachment;
 use clawless_base::session_key::{ChatType, DmScope};
+use clawless_channels::media::{MediaError, PendingMedia};
 use clawless_channels::webhook::MAX_WEBHOOK_BODY_BYTES;
 use clawless_channels::{
     ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
@@ -258,6 +264,7 @@ impl Ingress {
                         message,
                         addressed_to_bot: true,
                         ack,
+                        media: Vec::new(),
                     },
                 )
                 .await
@@ -281,6 +288,7 @@ impl Ingress {
             event_id,
             mut message,
             ack,
+            media,
             ..
         } = message;
         message.sender_is_owner = channel.access.is_owner(&message.sender_id);
@@ -298,6 +306,16 @@ impl Ingress {
             Ok(Claim::Duplicate) => return IngressOutcome::Duplicate,
             Err(err) => return IngressOutcome::Unavailable(err.to_string()),
         }
+        if !media.is_empty() {
+            match store_media(channel, &event_id, &media).await {
+                Ok(attachments) => message.attachments = attachments,
+                Err(err) => {
+                    // Transient: give the claim back so the platform's retry stores it.
+                    self.release(&claim_id).await;
+                    return IngressOutcome::Unavailable(err.to_string());
+                }
+            }
+        }
         // An owner's stop request goes in a queue group of its own, so it is handled while
         // the turn it stops still runs; anyone else's "stop" is an ordinary message.
         let stop = message.sender_is_owner
@@ -313,15 +331,20 @@ impl Ingress {
         };
         if let Err(err) = enqueue(self.queue.as_ref(), &event).await {
             // Give the claim back so the platform's retry is processed, not dropped.
-            if let Err(release) = self.inbox.release(&claim_id).await {
-                tracing::error!(error = ?release, claim = %claim_id, "claim could not be released");
-            }
+            self.release(&claim_id).await;
             return IngressOutcome::Unavailable(err.to_string());
         }
         tracing::info!(session = %session_key, "message accepted");
         IngressOutcome::Accepted {
             session_key: session_key.to_string(),
             ack,
+        }
+    }
+
+    /// Gives a claim back, so the platform's retry is processed rather than dropped.
+    async fn release(&self, claim_id: &str) {
+        if let Err(err) = self.inbox.release(claim_id).await {
+            tracing::error!(error = ?err, claim = %claim_id, "claim could not be released");
         }
     }
 
@@ -342,6 +365,20 @@ impl Ingress {
         if let Err(err) = outbox.send(&reply).await {
             tracing::warn!(error = %err, "the reply to a sender not allowed could not be sent");
         }
+    }
+}
+
+/// Stores the attachments of a message through the channel's media step; without one (no
+/// blob store on this deployment) each is recorded as skipped, and the message still goes on.
+async fn store_media(
+    channel: &ChatChannel, event_id: &str, media: &[PendingMedia],
+) -> Result<Vec<Attachment>, MediaError> {
+    match channel.platform.media() {
+        Some(ingest) => ingest.store_all(event_id, media).await,
+        None => Ok(media
+            .iter()
+            .map(|item| item.skipped("attachments are not stored on this deployment"))
+            .collect()),
     }
 }
 
@@ -615,6 +652,112 @@ mod tests {
         }
         assert_eq!(accepted, 1);
         assert_eq!(queued_count(&queue).await, 1);
+    }
+
+    use clawless_base::object_store::ObjectStore;
+
+    fn with_blob_store(
+        ingress: Ingress, blobs: Arc<dyn clawless_base::object_store::ObjectStore>,
+    ) -> Ingress {
+        use clawless_channels::media::{InlineOnly, MediaIngest, WithMedia};
+        let mut channels = ingress.channels.clone();
+        for channel in channels.values_mut() {
+            let ingest = MediaIngest::new(
+                channel.platform.id(),
+                Arc::clone(&blobs),
+                Arc::new(InlineOnly { max_bytes: 16 }),
+            );
+            channel.platform = Arc::new(WithMedia::new(Arc::clone(&channel.platform), ingest));
+        }
+        Ingress {
+            channels,
+            ..ingress
+        }
+    }
+
+    const WITH_FILES: &[u8] = br#"{"message_id":"m9","chat_id":"c9","sender_id":"owner-1","text":"","chat_type":"direct","attachments":[{"name":"note.txt","mime":"text/plain","data":"aGVsbG8="},{"name":"big.bin","data":"MDEyMzQ1Njc4OTAxMjM0NTY3ODk="}]}"#;
+
+    async fn the_inbound(queue: &InMemoryTurnQueue) -> clawless_core::turn::events::InboundMessage {
+        let deliveries = queue.receive(10, Duration::ZERO).await.expect("receive");
+        assert_eq!(deliveries.len(), 1);
+        let event: SessionEvent = serde_json::from_str(&deliveries[0].body).expect("event");
+        match event.event {
+            TurnEvent::Inbound(message) => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn generic_base64_attachments_are_stored_once_and_an_oversized_one_skipped() {
+        let blobs = Arc::new(clawless_core::testing::InMemoryObjectStore::new());
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = with_blob_store(
+            ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>),
+            Arc::clone(&blobs) as Arc<dyn clawless_base::object_store::ObjectStore>,
+        );
+        let outcome = ingress
+            .accept("generic", "", &signed(WITH_FILES), WITH_FILES)
+            .await;
+        assert!(
+            matches!(outcome, IngressOutcome::Accepted { .. }),
+            "{outcome:?}"
+        );
+        let message = the_inbound(&queue).await;
+        assert_eq!(message.text, "<media:document>", "no text: the placeholder");
+        let [note, big] = message.attachments.as_slice() else {
+            panic!("{:?}", message.attachments);
+        };
+        assert_eq!(note.mime, "text/plain");
+        assert_eq!(note.size, 5);
+        let key = note.blob_key.as_deref().expect("stored");
+        assert!(
+            key.starts_with("media/inbound/generic/") && key.ends_with("/0.txt"),
+            "{key}"
+        );
+        let object = blobs.get(key, 64).await.expect("get").expect("object");
+        assert_eq!(object.bytes, b"hello");
+        assert_eq!(big.blob_key, None);
+        assert!(
+            big.skipped
+                .as_deref()
+                .is_some_and(|why| why.starts_with("too large")),
+            "{big:?}"
+        );
+        let listing = blobs.list("media/", 10).await.expect("list");
+        assert_eq!(listing.objects.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn without_a_blob_store_attachments_are_skipped_and_the_message_still_queued() {
+        let queue = Arc::new(InMemoryTurnQueue::new());
+        let ingress = ingress(Arc::clone(&queue) as Arc<dyn TurnQueue>);
+        let outcome = ingress
+            .accept("generic", "", &signed(WITH_FILES), WITH_FILES)
+            .await;
+        assert!(
+            matches!(outcome, IngressOutcome::Accepted { .. }),
+            "{outcome:?}"
+        );
+        let message = the_inbound(&queue).await;
+        assert_eq!(message.attachments.len(), 2);
+        assert!(
+            message
+                .attachments
+                .iter()
+                .all(|a| a.blob_key.is_none() && a.skipped.is_some())
+        );
+        let bad = br#"{"message_id":"m8","chat_id":"c8","sender_id":"owner-1","text":"hi","chat_type":"direct","attachments":[{"data":"not base64!"}]}"#;
+        let refused = ingress.accept("generic", "", &signed(bad), bad).await;
+        assert!(
+            matches!(&refused, IngressOutcome::BadRequest(why) if why.contains("base64")),
+            "{refused:?}"
+        );
+        let by_url = br#"{"message_id":"m7","chat_id":"c7","sender_id":"owner-1","text":"hi","chat_type":"direct","attachments":[{"url":"http://169.254.169.254/"}]}"#;
+        let refused = ingress.accept("generic", "", &signed(by_url), by_url).await;
+        assert!(
+            matches!(refused, IngressOutcome::BadRequest(_)),
+            "{refused:?}"
+        );
     }
 
     #[tokio::test]

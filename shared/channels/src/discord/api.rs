@@ -251,3 +251,51 @@ pub(super) fn status_error(
         },
     }
 }
+
+/// Where Discord serves uploaded files.
+pub const CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.discordapp.net"];
+
+/// Downloads the files people upload with commands, from Discord's CDN only (or the
+/// configured API base's origin, for a proxy or a test): the URL comes in the interaction, so
+/// no other address is fetched.
+#[derive(Debug, Clone)]
+pub struct DiscordMedia {
+    client: reqwest::Client,
+    api_base: String,
+    max_bytes: u64,
+}
+
+impl DiscordMedia {
+    /// Downloads at most `max_bytes` a file.
+    pub fn new(client: reqwest::Client, api_base: &str, max_bytes: u64) -> Self {
+        Self {
+            client,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            max_bytes,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::media::MediaDownloader for DiscordMedia {
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    async fn download(
+        &self, media: &crate::media::PendingMedia,
+    ) -> Result<crate::media::Downloaded, crate::media::DownloadError> {
+        use crate::media::DownloadError;
+        let crate::media::MediaSource::Url(url) = &media.source else {
+            return Err(DownloadError::Refused(
+                "not a Discord attachment".to_owned(),
+            ));
+        };
+        if !crate::media::url_is_allowed(url, &CDN_HOSTS, Some(&self.api_base)) {
+            return Err(DownloadError::Refused(
+                "the attachment is not on Discord's CDN".to_owned(),
+            ));
+        }
+        crate::media::fetch_limited(self.client.get(url), self.max_bytes).await
+    }
+}

@@ -55,7 +55,15 @@ pub struct DiscordConfig {
     /// all of them need the bot token).
     #[serde(default)]
     pub actions: DiscordActions,
+    /// Largest file people upload with a command that is downloaded and stored, in MB;
+    /// bigger ones reach the agent as a note.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MEDIA_MAX_MB)))]
+    pub media_max_mb: Option<u64>,
 }
+
+/// Largest inbound file stored when `mediaMaxMb` is unset.
+pub const DEFAULT_MEDIA_MAX_MB: u64 = 100;
 
 /// `channels.discord.actions`: the gates of the `message` tool's actions here. An action
 /// whose gate is off is neither offered to the model nor carried out.
@@ -94,6 +102,7 @@ impl std::fmt::Debug for DiscordConfig {
             .field("allow_from", &self.allow_from)
             .field("groups", &self.groups)
             .field("actions", &self.actions)
+            .field("media_max_mb", &self.media_max_mb)
             .finish()
     }
 }
@@ -160,6 +169,8 @@ pub struct ResolvedDiscord {
     pub allow_from: Vec<String>,
     /// The `message` tool's action gates.
     pub actions: DiscordActions,
+    /// Largest inbound file stored, in bytes (`mediaMaxMb`).
+    pub media_max_bytes: u64,
 }
 
 impl std::fmt::Debug for ResolvedDiscord {
@@ -172,7 +183,15 @@ impl std::fmt::Debug for ResolvedDiscord {
             .field("owners", &self.owners)
             .field("allow_from", &self.allow_from)
             .field("actions", &self.actions)
+            .field("media_max_bytes", &self.media_max_bytes)
             .finish()
+    }
+}
+
+impl ResolvedDiscord {
+    /// The downloader of the files people upload with commands.
+    pub fn media(&self, client: reqwest::Client) -> super::api::DiscordMedia {
+        super::api::DiscordMedia::new(client, &self.api_base_url, self.media_max_bytes)
     }
 }
 
@@ -202,7 +221,11 @@ impl DiscordConfig {
         };
         let api_base_url = api_base_url(self.api_base_url.as_deref(), DEFAULT_API_BASE_URL)
             .map_err(ConfigError::Invalid)?;
+        let media_max_bytes =
+            crate::media::media_max_bytes(self.media_max_mb, DEFAULT_MEDIA_MAX_MB)
+                .map_err(ConfigError::Invalid)?;
         Ok(ResolvedDiscord {
+            media_max_bytes,
             application_id: application_id.to_owned(),
             public_key,
             bot_token,

@@ -3,6 +3,7 @@
 //! `/ask` without a usable question, an answer only the invoker sees), an approval button
 //! becomes an approval, anything else is ignored.
 
+use clawless_base::media::MediaKind;
 use clawless_base::session_key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde_json::{Value, json};
@@ -10,10 +11,11 @@ use serde_json::{Value, json};
 use super::commands::{ARGS_OPTION, ASK_COMMAND, ASK_OPTION, MAX_NAME_CHARS};
 use super::config::DiscordPublicKey;
 use super::wire::{
-    APPLICATION_COMMAND, CHANNEL_MESSAGE_WITH_SOURCE, CHAT_INPUT, CommandData, CommandOption,
-    ComponentData, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, DEFERRED_UPDATE_MESSAGE, EPHEMERAL,
-    Interaction, MESSAGE_COMPONENT, PING, PONG, STRING_OPTION, is_snowflake, is_token,
+    APPLICATION_COMMAND, ATTACHMENT_OPTION, CHANNEL_MESSAGE_WITH_SOURCE, CHAT_INPUT, CommandData,
+    CommandOption, ComponentData, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, DEFERRED_UPDATE_MESSAGE,
+    EPHEMERAL, Interaction, MESSAGE_COMPONENT, PING, PONG, STRING_OPTION, is_snowflake, is_token,
 };
+use crate::media::{MediaSource, PendingMedia, placeholder_body};
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
     WebhookError, WebhookOutcome, WebhookRequest, approve_text, parse_approval_button,
@@ -116,10 +118,13 @@ impl DiscordChannel {
                 .map(str::trim)
                 .filter(|value| !value.is_empty())
         };
+        let media = pending_media(&data);
         let text = if data.name == ASK_COMMAND {
-            match ask_question(&data.options) {
-                Ok(question) => question.to_owned(),
-                Err(problem) => return Ok(WebhookOutcome::Respond(ephemeral(&problem))),
+            match (ask_question(&data.options), placeholder_body(&media)) {
+                (Ok(question), _) => question.to_owned(),
+                // A file without a question: the placeholder starts the turn.
+                (Err(_), Some(placeholder)) => placeholder,
+                (Err(problem), None) => return Ok(WebhookOutcome::Respond(ephemeral(&problem))),
             }
         } else {
             let name = data.name.as_str();
@@ -134,8 +139,38 @@ impl DiscordChannel {
             message: context.message(text),
             addressed_to_bot: true,
             ack: PlatformReply::json(json!({ "type": DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE })),
+            media,
         }))
     }
+}
+
+/// The files uploaded with a command: its attachment options in order, each looked up in
+/// `resolved.attachments` (an id without an object is left out).
+fn pending_media(data: &CommandData) -> Vec<PendingMedia> {
+    let Some(resolved) = &data.resolved else {
+        return Vec::new();
+    };
+    data.options
+        .iter()
+        .filter(|option| option.kind == ATTACHMENT_OPTION)
+        .filter_map(|option| option.value.as_ref().and_then(Value::as_str))
+        .filter_map(|id| resolved.attachments.get(id))
+        .map(|attachment| {
+            let mime = attachment
+                .content_type
+                .clone()
+                .filter(|mime| !mime.trim().is_empty());
+            PendingMedia {
+                kind: mime
+                    .as_deref()
+                    .map_or(MediaKind::Document, MediaKind::of_mime),
+                mime,
+                name: attachment.filename.clone(),
+                size: attachment.size,
+                source: MediaSource::Url(attachment.url.clone()),
+            }
+        })
+        .collect()
 }
 
 /// The question of an `/ask`, or what to tell the user when there is none: a blank `text`, no

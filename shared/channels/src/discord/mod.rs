@@ -35,8 +35,11 @@ mod inbound;
 mod sender;
 mod wire;
 
-pub use api::{DEFAULT_API_BASE_URL, DiscordApiError, register_commands};
+pub use api::{CDN_HOSTS, DEFAULT_API_BASE_URL, DiscordApiError, DiscordMedia, register_commands};
 pub use commands::{ARGS_OPTION, ASK_COMMAND, ASK_OPTION, command_definitions, skill_command_text};
-pub use config::{ConfigError, DiscordActions, DiscordConfig, DiscordPublicKey, ResolvedDiscord};
+pub use config::{
+    ConfigError, DEFAULT_MEDIA_MAX_MB, DiscordActions, DiscordConfig, DiscordPublicKey,
+    ResolvedDiscord,
+};
 pub use inbound::{CHANNEL_ID, DiscordChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use sender::{DiscordSender, MESSAGE_LIMIT, TOKEN_LIFETIME};

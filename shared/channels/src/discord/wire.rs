@@ -24,6 +24,8 @@ pub(super) const DEFERRED_UPDATE_MESSAGE: u64 = 6;
 pub(super) const CHAT_INPUT: u64 = 1;
 /// Option type of a string.
 pub(super) const STRING_OPTION: u64 = 3;
+/// Option type of an attachment (its value is the id in `resolved.attachments`).
+pub(super) const ATTACHMENT_OPTION: u64 = 11;
 /// Message flag: only the invoking user sees it.
 pub(super) const EPHEMERAL: u64 = 1 << 6;
 
@@ -92,6 +94,28 @@ pub(super) struct CommandData {
     pub(super) kind: u64,
     #[serde(default)]
     pub(super) options: Vec<CommandOption>,
+    #[serde(default)]
+    pub(super) resolved: Option<Resolved>,
+}
+
+/// The objects a command's options name, by id.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Resolved {
+    #[serde(default)]
+    pub(super) attachments: std::collections::BTreeMap<String, Attachment>,
+}
+
+/// A file uploaded with a command (Discord's attachment object, the fields the download
+/// needs).
+#[derive(Debug, Deserialize)]
+pub(super) struct Attachment {
+    pub(super) url: String,
+    #[serde(default)]
+    pub(super) filename: Option<String>,
+    #[serde(default)]
+    pub(super) content_type: Option<String>,
+    #[serde(default)]
+    pub(super) size: Option<u64>,
 }
 
 fn chat_input() -> u64 {

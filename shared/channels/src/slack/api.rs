@@ -249,3 +249,66 @@ fn failed(message: String) -> OutboxError {
         source: None,
     }
 }
+
+/// Where Slack serves the files shared in a workspace.
+pub const FILE_HOSTS: [&str; 1] = ["files.slack.com"];
+
+/// Downloads the files shared on Slack: their private URL with `Authorization: Bearer <bot
+/// token>`, only on Slack's file host (or the configured API base's origin, for a proxy or a
+/// test), so the token goes nowhere else.
+#[derive(Clone)]
+pub struct SlackMedia {
+    client: reqwest::Client,
+    api_base: String,
+    token: String,
+    max_bytes: u64,
+}
+
+impl std::fmt::Debug for SlackMedia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackMedia")
+            .field("api_base", &self.api_base)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SlackMedia {
+    /// Downloads with the bot `token`, at most `max_bytes` a file.
+    pub fn new(client: reqwest::Client, api_base: &str, token: &str, max_bytes: u64) -> Self {
+        Self {
+            client,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+            max_bytes,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::media::MediaDownloader for SlackMedia {
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    async fn download(
+        &self, media: &crate::media::PendingMedia,
+    ) -> Result<crate::media::Downloaded, crate::media::DownloadError> {
+        use crate::media::DownloadError;
+        let crate::media::MediaSource::Url(url) = &media.source else {
+            return Err(DownloadError::Refused("not a Slack file".to_owned()));
+        };
+        if url.is_empty() {
+            return Err(DownloadError::Refused(
+                "Slack gave no download URL for the file".to_owned(),
+            ));
+        }
+        if !crate::media::url_is_allowed(url, &FILE_HOSTS, Some(&self.api_base)) {
+            return Err(DownloadError::Refused(
+                "the file is not on Slack's file host".to_owned(),
+            ));
+        }
+        let request = self.client.get(url).bearer_auth(&self.token);
+        crate::media::fetch_limited(request, self.max_bytes).await
+    }
+}

@@ -59,7 +59,14 @@ pub struct SlackConfig {
     /// Which `message` tool actions the agent may use on Slack (each on unless turned off).
     #[serde(default)]
     pub actions: SlackActions,
+    /// Largest file people share that is downloaded and stored, in MB; bigger ones reach the
+    /// agent as a note. The bot token needs `files:read`.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MEDIA_MAX_MB)))]
+    pub media_max_mb: Option<u64>,
 }
+
+/// Largest inbound file stored when `mediaMaxMb` is unset.
+pub const DEFAULT_MEDIA_MAX_MB: u64 = 20;
 
 /// `channels.slack.actions`: the gates of the `message` tool's actions here. An action whose
 /// gate is off is neither offered to the model nor carried out.
@@ -96,6 +103,7 @@ impl std::fmt::Debug for SlackConfig {
             .field("bot_user_id", &self.bot_user_id)
             .field("groups", &self.groups)
             .field("actions", &self.actions)
+            .field("media_max_mb", &self.media_max_mb)
             .finish()
     }
 }
@@ -128,6 +136,8 @@ pub struct ResolvedSlack {
     pub bot_user_id: Option<String>,
     /// The `message` tool's action gates.
     pub actions: SlackActions,
+    /// Largest inbound file stored, in bytes (`mediaMaxMb`).
+    pub media_max_bytes: u64,
 }
 
 impl std::fmt::Debug for ResolvedSlack {
@@ -140,7 +150,20 @@ impl std::fmt::Debug for ResolvedSlack {
             .field("allow_from", &self.allow_from)
             .field("bot_user_id", &self.bot_user_id)
             .field("actions", &self.actions)
+            .field("media_max_bytes", &self.media_max_bytes)
             .finish()
+    }
+}
+
+impl ResolvedSlack {
+    /// The downloader of the files people share with this bot.
+    pub fn media(&self, client: reqwest::Client) -> super::api::SlackMedia {
+        super::api::SlackMedia::new(
+            client,
+            &self.api_base_url,
+            &self.bot_token,
+            self.media_max_bytes,
+        )
     }
 }
 
@@ -172,7 +195,11 @@ impl SlackConfig {
                 )));
             }
         };
+        let media_max_bytes =
+            crate::media::media_max_bytes(self.media_max_mb, DEFAULT_MEDIA_MAX_MB)
+                .map_err(ConfigError::Invalid)?;
         Ok(ResolvedSlack {
+            media_max_bytes,
             bot_token,
             signing_secret,
             api_base_url,

@@ -5,12 +5,14 @@
 
 use std::sync::Arc;
 
+use clawless_base::media::MediaKind;
 use clawless_base::session_key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde_json::{Value, json};
 
 use super::config::ResolvedSlack;
-use super::wire::{Envelope, Interaction, MessageEvent, is_slack_id, valid_token};
+use super::wire::{Envelope, Interaction, MessageEvent, SharedFile, is_slack_id, valid_token};
+use crate::media::{MediaSource, PendingMedia, placeholder_body};
 use crate::signature;
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
@@ -348,7 +350,7 @@ fn classify_event(
         return Ok(WebhookOutcome::Ignored("message from a bot".to_owned()));
     }
     match event.subtype.as_deref() {
-        None | Some("thread_broadcast") => {}
+        None | Some("thread_broadcast" | "file_share") => {}
         Some(subtype) => {
             return Ok(WebhookOutcome::Ignored(format!(
                 "message subtype {subtype:?} is not handled"
@@ -387,9 +389,13 @@ fn classify_event(
     } else {
         false
     };
-    let text = strip_leading_mention(&text, bot_user_id);
+    let media = pending_media(&event.files);
+    let mut text = strip_leading_mention(&text, bot_user_id);
     if text.is_empty() {
-        return Ok(WebhookOutcome::Ignored("message without text".to_owned()));
+        match placeholder_body(&media) {
+            Some(placeholder) => text = placeholder,
+            None => return Ok(WebhookOutcome::Ignored("message without text".to_owned())),
+        }
     }
     let chat = chat_ref(&channel, direct, Some(&thread_ts));
     Ok(WebhookOutcome::Message(ChannelMessage {
@@ -404,7 +410,32 @@ fn classify_event(
         },
         addressed_to_bot,
         ack: PlatformReply::ok(),
+        media,
     }))
+}
+
+/// The files shared with a message, fetched later from their private URL with the bot token.
+fn pending_media(files: &[SharedFile]) -> Vec<PendingMedia> {
+    files
+        .iter()
+        .map(|file| {
+            let mime = file.mimetype.clone().filter(|mime| !mime.trim().is_empty());
+            PendingMedia {
+                kind: mime
+                    .as_deref()
+                    .map_or(MediaKind::Document, MediaKind::of_mime),
+                mime,
+                name: file.name.clone(),
+                size: file.size,
+                source: MediaSource::Url(
+                    file.url_private_download
+                        .clone()
+                        .or_else(|| file.url_private.clone())
+                        .unwrap_or_default(),
+                ),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

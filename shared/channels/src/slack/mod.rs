@@ -22,8 +22,8 @@ mod inbound;
 mod sender;
 mod wire;
 
-pub use api::DEFAULT_API_BASE_URL;
-pub use config::{ConfigError, ResolvedSlack, SlackActions, SlackConfig};
+pub use api::{DEFAULT_API_BASE_URL, FILE_HOSTS, SlackMedia};
+pub use config::{ConfigError, DEFAULT_MEDIA_MAX_MB, ResolvedSlack, SlackActions, SlackConfig};
 pub use inbound::{
     CHANNEL_ID, INTERACTIVE_SUB_PATH, REPLAY_WINDOW_MS, RETRY_NUM_HEADER, SIGNATURE_HEADER,
     SlackChannel, TIMESTAMP_HEADER,

@@ -46,6 +46,24 @@ pub(super) struct MessageEvent {
     pub(super) channel: Option<String>,
     #[serde(default)]
     pub(super) channel_type: Option<String>,
+    /// Files shared with the message (subtype `file_share`).
+    #[serde(default)]
+    pub(super) files: Vec<SharedFile>,
+}
+
+/// A file on a message event (the parts of Slack's file object the download needs).
+#[derive(Debug, Deserialize)]
+pub(super) struct SharedFile {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) mimetype: Option<String>,
+    #[serde(default)]
+    pub(super) size: Option<u64>,
+    #[serde(default)]
+    pub(super) url_private_download: Option<String>,
+    #[serde(default)]
+    pub(super) url_private: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -197,3 +197,86 @@ pub async fn get_me(
             .and_then(normalise_username),
     })
 }
+
+/// The Bot API's own ceiling on a bot's downloads (`getFile` refuses bigger files).
+pub const BOT_API_DOWNLOAD_LIMIT: u64 = 20 * crate::media::MB;
+
+/// Downloads the files of Telegram messages: `getFile`, then
+/// `{apiBaseUrl}/file/bot{token}/{file_path}`.
+#[derive(Clone)]
+pub struct TelegramMedia {
+    client: reqwest::Client,
+    api_base: String,
+    token: String,
+    max_bytes: u64,
+}
+
+impl std::fmt::Debug for TelegramMedia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramMedia")
+            .field("api_base", &self.api_base)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TelegramMedia {
+    /// Downloads with the bot `token` from `api_base`, at most `max_bytes` a file.
+    pub fn new(client: reqwest::Client, api_base: &str, token: &str, max_bytes: u64) -> Self {
+        Self {
+            client,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+            max_bytes,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::media::MediaDownloader for TelegramMedia {
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    async fn download(
+        &self, media: &crate::media::PendingMedia,
+    ) -> Result<crate::media::Downloaded, crate::media::DownloadError> {
+        use crate::media::DownloadError;
+        let crate::media::MediaSource::TelegramFile(file_id) = &media.source else {
+            return Err(DownloadError::Refused("not a Telegram file".to_owned()));
+        };
+        let body = json!({ "file_id": file_id });
+        let file = match call(&self.client, &self.api_base, &self.token, "getFile", &body).await {
+            Ok(file) => file,
+            Err(ApiError::Refused { description, .. }) if description.contains("too big") => {
+                return Err(match media.size {
+                    Some(size) => DownloadError::TooLarge {
+                        size,
+                        limit: self.max_bytes.min(BOT_API_DOWNLOAD_LIMIT),
+                    },
+                    None => DownloadError::Refused(format!(
+                        "too large: Telegram lets bots download files up to {} MB only",
+                        BOT_API_DOWNLOAD_LIMIT / crate::media::MB
+                    )),
+                });
+            }
+            Err(err @ ApiError::Refused { .. }) => {
+                return Err(DownloadError::Refused(err.to_string()));
+            }
+            Err(err) => return Err(DownloadError::Transient(err.to_string())),
+        };
+        let Some(path) = file.get("file_path").and_then(Value::as_str) else {
+            return Err(DownloadError::Refused(
+                "telegram getFile gave no file_path".to_owned(),
+            ));
+        };
+        if path.is_empty() || path.contains("..") || path.starts_with('/') {
+            return Err(DownloadError::Refused(format!(
+                "telegram getFile gave an odd file_path {:?}",
+                truncate(path, 80)
+            )));
+        }
+        let url = format!("{}/file/bot{}/{path}", self.api_base, self.token);
+        crate::media::fetch_limited(self.client.get(url), self.max_bytes).await
+    }
+}

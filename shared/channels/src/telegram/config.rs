@@ -18,6 +18,9 @@ const MAX_SECRET_TOKEN_CHARS: usize = 256;
 /// Whether group messages must be addressed to the bot when `requireMention` is unset.
 pub const DEFAULT_REQUIRE_MENTION: bool = true;
 
+/// Largest inbound file stored when `mediaMaxMb` is unset (also the Bot API's own ceiling).
+pub const DEFAULT_MEDIA_MAX_MB: u64 = 20;
+
 /// Length of a generated secret token.
 const GENERATED_SECRET_CHARS: usize = 64;
 
@@ -70,6 +73,10 @@ pub struct TelegramConfig {
     /// Which `message` tool actions the agent may use on Telegram (each on unless turned off).
     #[serde(default)]
     pub actions: TelegramActions,
+    /// Largest file people send that is downloaded and stored, in MB; bigger ones reach the
+    /// agent as a note. The Bot API itself refuses downloads over 20 MB.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MEDIA_MAX_MB)))]
+    pub media_max_mb: Option<u64>,
 }
 
 /// `channels.telegram.actions`: the gates of the `message` tool's actions here. An action
@@ -113,6 +120,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("require_mention", &self.require_mention)
             .field("groups", &self.groups)
             .field("actions", &self.actions)
+            .field("media_max_mb", &self.media_max_mb)
             .finish()
     }
 }
@@ -152,6 +160,8 @@ pub struct ResolvedTelegram {
     pub require_mention: bool,
     /// The `message` tool's action gates.
     pub actions: TelegramActions,
+    /// Largest inbound file stored, in bytes (`mediaMaxMb`).
+    pub media_max_bytes: u64,
 }
 
 impl std::fmt::Debug for ResolvedTelegram {
@@ -165,6 +175,7 @@ impl std::fmt::Debug for ResolvedTelegram {
             .field("allow_from", &self.allow_from)
             .field("require_mention", &self.require_mention)
             .field("actions", &self.actions)
+            .field("media_max_bytes", &self.media_max_bytes)
             .finish()
     }
 }
@@ -222,7 +233,15 @@ impl TelegramConfig {
             }
             None => None,
         };
+        let media_max_bytes =
+            crate::media::media_max_bytes(self.media_max_mb, DEFAULT_MEDIA_MAX_MB).map_err(
+                |reason| ConfigError::Invalid {
+                    field: "mediaMaxMb",
+                    reason,
+                },
+            )?;
         Ok(ResolvedTelegram {
+            media_max_bytes,
             bot_token,
             secret_token,
             api_base_url,
@@ -250,6 +269,16 @@ impl ResolvedTelegram {
                 username: self.bot_username.clone(),
             },
             self.require_mention,
+        )
+    }
+
+    /// The downloader of the files people send this bot.
+    pub fn media(&self, client: reqwest::Client) -> super::api::TelegramMedia {
+        super::api::TelegramMedia::new(
+            client,
+            &self.api_base_url,
+            &self.bot_token,
+            self.media_max_bytes,
         )
     }
 

@@ -2,15 +2,17 @@
 //! message to answer, an approval button press, or something ignored), whether a group
 //! message is addressed to the bot, and the chat ids of private chats, groups and forum topics.
 
+use clawless_base::media::MediaKind;
 use clawless_base::session_key::ChatType;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::wire::{
-    BotIdentity, CallbackQuery, Chat, Entity, Message, ReplyTo, TOPIC_INFIX, Update,
+    BotIdentity, CallbackQuery, Chat, Entity, FileRef, Message, ReplyTo, TOPIC_INFIX, Update,
     normalise_username, truncate,
 };
+use crate::media::{MediaSource, PendingMedia, placeholder_body};
 use crate::webhook::{
     ChannelApproval, ChannelMessage, MAX_WEBHOOK_BODY_BYTES, PlatformChannel, PlatformReply,
     WebhookError, WebhookOutcome, WebhookRequest, approve_text, parse_approval_button,
@@ -110,16 +112,21 @@ impl TelegramChannel {
         if from.is_bot {
             return WebhookOutcome::Ignored("message from a bot".to_owned());
         }
+        let media = pending_media(&message);
+        let no_entities: &[Entity] = &[];
         let (text, entities) = match (&message.text, &message.caption) {
-            (Some(text), _) => (text, &message.entities),
-            (None, Some(caption)) => (caption, &message.caption_entities),
-            (None, None) => return WebhookOutcome::Ignored("message without text".to_owned()),
+            (Some(text), _) if !text.trim().is_empty() => (text.clone(), &message.entities[..]),
+            (None, Some(caption)) if !caption.trim().is_empty() => {
+                (caption.clone(), &message.caption_entities[..])
+            }
+            // A voice note, a photo without caption: the placeholder starts the turn.
+            _ => match placeholder_body(&media) {
+                Some(placeholder) => (placeholder, no_entities),
+                None => return WebhookOutcome::Ignored("message without text".to_owned()),
+            },
         };
-        if text.trim().is_empty() {
-            return WebhookOutcome::Ignored("message without text".to_owned());
-        }
         let addressed_to_bot = chat.chat_type == ChatType::Direct
-            || self.mentions_bot(text, entities)
+            || self.mentions_bot(&text, entities)
             || self.replies_to_bot(message.reply_to_message.as_deref());
         WebhookOutcome::Message(ChannelMessage {
             event_id,
@@ -128,12 +135,13 @@ impl TelegramChannel {
                 message_id: format!("{}:{}", message.chat.id, message.message_id),
                 chat,
                 sender_id: from.id.to_string(),
-                text: text.clone(),
+                text,
                 sender_is_owner: false,
                 attachments: Vec::new(),
             },
             addressed_to_bot,
             ack: PlatformReply::ok(),
+            media,
         })
     }
 
@@ -187,6 +195,49 @@ impl TelegramChannel {
                         .is_some_and(|u| u.eq_ignore_ascii_case(name))
                 }))
     }
+}
+
+/// The files of `message`: the largest size of a photo, and each of voice, audio, video,
+/// video note, document and sticker (the Bot API sends at most one of them).
+fn pending_media(message: &Message) -> Vec<PendingMedia> {
+    let pending = |file: &FileRef, kind: MediaKind, mime: Option<&str>| PendingMedia {
+        kind,
+        mime: file.mime_type.clone().or(mime.map(str::to_owned)),
+        name: file.file_name.clone(),
+        size: file.file_size,
+        source: MediaSource::TelegramFile(file.file_id.clone()),
+    };
+    let mut media = Vec::new();
+    if let Some(largest) = message
+        .photo
+        .iter()
+        .max_by_key(|size| (size.width * size.height, size.file_size.unwrap_or(0)))
+    {
+        media.push(pending(largest, MediaKind::Image, Some("image/jpeg")));
+    }
+    let files = [
+        (&message.voice, MediaKind::Audio, Some("audio/ogg")),
+        (&message.audio, MediaKind::Audio, None),
+        (&message.video, MediaKind::Video, Some("video/mp4")),
+        (&message.video_note, MediaKind::Video, Some("video/mp4")),
+        (&message.document, MediaKind::Document, None),
+    ];
+    for (file, kind, mime) in files {
+        if let Some(file) = file {
+            media.push(pending(file, kind, mime));
+        }
+    }
+    if let Some(sticker) = &message.sticker {
+        let mime = if sticker.is_animated {
+            "application/x-tgsticker"
+        } else if sticker.is_video {
+            "video/webm"
+        } else {
+            "image/webp"
+        };
+        media.push(pending(sticker, MediaKind::Sticker, Some(mime)));
+    }
+    media
 }
 
 impl PlatformChannel for TelegramChannel {

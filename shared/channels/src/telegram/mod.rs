@@ -22,10 +22,13 @@ mod inbound;
 mod sender;
 mod wire;
 
-pub use api::{ALLOWED_UPDATES, ApiError, DEFAULT_API_BASE_URL, get_me, set_webhook};
+pub use api::{
+    ALLOWED_UPDATES, ApiError, BOT_API_DOWNLOAD_LIMIT, DEFAULT_API_BASE_URL, TelegramMedia, get_me,
+    set_webhook,
+};
 pub use config::{
-    ConfigError, DEFAULT_REQUIRE_MENTION, ResolvedTelegram, TelegramActions, TelegramConfig,
-    generate_secret_token,
+    ConfigError, DEFAULT_MEDIA_MAX_MB, DEFAULT_REQUIRE_MENTION, ResolvedTelegram, TelegramActions,
+    TelegramConfig, generate_secret_token,
 };
 pub use inbound::{CHANNEL_ID, SECRET_HEADER, TelegramChannel};
 pub use sender::{MESSAGE_LIMIT, TelegramSender};

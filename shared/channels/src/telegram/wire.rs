@@ -33,6 +33,34 @@ pub(super) struct Message {
     #[serde(default)]
     pub(super) caption_entities: Vec<Entity>,
     pub(super) reply_to_message: Option<Box<ReplyTo>>,
+    /// A photo in several sizes, smallest first.
+    #[serde(default)]
+    pub(super) photo: Vec<FileRef>,
+    pub(super) voice: Option<FileRef>,
+    pub(super) audio: Option<FileRef>,
+    pub(super) video: Option<FileRef>,
+    pub(super) video_note: Option<FileRef>,
+    pub(super) document: Option<FileRef>,
+    pub(super) sticker: Option<FileRef>,
+}
+
+/// A file a message carries (`PhotoSize`, `Voice`, `Document`, …: the fields they share).
+#[derive(Debug, Deserialize)]
+pub(super) struct FileRef {
+    pub(super) file_id: String,
+    pub(super) file_size: Option<u64>,
+    pub(super) mime_type: Option<String>,
+    pub(super) file_name: Option<String>,
+    /// Photos only: the size's width and height.
+    #[serde(default)]
+    pub(super) width: u64,
+    #[serde(default)]
+    pub(super) height: u64,
+    /// Stickers only.
+    #[serde(default)]
+    pub(super) is_animated: bool,
+    #[serde(default)]
+    pub(super) is_video: bool,
 }
 
 #[derive(Debug, Deserialize)]
