@@ -223,7 +223,7 @@ fn utf16_bom(bytes: &[u8]) -> Option<Endian> {
 
 /// UTF-16 without a byte order mark, recognised by mostly-zero high bytes (Latin text).
 fn utf16_without_bom(bytes: &[u8]) -> Option<Endian> {
-    if bytes.len() < 4 || bytes.len() % 2 != 0 {
+    if bytes.len() < 4 || !bytes.len().is_multiple_of(2) {
         return None;
     }
     let pairs = bytes.len() / 2;
@@ -477,6 +477,19 @@ mod tests {
         }
         let block = file_block("invoice.pdf", "application/pdf", &pdf).expect("a block");
         assert!(block.contains("Source: External") && block.contains("Invoice 42"));
+    }
+
+    #[test]
+    fn a_cut_or_corrupted_pdf_never_panics() {
+        let pdf = pdf_with_text(&["Some text on the page"]);
+        for cut in (0..pdf.len()).step_by(7) {
+            let _ = extract("cut.pdf", "application/pdf", &pdf[..cut]);
+        }
+        for position in (0..pdf.len()).step_by(11) {
+            let mut corrupted = pdf.clone();
+            corrupted[position] ^= 0x5A;
+            let _ = file_block("bad.pdf", "application/pdf", &corrupted);
+        }
     }
 
     #[test]
