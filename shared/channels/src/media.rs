@@ -46,6 +46,8 @@ pub enum MediaSource {
     TelegramFile(String),
     /// A URL on the platform (Slack `url_private_download`, a Discord CDN URL).
     Url(String),
+    /// A Slack file id whose event carried no download URL (resolved with `files.info`).
+    SlackFile(String),
     /// The bytes themselves, sent in the webhook body (the generic channel).
     Inline(Vec<u8>),
 }
@@ -55,6 +57,7 @@ impl std::fmt::Debug for MediaSource {
         match self {
             Self::TelegramFile(id) => f.debug_tuple("TelegramFile").field(id).finish(),
             Self::Url(url) => f.debug_tuple("Url").field(url).finish(),
+            Self::SlackFile(id) => f.debug_tuple("SlackFile").field(id).finish(),
             Self::Inline(bytes) => write!(f, "Inline({} bytes)", bytes.len()),
         }
     }

@@ -36,9 +36,14 @@ struct FileServer {
 async fn file_server() -> (String, Arc<FileServer>) {
     let state = Arc::new(FileServer::default());
     let served = Arc::clone(&state);
-    let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+    let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: String| {
         let state = Arc::clone(&served);
         async move {
+            let base = headers
+                .get("host")
+                .and_then(|value| value.to_str().ok())
+                .map(|host| format!("http://{host}"))
+                .unwrap_or_default();
             let authorization = headers
                 .get("authorization")
                 .and_then(|value| value.to_str().ok())
@@ -59,6 +64,14 @@ async fn file_server() -> (String, Arc<FileServer>) {
                     ([("content-type", "image/png")], PNG.to_vec()).into_response()
                 }
                 "/busy" => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                "/files.info" if body == "file=F2" => axum::Json(json!({
+                    "ok": true,
+                    "file": {"id": "F2", "url_private_download": format!("{base}/slack/F1/photo.png")},
+                }))
+                .into_response(),
+                "/files.info" => {
+                    axum::Json(json!({"ok": false, "error": "file_not_found"})).into_response()
+                }
                 _ => StatusCode::NOT_FOUND.into_response(),
             }
         }
@@ -264,6 +277,20 @@ async fn a_slack_file_share_is_downloaded_with_the_bot_token_from_slack_only() {
     assert!(matches!(
         tiny.download(pending).await,
         Err(DownloadError::TooLarge { limit: 4, .. })
+    ));
+    // A file shared with its id only is looked up with `files.info` first.
+    let by_id = PendingMedia {
+        source: MediaSource::SlackFile("F2".to_owned()),
+        ..url_media("", None)
+    };
+    assert_eq!(media.download(&by_id).await.expect("downloaded").bytes, PNG);
+    let missing = PendingMedia {
+        source: MediaSource::SlackFile("F404".to_owned()),
+        ..url_media("", None)
+    };
+    assert!(matches!(
+        media.download(&missing).await,
+        Err(DownloadError::Refused(why)) if why.contains("file_not_found")
     ));
     // A 503 is transient (the webhook is answered 503 and retried); a 404 is for good.
     let busy = url_media(&format!("{base}/busy"), None);

@@ -274,6 +274,37 @@ impl std::fmt::Debug for SlackMedia {
 }
 
 impl SlackMedia {
+    /// The download URL of file `id`, from `files.info` (scope `files:read`).
+    async fn file_url(&self, id: &str) -> Result<String, crate::media::DownloadError> {
+        use crate::media::DownloadError;
+        let answer = call_form(
+            &self.client,
+            &self.api_base,
+            &self.token,
+            "files.info",
+            &[("file", id)],
+        )
+        .await
+        .map_err(|err| match err {
+            OutboxError::Rejected { message } => DownloadError::Refused(message),
+            // Gone for good, though not in the sender's list of permanent errors.
+            other
+                if ["file_not_found", "file_deleted"]
+                    .iter()
+                    .any(|code| other.to_string().ends_with(code)) =>
+            {
+                DownloadError::Refused(other.to_string())
+            }
+            other => DownloadError::Transient(other.to_string()),
+        })?;
+        let file = &answer["file"];
+        Ok(file["url_private_download"]
+            .as_str()
+            .or_else(|| file["url_private"].as_str())
+            .unwrap_or_default()
+            .to_owned())
+    }
+
     /// Downloads with the bot `token`, at most `max_bytes` a file.
     pub fn new(client: reqwest::Client, api_base: &str, token: &str, max_bytes: u64) -> Self {
         Self {
@@ -294,21 +325,23 @@ impl crate::media::MediaDownloader for SlackMedia {
     async fn download(
         &self, media: &crate::media::PendingMedia,
     ) -> Result<crate::media::Downloaded, crate::media::DownloadError> {
-        use crate::media::DownloadError;
-        let crate::media::MediaSource::Url(url) = &media.source else {
-            return Err(DownloadError::Refused("not a Slack file".to_owned()));
+        use crate::media::{DownloadError, MediaSource};
+        let url = match &media.source {
+            MediaSource::Url(url) => url.clone(),
+            MediaSource::SlackFile(id) => self.file_url(id).await?,
+            _ => return Err(DownloadError::Refused("not a Slack file".to_owned())),
         };
         if url.is_empty() {
             return Err(DownloadError::Refused(
                 "Slack gave no download URL for the file".to_owned(),
             ));
         }
-        if !crate::media::url_is_allowed(url, &FILE_HOSTS, Some(&self.api_base)) {
+        if !crate::media::url_is_allowed(&url, &FILE_HOSTS, Some(&self.api_base)) {
             return Err(DownloadError::Refused(
                 "the file is not on Slack's file host".to_owned(),
             ));
         }
-        let request = self.client.get(url).bearer_auth(&self.token);
+        let request = self.client.get(&url).bearer_auth(&self.token);
         crate::media::fetch_limited(request, self.max_bytes).await
     }
 }

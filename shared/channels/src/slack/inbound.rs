@@ -427,12 +427,13 @@ fn pending_media(files: &[SharedFile]) -> Vec<PendingMedia> {
                 mime,
                 name: file.name.clone(),
                 size: file.size,
-                source: MediaSource::Url(
-                    file.url_private_download
-                        .clone()
-                        .or_else(|| file.url_private.clone())
-                        .unwrap_or_default(),
-                ),
+                source: match (&file.url_private_download, &file.url_private, &file.id) {
+                    (Some(url), _, _) | (None, Some(url), _) => MediaSource::Url(url.clone()),
+                    // Slack Connect and some shares carry only the id (`file_access:
+                    // check_file_info`): `files.info` gives the URL at download time.
+                    (None, None, Some(id)) if is_slack_id(id) => MediaSource::SlackFile(id.clone()),
+                    _ => MediaSource::Url(String::new()),
+                },
             }
         })
         .collect()

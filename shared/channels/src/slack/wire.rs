@@ -55,6 +55,8 @@ pub(super) struct MessageEvent {
 #[derive(Debug, Deserialize)]
 pub(super) struct SharedFile {
     #[serde(default)]
+    pub(super) id: Option<String>,
+    #[serde(default)]
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) mimetype: Option<String>,
