@@ -178,6 +178,9 @@ pub struct Step {
 }
 
 /// What a step records.
+// The inbound step is the largest; steps live one per record in storage and a few hundred in
+// memory at most, so boxing it would buy nothing but indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum StepBody {
