@@ -42,6 +42,7 @@ pub struct AudioConfig {
     /// The spoken language as an ISO-639-1 code (`en`, `de`), a hint for the model. Unset:
     /// detected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub language: Option<String>,
     /// How long one transcription request may take, in seconds. Default 60.
     #[serde(default, skip_serializing_if = "Option::is_none")]
