@@ -59,6 +59,7 @@ mod handlers;
 mod heartbeat;
 mod prepare;
 mod prompt_fit;
+mod reply_media;
 mod sandbox;
 mod stop;
 mod subagents;

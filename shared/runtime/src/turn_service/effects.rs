@@ -274,6 +274,7 @@ impl TurnService {
     async fn send_reply(
         &self, run: &mut EventRun<'_>, reply: &OutboundReply,
     ) -> Result<(), TurnError> {
+        let reply = &self.with_reply_media(run, reply).await?;
         let delivered = self.deliver(reply).await?;
         let now = self.deps.clock.now_ms();
         match delivered {
