@@ -120,7 +120,7 @@ pub struct Downloaded {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DownloadError {
     /// Bigger than the channel takes (`size` is as far as it is known).
-    #[error("too large: {} over the {} MB limit", describe_size(*size), limit / MB)]
+    #[error("too large: {} over the {} limit", describe_size(*size), describe_size(*limit))]
     TooLarge {
         /// The file's size in bytes (announced, or read so far).
         size: u64,
@@ -135,6 +135,8 @@ pub enum DownloadError {
     Transient(String),
 }
 
+/// `31 MB` (whole MB, rounded up, so a file just over a limit never reads as equal to it),
+/// or bytes below one MB.
 fn describe_size(bytes: u64) -> String {
     if bytes >= MB {
         format!("{} MB", bytes.div_ceil(MB))
@@ -495,9 +497,29 @@ mod tests {
         assert_eq!(attachments[0].blob_key, None);
         assert_eq!(
             attachments[0].skipped.as_deref(),
-            Some("too large: 31 MB over the 0 MB limit")
+            Some("too large: 31 MB over the 4 bytes limit")
         );
         assert!(store.list("", 10).await.unwrap().objects.is_empty());
+    }
+
+    #[test]
+    fn too_large_reads_in_whole_mb_rounded_up() {
+        let err = DownloadError::TooLarge {
+            size: 31 * MB,
+            limit: 20 * MB,
+        };
+        assert_eq!(err.to_string(), "too large: 31 MB over the 20 MB limit");
+        let just_over = DownloadError::TooLarge {
+            size: 20 * MB + 1,
+            limit: 20 * MB,
+        };
+        assert_eq!(
+            just_over.to_string(),
+            "too large: 21 MB over the 20 MB limit"
+        );
+        assert_eq!(media_max_bytes(None, 20), Ok(20 * MB));
+        assert!(media_max_bytes(Some(0), 20).is_err());
+        assert!(media_max_bytes(Some(MAX_MEDIA_MAX_MB + 1), 20).is_err());
     }
 
     #[test]
