@@ -58,19 +58,19 @@ pub fn extract(name: &str, mime: &str, bytes: &[u8]) -> Extracted {
     let extension = name
         .rsplit_once('.')
         .map(|(_, ext)| ext.trim().to_ascii_lowercase());
-    if mime == "application/pdf"
+    let text_extension = extension
+        .as_deref()
+        .is_some_and(|ext| TEXT_EXTENSIONS.contains(&ext));
+    let pdf = mime == "application/pdf"
         || extension.as_deref() == Some("pdf")
-        || bytes.starts_with(b"%PDF-")
-    {
+        || (!text_extension && bytes.starts_with(b"%PDF-"));
+    if pdf {
         return pdf_text(bytes);
     }
     let media = ["image/", "audio/", "video/"]
         .iter()
         .any(|top| mime.starts_with(top));
-    let text = if extension
-        .as_deref()
-        .is_some_and(|ext| TEXT_EXTENSIONS.contains(&ext))
-    {
+    let text = if text_extension {
         Some(decode_lossy(bytes))
     } else if media {
         None
@@ -355,6 +355,26 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn a_text_file_that_starts_like_a_pdf_is_still_text() {
+        assert_eq!(
+            extract("notes.md", "text/markdown", b"%PDF-1.4 is a header"),
+            Extracted::Text {
+                text: "%PDF-1.4 is a header".to_owned(),
+                truncated: false
+            }
+        );
+        // Without a name, the header decides.
+        assert_eq!(
+            extract(
+                "upload",
+                "application/octet-stream",
+                b"%PDF-1.4\nnot really"
+            ),
+            Extracted::PdfWithoutText
+        );
     }
 
     #[test]
