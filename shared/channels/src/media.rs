@@ -379,8 +379,15 @@ impl PlatformChannel for WithMedia {
 pub async fn fetch_limited(
     request: reqwest::RequestBuilder, max_bytes: u64,
 ) -> Result<Downloaded, DownloadError> {
+    fetch_limited_within(request, max_bytes, DOWNLOAD_TIMEOUT).await
+}
+
+/// [`fetch_limited`] with the whole download bounded by `timeout`.
+pub async fn fetch_limited_within(
+    request: reqwest::RequestBuilder, max_bytes: u64, timeout: Duration,
+) -> Result<Downloaded, DownloadError> {
     let mut response = request
-        .timeout(DOWNLOAD_TIMEOUT)
+        .timeout(timeout)
         .send()
         .await
         .map_err(|err| DownloadError::Transient(err.without_url().to_string()))?;

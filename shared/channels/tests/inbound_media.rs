@@ -368,6 +368,11 @@ async fn a_discord_attachment_is_reported_and_fetched_from_the_cdn_only() {
     let media = DiscordMedia::new(reqwest::Client::new(), &base, 100 * MB);
     let downloaded = media.download(pending).await.expect("downloaded");
     assert_eq!(downloaded.bytes, PNG);
+    // Discord never resends a command: a server error skips the file instead of failing it.
+    assert!(matches!(
+        media.download(&url_media(&format!("{base}/busy"), None)).await,
+        Err(DownloadError::Refused(why)) if why.contains("503")
+    ));
     // Only Discord's CDN hosts, over https.
     let cdn = DiscordMedia::new(reqwest::Client::new(), "https://discord.com/api/v10", MB);
     for refused in [

@@ -255,9 +255,17 @@ pub(super) fn status_error(
 /// Where Discord serves uploaded files.
 pub const CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.discordapp.net"];
 
+/// How long the files of one command may take to download: Discord wants the interaction
+/// answered within 3 seconds, and the answer goes only once they are stored.
+pub(super) const DOWNLOAD_BUDGET: Duration = Duration::from_millis(2_000);
+
 /// Downloads the files people upload with commands, from Discord's CDN only (or the
 /// configured API base's origin, for a proxy or a test): the URL comes in the interaction, so
 /// no other address is fetched.
+///
+/// Discord never redelivers an interaction, so a download that fails or takes longer than
+/// [`DOWNLOAD_BUDGET`] is skipped with the reason rather than answered 503: the command still
+/// reaches the agent.
 #[derive(Debug, Clone)]
 pub struct DiscordMedia {
     client: reqwest::Client,
@@ -296,6 +304,17 @@ impl crate::media::MediaDownloader for DiscordMedia {
                 "the attachment is not on Discord's CDN".to_owned(),
             ));
         }
-        crate::media::fetch_limited(self.client.get(url), self.max_bytes).await
+        let fetched = crate::media::fetch_limited_within(
+            self.client.get(url),
+            self.max_bytes,
+            DOWNLOAD_BUDGET,
+        )
+        .await;
+        fetched.map_err(|err| match err {
+            DownloadError::Transient(reason) => DownloadError::Refused(format!(
+                "download failed ({reason}); Discord does not resend a command"
+            )),
+            other => other,
+        })
     }
 }
