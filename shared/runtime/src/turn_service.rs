@@ -58,6 +58,7 @@ mod effects;
 mod handlers;
 mod heartbeat;
 mod prepare;
+mod media;
 mod prompt_fit;
 mod reply_media;
 mod sandbox;
@@ -253,6 +254,8 @@ pub struct TurnService {
     /// (images shown to the model), and tools' caches that outlive an invocation
     /// (`web_search`'s results). `None`: neither.
     pub(crate) blobs: Option<Arc<dyn ObjectStore>>,
+    /// Voice-note transcription as `tools.media.audio` says, built on first use.
+    transcriber: std::sync::OnceLock<Option<crate::media::transcribe::Transcriber>>,
     /// The values fetched for `secrets:`, looked up (before the environment) for the `…Env`
     /// keys the turn service reads itself (`cron.webhookTokenEnv`).
     secrets: crate::secrets::SecretValues,
@@ -350,6 +353,7 @@ impl TurnService {
             subagent_timers: None,
             session_lister: None,
             blobs: None,
+            transcriber: std::sync::OnceLock::new(),
             secrets: crate::secrets::SecretValues::default(),
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),

@@ -125,6 +125,17 @@ impl TurnService {
     async fn prepare_inbound(
         &self, agent_id: &str, message: &InboundMessage, state: &SessionState, scope: &NodeScope,
     ) -> Result<Option<Incoming>, TurnError> {
+        // Attachments first: a voice note's transcript may be a command.
+        let understood = self.understand_media(message, state).await;
+        let spoken_command = InboundMessage {
+            text: understood.command_text.clone(),
+            ..understood.message.clone()
+        };
+        let message = if spoken_command.text.trim_start().starts_with('/') {
+            &spoken_command
+        } else {
+            &understood.message
+        };
         if let Some(command) = self.session_command(agent_id, message, state).await? {
             return Ok(command);
         }
@@ -174,6 +185,7 @@ impl TurnService {
                 }
                 ChatInput::Message(mut prepared) => {
                     prepared.reset = self.automatic_reset(state, message);
+                    prepared.images = understood.images;
                     Incoming::Message(prepared)
                 }
             },

@@ -1,0 +1,197 @@
+//! What the model reads of a message's attachments (spec `openclaw-tools.md` §3.1–3.4):
+//! voice notes and audio transcribed into its text (a spoken `/command` works), text files
+//! and PDFs read into it, fenced as untrusted content, and the media note naming what was
+//! stored or skipped; images go to a model that sees them as images (their blob keys ride on
+//! the inbound step, `context_keeper.rs` loads them), and are only named for one that does
+//! not. Nothing here blocks a reply: an attachment that cannot be read or transcribed is
+//! named in the note and the turn goes on.
+
+use clawless_base::media::{Attachment, MediaKind};
+use clawless_core::turn::events::InboundMessage;
+use clawless_core::turn::state::SessionState;
+
+use super::TurnService;
+use crate::media::files::{MAX_FILE_BYTES, file_block};
+use crate::media::note::{Capability, Understanding, media_note, understanding_body};
+use crate::media::transcribe::Transcriber;
+
+/// A message as the model reads it, and the images it is shown.
+pub(super) struct UnderstoodMessage {
+    /// The message, its text rewritten (transcripts, files, the media note).
+    pub message: InboundMessage,
+    /// What a command is read from: the caption, else a voice note's transcript.
+    pub command_text: String,
+    /// Blob keys of the images shown to a model that sees images.
+    pub images: Vec<String>,
+}
+
+impl TurnService {
+    /// `message` with its attachments understood.
+    pub(super) async fn understand_media(
+        &self, message: &InboundMessage, state: &SessionState,
+    ) -> UnderstoodMessage {
+        let mut understood = UnderstoodMessage {
+            message: message.clone(),
+            command_text: message.text.clone(),
+            images: Vec::new(),
+        };
+        if message.attachments.is_empty() {
+            return understood;
+        }
+        let sees_images = self.model(state).sees_images();
+        let mut transcribed = Vec::new();
+        let mut outputs = Vec::new();
+        let mut files = Vec::new();
+        for (index, attachment) in message.attachments.iter().enumerate() {
+            let Some(key) = &attachment.blob_key else {
+                continue;
+            };
+            match attachment.kind {
+                MediaKind::Image | MediaKind::Sticker if sees_images => {
+                    understood.images.push(key.clone());
+                }
+                MediaKind::Audio => {
+                    if let Some(transcript) = self.transcribe(attachment, key).await {
+                        transcribed.push(index);
+                        outputs.push(Understanding {
+                            capability: Capability::Audio,
+                            text: transcript,
+                        });
+                    }
+                }
+                MediaKind::Document => {
+                    if let Some(block) = self.read_file(attachment, key).await {
+                        files.push(block);
+                    }
+                }
+                MediaKind::Image | MediaKind::Sticker | MediaKind::Video => {}
+            }
+        }
+        let caption = without_placeholders(&message.text);
+        if caption.is_empty()
+            && let [only] = outputs.as_slice()
+        {
+            understood.command_text = only.text.trim().to_owned();
+        }
+        let mut text =
+            understanding_body(&message.text, &outputs).unwrap_or_else(|| message.text.clone());
+        if let Some(note) = media_note(&message.attachments, &transcribed) {
+            text = join_blocks(&text, &note);
+        }
+        for file in files {
+            text = join_blocks(&text, &file);
+        }
+        understood.message.text = text;
+        understood
+    }
+
+    /// The transcript of an audio attachment, `None` when there is no transcriber or it
+    /// failed (logged; the note names the file).
+    async fn transcribe(&self, attachment: &Attachment, key: &str) -> Option<String> {
+        let transcriber = self.transcriber()?;
+        let bytes = self.stored(key, transcriber_limit()).await?;
+        let name = attachment.name.as_deref().unwrap_or("voice.ogg");
+        match transcriber.transcribe(&bytes, &attachment.mime, name).await {
+            Ok(transcript) => {
+                tracing::info!(provider = %transcript.provider, model = %transcript.model, "audio transcribed");
+                Some(transcript.text)
+            }
+            Err(error) => {
+                tracing::warn!(%error, %key, "audio not transcribed");
+                None
+            }
+        }
+    }
+
+    /// A stored file's text as the model reads it, `None` when it is not text.
+    async fn read_file(&self, attachment: &Attachment, key: &str) -> Option<String> {
+        let bytes = self.stored(key, MAX_FILE_BYTES as u64 + 1).await?;
+        let name = attachment.name.as_deref().unwrap_or("file");
+        file_block(name, &attachment.mime, &bytes)
+    }
+
+    /// An attachment's bytes from the blob store, `None` (logged) when unreadable.
+    async fn stored(&self, key: &str, max_bytes: u64) -> Option<Vec<u8>> {
+        let blobs = self.blobs.as_ref()?;
+        match blobs.get(key, max_bytes).await {
+            Ok(Some(object)) => Some(object.bytes),
+            Ok(None) => {
+                tracing::warn!(%key, "stored attachment is gone");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%key, %error, "stored attachment unreadable");
+                None
+            }
+        }
+    }
+
+    /// The transcriber `tools.media.audio` describes, built once; `None` when transcription
+    /// is off or no model is available.
+    fn transcriber(&self) -> Option<&Transcriber> {
+        self.transcriber
+            .get_or_init(|| {
+                let http = clawless_http::client_builder().build().ok()?;
+                let secrets = self.secrets.clone();
+                let lookup = move |name: &str| secrets.lookup(name);
+                Transcriber::from_config(
+                    http,
+                    &self.config().tools.media.audio,
+                    &self.config().models,
+                    &lookup,
+                )
+                .inspect_err(|error| tracing::warn!(%error, "no audio transcription"))
+                .ok()
+                .flatten()
+            })
+            .as_ref()
+    }
+}
+
+/// Audio read for a transcription: past the transcriber's own limit it refuses the file.
+fn transcriber_limit() -> u64 {
+    100 * 1024 * 1024
+}
+
+/// `text` without media placeholders (`<media:audio>`), trimmed: what the user wrote.
+fn without_placeholders(text: &str) -> String {
+    let mut rest = text.to_owned();
+    for kind in [
+        MediaKind::Image,
+        MediaKind::Audio,
+        MediaKind::Video,
+        MediaKind::Document,
+        MediaKind::Sticker,
+    ] {
+        rest = rest.replace(kind.placeholder(), "");
+    }
+    rest.trim().to_owned()
+}
+
+/// `first` and `second` as two paragraphs (just `second` when `first` is blank).
+fn join_blocks(first: &str, second: &str) -> String {
+    if first.trim().is_empty() {
+        second.to_owned()
+    } else {
+        format!("{first}\n\n{second}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_not_what_the_user_wrote() {
+        assert_eq!(without_placeholders("<media:audio>"), "");
+        assert_eq!(
+            without_placeholders(" <media:image> look at this "),
+            "look at this"
+        );
+        assert_eq!(
+            join_blocks("", "[media attached: x]"),
+            "[media attached: x]"
+        );
+        assert_eq!(join_blocks("hi", "note"), "hi\n\nnote");
+    }
+}

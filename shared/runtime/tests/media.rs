@@ -1,0 +1,198 @@
+//! Media end to end through `clawless local`, with a scripted model (Anthropic format) and a
+//! stand-in of the OpenAI transcription endpoint on the same scripted server: a photo with a
+//! caption reaches the model as an image block; a voice note without text is transcribed and
+//! answered; a text file's content reaches the model fenced as untrusted; a reply's `MEDIA:`
+//! line reaches the chat with the file. Everything but the model is the real system:
+//! the signed webhook, the blob store, the turn queue, the turn engine, the reply sender.
+
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use clawless_channels::sign;
+use clawless_llm::testing::{ScriptedReply, ScriptedServer};
+use clawless_runtime::ClawlessConfig;
+use clawless_runtime::local_mode::{LocalOptions, RunningLocal, start_local};
+use serde_json::{Value, json};
+use support::{Fixture, ReplyReceiver, SECRET, anthropic_text};
+
+const MESSAGES: &str = "/v1/messages";
+const TRANSCRIPTIONS: &str = "/v1/audio/transcriptions";
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0,
+    0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+];
+
+async fn start(
+    fixture: &Fixture, model: &ScriptedServer, receiver: &ReplyReceiver,
+) -> RunningLocal {
+    let yaml = fixture
+        .config_yaml(&model.base_url(), &receiver.url)
+        .replace("    secret:", "    owners: [user-1]\n    secret:")
+        .replace(
+            "  providers:\n",
+            &format!(
+                "  providers:\n    openai:\n      apiKey: test-openai\n      baseUrl: {}/v1\n",
+                model.base_url()
+            ),
+        );
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let built = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+    start_local(LocalOptions {
+        config,
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model: built,
+        secrets: Default::default(),
+    })
+    .await
+    .expect("test fixture")
+}
+
+async fn send(running: &RunningLocal, id: &str, text: &str, attachments: Value) {
+    let body = serde_json::to_vec(&json!({
+        "message_id": id, "chat_id": "chat-1", "sender_id": "user-1",
+        "text": text, "chat_type": "direct", "attachments": attachments
+    }))
+    .expect("test fixture");
+    let status = reqwest::Client::new()
+        .post(format!("http://{}/webhook/generic", running.addr))
+        .header("content-type", "application/json")
+        .header("x-clawless-signature", sign(SECRET.as_bytes(), &body))
+        .body(body)
+        .send()
+        .await
+        .expect("test fixture")
+        .status();
+    assert_eq!(status.as_u16(), 202, "{id}");
+}
+
+/// The content blocks of the last user message of model request `index`.
+fn user_blocks(model: &ScriptedServer, index: usize) -> Vec<Value> {
+    let requests = model.requests_to(MESSAGES);
+    let messages = requests[index].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let user = messages
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .cloned()
+        .unwrap_or(Value::Null);
+    match &user["content"] {
+        Value::Array(blocks) => blocks.clone(),
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    }
+}
+
+fn text_of(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn photos_voice_notes_files_and_media_lines_travel_both_ways() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path().join("workspace/chart.png"), PNG).expect("test fixture");
+    let model = ScriptedServer::start().await;
+    model.push(MESSAGES, ScriptedReply::json(anthropic_text("A receipt.")));
+    model.push(
+        TRANSCRIPTIONS,
+        ScriptedReply::json(json!({"text": "remind me to buy milk"})),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Noted: milk.")),
+    );
+    model.push(MESSAGES, ScriptedReply::json(anthropic_text("Two rows.")));
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Here is the chart.\nMEDIA:chart.png")),
+    );
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model, &receiver).await;
+
+    // A photo with a caption: an image block after the caption.
+    send(
+        &running,
+        "m-1",
+        "what is this?",
+        json!([{"name": "receipt.png", "mime": "image/png", "data": STANDARD.encode(PNG)}]),
+    )
+    .await;
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    let blocks = user_blocks(&model, 0);
+    let image = blocks
+        .iter()
+        .find(|block| block["type"] == "image")
+        .unwrap_or_else(|| panic!("no image block: {blocks:?}"));
+    assert_eq!(image["source"]["media_type"], "image/png");
+    assert_eq!(image["source"]["data"], STANDARD.encode(PNG));
+    let text = text_of(&blocks);
+    assert!(text.contains("what is this?"), "{text}");
+    assert!(text.contains("[media attached: "), "{text}");
+
+    // A voice note without text: transcribed, and answered from the transcript.
+    let voice = vec![b'O'; 2048];
+    send(
+        &running,
+        "m-2",
+        "",
+        json!([{"name": "voice.ogg", "mime": "audio/ogg", "data": STANDARD.encode(&voice)}]),
+    )
+    .await;
+    receiver.wait_for(2, Duration::from_secs(20)).await;
+    let transcription = &model.requests_to(TRANSCRIPTIONS)[0];
+    assert_eq!(
+        transcription.header("authorization"),
+        Some("Bearer test-openai")
+    );
+    let text = text_of(&user_blocks(&model, 1));
+    assert!(
+        text.contains("Transcript:\nremind me to buy milk"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("voice.ogg"),
+        "a transcribed note is not listed: {text}"
+    );
+
+    // A text file: its content, fenced as untrusted.
+    send(
+        &running,
+        "m-3",
+        "sum these",
+        json!([{"name": "rows.csv", "mime": "text/csv", "data": STANDARD.encode("a,1\nb,2\n")}]),
+    )
+    .await;
+    receiver.wait_for(3, Duration::from_secs(20)).await;
+    let text = text_of(&user_blocks(&model, 2));
+    assert!(text.contains("<file name=\"rows.csv\""), "{text}");
+    assert!(
+        text.contains("<<<EXTERNAL_UNTRUSTED_CONTENT id=\""),
+        "{text}"
+    );
+    assert!(text.contains("a,1\nb,2"), "{text}");
+
+    // A reply with a MEDIA: line: the file goes with it, the line does not.
+    send(&running, "m-4", "draw me the chart", json!([])).await;
+    let posted = receiver.wait_for(4, Duration::from_secs(20)).await;
+    let last = &posted[3].body;
+    assert_eq!(last["text"], "Here is the chart.");
+    assert_eq!(last["attachments"][0]["name"], "chart.png");
+    assert_eq!(last["attachments"][0]["mime"], "image/png");
+    assert_eq!(last["attachments"][0]["data"], STANDARD.encode(PNG));
+    running.stop().await;
+}
