@@ -1,19 +1,21 @@
 //! Stored images as a model is shown them: the blob-store bytes an inbound photo left, checked
 //! to be an image a provider takes (PNG, JPEG, GIF, WebP, by their magic bytes, never by a
-//! name or a claimed type) and within the size a request carries.
+//! name or a claimed type), and scaled down to the configured size.
 
 use clawless_base::media::ImageInput;
 
 /// Largest stored image read for a model request.
 pub(crate) const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
-/// `bytes` as an image for a model request; `Err` says why it cannot be shown.
-pub(crate) fn model_image(bytes: &[u8]) -> Result<ImageInput, String> {
+/// `bytes` as an image for a model request, scaled down to fit `max_px` × `max_px`; `Err`
+/// says why it cannot be shown.
+pub(crate) fn model_image(bytes: &[u8], max_px: u32) -> Result<ImageInput, String> {
     let media_type = image_type(bytes).ok_or("not a PNG, JPEG, GIF or WebP image")?;
-    Ok(ImageInput {
+    let image = ImageInput {
         media_type: media_type.to_owned(),
         data: bytes.to_vec(),
-    })
+    };
+    crate::media::resize::fit_image(image, max_px).map_err(|error| error.to_string())
 }
 
 /// The media type of an image, from its first bytes.
@@ -43,8 +45,8 @@ mod tests {
         assert_eq!(image_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
         assert_eq!(image_type(b"%PDF-1.7"), None);
         assert_eq!(image_type(b""), None);
-        assert!(model_image(b"<svg/>").is_err());
-        let png = model_image(b"\x89PNG\r\n\x1a\n").expect("a png");
-        assert_eq!(png.media_type, "image/png");
+        assert!(model_image(b"<svg/>", 1200).is_err());
+        // A PNG signature with nothing after it is not an image the model can take.
+        assert!(model_image(b"\x89PNG\r\n\x1a\n", 1200).is_err());
     }
 }

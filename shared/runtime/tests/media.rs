@@ -196,3 +196,38 @@ async fn photos_voice_notes_files_and_media_lines_travel_both_ways() {
     assert_eq!(last["attachments"][0]["data"], STANDARD.encode(PNG));
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_photo_is_scaled_down_before_the_model_sees_it() {
+    let fixture = Fixture::new();
+    let model = ScriptedServer::start().await;
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("A wide photo.")),
+    );
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model, &receiver).await;
+    let mut wide = std::io::Cursor::new(Vec::new());
+    image::RgbImage::new(2400, 600)
+        .write_to(&mut wide, image::ImageFormat::Png)
+        .expect("test fixture");
+    send(
+        &running,
+        "m-1",
+        "",
+        json!([{"name": "wide.png", "mime": "image/png", "data": STANDARD.encode(wide.get_ref())}]),
+    )
+    .await;
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    let blocks = user_blocks(&model, 0);
+    let image = blocks
+        .iter()
+        .find(|block| block["type"] == "image")
+        .unwrap_or_else(|| panic!("no image block: {blocks:?}"));
+    let data = STANDARD
+        .decode(image["source"]["data"].as_str().expect("base64"))
+        .expect("base64");
+    let shown = image::load_from_memory(&data).expect("an image");
+    assert_eq!((shown.width(), shown.height()), (1200, 300));
+    running.stop().await;
+}

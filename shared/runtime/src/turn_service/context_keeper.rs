@@ -169,8 +169,9 @@ impl TurnService {
         shorten_oversized_results(&pruned.unwrap_or(repaired), budget.window as usize)
     }
 
-    /// The current turn's images, for a model that sees them: read from the blob store and
-    /// shown with the turn's own user message (the last one in `messages`). An image that
+    /// The current turn's images, for a model that sees them: read from the blob store,
+    /// scaled down to `agents.defaults.imageMaxDimensionPx`, and shown with the turn's own
+    /// user message (the last one in `messages`). An image that
     /// cannot be read is left out and logged; the message's media note still names it.
     async fn turn_images(&self, state: &SessionState, messages: &[Message]) -> Vec<UserImages> {
         let keys = match state.current_turn_steps().first().map(|step| &step.body) {
@@ -189,10 +190,11 @@ impl TurnService {
         else {
             return Vec::new();
         };
+        let max_px = self.config().agents.defaults.image_max_dimension_px();
         let mut images = Vec::new();
         for key in keys {
             match blobs.get(key, crate::media_input::MAX_IMAGE_BYTES).await {
-                Ok(Some(object)) => match crate::media_input::model_image(&object.bytes) {
+                Ok(Some(object)) => match crate::media_input::model_image(&object.bytes, max_px) {
                     Ok(image) => images.push(image),
                     Err(reason) => tracing::warn!(%key, %reason, "image not shown to the model"),
                 },
