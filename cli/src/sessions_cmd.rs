@@ -601,6 +601,7 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 heartbeat,
                 heartbeat_delivery,
                 compact,
+                images,
             } => {
                 cron_turn =
                     sender_id == CRON_SENDER_ID || message_id.starts_with("heartbeat:cron:");
@@ -626,6 +627,9 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                     (false, None) => "USER",
                 };
                 push_line!(out, "{what} {sender_id} (message {message_id})");
+                for image in images {
+                    push_line!(out, "  image shown to the model: {image}");
+                }
                 if let Some(delivery) = heartbeat_delivery
                     .as_ref()
                     .filter(|_| (!cron_turn || *heartbeat) && !subagent_turn)

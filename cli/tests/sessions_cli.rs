@@ -178,7 +178,7 @@ fn commit(big_result: &str) -> SessionCommit {
                 dispatch: None,
                 heartbeat: false,
                 heartbeat_delivery: None,
-                compact: None,
+                compact: None, images: Vec::new(), 
             },
         ),
         step(2, T0 + 1_000, assistant_calling("call_df", "df -h")),
@@ -480,7 +480,7 @@ fn two_generations() -> SessionCommit {
         dispatch: None,
         heartbeat: false,
         heartbeat_delivery: None,
-        compact: None,
+        compact: None, images: Vec::new(), 
     };
     let next = commit.steps.len() as u64 + 1;
     commit.steps.extend([
@@ -607,7 +607,7 @@ async fn show_marks_a_sub_agent_result_the_chat_refused_and_a_waiting_send() {
                 dispatch: None,
                 heartbeat: false,
                 heartbeat_delivery: None,
-                compact: None,
+                compact: None, images: Vec::new(), 
             },
         ),
         step(
