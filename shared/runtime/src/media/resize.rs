@@ -154,6 +154,18 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_is_read_from_agents_defaults() {
+        let set: crate::config::AgentDefaults =
+            serde_yaml::from_str("imageMaxDimensionPx: 800\n").expect("parses");
+        assert_eq!(set.image_max_dimension_px(), 800);
+        let unset: crate::config::AgentDefaults = serde_yaml::from_str("{}").expect("parses");
+        assert_eq!(
+            unset.image_max_dimension_px(),
+            DEFAULT_IMAGE_MAX_DIMENSION_PX
+        );
+    }
+
+    #[test]
     fn an_undecodable_image_is_an_error() {
         for data in [
             b"not an image at all".to_vec(),
