@@ -160,6 +160,7 @@ fn session_meta() -> SessionMeta {
         loaded_tools: Default::default(),
         stopped_at_ms: None,
         message_sends: Vec::new(),
+        last_media: None,
     }
 }
 
@@ -178,7 +179,8 @@ fn commit(big_result: &str) -> SessionCommit {
                 dispatch: None,
                 heartbeat: false,
                 heartbeat_delivery: None,
-                compact: None, images: Vec::new(), 
+                compact: None,
+                images: Vec::new(),
             },
         ),
         step(2, T0 + 1_000, assistant_calling("call_df", "df -h")),
@@ -480,7 +482,8 @@ fn two_generations() -> SessionCommit {
         dispatch: None,
         heartbeat: false,
         heartbeat_delivery: None,
-        compact: None, images: Vec::new(), 
+        compact: None,
+        images: Vec::new(),
     };
     let next = commit.steps.len() as u64 + 1;
     commit.steps.extend([
@@ -607,7 +610,8 @@ async fn show_marks_a_sub_agent_result_the_chat_refused_and_a_waiting_send() {
                 dispatch: None,
                 heartbeat: false,
                 heartbeat_delivery: None,
-                compact: None, images: Vec::new(), 
+                compact: None,
+                images: Vec::new(),
             },
         ),
         step(

@@ -1102,6 +1102,7 @@ impl TurnService {
                 .last_reset
                 .as_ref()
                 .map(|reset| format!("{} at {}", reset.reason.as_str(), rfc3339(reset.at_ms))),
+            media: state.meta.last_media.clone(),
         }
     }
 }

@@ -194,6 +194,12 @@ async fn photos_voice_notes_files_and_media_lines_travel_both_ways() {
     assert_eq!(last["attachments"][0]["name"], "chart.png");
     assert_eq!(last["attachments"][0]["mime"], "image/png");
     assert_eq!(last["attachments"][0]["data"], STANDARD.encode(PNG));
+
+    // /status says what was done with the last attachments.
+    send(&running, "m-5", "/status", json!([])).await;
+    let posted = receiver.wait_for(5, Duration::from_secs(20)).await;
+    let status = posted[4].body["text"].as_str().unwrap_or_default();
+    assert!(status.contains("📎 Media: file read"), "{status}");
     running.stop().await;
 }
 

@@ -112,6 +112,9 @@ pub struct SessionFacts {
     pub session_age: String,
     /// The reset that began the current generation (`/new at 2026-…Z`), if any.
     pub last_reset: Option<String>,
+    /// What was done with the last message's attachments (`image shown · audio ok
+    /// (openai/gpt-4o-mini-transcribe)`), if it had any.
+    pub media: Option<String>,
 }
 
 /// A fetched web page.

@@ -71,6 +71,9 @@ pub fn render_status(facts: &SessionFacts) -> String {
         );
     }
     push("Sandbox", &facts.sandbox);
+    if let Some(media) = &facts.media {
+        push("📎 Media", media);
+    }
     push("Session age", &facts.session_age);
     push(
         "Last reset",
@@ -123,6 +126,7 @@ mod tests {
                 compactions: 2,
                 session_age: "3d 4h".to_owned(),
                 last_reset: Some("new at 2025-05-29T08:00:00Z".to_owned()),
+                media: Some("image shown · audio ok (openai/gpt-4o-mini-transcribe)".to_owned()),
             },
             sandbox: None,
         };
@@ -133,7 +137,8 @@ mod tests {
                 "📊 Session status\nSession: agent:main:telegram:dm:42 (id s-1)\nAgent: main\n\
                  Model: anthropic/claude-sonnet-4-5\nChannel: telegram\nTranscript steps: 12\n\
                  Model calls this turn: 3\nTokens: 1200 in / 340 out\n\
-                 Context: Context 12k/200k (6%) · Compactions: 2\nSandbox: off\nSession age: 3d 4h\n\
+                 Context: Context 12k/200k (6%) · Compactions: 2\nSandbox: off\n\
+                 📎 Media: image shown · audio ok (openai/gpt-4o-mini-transcribe)\nSession age: 3d 4h\n\
                  Last reset: new at 2025-05-29T08:00:00Z\nTime zone: Europe/Berlin\n\
                  Current time (UTC): 2025-06-01T12:00:00Z"
             )

@@ -846,6 +846,9 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
         }
     }
     state.meta.sender_is_owner = message.message.sender_is_owner;
+    if message.media_summary.is_some() {
+        state.meta.last_media = message.media_summary;
+    }
     state.push(
         StepBody::Inbound {
             message_id: message.message.message_id,

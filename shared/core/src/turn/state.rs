@@ -56,6 +56,9 @@ pub struct PreparedMessage {
     /// images); the text already carries the media note.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// What was done with the message's attachments, for `/status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_summary: Option<String>,
 }
 
 impl PreparedMessage {
@@ -70,6 +73,7 @@ impl PreparedMessage {
             reset: None,
             compact: None,
             images: Vec::new(),
+            media_summary: None,
         }
     }
 }
@@ -446,6 +450,9 @@ pub struct SessionMeta {
     /// short form): from then on its requests carry the full schema.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub loaded_tools: std::collections::BTreeSet<String>,
+    /// What was done with the attachments of the last message that had any (`/status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_media: Option<String>,
     /// When `/stop` was last asked for (epoch ms): a process still running a turn that began
     /// before it stops at its next commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -601,6 +608,7 @@ impl SessionState {
                 children: Vec::new(),
                 a2a_steps: Vec::new(),
                 loaded_tools: std::collections::BTreeSet::new(),
+                last_media: None,
                 stopped_at_ms: None,
                 message_sends: Vec::new(),
             },

@@ -170,7 +170,8 @@ mod tests {
             dispatch: None,
             heartbeat: false,
             heartbeat_delivery: None,
-            compact: None, images: Vec::new(), 
+            compact: None,
+            images: Vec::new(),
         }
     }
 

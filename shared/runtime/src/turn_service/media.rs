@@ -23,6 +23,8 @@ pub(super) struct UnderstoodMessage {
     pub command_text: String,
     /// Blob keys of the images shown to a model that sees images.
     pub images: Vec<String>,
+    /// What was done with each attachment, for `/status` (`None` without attachments).
+    pub summary: Option<String>,
 }
 
 impl TurnService {
@@ -34,6 +36,7 @@ impl TurnService {
             message: message.clone(),
             command_text: message.text.clone(),
             images: Vec::new(),
+            summary: None,
         };
         if message.attachments.is_empty() {
             return understood;
@@ -42,31 +45,44 @@ impl TurnService {
         let mut transcribed = Vec::new();
         let mut outputs = Vec::new();
         let mut files = Vec::new();
+        let mut done = Vec::new();
         for (index, attachment) in message.attachments.iter().enumerate() {
+            let kind = kind_word(attachment.kind);
             let Some(key) = &attachment.blob_key else {
+                let reason = attachment.skipped.as_deref().unwrap_or("not stored");
+                done.push(format!("{kind} skipped ({reason})"));
                 continue;
             };
             match attachment.kind {
                 MediaKind::Image | MediaKind::Sticker if sees_images => {
                     understood.images.push(key.clone());
+                    done.push(format!("{kind} shown"));
                 }
-                MediaKind::Audio => {
-                    if let Some(transcript) = self.transcribe(attachment, key).await {
+                MediaKind::Image | MediaKind::Sticker => {
+                    done.push(format!("{kind} named only (the model does not see images)"));
+                }
+                MediaKind::Audio => match self.transcribe(attachment, key).await {
+                    Ok((transcript, model)) => {
                         transcribed.push(index);
                         outputs.push(Understanding {
                             capability: Capability::Audio,
                             text: transcript,
                         });
+                        done.push(format!("audio ok ({model})"));
                     }
-                }
-                MediaKind::Document => {
-                    if let Some(block) = self.read_file(attachment, key).await {
+                    Err(reason) => done.push(format!("audio not transcribed ({reason})")),
+                },
+                MediaKind::Document => match self.read_file(attachment, key).await {
+                    Some(block) => {
                         files.push(block);
+                        done.push("file read".to_owned());
                     }
-                }
-                MediaKind::Image | MediaKind::Sticker | MediaKind::Video => {}
+                    None => done.push("file named only (not text)".to_owned()),
+                },
+                MediaKind::Video => done.push("video named only".to_owned()),
             }
         }
+        understood.summary = Some(done.join(" · "));
         let caption = without_placeholders(&message.text);
         if caption.is_empty()
             && let [only] = outputs.as_slice()
@@ -85,20 +101,28 @@ impl TurnService {
         understood
     }
 
-    /// The transcript of an audio attachment, `None` when there is no transcriber or it
-    /// failed (logged; the note names the file).
-    async fn transcribe(&self, attachment: &Attachment, key: &str) -> Option<String> {
-        let transcriber = self.transcriber()?;
-        let bytes = self.stored(key, transcriber_limit()).await?;
+    /// The transcript of an audio attachment and the `provider/model` that made it; `Err`
+    /// says why there is none (logged; the note names the file).
+    async fn transcribe(
+        &self, attachment: &Attachment, key: &str,
+    ) -> Result<(String, String), String> {
+        let transcriber = self
+            .transcriber()
+            .ok_or("no transcription model is configured")?;
+        let bytes = self
+            .stored(key, transcriber_limit())
+            .await
+            .ok_or("the stored file is unreadable")?;
         let name = attachment.name.as_deref().unwrap_or("voice.ogg");
         match transcriber.transcribe(&bytes, &attachment.mime, name).await {
             Ok(transcript) => {
-                tracing::info!(provider = %transcript.provider, model = %transcript.model, "audio transcribed");
-                Some(transcript.text)
+                let model = format!("{}/{}", transcript.provider, transcript.model);
+                tracing::info!(%model, "audio transcribed");
+                Ok((transcript.text, model))
             }
             Err(error) => {
                 tracing::warn!(%error, %key, "audio not transcribed");
-                None
+                Err(error.to_string())
             }
         }
     }
@@ -145,6 +169,17 @@ impl TurnService {
                 .flatten()
             })
             .as_ref()
+    }
+}
+
+/// How `/status` names an attachment's kind.
+fn kind_word(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Image => "image",
+        MediaKind::Audio => "audio",
+        MediaKind::Video => "video",
+        MediaKind::Document => "file",
+        MediaKind::Sticker => "sticker",
     }
 }
 

@@ -186,6 +186,7 @@ impl TurnService {
                 ChatInput::Message(mut prepared) => {
                     prepared.reset = self.automatic_reset(state, message);
                     prepared.images = understood.images;
+                    prepared.media_summary = understood.summary;
                     Incoming::Message(prepared)
                 }
             },
