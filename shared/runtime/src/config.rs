@@ -306,6 +306,42 @@ pub struct AgentDefaults {
         schemars(extend("default" = crate::media::resize::DEFAULT_IMAGE_MAX_DIMENSION_PX))
     )]
     pub image_max_dimension_px: Option<u32>,
+    /// The vision model the `image` tool describes images with: `{primary, fallbacks}` or
+    /// one `provider/model`. Unset: the session's own model, when it sees images.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub image_model: Option<ImageModelConfig>,
+}
+
+/// `agents.defaults.imageModel`: one `provider/model`, or a primary with fallbacks.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ImageModelConfig {
+    /// One `provider/model`.
+    One(String),
+    /// A primary and the models tried after it, in order.
+    Chain {
+        /// `provider/model` tried first.
+        #[serde(default)]
+        primary: Option<String>,
+        /// `provider/model`s tried after the primary fails.
+        #[serde(default)]
+        fallbacks: Vec<String>,
+    },
+}
+
+impl ImageModelConfig {
+    /// The models to try, in order, blanks left out.
+    pub fn models(&self) -> Vec<String> {
+        let all: Vec<&String> = match self {
+            Self::One(model) => vec![model],
+            Self::Chain { primary, fallbacks } => primary.iter().chain(fallbacks).collect(),
+        };
+        all.into_iter()
+            .map(|model| model.trim().to_owned())
+            .filter(|model| !model.is_empty())
+            .collect()
+    }
 }
 
 impl AgentDefaults {

@@ -32,6 +32,7 @@ mod cron;
 mod deferred;
 pub(super) mod elevated;
 mod exec;
+mod image;
 mod message;
 mod sessions;
 mod sessions_send;
@@ -273,6 +274,7 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
     registry.register(context::ContextCommand);
     web_search::register(&mut registry, service);
+    image::register(&mut registry, service);
     if let Some(message) = message::MessageTool::new(
         Arc::clone(&deps.outbox),
         Arc::clone(&deps.sessions),
