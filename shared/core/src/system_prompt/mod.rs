@@ -575,8 +575,8 @@ fn cli_section(lines: &mut Vec<String>) {
     lines.extend(
         [
             "## clawless CLI Quick Reference",
-            "clawless is controlled via subcommands; do not invent any. `clawless skills list|check|prompt|bins|commands|sync`: the skills and why each is eligible or not; `clawless local`: the agent on one machine; `clawless chat`: a terminal chat.",
-            "When unsure which flags exist, ask the user to run `clawless --help` and share the output.",
+            "clawless is controlled via subcommands; do not invent any: `clawless skills list|check|prompt|bins|commands|sync`, `clawless local`, `clawless chat`.",
+            "Unsure of a flag? Ask the user to run `clawless --help`.",
         ]
         .map(str::to_owned),
     );
