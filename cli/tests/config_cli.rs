@@ -340,6 +340,8 @@ fn every_key_in_the_schema_has_a_description_and_a_default() {
         required,
         [
             "$defs.AgentConfig.id",
+            "$defs.AudioModelConfig.provider",
+            "$defs.AudioModelConfig.model",
             "$defs.DiscordConfig.applicationId",
             "$defs.DiscordConfig.publicKey"
         ]
