@@ -18,14 +18,14 @@ pub mod cron_routes;
 pub mod cron_service;
 pub mod ingress;
 pub mod listed_store;
-pub mod media;
-mod media_input;
 #[cfg(feature = "local")]
 pub mod local_machine;
 #[cfg(feature = "local")]
 pub mod local_mode;
 #[cfg(feature = "local")]
 pub mod local_replies;
+pub mod media;
+mod media_input;
 pub mod node_routes;
 pub mod nodes_service;
 pub mod routes;
