@@ -12,9 +12,8 @@
 //!
 //! This module knows nothing about channels or the tool's arguments: only chats and texts.
 
-use serde::{Deserialize, Serialize};
-
 use super::events::ChatRef;
+pub use super::state::MessageSend;
 use super::state::SessionState;
 
 /// Shortest normalised text the near-duplicate rule compares: shorter replies ("OK") are
@@ -26,16 +25,6 @@ const MAX_SENDS: usize = 32;
 
 /// Longest text remembered per send, in characters (enough to recognise a repeat).
 const MAX_TEXT_CHARS: usize = 4_000;
-
-/// One successful `message` send of the current turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageSend {
-    /// Where it went, as the channel resolved the target.
-    pub chat: ChatRef,
-    /// The text sent (without reply directives), capped.
-    pub text: String,
-}
 
 impl SessionState {
     /// Records a successful `message` send of the current turn (the caller commits the meta

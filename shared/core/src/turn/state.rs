@@ -464,7 +464,18 @@ pub struct SessionMeta {
     /// What the `message` tool sent in the current turn (cleared when a turn starts): the
     /// turn's final reply is dropped when it would repeat one (see `message_sends`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub message_sends: Vec<crate::turn::message_sends::MessageSend>,
+    pub message_sends: Vec<MessageSend>,
+}
+
+/// One successful `message` send of the current turn (see `message_sends`, which records
+/// them and decides what they suppress).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSend {
+    /// Where it went, as the channel resolved the target.
+    pub chat: ChatRef,
+    /// The text sent (without reply directives), capped.
+    pub text: String,
 }
 
 /// A sub-agent session's run (spec `openclaw-automation.md` §3).
