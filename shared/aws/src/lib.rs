@@ -2,6 +2,8 @@
 //!
 //! - [`S3ObjectStore`]: the [`ObjectStore`](clawless_base::object_store::ObjectStore) port on
 //!   one S3 bucket (skills, workspace files, large transcript blobs).
+//! - [`S3MediaLinks`]: the [`MediaLinks`](clawless_base::media_links::MediaLinks) port as
+//!   presigned S3 GET URLs (reply files the generic channel hands out by link).
 //! - [`DynamoSessionStore`] and [`DynamoInbox`]: the
 //!   [`SessionStore`](clawless_core::session::SessionStore) and
 //!   [`Inbox`](clawless_core::session::Inbox) ports on one DynamoDB table (layout in
@@ -26,6 +28,7 @@ pub mod dynamo;
 pub mod dynamo_cron;
 pub mod dynamo_nodes;
 mod s3;
+mod s3_media_links;
 pub mod scheduler;
 mod sqs;
 mod sqs_nodes;
@@ -36,6 +39,7 @@ pub use dynamo::{DynamoInbox, DynamoSessionStore};
 pub use dynamo_cron::DynamoCronStore;
 pub use dynamo_nodes::{DynamoExecJobs, DynamoNodeRegistry};
 pub use s3::S3ObjectStore;
+pub use s3_media_links::S3MediaLinks;
 pub use scheduler::{ScheduleTarget, ScheduledTimers};
 pub use sqs::{SqsTurnQueue, sqs_id};
 pub use sqs_nodes::{SqsExecQueue, SqsTimers};

@@ -8,11 +8,14 @@
 pub mod clock;
 pub mod ids;
 pub mod media;
+pub mod media_lines;
+pub mod media_links;
 pub mod model;
 pub mod object_store;
 pub mod port_error;
 pub mod reply_tokens;
 pub mod session_key;
+pub mod thinking;
 pub mod time;
 pub mod transcript;
 pub mod wildcard;

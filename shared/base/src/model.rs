@@ -38,6 +38,10 @@ pub struct ModelRequest {
     /// vision never gets any (the turn describes them in words instead).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<UserImages>,
+    /// How hard the model thinks before answering; each provider maps it to its own fields
+    /// (and ignores it for a model without reasoning). `off` sends nothing.
+    #[serde(default, skip_serializing_if = "crate::thinking::ThinkingLevel::is_off")]
+    pub thinking: crate::thinking::ThinkingLevel,
 }
 
 /// Images shown with one user message of a [`ModelRequest`].

@@ -28,6 +28,26 @@ pub enum AssistantBlock {
     },
     /// A request to run a tool.
     ToolCall(ToolCall),
+    /// The model's reasoning before what follows. Never shown as the answer; sent back to the
+    /// provider that wrote it where its API needs it (the same tool-use turn), with its
+    /// signature unchanged.
+    #[serde(rename_all = "camelCase")]
+    Thinking {
+        /// The reasoning text (a summary for some providers; empty when only an encrypted or
+        /// redacted form was given).
+        #[serde(default)]
+        text: String,
+        /// The provider's signature over the reasoning, echoed back verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Reasoning the provider only handed over encrypted (Anthropic `redacted_thinking`
+        /// data, Bedrock `redactedContent` as base64), echoed back verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        redacted: Option<String>,
+        /// The API that wrote it (`anthropic`, `openai`, `bedrock`): only that API is sent it.
+        #[serde(default)]
+        api: String,
+    },
 }
 
 /// Why the model stopped producing output.
@@ -88,7 +108,7 @@ impl Message {
         };
         blocks.iter().filter_map(|block| match block {
             AssistantBlock::ToolCall(call) => Some(call),
-            AssistantBlock::Text { .. } => None,
+            AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
         })
     }
 
@@ -107,10 +127,23 @@ pub fn assistant_text(content: &[AssistantBlock]) -> String {
         .iter()
         .filter_map(|block| match block {
             AssistantBlock::Text { text } => Some(text.as_str()),
-            AssistantBlock::ToolCall(_) => None,
+            AssistantBlock::ToolCall(_) | AssistantBlock::Thinking { .. } => None,
         })
         .collect();
     parts.join("\n")
+}
+
+/// The reasoning text of an assistant message's thinking blocks, joined with blank lines
+/// (redacted reasoning has none).
+pub fn thinking_text(content: &[AssistantBlock]) -> String {
+    let parts: Vec<&str> = content
+        .iter()
+        .filter_map(|block| match block {
+            AssistantBlock::Thinking { text, .. } if !text.trim().is_empty() => Some(text.trim()),
+            _ => None,
+        })
+        .collect();
+    parts.join("\n\n")
 }
 
 /// Prefix of the message that shows a summary to the model.

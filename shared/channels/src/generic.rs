@@ -2,21 +2,30 @@
 //! `{"message_id", "chat_id", "sender_id", "text", "chat_type": "direct"|"group"}`, so the
 //! system can be driven before any chat platform is connected.
 //!
-//! A message may carry files inline: `"attachments": [{"name", "mime", "data"}]`, `data` in
-//! base64, each at most [`MAX_ATTACHMENT_BYTES`] decoded (and the whole body within the
-//! webhook limit). There is no `url` form: a signed body must not make the agent fetch an
-//! address of its choosing, so the sender uploads the bytes it means.
+//! A message may carry files: `"attachments": [{"name", "mime", "data" | "url"}]`, either
+//! inline (`data`, base64, the whole body within the webhook limit) or by `url`, fetched once
+//! at ingress ([`GenericMedia`]). A URL must be http(s) and goes through the same address
+//! policy as `web_fetch` on every hop (no loopback, private, link-local or metadata address,
+//! DNS answers and redirects included): a signed body cannot make the system reach inside
+//! its own network. Either form is capped by `channels.generic.mediaMaxMb`; a file over it,
+//! or a URL refused, unreachable or answering an error, is skipped with the reason, and the
+//! message still goes to the agent.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clawless_base::media::MediaKind;
 use clawless_base::session_key::ChatType;
+use clawless_core::tools::WebFetcher;
 use clawless_core::turn::events::{ChatRef, InboundMessage};
 use serde::Deserialize;
 
-use crate::media::{MB, MediaSource, PendingMedia, placeholder_body};
+use crate::media::{
+    DownloadError, Downloaded, MB, MediaDownloader, MediaSource, PendingMedia, placeholder_body,
+};
 use crate::signature::{SIGNATURE_HEADER, verify};
 use crate::webhook::{
     ChannelMessage, PlatformChannel, PlatformReply, WebhookError, WebhookOutcome, WebhookRequest,
@@ -31,24 +40,39 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Longest accepted message text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
-/// Largest attachment accepted, decoded (a bigger one is skipped with the reason).
-pub const MAX_ATTACHMENT_BYTES: u64 = 20 * MB;
+/// Largest attachment stored when `mediaMaxMb` is unset, in MB (a bigger one is skipped
+/// with the reason).
+pub const DEFAULT_MEDIA_MAX_MB: u64 = 20;
+
+/// [`DEFAULT_MEDIA_MAX_MB`] in bytes.
+pub const MAX_ATTACHMENT_BYTES: u64 = DEFAULT_MEDIA_MAX_MB * MB;
+
+/// Longest attachment URL accepted, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// How long fetching one attachment URL may take, redirects included (the webhook function
+/// has 10 seconds in all).
+pub const URL_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most attachments on one message.
 pub const MAX_ATTACHMENTS: usize = 10;
 
-/// One inline attachment of a generic message.
+/// One attachment of a generic message: `data` or `url`, exactly one.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenericAttachment {
     /// The file name.
     #[serde(default)]
     pub name: Option<String>,
-    /// Its MIME type (`application/octet-stream` when unset).
+    /// Its MIME type (`application/octet-stream` when unset and the server names none).
     #[serde(default)]
     pub mime: Option<String>,
     /// The file, base64.
-    pub data: String,
+    #[serde(default)]
+    pub data: Option<String>,
+    /// Where to fetch the file (http or https), once, at ingress.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// A validated generic-channel message.
@@ -116,20 +140,25 @@ impl GenericMessage {
         Ok(message)
     }
 
-    /// The attachments, decoded, ready for ingress to store.
+    /// The attachments, decoded (or their URLs checked), ready for ingress to store.
     pub fn pending_media(&self) -> Result<Vec<PendingMedia>, ParseError> {
         self.attachments
             .iter()
             .enumerate()
             .map(|(index, attachment)| {
-                let bytes = STANDARD
-                    .decode(attachment.data.trim().as_bytes())
-                    .map_err(|err| {
-                        ParseError(format!("attachments[{index}].data is not base64: {err}"))
-                    })?;
-                if bytes.is_empty() {
-                    return Err(ParseError(format!("attachments[{index}].data is empty")));
-                }
+                let (source, size) = match (&attachment.data, &attachment.url) {
+                    (Some(data), None) => {
+                        let bytes = inline_bytes(index, data)?;
+                        let size = bytes.len() as u64;
+                        (MediaSource::Inline(bytes), Some(size))
+                    }
+                    (None, Some(url)) => (MediaSource::Url(checked_url(index, url)?), None),
+                    _ => {
+                        return Err(ParseError(format!(
+                            "attachments[{index}] needs exactly one of data and url"
+                        )));
+                    }
+                };
                 let mime = attachment
                     .mime
                     .clone()
@@ -148,8 +177,8 @@ impl GenericMessage {
                     kind: mime.as_deref().map_or(MediaKind::Document, MediaKind::of_mime),
                     mime,
                     name: attachment.name.clone(),
-                    size: Some(bytes.len() as u64),
-                    source: MediaSource::Inline(bytes),
+                    size,
+                    source,
                 })
             })
             .collect()
@@ -169,6 +198,107 @@ impl GenericMessage {
             sender_is_owner,
             attachments: Vec::new(),
         }
+    }
+}
+
+/// The decoded bytes of an inline attachment; not base64, or nothing, is a bad body.
+fn inline_bytes(index: usize, data: &str) -> Result<Vec<u8>, ParseError> {
+    let bytes = STANDARD
+        .decode(data.trim().as_bytes())
+        .map_err(|err| ParseError(format!("attachments[{index}].data is not base64: {err}")))?;
+    if bytes.is_empty() {
+        return Err(ParseError(format!("attachments[{index}].data is empty")));
+    }
+    Ok(bytes)
+}
+
+/// An attachment URL as a well-formed http(s) URL; whether its address may be reached is the
+/// fetcher's check, at ingress (a refusal there is a skipped file, not a bad body).
+fn checked_url(index: usize, url: &str) -> Result<String, ParseError> {
+    let bad = |why: &str| ParseError(format!("attachments[{index}].url {why}"));
+    let url = url.trim();
+    if url.len() > MAX_URL_BYTES {
+        return Err(bad(&format!("is longer than {MAX_URL_BYTES} bytes")));
+    }
+    let parsed = url::Url::parse(url).map_err(|err| bad(&format!("is not a URL: {err}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(bad("must be an http or https URL with a host"));
+    }
+    Ok(parsed.into())
+}
+
+/// How the generic channel gets its attachments' bytes: inline ones from the body, `url` ones
+/// through a [`WebFetcher`] (the address policy of `web_fetch`), each at most `max_bytes`
+/// and [`URL_FETCH_TIMEOUT`]. Any failure to fetch a URL is a refusal: the file is skipped
+/// with the reason rather than the webhook retried, since the sender's server, not the
+/// platform, is what failed.
+#[derive(Debug, Clone)]
+pub struct GenericMedia {
+    max_bytes: u64,
+    fetcher: Option<Arc<dyn WebFetcher>>,
+}
+
+impl GenericMedia {
+    /// Stores files up to `max_bytes`; URLs are fetched with `fetcher` (none: every URL
+    /// attachment is skipped).
+    pub fn new(max_bytes: u64, fetcher: Option<Arc<dyn WebFetcher>>) -> Self {
+        Self { max_bytes, fetcher }
+    }
+}
+
+#[async_trait]
+impl MediaDownloader for GenericMedia {
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    async fn download(&self, media: &PendingMedia) -> Result<Downloaded, DownloadError> {
+        let url = match &media.source {
+            MediaSource::Inline(bytes) => {
+                return Ok(Downloaded {
+                    bytes: bytes.clone(),
+                    mime: None,
+                });
+            }
+            MediaSource::Url(url) => url,
+            _ => {
+                return Err(DownloadError::Refused(
+                    "not a generic channel attachment".to_owned(),
+                ));
+            }
+        };
+        let Some(fetcher) = &self.fetcher else {
+            return Err(DownloadError::Refused(
+                "this deployment fetches no attachment URLs".to_owned(),
+            ));
+        };
+        // One byte over the limit tells an oversized file from one exactly at it.
+        let read = usize::try_from(self.max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+        let page = fetcher
+            .fetch(url, read, URL_FETCH_TIMEOUT)
+            .await
+            .map_err(|err| DownloadError::Refused(format!("the URL was not fetched: {err}")))?;
+        if !(200..300).contains(&page.status) {
+            return Err(DownloadError::Refused(format!(
+                "the URL answered HTTP {}",
+                page.status
+            )));
+        }
+        if page.truncated || page.body.len() as u64 > self.max_bytes {
+            return Err(DownloadError::TooLarge {
+                size: page.body.len() as u64,
+                limit: self.max_bytes,
+            });
+        }
+        let mime = page
+            .content_type
+            .as_deref()
+            .map(|value| value.split(';').next().unwrap_or("").trim().to_owned())
+            .filter(|value| !value.is_empty());
+        Ok(Downloaded {
+            bytes: page.body,
+            mime,
+        })
     }
 }
 
@@ -317,6 +447,35 @@ mod tests {
             let err = GenericMessage::parse(body.as_bytes()).unwrap_err();
             assert!(err.0.contains(expected), "{body:?}: {err}");
         }
+        let with = |attachment: &str| {
+            format!(
+                r#"{{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct","attachments":[{attachment}]}}"#
+            )
+        };
+        for (attachment, expected) in [
+            (r#"{"url":"file:///etc/passwd"}"#, "http or https"),
+            (r#"{"url":"gopher://example.com/"}"#, "http or https"),
+            (r#"{"url":"not a url"}"#, "is not a URL"),
+            (
+                r#"{"url":"https://example.com/a.png","data":"aGk="}"#,
+                "exactly one",
+            ),
+            (r#"{"name":"a.png"}"#, "exactly one"),
+            (r#"{"data":"not base64!"}"#, "base64"),
+        ] {
+            let err = GenericMessage::parse(with(attachment).as_bytes()).unwrap_err();
+            assert!(err.0.contains(expected), "{attachment}: {err}");
+        }
+        let long_url = format!(
+            r#"{{"url":"https://example.com/{}"}}"#,
+            "a".repeat(MAX_URL_BYTES)
+        );
+        assert!(
+            GenericMessage::parse(with(&long_url).as_bytes())
+                .unwrap_err()
+                .0
+                .contains("longer")
+        );
         let long = format!(
             r#"{{"message_id":"{}","chat_id":"c1","sender_id":"u1","text":"hi","chat_type":"direct"}}"#,
             "m".repeat(MAX_ID_BYTES + 1)
@@ -327,5 +486,91 @@ mod tests {
                 .0
                 .contains("longer")
         );
+    }
+
+    #[test]
+    fn a_url_attachment_is_announced_unfetched_with_no_size() {
+        let body = r#"{"message_id":"m1","chat_id":"c1","sender_id":"u1","text":"","chat_type":"direct","attachments":[{"name":"chart.png","mime":"image/png","url":" https://example.com/chart.png "}]}"#;
+        let message = GenericMessage::parse(body.as_bytes()).unwrap();
+        let media = message.pending_media().unwrap();
+        assert_eq!(media.len(), 1);
+        assert_eq!(
+            media[0].source,
+            MediaSource::Url("https://example.com/chart.png".to_owned())
+        );
+        assert_eq!(media[0].kind, MediaKind::Image);
+        assert_eq!(media[0].size, None);
+    }
+
+    /// A fetcher answering every URL with one scripted result.
+    #[derive(Debug)]
+    struct OneAnswer(Result<clawless_core::tools::FetchedPage, clawless_core::tools::FetchError>);
+
+    #[async_trait]
+    impl WebFetcher for OneAnswer {
+        async fn fetch(
+            &self, url: &str, max_bytes: usize, _timeout: Duration,
+        ) -> Result<clawless_core::tools::FetchedPage, clawless_core::tools::FetchError> {
+            self.0.clone().map(|mut page| {
+                page.url = url.to_owned();
+                page.truncated = page.body.len() > max_bytes;
+                page.body.truncate(max_bytes);
+                page
+            })
+        }
+    }
+
+    fn page(status: u16, body: &[u8]) -> clawless_core::tools::FetchedPage {
+        clawless_core::tools::FetchedPage {
+            url: String::new(),
+            status,
+            content_type: Some("image/png; charset=binary".to_owned()),
+            body: body.to_vec(),
+            truncated: false,
+        }
+    }
+
+    fn by_url() -> PendingMedia {
+        PendingMedia {
+            kind: MediaKind::Document,
+            mime: None,
+            name: None,
+            size: None,
+            source: MediaSource::Url("https://example.com/f".to_owned()),
+        }
+    }
+
+    #[tokio::test]
+    async fn url_downloads_are_capped_and_every_failure_is_a_refusal() {
+        let fetch = |answer| GenericMedia::new(4, Some(Arc::new(OneAnswer(answer))));
+        let got = fetch(Ok(page(200, b"1234")))
+            .download(&by_url())
+            .await
+            .unwrap();
+        assert_eq!(got.bytes, b"1234");
+        assert_eq!(got.mime.as_deref(), Some("image/png"));
+        assert_eq!(
+            fetch(Ok(page(200, b"12345"))).download(&by_url()).await,
+            Err(DownloadError::TooLarge { size: 5, limit: 4 })
+        );
+        assert_eq!(
+            fetch(Ok(page(404, b""))).download(&by_url()).await,
+            Err(DownloadError::Refused(
+                "the URL answered HTTP 404".to_owned()
+            ))
+        );
+        let refused = fetch(Err(clawless_core::tools::FetchError::Refused(
+            "10.0.0.7 (private)".to_owned(),
+        )))
+        .download(&by_url())
+        .await;
+        assert_eq!(
+            refused,
+            Err(DownloadError::Refused(
+                "the URL was not fetched: refused: 10.0.0.7 (private)".to_owned()
+            ))
+        );
+        let no_fetcher = GenericMedia::new(4, None).download(&by_url()).await;
+        assert!(matches!(no_fetcher, Err(DownloadError::Refused(_))));
     }
 }

@@ -10,6 +10,7 @@ pub mod discord;
 pub mod generic;
 pub mod media;
 pub mod media_lines;
+pub mod media_links;
 mod multipart;
 pub mod outbox;
 pub mod probe;

@@ -297,9 +297,12 @@ pub fn blob_key(channel: &str, event_id: &str, index: usize, item: &PendingMedia
 /// The file extension: the name's (when short and plain), else the MIME type's, else the
 /// kind's.
 fn extension(item: &PendingMedia) -> String {
-    let from_name = item
-        .name
-        .as_deref()
+    extension_of(item.name.as_deref(), item.mime.as_deref(), item.kind)
+}
+
+/// The extension a file named `name`, of type `mime` and kind `kind`, is stored under.
+pub(crate) fn extension_of(name: Option<&str>, mime: Option<&str>, kind: MediaKind) -> String {
+    let from_name = name
         .and_then(|name| name.rsplit_once('.'))
         .map(|(_, ext)| ext.to_ascii_lowercase())
         .filter(|ext| {
@@ -308,7 +311,7 @@ fn extension(item: &PendingMedia) -> String {
     if let Some(ext) = from_name {
         return ext;
     }
-    let mime = item.mime.as_deref().unwrap_or("").to_ascii_lowercase();
+    let mime = mime.unwrap_or("").to_ascii_lowercase();
     let by_mime = match mime.split(';').next().unwrap_or("").trim() {
         "image/jpeg" => "jpg",
         "image/png" => "png",
@@ -327,7 +330,7 @@ fn extension(item: &PendingMedia) -> String {
     if !by_mime.is_empty() {
         return by_mime.to_owned();
     }
-    match item.kind {
+    match kind {
         MediaKind::Image => "jpg",
         MediaKind::Audio => "ogg",
         MediaKind::Video => "mp4",

@@ -5,14 +5,17 @@
 //! other schemes). Lines inside fenced code blocks are text, never requests.
 //!
 //! Pure: nothing is read or fetched here; whether URLs are fetched is the caller's decision.
+//! Which lines are media lines is [`clawless_base::media_lines`]'s rule, shared with the node
+//! host (which uploads the files a command printed) and the backend.
+
+use clawless_base::media_lines::{MAX_MEDIA_CANDIDATE_CHARS, ScannedLine, scan_media_lines};
+#[cfg(test)]
+use clawless_base::media_lines::{MEDIA_TOKEN as TOKEN, fence_marker, media_candidate};
 
 use crate::directives::strip_directives;
 
 /// Longest candidate after `MEDIA:`, in characters; a longer one is refused.
-pub const MAX_REFERENCE_CHARS: usize = 4_096;
-
-/// The token that starts a media line (matched without regard to case).
-const TOKEN: &str = "MEDIA:";
+pub const MAX_REFERENCE_CHARS: usize = MAX_MEDIA_CANDIDATE_CHARS;
 
 /// A file a `MEDIA:` line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,27 +58,13 @@ pub fn extract_media_lines(text: &str) -> MediaLines {
         ..MediaLines::default()
     };
     let mut kept = String::with_capacity(text.len());
-    // The open fence's character and length, while inside one.
-    let mut fence: Option<(char, usize)> = None;
-    for line in text.split_inclusive('\n') {
-        let content = line.trim_end_matches(['\n', '\r']);
-        let start = content.trim_start();
-        if let Some(marker) = fence_marker(start) {
-            fence = match fence {
-                None => Some(marker),
-                Some((ch, len)) if ch == marker.0 && marker.1 >= len => None,
-                open => open,
-            };
-            kept.push_str(line);
-            continue;
-        }
-        if fence.is_some() {
-            kept.push_str(line);
-            continue;
-        }
-        let Some(candidate) = media_candidate(start) else {
-            kept.push_str(line);
-            continue;
+    for scanned in scan_media_lines(text) {
+        let candidate = match scanned {
+            ScannedLine::Text(line) => {
+                kept.push_str(line);
+                continue;
+            }
+            ScannedLine::Media { candidate, .. } => candidate,
         };
         match check_reference(candidate) {
             Ok(reference) => found.media.push(reference),
@@ -89,27 +78,9 @@ pub fn extract_media_lines(text: &str) -> MediaLines {
     found
 }
 
-/// The fence a line opens or closes: three or more backticks or tildes.
-fn fence_marker(line: &str) -> Option<(char, usize)> {
-    let ch = line.chars().next().filter(|ch| *ch == '`' || *ch == '~')?;
-    let len = line.chars().take_while(|c| *c == ch).count();
-    (len >= 3).then_some((ch, len))
-}
-
-/// What follows `MEDIA:` at the start of `line`, trimmed and out of its backticks.
-fn media_candidate(line: &str) -> Option<&str> {
-    let head = line.get(..TOKEN.len())?;
-    if !head.eq_ignore_ascii_case(TOKEN) {
-        return None;
-    }
-    let rest = line[TOKEN.len()..].trim();
-    let rest = rest.strip_prefix('`').unwrap_or(rest);
-    let rest = rest.strip_suffix('`').unwrap_or(rest);
-    Some(rest.trim())
-}
-
-/// A candidate as a reference, or why it is refused.
-fn check_reference(candidate: &str) -> Result<MediaRef, String> {
+/// A candidate (what follows `MEDIA:`, or a `message` tool's `media`) as a reference, or why
+/// it is refused.
+pub fn check_reference(candidate: &str) -> Result<MediaRef, String> {
     if candidate.is_empty() {
         return Err("nothing follows MEDIA:".to_owned());
     }

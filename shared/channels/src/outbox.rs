@@ -2,21 +2,27 @@
 //! sender by the reply's channel.
 //!
 //! The generic channel's sender ([`HttpReplySender`]) carries the `message` tool's `send` to
-//! any `chat_id` through the same URL, keyed by the reply id in `Idempotency-Key`; it has no
-//! other action. A 4xx answer (but 408 and 429) is a refusal for good, anything else a
-//! failure worth retrying. A reply's files travel inline, as `attachments: [{name, mime,
-//! data}]` with base64 `data`.
+//! any `chat_id` through the same URL, keyed by the reply id in `Idempotency-Key` (a send
+//! with files is that same reply with its `attachments`); it has no other action. A 4xx
+//! answer (but 408 and 429) is a refusal for good, anything else a failure worth retrying. A reply's files travel by link, as `attachments: [{name, mime,
+//! size, url}]`: each stored once in the blob store and linked by the deployment's
+//! [`MediaPublisher`] (a presigned S3 URL on AWS, a signed local route in `clawless local`).
+//! Only a sender built without a publisher sends them inline, `[{name, mime, data}]` with
+//! base64 `data`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_core::outbox::{ActionRequest, Delivery, MessageActionKind, Outbox, OutboxError};
+use clawless_core::outbox::{
+    ActionRequest, Delivery, MessageAction, MessageActionKind, Outbox, OutboxError,
+};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::ChatRef;
 use serde::Serialize;
 
+use crate::media_links::MediaPublisher;
 use crate::signature::{SIGNATURE_HEADER, sign};
 
 /// Header repeating the reply id, so receivers can drop a resend.
@@ -38,13 +44,23 @@ struct ReplyBody<'a> {
     attachments: Vec<ReplyAttachment<'a>>,
 }
 
-/// One file of a reply, inline in the body.
+/// One file of a reply: a link to it, or (without a publisher) the file inline.
 #[derive(Debug, Serialize)]
-struct ReplyAttachment<'a> {
-    name: &'a str,
-    mime: &'a str,
-    /// The file, standard base64 with padding.
-    data: String,
+#[serde(untagged)]
+enum ReplyAttachment<'a> {
+    /// `{name, mime, size, url}`: the receiver fetches the file from `url` until it expires.
+    Linked {
+        name: &'a str,
+        mime: &'a str,
+        size: usize,
+        url: String,
+    },
+    /// `{name, mime, data}`, the file in standard base64 with padding.
+    Inline {
+        name: &'a str,
+        mime: &'a str,
+        data: String,
+    },
 }
 
 /// `bytes` as standard base64 (RFC 4648 §4) with padding.
@@ -75,6 +91,7 @@ pub struct HttpReplySender {
     client: reqwest::Client,
     reply_url: String,
     secret: Arc<[u8]>,
+    media: Option<MediaPublisher>,
 }
 
 impl std::fmt::Debug for HttpReplySender {
@@ -82,6 +99,7 @@ impl std::fmt::Debug for HttpReplySender {
         // The secret stays out of logs.
         f.debug_struct("HttpReplySender")
             .field("reply_url", &self.reply_url)
+            .field("media", &self.media)
             .finish_non_exhaustive()
     }
 }
@@ -93,7 +111,46 @@ impl HttpReplySender {
             client,
             reply_url: reply_url.into(),
             secret: Arc::from(secret),
+            media: None,
         }
+    }
+
+    /// The same sender, handing a reply's files out as links made by `publisher` instead of
+    /// inline.
+    #[must_use]
+    pub fn with_media_publisher(mut self, publisher: MediaPublisher) -> Self {
+        self.media = Some(publisher);
+        self
+    }
+
+    /// The reply's files as the body carries them: linked when there is a publisher, inline
+    /// otherwise. A file that cannot be stored or linked fails the send (worth a retry).
+    async fn attachments<'a>(
+        &self, reply: &'a OutboundReply,
+    ) -> Result<Vec<ReplyAttachment<'a>>, OutboxError> {
+        let mut attachments = Vec::with_capacity(reply.media.len());
+        for media in &reply.media {
+            attachments.push(match &self.media {
+                Some(publisher) => {
+                    let published = publisher
+                        .publish(media)
+                        .await
+                        .map_err(|err| failed(err.to_string()))?;
+                    ReplyAttachment::Linked {
+                        name: &media.name,
+                        mime: &media.mime,
+                        size: media.bytes.len(),
+                        url: published.url,
+                    }
+                }
+                None => ReplyAttachment::Inline {
+                    name: &media.name,
+                    mime: &media.mime,
+                    data: base64(&media.bytes),
+                },
+            });
+        }
+        Ok(attachments)
     }
 }
 
@@ -135,15 +192,7 @@ impl Outbox for HttpReplySender {
             chat_id: &reply.chat.chat_id,
             chat_type: reply.chat.chat_type,
             text: &reply.text,
-            attachments: reply
-                .media
-                .iter()
-                .map(|media| ReplyAttachment {
-                    name: &media.name,
-                    mime: &media.mime,
-                    data: base64(&media.bytes),
-                })
-                .collect(),
+            attachments: self.attachments(reply).await?,
         })
         .map_err(|err| failed(format!("reply could not be encoded: {err}")))?;
         let response = self
@@ -197,6 +246,21 @@ impl Outbox for HttpReplySender {
             chat_id: target.to_owned(),
             chat_type: clawless_base::session_key::ChatType::Direct,
         })
+    }
+
+    /// A `send` with files is POSTed as a reply with them (the text beside its
+    /// `attachments`, keyed by the action id); every other action is refused.
+    async fn act(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        match &request.action {
+            MessageAction::Send(send) => {
+                self.deliver(&send.as_reply(&request.action_id, &request.chat))
+                    .await
+            }
+            other => Err(clawless_core::outbox::unsupported_action(
+                other.kind(),
+                &request.chat.channel,
+            )),
+        }
     }
 }
 

@@ -836,7 +836,11 @@ fn command_definitions_follow_discords_naming_and_length_rules() {
     assert_eq!(ask["type"], 1);
     assert_eq!(ask["options"][0]["name"], "text");
     assert_eq!(ask["options"][0]["type"], 3);
-    assert_eq!(ask["options"][0]["required"], true);
+    // Both optional: a question, a file, or both.
+    assert_eq!(ask["options"][0]["required"], false);
+    assert_eq!(ask["options"][1]["name"], "file");
+    assert_eq!(ask["options"][1]["type"], 11);
+    assert_eq!(ask["options"][1]["required"], false);
 
     let names: Vec<&str> = definitions
         .iter()

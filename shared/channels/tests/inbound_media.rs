@@ -400,7 +400,7 @@ async fn a_discord_attachment_is_reported_and_fetched_from_the_cdn_only() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn generic_attachments_are_decoded_from_base64_and_a_url_form_is_refused() {
+fn generic_attachments_are_decoded_from_base64_or_announced_by_an_http_url() {
     let handle = |body: &str| {
         let mut headers = HeaderMap::new();
         headers.insert(
@@ -423,10 +423,24 @@ fn generic_attachments_are_decoded_from_base64_and_a_url_form_is_refused() {
         message.media[0].source,
         MediaSource::Inline(b"\x89PNG".to_vec())
     );
+    // A URL is only announced here; ingress fetches it (under web_fetch's address policy).
+    let by_url = expect_message(handle(
+        r#"{"message_id":"g5","chat_id":"c","sender_id":"u","text":"","chat_type":"direct","attachments":[{"name":"a.pdf","url":"https://example.com/a.pdf"}]}"#,
+    ));
+    assert_eq!(by_url.message.text, "<media:document>");
+    assert_eq!(
+        by_url.media[0].source,
+        MediaSource::Url("https://example.com/a.pdf".to_owned())
+    );
+    assert_eq!(by_url.media[0].size, None);
     for (body, why) in [
         (
-            r#"{"message_id":"g2","chat_id":"c","sender_id":"u","text":"x","chat_type":"direct","attachments":[{"url":"https://example.com/a.png"}]}"#,
-            "unknown field",
+            r#"{"message_id":"g2","chat_id":"c","sender_id":"u","text":"x","chat_type":"direct","attachments":[{"url":"file:///etc/passwd"}]}"#,
+            "http or https",
+        ),
+        (
+            r#"{"message_id":"g6","chat_id":"c","sender_id":"u","text":"x","chat_type":"direct","attachments":[{"url":"https://example.com/a","data":"aGk="}]}"#,
+            "exactly one",
         ),
         (
             r#"{"message_id":"g3","chat_id":"c","sender_id":"u","text":"x","chat_type":"direct","attachments":[{"data":""}]}"#,

@@ -2,7 +2,10 @@
 //! API on loopback that records every call (method, path, `Authorization`, JSON body) and
 //! answers from a script: what each action sends, which actions each channel offers and how
 //! its gates turn them off, how a model's targets are read, how refusals and failures are told
-//! apart, and that a retried send or poll with the same id reaches the platform once.
+//! apart, and that a retried send or poll with the same id reaches the platform once. A send
+//! with files goes through each platform's real upload (Telegram multipart with a caption,
+//! Slack's external upload flow with an `initial_comment`, Discord multipart with `content`,
+//! the generic channel's inline attachments), once per action id.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -12,12 +15,14 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
+use clawless_base::media::{MediaKind, OutboundMedia};
 use clawless_base::session_key::ChatType;
+use clawless_channels::HttpReplySender;
 use clawless_channels::discord::{DiscordConfig, DiscordSender};
 use clawless_channels::slack::{SlackConfig, SlackSender};
 use clawless_channels::telegram::{TelegramConfig, TelegramSender};
 use clawless_core::outbox::{
-    ActionRequest, MessageAction, MessageActionKind, Outbox, OutboxError, PollRequest,
+    ActionRequest, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError, PollRequest,
 };
 use clawless_core::testing::InMemoryInbox;
 use clawless_core::turn::OutboundReply;
@@ -34,10 +39,113 @@ struct Call {
     path: String,
     auth: String,
     body: Value,
+    /// The `Content-Type` header.
+    content_type: String,
+    /// The `Idempotency-Key` header.
+    idempotency_key: String,
+    /// The body as it came.
+    raw: Vec<u8>,
+}
+
+impl Call {
+    /// The parts of a `multipart/form-data` body.
+    fn parts(&self) -> Vec<Part> {
+        parse_multipart(&self.content_type, &self.raw)
+    }
+
+    /// The fields of a form-encoded body.
+    fn form(&self) -> Vec<(String, String)> {
+        assert_eq!(self.content_type, "application/x-www-form-urlencoded");
+        url::form_urlencoded::parse(&self.raw)
+            .into_owned()
+            .collect()
+    }
+
+    /// The form field `name`, when present.
+    fn field(&self, name: &str) -> Option<String> {
+        self.form()
+            .into_iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value)
+    }
+}
+
+/// One part of a `multipart/form-data` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Part {
+    name: String,
+    filename: Option<String>,
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl Part {
+    fn text(&self) -> String {
+        String::from_utf8(self.bytes.clone()).expect("utf-8 field")
+    }
+}
+
+/// A small RFC 7578 reader: enough to check what the senders write.
+fn parse_multipart(content_type: &str, body: &[u8]) -> Vec<Part> {
+    let boundary = content_type
+        .strip_prefix("multipart/form-data; boundary=")
+        .unwrap_or_else(|| panic!("not multipart: {content_type}"));
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = body;
+    loop {
+        assert!(rest.starts_with(delimiter.as_bytes()), "no delimiter");
+        rest = &rest[delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        rest = rest.strip_prefix(b"\r\n").expect("line break");
+        let header_end = find(rest, b"\r\n\r\n").expect("part headers");
+        let headers = std::str::from_utf8(&rest[..header_end]).expect("headers");
+        rest = &rest[header_end + 4..];
+        let next = find(rest, format!("\r\n{delimiter}").as_bytes()).expect("part end");
+        let mut part = Part {
+            name: String::new(),
+            filename: None,
+            content_type: None,
+            bytes: rest[..next].to_vec(),
+        };
+        rest = &rest[next + 2..];
+        for header in headers.split("\r\n") {
+            if let Some(value) = header.strip_prefix("Content-Disposition: form-data; ") {
+                for param in value.split("; ") {
+                    let (key, value) = param.split_once('=').expect("param");
+                    let value = value.trim_matches('"').to_owned();
+                    match key {
+                        "name" => part.name = value,
+                        "filename" => part.filename = Some(value),
+                        other => panic!("unexpected parameter {other}"),
+                    }
+                }
+            } else if let Some(value) = header.strip_prefix("Content-Type: ") {
+                part.content_type = Some(value.to_owned());
+            }
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+/// The part `name` of `parts`, when there is one.
+fn part<'a>(parts: &'a [Part], name: &str) -> Option<&'a Part> {
+    parts.iter().find(|part| part.name == name)
 }
 
 #[derive(Clone)]
 struct FakeApi {
+    /// `http://127.0.0.1:<port>`.
+    origin: String,
     base: String,
     calls: Arc<Mutex<Vec<Call>>>,
     /// Answers to give, in order; `default` once empty.
@@ -55,15 +163,21 @@ impl FakeApi {
                 let (sink, answers, default) =
                     (Arc::clone(&sink), Arc::clone(&answers), default.clone());
                 async move {
+                    let header = |name: &str| {
+                        headers
+                            .get(name)
+                            .and_then(|value| value.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
                     sink.lock().expect("test fixture").push(Call {
                         method,
                         path: uri.path().to_owned(),
-                        auth: headers
-                            .get("authorization")
-                            .and_then(|value| value.to_str().ok())
-                            .unwrap_or_default()
-                            .to_owned(),
+                        auth: header("authorization"),
                         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                        content_type: header("content-type"),
+                        idempotency_key: header("idempotency-key"),
+                        raw: body.to_vec(),
                     });
                     let (status, answer) = answers
                         .lock()
@@ -81,13 +195,11 @@ impl FakeApi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("test fixture");
-        let base = format!(
-            "http://{}{prefix}",
-            listener.local_addr().expect("test fixture")
-        );
+        let origin = format!("http://{}", listener.local_addr().expect("test fixture"));
         tokio::spawn(async move { axum::serve(listener, app).await.expect("test fixture") });
         Self {
-            base,
+            base: format!("{origin}{prefix}"),
+            origin,
             calls,
             script,
         }
@@ -1127,4 +1239,267 @@ async fn discord_targets_are_channels_threads_and_users_in_their_dm() {
             .await,
     );
     assert_eq!(api.calls().len(), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sends with files
+// ---------------------------------------------------------------------------------------------
+
+fn file(kind: MediaKind, name: &str, mime: &str, bytes: &[u8]) -> OutboundMedia {
+    OutboundMedia {
+        kind,
+        name: name.to_owned(),
+        mime: mime.to_owned(),
+        bytes: bytes.to_vec(),
+        as_voice: false,
+    }
+}
+
+fn photo() -> OutboundMedia {
+    file(
+        MediaKind::Image,
+        "chart.png",
+        "image/png",
+        b"\x89PNG\r\n\x1a\n-chart",
+    )
+}
+
+fn pdf() -> OutboundMedia {
+    file(
+        MediaKind::Document,
+        "report.pdf",
+        "application/pdf",
+        b"%PDF-1.7 report",
+    )
+}
+
+fn send_files(text: &str, media: Vec<OutboundMedia>) -> MessageAction {
+    MessageAction::Send(MediaSend {
+        text: text.to_owned(),
+        media,
+        in_reply_to: None,
+    })
+}
+
+#[tokio::test]
+async fn a_telegram_send_with_files_captions_the_first_upload_and_uploads_once() {
+    let api = telegram().await;
+    // Every gate off: a send is not gated.
+    let sender = telegram_sender(
+        &api,
+        json!({"reactions": false, "editMessage": false, "deleteMessage": false, "poll": false}),
+    );
+    let send = request(
+        tg_group(),
+        send_files("[[reply_to:77]] Chart of the week", vec![photo(), pdf()]),
+    );
+    let delivery = sender.act(&send).await.unwrap();
+    assert_eq!(delivery.message_id.as_deref(), Some("-100555:501"));
+    let calls = api.calls();
+    let paths: Vec<&str> = calls.iter().map(|call| call.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            format!("/bot{TG_TOKEN}/sendPhoto"),
+            format!("/bot{TG_TOKEN}/sendDocument"),
+        ],
+        "no separate text message"
+    );
+    let first = calls[0].parts();
+    assert_eq!(part(&first, "chat_id").unwrap().text(), "-100555");
+    assert_eq!(part(&first, "message_thread_id").unwrap().text(), "42");
+    assert_eq!(part(&first, "caption").unwrap().text(), "Chart of the week");
+    let reply_to: Value =
+        serde_json::from_str(&part(&first, "reply_parameters").unwrap().text()).unwrap();
+    assert_eq!(reply_to["message_id"], json!(77));
+    let upload = part(&first, "photo").unwrap();
+    assert_eq!(upload.bytes, photo().bytes);
+    assert_eq!(upload.filename.as_deref(), Some("chart.png"));
+    assert_eq!(upload.content_type.as_deref(), Some("image/png"));
+    let second = calls[1].parts();
+    assert!(part(&second, "caption").is_none(), "one caption");
+    assert!(part(&second, "reply_parameters").is_none());
+    assert_eq!(part(&second, "document").unwrap().bytes, pdf().bytes);
+    // The same call again (a redelivered turn): both uploads are claimed already.
+    sender.act(&send).await.unwrap();
+    assert_eq!(api.calls().len(), 2);
+    // A failed upload gives its claim back: the retry sends that file alone.
+    let retried = ActionRequest {
+        action_id: "call-8".to_owned(),
+        ..request(tg_group(), send_files("Again", vec![photo(), pdf()]))
+    };
+    api.answer_next(200, json!({"ok": true, "result": {"message_id": 502}}));
+    api.answer_next(502, json!({"ok": false, "description": "Bad Gateway"}));
+    failed(sender.act(&retried).await);
+    sender.act(&retried).await.unwrap();
+    let paths: Vec<String> = api.calls()[2..]
+        .iter()
+        .map(|call| call.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            format!("/bot{TG_TOKEN}/sendPhoto"),
+            format!("/bot{TG_TOKEN}/sendDocument"),
+            format!("/bot{TG_TOKEN}/sendDocument"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_telegram_text_too_long_for_a_caption_goes_before_the_files() {
+    let api = telegram().await;
+    let sender = telegram_sender(&api, json!({}));
+    let long = "x".repeat(1_025);
+    sender
+        .act(&request(tg_group(), send_files(&long, vec![photo()])))
+        .await
+        .unwrap();
+    let calls = api.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].path, format!("/bot{TG_TOKEN}/sendMessage"));
+    assert_eq!(calls[0].body["text"], json!(long));
+    assert_eq!(calls[1].path, format!("/bot{TG_TOKEN}/sendPhoto"));
+    assert!(part(&calls[1].parts(), "caption").is_none());
+}
+
+#[tokio::test]
+async fn a_slack_send_with_files_uploads_into_the_thread_with_the_text_as_comment_once() {
+    let api = slack().await;
+    // Every gate off: a send is not gated.
+    let sender = slack_sender(&api, json!({"reactions": false, "messages": false}));
+    api.answer_next(
+        200,
+        json!({"ok": true, "upload_url": format!("{}/upload/F1", api.origin), "file_id": "F1"}),
+    );
+    api.answer_next(200, json!("OK"));
+    api.answer_next(200, json!({"ok": true, "files": [{"id": "F1"}]}));
+    let send = request(slack_thread(), send_files("The report", vec![pdf()]));
+    sender.act(&send).await.unwrap();
+    let calls = api.calls();
+    let paths: Vec<&str> = calls.iter().map(|call| call.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/api/files.getUploadURLExternal",
+            "/upload/F1",
+            "/api/files.completeUploadExternal",
+        ],
+        "no chat.postMessage"
+    );
+    assert_eq!(calls[0].field("filename").as_deref(), Some("report.pdf"));
+    assert_eq!(calls[1].raw, pdf().bytes);
+    assert_eq!(calls[1].auth, format!("Bearer {SLACK_TOKEN}"));
+    let complete = &calls[2];
+    assert_eq!(complete.field("channel_id").as_deref(), Some("C0CHAN"));
+    assert_eq!(
+        complete.field("thread_ts").as_deref(),
+        Some("1700000000.000100")
+    );
+    assert_eq!(
+        complete.field("initial_comment").as_deref(),
+        Some("The report")
+    );
+    let files: Value = serde_json::from_str(&complete.field("files").unwrap()).unwrap();
+    assert_eq!(files, json!([{"id": "F1", "title": "report.pdf"}]));
+    sender.act(&send).await.unwrap();
+    assert_eq!(api.calls().len(), 3, "the same id uploads nothing again");
+    // A file alone into a channel: no comment, no thread.
+    api.answer_next(
+        200,
+        json!({"ok": true, "upload_url": format!("{}/upload/F2", api.origin), "file_id": "F2"}),
+    );
+    api.answer_next(200, json!("OK"));
+    api.answer_next(200, json!({"ok": true, "files": [{"id": "F2"}]}));
+    let alone = ActionRequest {
+        action_id: "call-9".to_owned(),
+        ..request(
+            chat("slack", "C0CHAN", ChatType::Group),
+            send_files("", vec![photo()]),
+        )
+    };
+    sender.act(&alone).await.unwrap();
+    let complete = &api.calls()[5];
+    assert_eq!(complete.path, "/api/files.completeUploadExternal");
+    assert_eq!(complete.field("initial_comment"), None);
+    assert_eq!(complete.field("thread_ts"), None);
+}
+
+#[tokio::test]
+async fn a_discord_send_with_files_posts_multipart_with_the_text_as_content_once() {
+    let api = discord().await;
+    let sender = discord_sender(&api, Some(BOT_TOKEN), json!({}));
+    let send = request(
+        discord_channel(),
+        send_files("Two files", vec![photo(), pdf()]),
+    );
+    let delivery = sender.act(&send).await.unwrap();
+    assert!(delivery.message_id.is_some());
+    let calls = api.calls();
+    assert_eq!(calls.len(), 2, "no separate text message");
+    let mut nonces = Vec::new();
+    for (index, (call, media)) in calls.iter().zip([photo(), pdf()]).enumerate() {
+        assert_eq!(call.path, format!("/api/v10/channels/{CHANNEL}/messages"));
+        assert_eq!(call.auth, format!("Bot {BOT_TOKEN}"));
+        let parts = call.parts();
+        let payload: Value =
+            serde_json::from_str(&part(&parts, "payload_json").unwrap().text()).unwrap();
+        let content = (index == 0).then(|| json!("Two files"));
+        assert_eq!(payload.get("content").cloned(), content, "{payload}");
+        assert_eq!(payload["allowed_mentions"], json!({"parse": []}));
+        assert_eq!(payload["enforce_nonce"], json!(true));
+        nonces.push(payload["nonce"].as_str().unwrap().to_owned());
+        let upload = part(&parts, "files[0]").unwrap();
+        assert_eq!(upload.bytes, media.bytes);
+        assert_eq!(upload.filename.as_deref(), Some(media.name.as_str()));
+    }
+    assert_ne!(nonces[0], nonces[1]);
+    sender.act(&send).await.unwrap();
+    assert_eq!(api.calls().len(), 2, "the same id uploads nothing again");
+    // A file Discord does not take refuses the whole send before anything goes out.
+    let huge = file(
+        MediaKind::Document,
+        "big.bin",
+        "application/octet-stream",
+        &vec![0; (10 << 20) + 1],
+    );
+    let refused = ActionRequest {
+        action_id: "call-10".to_owned(),
+        ..request(discord_channel(), send_files("x", vec![photo(), huge]))
+    };
+    let message = rejected(sender.act(&refused).await);
+    assert!(message.contains("big.bin"), "{message}");
+    assert_eq!(api.calls().len(), 2);
+}
+
+#[tokio::test]
+async fn a_generic_send_with_files_is_one_reply_with_attachments_keyed_by_the_action_id() {
+    let api = FakeApi::start("", json!({"message_id": "m-1"})).await;
+    let sender = HttpReplySender::new(
+        reqwest::Client::new(),
+        format!("{}/replies", api.origin),
+        b"secret",
+    );
+    let chat = chat("generic", "c1", ChatType::Direct);
+    let delivery = sender
+        .act(&request(chat.clone(), send_files("hi", vec![pdf()])))
+        .await
+        .unwrap();
+    assert_eq!(delivery.message_id.as_deref(), Some("m-1"));
+    let calls = api.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].idempotency_key, "call-7");
+    assert_eq!(calls[0].body["reply_id"], json!("call-7"));
+    assert_eq!(calls[0].body["chat_id"], json!("c1"));
+    assert_eq!(calls[0].body["text"], json!("hi"));
+    assert_eq!(
+        calls[0].body["attachments"],
+        json!([{"name": "report.pdf", "mime": "application/pdf", "data": "JVBERi0xLjcgcmVwb3J0"}])
+    );
+    // The generic channel has no other action.
+    let message = rejected(sender.act(&request(chat, react("1", "👍", false))).await);
+    assert_eq!(
+        message,
+        "Message action react not supported for channel generic."
+    );
 }

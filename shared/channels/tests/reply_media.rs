@@ -2,7 +2,8 @@
 //! raw (method, path, `Authorization`, `Content-Type`, body bytes): Telegram's multipart
 //! `sendPhoto` / `sendVoice` / `sendAudio` / `sendDocument`, Slack's three-step external
 //! upload, Discord's multipart message with `payload_json` (to a channel and as an
-//! interaction follow-up), and the generic channel's inline base64 attachments; a resend of
+//! interaction follow-up), and the generic channel's attachments (links to files stored once
+//! in the blob store, or inline base64 without a link maker); a resend of
 //! the same reply uploads nothing again, and refusals and failures are told apart.
 
 use std::collections::VecDeque;
@@ -832,5 +833,79 @@ async fn generic_replies_carry_their_files_as_base64_attachments() {
         sender
             .deliver(&reply("r-3", chat("generic", "c1"), "", vec![photo()]))
             .await,
+    );
+}
+
+#[derive(Debug)]
+struct FixedClock(u64);
+
+impl clawless_base::clock::Clock for FixedClock {
+    fn now_ms(&self) -> u64 {
+        self.0
+    }
+}
+
+#[tokio::test]
+async fn generic_replies_link_their_files_stored_once_in_the_blob_store() {
+    use clawless_base::media_links::MediaLinks;
+    use clawless_base::object_store::ObjectStore;
+    use clawless_channels::media_links::{LinkQuery, MediaPublisher, SignedMediaLinks};
+
+    let api = FakeApi::start("", json!({"message_id": "m-1"})).await;
+    let blobs = Arc::new(clawless_core::testing::InMemoryObjectStore::new());
+    let links = SignedMediaLinks::new("http://127.0.0.1:8787", b"secret", Arc::new(FixedClock(0)));
+    let sender = HttpReplySender::new(
+        reqwest::Client::new(),
+        format!("{}/replies", api.origin),
+        b"secret",
+    )
+    .with_media_publisher(MediaPublisher::new(
+        Arc::clone(&blobs) as Arc<dyn ObjectStore>,
+        Arc::new(links.clone()),
+    ));
+    let sent = reply("r-1", chat("generic", "c1"), "hi", vec![photo(), pdf()]);
+    sender.deliver(&sent).await.unwrap();
+    // A resend (a retried turn) links the same files and stores nothing again.
+    sender.deliver(&sent).await.unwrap();
+    let calls = api.calls();
+    assert_eq!(
+        calls[0].json()["attachments"],
+        calls[1].json()["attachments"]
+    );
+    let attachments = calls[0].json()["attachments"].clone();
+    assert_eq!(attachments.as_array().map(Vec::len), Some(2));
+    for (attachment, media) in attachments.as_array().unwrap().iter().zip([photo(), pdf()]) {
+        assert_eq!(attachment["name"], media.name.as_str());
+        assert_eq!(attachment["mime"], media.mime.as_str());
+        assert_eq!(attachment["size"], media.bytes.len());
+        assert!(attachment.get("data").is_none(), "{attachment}");
+        let url = url::Url::parse(attachment["url"].as_str().unwrap()).unwrap();
+        let key = url.path().trim_start_matches('/').to_owned();
+        assert!(key.starts_with("media/outbound/"), "{key}");
+        let query = LinkQuery {
+            mime: url
+                .query_pairs()
+                .find(|(k, _)| k == "type")
+                .map(|(_, v)| v.into_owned()),
+            expires: url
+                .query_pairs()
+                .find(|(k, _)| k == "expires")
+                .map(|(_, v)| v.into_owned()),
+            sig: url
+                .query_pairs()
+                .find(|(k, _)| k == "sig")
+                .map(|(_, v)| v.into_owned()),
+        };
+        assert_eq!(links.check(&key, &query, 1), Ok(media.mime.clone()));
+        let stored = blobs.get(&key, 1 << 20).await.unwrap().expect("stored");
+        assert_eq!(stored.bytes, media.bytes);
+    }
+    assert_eq!(blobs.list("media/", 10).await.unwrap().objects.len(), 2);
+    // Links are never made outside media/.
+    assert!(
+        links
+            .link("sessions/s.json", "application/json")
+            .await
+            .is_err()
     );
 }

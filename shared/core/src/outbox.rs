@@ -1,10 +1,11 @@
 //! The outbox port: delivering a reply to a chat conversation, and the `message` tool's
-//! channel actions (a send to any chat, react, edit, delete, poll).
+//! channel actions (a send to any chat, a send with files, react, edit, delete, poll).
 //!
 //! Channel adapters (`clawless-channels`) implement it; the turn runner calls it for each
 //! `Effect::SendReply`. A reply (and an action) carries an idempotency id, and a resend after a
 //! crash reuses it, so receivers can drop the second copy.
 
+use clawless_base::media::OutboundMedia;
 use clawless_base::port_error::BoxError;
 
 use async_trait::async_trait;
@@ -36,9 +37,13 @@ pub enum OutboxError {
     },
 }
 
-/// A `message` tool action other than `send`, as a channel carries it out.
+/// A `message` tool action as a channel carries it out (a `send` of text alone is a
+/// [`Outbox::deliver`]ed reply instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageAction {
+    /// Sends files, the text as their caption (or comment, or message content) where the
+    /// platform takes one that long, else as a message before them.
+    Send(MediaSend),
     /// Adds a reaction to `message_id` (or, with `remove`, takes the bot's reaction back).
     React {
         /// The platform's message id (as a send or an inbound message reported it).
@@ -68,10 +73,38 @@ impl MessageAction {
     /// The action's kind.
     pub fn kind(&self) -> MessageActionKind {
         match self {
+            Self::Send(_) => MessageActionKind::Send,
             Self::React { .. } => MessageActionKind::React,
             Self::Edit { .. } => MessageActionKind::Edit,
             Self::Delete { .. } => MessageActionKind::Delete,
             Self::Poll(_) => MessageActionKind::Poll,
+        }
+    }
+}
+
+/// A `send` with files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaSend {
+    /// The text, possibly empty, with any `[[reply_to:…]]` directive in it.
+    pub text: String,
+    /// The files, at least one.
+    pub media: Vec<OutboundMedia>,
+    /// The message the turn answers, when the send goes to the turn's own chat (what
+    /// `[[reply_to_current]]` means).
+    pub in_reply_to: Option<String>,
+}
+
+impl MediaSend {
+    /// The same send as a reply with id `reply_id` to `chat`: what a channel without captions
+    /// delivers (the text, then each file).
+    pub fn as_reply(&self, reply_id: &str, chat: &ChatRef) -> OutboundReply {
+        OutboundReply {
+            reply_id: reply_id.to_owned(),
+            chat: chat.clone(),
+            text: self.text.clone(),
+            approval_code: None,
+            in_reply_to: self.in_reply_to.clone(),
+            media: self.media.clone(),
         }
     }
 }

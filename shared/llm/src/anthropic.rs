@@ -10,12 +10,13 @@ use clawless_base::media::ImageInput;
 use clawless_base::model::{
     ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
 };
+use clawless_base::thinking::ThinkingLevel;
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::http::{ApiKey, HttpClient, header_value};
-use crate::turns::{Part, Role, alternating_turns};
+use crate::turns::{Part, Role, alternating_turns, current_turn_lacks_thinking};
 
 /// The public Anthropic endpoint; `ANTHROPIC_BASE_URL` or config replaces it.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -147,7 +148,18 @@ fn ephemeral() -> Value {
 pub(crate) fn request_body(model: &str, request: &ModelRequest, images: &[UserImages]) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(request.max_tokens));
+    let thinking = claude_thinking(model, request, "anthropic");
+    body.insert(
+        "max_tokens".into(),
+        json!(thinking.as_ref().map_or(request.max_tokens, |t| t.max_tokens)),
+    );
+    if let Some(thinking) = &thinking {
+        body.insert("thinking".into(), thinking.thinking.clone());
+        if let Some(effort) = thinking.effort {
+            body.insert("output_config".into(), json!({ "effort": effort }));
+        }
+    }
+    let thinking_api = thinking.as_ref().map(|_| "anthropic");
 
     // The stable prefix is cached; the dynamic tail (time, session facts) follows uncached.
     let (stable, dynamic) = request.system_parts();
@@ -162,7 +174,7 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest, images: &[UserIm
         body.insert("system".into(), Value::Array(system));
     }
 
-    let messages: Vec<Value> = alternating_turns(&request.messages, images)
+    let messages: Vec<Value> = alternating_turns(&request.messages, images, thinking_api)
         .into_iter()
         .map(|turn| {
             let role = match turn.role {
@@ -216,7 +228,103 @@ fn part_json(part: &Part<'_>) -> Value {
             "is_error": is_error,
         }),
         Part::Image(image) => image_json(image),
+        Part::Thinking {
+            redacted: Some(data),
+            ..
+        } => json!({ "type": "redacted_thinking", "data": data }),
+        Part::Thinking {
+            text, signature, ..
+        } => json!({ "type": "thinking", "thinking": text, "signature": signature.unwrap_or_default() }),
     }
+}
+
+/// Extended thinking for one Messages request, as Claude takes it (shared with Bedrock's
+/// Claude models, whose `additionalModelRequestFields` carry the same object).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClaudeThinking {
+    /// The `thinking` object: `{type: enabled, budget_tokens}` or `{type: adaptive}`.
+    pub(crate) thinking: Value,
+    /// `output_config.effort` for adaptive thinking.
+    pub(crate) effort: Option<&'static str>,
+    /// The output limit, raised by the thinking budget.
+    pub(crate) max_tokens: u32,
+}
+
+/// Budget tokens per level for Claude models with budgeted thinking.
+pub(crate) fn claude_budget(level: ThinkingLevel) -> u32 {
+    match level {
+        ThinkingLevel::Off => 0,
+        ThinkingLevel::Minimal => 1024,
+        ThinkingLevel::Low => 2048,
+        ThinkingLevel::Medium | ThinkingLevel::Adaptive => 8192,
+        ThinkingLevel::High | ThinkingLevel::Xhigh => 16384,
+    }
+}
+
+/// The most output tokens a Claude model produces in one response (thinking included).
+pub(crate) fn claude_max_output(model: &str) -> u32 {
+    let model = model.to_ascii_lowercase();
+    if model.contains("opus-4-6") {
+        128_000
+    } else if model.contains("opus-4-1") || model.contains("opus-4-0") || model.contains("opus-4-2")
+    {
+        32_000
+    } else if model.contains("claude-3-5") || model.contains("claude-3-haiku") {
+        8_192
+    } else {
+        64_000
+    }
+}
+
+/// Whether a Claude model thinks adaptively (`thinking: {type: adaptive}` plus an effort)
+/// instead of with a token budget: the 4.6 Opus and Sonnet models.
+pub(crate) fn claude_is_adaptive(model: &str) -> bool {
+    let model = model.to_ascii_lowercase();
+    model.contains("opus-4-6") || model.contains("sonnet-4-6")
+}
+
+/// The thinking fields for `request` on Claude `model`, or `None` when it does not think:
+/// level `off`, or a tool-use turn in progress whose tool calls were made without Claude's
+/// signed reasoning (thinking on would be refused until the next user message).
+///
+/// `api` names the API whose signed reasoning the turn's tool calls must carry (`anthropic`,
+/// or `bedrock` for Claude on Bedrock).
+pub(crate) fn claude_thinking(
+    model: &str, request: &ModelRequest, api: &str,
+) -> Option<ClaudeThinking> {
+    let level = request.thinking;
+    if level == ThinkingLevel::Off || current_turn_lacks_thinking(&request.messages, api) {
+        return None;
+    }
+    let model_max = claude_max_output(model);
+    if claude_is_adaptive(model) {
+        let effort = match level {
+            ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium | ThinkingLevel::Adaptive | ThinkingLevel::Off => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Xhigh if model.contains("opus-4-6") => "max",
+            ThinkingLevel::Xhigh => "high",
+        };
+        return Some(ClaudeThinking {
+            thinking: json!({ "type": "adaptive" }),
+            effort: Some(effort),
+            max_tokens: request.max_tokens,
+        });
+    }
+    let mut budget = claude_budget(level);
+    let max_tokens = request.max_tokens.saturating_add(budget).min(model_max);
+    if max_tokens <= budget {
+        budget = max_tokens.saturating_sub(1024);
+    }
+    if budget < 1024 {
+        // Claude's smallest budget does not fit under this model's output limit.
+        return None;
+    }
+    Some(ClaudeThinking {
+        thinking: json!({ "type": "enabled", "budget_tokens": budget }),
+        effort: None,
+        max_tokens,
+    })
 }
 
 /// A base64 `image` block.
@@ -269,7 +377,32 @@ pub(crate) fn parse_response(
                     input: block.get("input").cloned().unwrap_or_else(|| json!({})),
                 }));
             }
-            // Thinking and other block kinds are not part of the neutral transcript.
+            Some("thinking") => content.push(AssistantBlock::Thinking {
+                text: block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                signature: block
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                redacted: None,
+                api: "anthropic".to_owned(),
+            }),
+            Some("redacted_thinking") => content.push(AssistantBlock::Thinking {
+                text: String::new(),
+                signature: None,
+                redacted: Some(
+                    block
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                ),
+                api: "anthropic".to_owned(),
+            }),
+            // Other block kinds (server tools' results) are not part of the neutral transcript.
             _ => {}
         }
     }
@@ -314,6 +447,7 @@ mod tests {
             tools: vec![],
             max_tokens: 10,
             images: Vec::new(),
+            thinking: ThinkingLevel::Off,
         };
         let body = request_body("m", &request, &request.images);
         assert_eq!(
@@ -336,6 +470,7 @@ mod tests {
             tools: vec![tool("one"), tool("two")],
             max_tokens: 10,
             images: Vec::new(),
+            thinking: ThinkingLevel::Off,
         };
         let body = request_body("m", &request, &request.images);
         assert!(body["tools"][0].get("cache_control").is_none());
@@ -349,7 +484,7 @@ mod tests {
     #[test]
     fn unknown_blocks_and_stop_reasons_are_tolerated() {
         let answer = json!({
-            "content": [{ "type": "thinking", "thinking": "hmm" }, { "type": "text", "text": "ok" }],
+            "content": [{ "type": "server_tool_use", "id": "x" }, { "type": "text", "text": "ok" }],
             "stop_reason": "stop_sequence",
         });
         let response = parse_response("anthropic", &answer, "anthropic/m".into()).expect("parses");
@@ -359,5 +494,79 @@ mod tests {
         );
         assert_eq!(response.stop_reason, StopReason::EndTurn);
         assert_eq!(response.usage, Usage::default());
+    }
+
+    #[test]
+    fn thinking_levels_map_to_budgets_and_adaptive_efforts() {
+        let request = |level: ThinkingLevel| ModelRequest {
+            system: String::new(),
+            messages: vec![Message::User { text: "hi".into() }],
+            tools: vec![],
+            max_tokens: 4096,
+            images: Vec::new(),
+            thinking: level,
+        };
+        // Budgeted models: the spec's budgets, max_tokens raised by them (xhigh clamped).
+        for (level, budget) in [
+            (ThinkingLevel::Minimal, 1024),
+            (ThinkingLevel::Low, 2048),
+            (ThinkingLevel::Medium, 8192),
+            (ThinkingLevel::High, 16384),
+            (ThinkingLevel::Xhigh, 16384),
+        ] {
+            let body = request_body("claude-sonnet-4-5", &request(level), &[]);
+            assert_eq!(
+                body["thinking"],
+                json!({ "type": "enabled", "budget_tokens": budget })
+            );
+            assert_eq!(body["max_tokens"], json!(4096 + budget));
+        }
+        // Off: no thinking field, the configured limit.
+        let body = request_body("claude-sonnet-4-5", &request(ThinkingLevel::Off), &[]);
+        assert!(body.get("thinking").is_none());
+        assert_eq!(body["max_tokens"], json!(4096));
+        // A small model limit caps max_tokens and the budget leaves room for the answer.
+        let body = request_body("claude-3-5-haiku", &request(ThinkingLevel::High), &[]);
+        assert_eq!(body["max_tokens"], json!(8192));
+        assert_eq!(body["thinking"]["budget_tokens"], json!(8192 - 1024));
+        // 4.6 models: adaptive, with an effort; xhigh is max on Opus only.
+        let body = request_body("claude-opus-4-6", &request(ThinkingLevel::Xhigh), &[]);
+        assert_eq!(body["thinking"], json!({ "type": "adaptive" }));
+        assert_eq!(body["output_config"], json!({ "effort": "max" }));
+        let body = request_body("claude-sonnet-4-6", &request(ThinkingLevel::Xhigh), &[]);
+        assert_eq!(body["output_config"], json!({ "effort": "high" }));
+        let body = request_body("claude-sonnet-4-6", &request(ThinkingLevel::Minimal), &[]);
+        assert_eq!(body["output_config"], json!({ "effort": "low" }));
+    }
+
+    #[test]
+    fn thinking_and_redacted_blocks_are_read_with_their_signatures() {
+        let answer = json!({
+            "content": [
+                { "type": "thinking", "thinking": "hmm", "signature": "sig1" },
+                { "type": "redacted_thinking", "data": "opaque" },
+                { "type": "text", "text": "ok" },
+            ],
+            "stop_reason": "end_turn",
+        });
+        let response = parse_response("anthropic", &answer, "anthropic/m".into()).expect("parses");
+        assert_eq!(
+            response.content[0],
+            AssistantBlock::Thinking {
+                text: "hmm".into(),
+                signature: Some("sig1".into()),
+                redacted: None,
+                api: "anthropic".into(),
+            }
+        );
+        assert_eq!(
+            response.content[1],
+            AssistantBlock::Thinking {
+                text: String::new(),
+                signature: None,
+                redacted: Some("opaque".into()),
+                api: "anthropic".into(),
+            }
+        );
     }
 }

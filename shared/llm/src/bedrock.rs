@@ -15,11 +15,13 @@ use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, S
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
 use aws_sdk_bedrockruntime::types::{
     CachePointBlock, CachePointType, ContentBlock, ConversationRole, ImageBlock, ImageFormat,
-    ImageSource, InferenceConfiguration, Message as WireMessage, StopReason as WireStopReason,
+    ImageSource, InferenceConfiguration, Message as WireMessage, ReasoningContentBlock,
+    ReasoningTextBlock, StopReason as WireStopReason,
     SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
     ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
 use aws_smithy_types::{Blob, Document, Number};
+use base64::Engine;
 use clawless_base::media::ImageInput;
 use clawless_base::model::{
     ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
@@ -29,6 +31,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::http::{error_for_status, parse_retry_after};
+use crate::anthropic::{ClaudeThinking, claude_thinking};
 use crate::turns::{Part, Role, alternating_turns};
 
 /// Provider name in model refs (`bedrock/<model id>`) and errors.
@@ -174,12 +177,21 @@ impl BedrockModel {
         if !dynamic.trim().is_empty() {
             system.push(SystemContentBlock::Text(dynamic.to_owned()));
         }
-        let max_tokens = i32::try_from(request.max_tokens).unwrap_or(i32::MAX);
+        let thinking = self.thinking(request);
+        let max_tokens = thinking
+            .as_ref()
+            .map_or(request.max_tokens, |thinking| thinking.max_tokens);
+        let max_tokens = i32::try_from(max_tokens).unwrap_or(i32::MAX);
+        let thinking_api = thinking.as_ref().map(|_| BEDROCK_PROVIDER);
         let mut call = client
             .converse()
             .model_id(&self.model)
             .set_system((!system.is_empty()).then_some(system))
-            .set_messages(Some(wire_messages(request, self.sees_images)?))
+            .set_messages(Some(wire_messages(
+                request,
+                self.sees_images,
+                thinking_api,
+            )?))
             .inference_config(
                 InferenceConfiguration::builder()
                     .max_tokens(max_tokens)
@@ -188,6 +200,9 @@ impl BedrockModel {
         if !request.tools.is_empty() {
             call = call.tool_config(self.tool_config(request)?);
         }
+        if let Some(thinking) = &thinking {
+            call = call.additional_model_request_fields(to_document(&thinking_fields(thinking)));
+        }
         match tokio::time::timeout(self.timeout, call.send()).await {
             Ok(result) => result.map_err(|err| map_sdk_error(err, self.timeout)),
             Err(_) => Err(ModelError::Timeout {
@@ -195,6 +210,16 @@ impl BedrockModel {
                 after: self.timeout,
             }),
         }
+    }
+
+    /// Claude's extended thinking for this request, the same fields as on Anthropic's own
+    /// API (sent in `additionalModelRequestFields`); `None` for other model families, which
+    /// Converse gives no common reasoning switch.
+    fn thinking(&self, request: &ModelRequest) -> Option<ClaudeThinking> {
+        if !self.model.contains("anthropic.claude") {
+            return None;
+        }
+        claude_thinking(&self.model, request, BEDROCK_PROVIDER)
     }
 
     fn tool_config(&self, request: &ModelRequest) -> Result<ToolConfiguration, ModelError> {
@@ -265,9 +290,22 @@ fn build_error(err: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {
     }
 }
 
-fn wire_messages(request: &ModelRequest, images: bool) -> Result<Vec<WireMessage>, ModelError> {
+/// `additionalModelRequestFields` for Claude's thinking: `thinking` and, for adaptive
+/// thinking, `output_config.effort`.
+pub(crate) fn thinking_fields(thinking: &ClaudeThinking) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("thinking".into(), thinking.thinking.clone());
+    if let Some(effort) = thinking.effort {
+        fields.insert("output_config".into(), serde_json::json!({ "effort": effort }));
+    }
+    Value::Object(fields)
+}
+
+fn wire_messages(
+    request: &ModelRequest, images: bool, thinking_api: Option<&str>,
+) -> Result<Vec<WireMessage>, ModelError> {
     let images: &[UserImages] = if images { &request.images } else { &[] };
-    alternating_turns(&request.messages, images)
+    alternating_turns(&request.messages, images, thinking_api)
         .into_iter()
         .map(|turn| {
             let role = match turn.role {
@@ -317,6 +355,26 @@ fn wire_block(part: &Part<'_>) -> Result<Option<ContentBlock>, ModelError> {
             Some(block) => ContentBlock::Image(block),
             None => return Ok(None),
         },
+        Part::Thinking {
+            redacted: Some(data),
+            ..
+        } => match base64::engine::general_purpose::STANDARD.decode(data) {
+            Ok(bytes) => ContentBlock::ReasoningContent(ReasoningContentBlock::RedactedContent(
+                Blob::new(bytes),
+            )),
+            Err(_) => return Ok(None),
+        },
+        Part::Thinking {
+            text, signature, ..
+        } => {
+            let mut reasoning = ReasoningTextBlock::builder().text(*text);
+            if let Some(signature) = signature {
+                reasoning = reasoning.signature(*signature);
+            }
+            ContentBlock::ReasoningContent(ReasoningContentBlock::ReasoningText(
+                reasoning.build().map_err(build_error)?,
+            ))
+        }
     }))
 }
 
@@ -364,7 +422,23 @@ fn parse_output(output: &ConverseOutput, model: String) -> Result<ModelResponse,
                 name: tool_use.name().to_owned(),
                 input: from_document(tool_use.input()),
             })),
-            // Reasoning, citations and media are not part of the neutral transcript.
+            ContentBlock::ReasoningContent(ReasoningContentBlock::ReasoningText(reasoning)) => {
+                Some(AssistantBlock::Thinking {
+                    text: reasoning.text().to_owned(),
+                    signature: reasoning.signature().map(str::to_owned),
+                    redacted: None,
+                    api: BEDROCK_PROVIDER.to_owned(),
+                })
+            }
+            ContentBlock::ReasoningContent(ReasoningContentBlock::RedactedContent(data)) => {
+                Some(AssistantBlock::Thinking {
+                    text: String::new(),
+                    signature: None,
+                    redacted: Some(crate::media::base64(data.as_ref())),
+                    api: BEDROCK_PROVIDER.to_owned(),
+                })
+            }
+            // Citations and media are not part of the neutral transcript.
             _ => None,
         })
         .collect();

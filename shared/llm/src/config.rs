@@ -62,8 +62,8 @@ pub struct ModelsConfig {
     /// could get past (rate limit, server error, timeout, network, rejected key), each after
     /// its own retries. Needs `primary`.
     pub fallbacks: Vec<String>,
-    /// More `provider/model`s a session may choose with `/new <model>` (the primary and the
-    /// fallbacks always may).
+    /// More `provider/model`s a session may choose with `/model <model>` or `/new <model>`
+    /// (the primary, the fallbacks and `agents.defaults.models` always may).
     pub allowed: Vec<String>,
     /// Output token limit of one model call.
     #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MAX_TOKENS)))]

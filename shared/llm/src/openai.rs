@@ -14,12 +14,13 @@ use async_trait::async_trait;
 use clawless_base::model::{
     ModelError, ModelProvider, ModelRequest, ModelResponse, Usage, UserImages,
 };
+use clawless_base::thinking::ThinkingLevel;
 use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::http::{ApiKey, HttpClient, header_value};
-use crate::turns::images_of;
+use crate::turns::{current_turn_start, images_of};
 
 /// The public OpenAI endpoint; `OPENAI_BASE_URL` or config replaces it.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -157,11 +158,12 @@ pub(crate) fn request_body(
     if !system.trim().is_empty() {
         messages.push(json!({ "role": "system", "content": system }));
     }
+    let current = current_turn_start(&request.messages);
     for (index, message) in request.messages.iter().enumerate() {
         let shown: Vec<_> = images_of(images, &request.messages, index).collect();
         messages.push(match message {
             Message::User { text } if !shown.is_empty() => user_with_images(text, &shown),
-            _ => message_json(message),
+            _ => message_json(message, index >= current),
         });
     }
     let mut body = Map::new();
@@ -173,6 +175,9 @@ pub(crate) fn request_body(
         "max_tokens"
     };
     body.insert(limit_field.into(), json!(request.max_tokens));
+    if let Some(effort) = reasoning_effort(model, request.thinking, public_endpoint) {
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -193,11 +198,46 @@ pub(crate) fn request_body(
     Value::Object(body)
 }
 
-fn message_json(message: &Message) -> Value {
+/// Whether an OpenAI model reasons (and so takes `reasoning_effort`): the o-series and GPT-5.
+pub(crate) fn is_openai_reasoning_model(model: &str) -> bool {
+    let model = model.to_ascii_lowercase();
+    model.starts_with("gpt-5")
+        || ["o1", "o3", "o4"]
+            .iter()
+            .any(|family| model == *family || model.starts_with(&format!("{family}-")))
+}
+
+/// `reasoning_effort` for a thinking level: the level's own name, `adaptive` as `medium`,
+/// `xhigh` only where the model advertises it (else `high`). Sent to the official API only
+/// for its reasoning models (others refuse the field), to a compatible server whenever
+/// thinking is on (Ollama, vLLM and friends read it for their reasoning models). `None`
+/// when nothing is sent.
+pub(crate) fn reasoning_effort(
+    model: &str, level: ThinkingLevel, public_endpoint: bool,
+) -> Option<&'static str> {
+    if level == ThinkingLevel::Off || (public_endpoint && !is_openai_reasoning_model(model)) {
+        return None;
+    }
+    Some(match level.for_model(model) {
+        ThinkingLevel::Off | ThinkingLevel::Medium | ThinkingLevel::Adaptive => "medium",
+        ThinkingLevel::Minimal => "minimal",
+        ThinkingLevel::Low => "low",
+        ThinkingLevel::High => "high",
+        ThinkingLevel::Xhigh => "xhigh",
+    })
+}
+
+/// One message on the wire. An assistant message of the current tool-use turn (`current`)
+/// carries the reasoning its server returned back as `reasoning_content` (DeepSeek's
+/// thinking mode with tools requires it; others ignore it); completed turns' reasoning is
+/// not resent.
+fn message_json(message: &Message, current: bool) -> Value {
     match message {
         Message::User { text } => json!({ "role": "user", "content": text }),
-        Message::Assistant { content, .. } => {
-            let text = clawless_base::transcript::assistant_text(content);
+        Message::Assistant {
+            content: blocks, ..
+        } => {
+            let text = clawless_base::transcript::assistant_text(blocks);
             let calls: Vec<Value> = message
                 .tool_calls()
                 .map(|call| {
@@ -222,6 +262,18 @@ fn message_json(message: &Message) -> Value {
             out.insert("content".into(), content);
             if !calls.is_empty() {
                 out.insert("tool_calls".into(), Value::Array(calls));
+            }
+            let reasoning: Vec<&str> = blocks
+                .iter()
+                .filter_map(|block| match block {
+                    AssistantBlock::Thinking { text, api, .. } if current && api == "openai" => {
+                        Some(text.as_str())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !reasoning.is_empty() {
+                out.insert("reasoning_content".into(), json!(reasoning.join("\n")));
             }
             Value::Object(out)
         }
@@ -295,6 +347,20 @@ pub(crate) fn parse_response(
         .ok_or_else(|| invalid("choice has no message".to_owned()))?;
 
     let mut content = Vec::new();
+    // Compatible servers return reasoning as `reasoning_content` (DeepSeek, vLLM) or
+    // `reasoning` (Ollama, OpenRouter); the official API keeps it to itself.
+    let reasoning = ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|field| message.get(*field).and_then(Value::as_str))
+        .filter(|text| !text.trim().is_empty());
+    if let Some(reasoning) = reasoning {
+        content.push(AssistantBlock::Thinking {
+            text: reasoning.to_owned(),
+            signature: None,
+            redacted: None,
+            api: "openai".to_owned(),
+        });
+    }
     let text = match message.get("content") {
         Some(Value::String(text)) => text.clone(),
         // Content-part arrays: keep the text parts.

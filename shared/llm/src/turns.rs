@@ -25,6 +25,12 @@ pub(crate) enum Part<'a> {
         is_error: bool,
     },
     Image(&'a ImageInput),
+    /// Reasoning the provider wrote, resent as it was (see [`alternating_turns`]).
+    Thinking {
+        text: &'a str,
+        signature: Option<&'a str>,
+        redacted: Option<&'a str>,
+    },
 }
 
 /// One merged turn.
@@ -46,13 +52,44 @@ pub(crate) fn images_of<'a>(
         .flat_map(|entry| entry.images.iter())
 }
 
+/// The index of the first message of the current tool-use turn: everything after the last
+/// user message (tool results do not count). Reasoning before it belongs to completed turns.
+pub(crate) fn current_turn_start(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }))
+        .map_or(0, |index| index + 1)
+}
+
+/// True when an assistant message of the current tool-use turn called a tool without
+/// reasoning from `api` before it: an API that demands the reasoning back (Anthropic,
+/// Bedrock Claude with thinking on) would refuse the request, so thinking stays off for it.
+pub(crate) fn current_turn_lacks_thinking(messages: &[Message], api: &str) -> bool {
+    messages[current_turn_start(messages)..]
+        .iter()
+        .any(|message| match message {
+            Message::Assistant { content, .. } => {
+                content
+                    .iter()
+                    .any(|block| matches!(block, AssistantBlock::ToolCall(_)))
+                    && !content.iter().any(
+                        |block| matches!(block, AssistantBlock::Thinking { api: from, .. } if from == api),
+                    )
+            }
+            _ => false,
+        })
+}
+
 /// Groups messages into alternating turns, each user message followed by its `images`.
 /// Inside a user turn, tool results come first: the APIs want them right after the
-/// assistant's tool calls.
+/// assistant's tool calls. Reasoning is kept only when `thinking_api` names the API that
+/// wrote it, and only in the current tool-use turn (where the APIs need it back, signature
+/// unchanged); completed turns' reasoning is dropped so it does not eat the window.
 pub(crate) fn alternating_turns<'a>(
-    messages: &'a [Message], images: &'a [UserImages],
+    messages: &'a [Message], images: &'a [UserImages], thinking_api: Option<&str>,
 ) -> Vec<Turn<'a>> {
     let mut turns: Vec<Turn<'a>> = Vec::new();
+    let current = current_turn_start(messages);
     for (index, message) in messages.iter().enumerate() {
         let (role, parts): (Role, Vec<Part<'a>>) = match message {
             Message::User { text } => (
@@ -65,9 +102,22 @@ pub(crate) fn alternating_turns<'a>(
                 Role::Assistant,
                 content
                     .iter()
-                    .map(|block| match block {
-                        AssistantBlock::Text { text } => Part::Text(text),
-                        AssistantBlock::ToolCall(call) => Part::ToolCall(call),
+                    .filter_map(|block| match block {
+                        AssistantBlock::Text { text } => Some(Part::Text(text)),
+                        AssistantBlock::ToolCall(call) => Some(Part::ToolCall(call)),
+                        AssistantBlock::Thinking {
+                            text,
+                            signature,
+                            redacted,
+                            api,
+                        } if index >= current && thinking_api == Some(api.as_str()) => {
+                            Some(Part::Thinking {
+                                text,
+                                signature: signature.as_deref(),
+                                redacted: redacted.as_deref(),
+                            })
+                        }
+                        AssistantBlock::Thinking { .. } => None,
                     })
                     .collect(),
             ),
@@ -109,6 +159,7 @@ pub(crate) fn alternating_turns<'a>(
 
 #[cfg(test)]
 mod tests {
+    use clawless_base::transcript::StopReason;
     use serde_json::json;
 
     use super::*;
@@ -149,7 +200,7 @@ mod tests {
             result("b"),
         ];
         // WHEN grouped
-        let turns = alternating_turns(&messages, &[]);
+        let turns = alternating_turns(&messages, &[], None);
         // THEN user, assistant, one user turn with both results first
         assert_eq!(turns.len(), 3);
         assert_eq!(turns[2].role, Role::User);
@@ -170,6 +221,50 @@ mod tests {
         assert_eq!(turns[2].parts[2], Part::Text("also this"));
     }
 
+    fn thinking(text: &str, api: &str) -> AssistantBlock {
+        AssistantBlock::Thinking {
+            text: text.to_owned(),
+            signature: Some(format!("sig-{text}")),
+            redacted: None,
+            api: api.to_owned(),
+        }
+    }
+
+    #[test]
+    fn reasoning_is_resent_only_in_the_current_tool_use_turn_and_to_its_own_api() {
+        // GIVEN a completed turn with reasoning, then a tool-use turn in progress
+        let messages = vec![
+            Message::User { text: "q1".into() },
+            Message::Assistant {
+                content: vec![thinking("old", "anthropic"), AssistantBlock::Text { text: "a1".into() }],
+                stop_reason: Default::default(),
+            },
+            Message::User { text: "q2".into() },
+            Message::Assistant {
+                content: vec![thinking("new", "anthropic"), AssistantBlock::ToolCall(call("a"))],
+                stop_reason: StopReason::ToolUse,
+            },
+            result("a"),
+        ];
+        // WHEN grouped for Anthropic
+        let turns = alternating_turns(&messages, &[], Some("anthropic"));
+        // THEN the old reasoning is gone and the current one leads its message, signed
+        assert_eq!(turns[1].parts, vec![Part::Text("a1")]);
+        assert_eq!(
+            turns[3].parts[0],
+            Part::Thinking {
+                text: "new",
+                signature: Some("sig-new"),
+                redacted: None
+            }
+        );
+        // AND another API is never sent it
+        let other = alternating_turns(&messages, &[], Some("bedrock"));
+        assert_eq!(other[3].parts, vec![Part::ToolCall(&call("a"))]);
+        assert!(!current_turn_lacks_thinking(&messages, "anthropic"));
+        assert!(current_turn_lacks_thinking(&messages, "bedrock"));
+    }
+
     #[test]
     fn empty_text_is_dropped_and_same_roles_merge() {
         let messages = vec![
@@ -183,7 +278,7 @@ mod tests {
                 stop_reason: Default::default(),
             },
         ];
-        let turns = alternating_turns(&messages, &[]);
+        let turns = alternating_turns(&messages, &[], None);
         assert_eq!(turns.len(), 1);
         assert_eq!(turns[0].parts, vec![Part::Text("one"), Part::Text("two")]);
     }
@@ -221,7 +316,7 @@ mod tests {
             },
         ];
         // WHEN grouped
-        let turns = alternating_turns(&messages, &images);
+        let turns = alternating_turns(&messages, &images, None);
         // THEN each image sits after its message's text; the assistant's is dropped
         assert_eq!(
             turns[0].parts,

@@ -23,6 +23,8 @@
 //! - [`policy`] decides, with the core's exec engine, whether this machine runs a job;
 //! - [`exec_report`] describes this node's exec policy and the executables it names, for the
 //!   backend's `exec check --node` and pre-check;
+//! - [`outbound_media`] reads the files a command names on `MEDIA:` lines, for upload with
+//!   its report (only from its working or temp directory, within size caps);
 //! - [`worker`] is `clawless node run`: poll, check, decide, run, report.
 //!
 //! Only [`sqs_jobs`] knows AWS, and only SQS with credentials the backend hands out.
@@ -34,6 +36,7 @@ pub mod exec_report;
 pub mod jail;
 pub mod journal;
 pub mod local_fs;
+pub mod outbound_media;
 pub mod policy;
 pub mod runner;
 pub mod skill_bins;

@@ -13,7 +13,7 @@
 //! worker extends while it handles the job, so what a dead node held comes back soon.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,12 +29,14 @@ use crate::client::{BackendClient, ClientError, JobDelivery};
 use crate::exec_report::{ReportContext, exec_report};
 use crate::jail::Jail;
 use crate::journal::{Journal, JournalError, JournalState};
+use crate::outbound_media::{CollectedMedia, MediaPlace, collect_media};
 use crate::policy::{Decision, JobContext, decide};
 use crate::runner::{RunSpec, child_environment, run_command};
 use crate::skill_bins::{SKILL_BINS_TTL, SkillBinsCache};
 use crate::sqs_jobs::SqsJobs;
 use crate::state::{NodeConfig, StateDir};
 use clawless_base::clock::{Clock, SystemClock};
+use clawless_base::media_lines::mentions_media;
 
 /// How long one poll waits for a job (SQS's longest long poll).
 pub const POLL_WAIT: Duration = Duration::from_secs(20);
@@ -389,6 +391,8 @@ impl NodeWorker {
                 interrupted: true,
                 duration_ms: 0,
                 allow_always_entries: Vec::new(),
+                files: Vec::new(),
+                refused_files: Vec::new(),
                 nonce: format!("{key}-recovered-{now}"),
                 sent_at_ms: now,
             };
@@ -513,10 +517,15 @@ impl NodeWorker {
                 allow_always_entries,
             } => {
                 let timeout = Duration::from_millis(job.timeout_ms);
-                let spec = match (&job.sandbox, &self.jail) {
+                let (spec, place) = match (&job.sandbox, &self.jail) {
                     (Some(sandbox), Some(jail)) => {
-                        match jail.run_spec(sandbox, &argv, &env, job.cwd.as_deref(), timeout) {
-                            Ok(spec) => spec,
+                        let built = jail
+                            .run_spec(sandbox, &argv, &env, job.cwd.as_deref(), timeout)
+                            .and_then(|spec| Ok((spec, jail.workspace(sandbox)?)));
+                        match built {
+                            Ok((spec, workspace)) => {
+                                (spec, MediaPlace::jail(workspace, job.cwd.as_deref()))
+                            }
                             Err(err) => {
                                 let text = format!("SYSTEM_RUN_DENIED: {err}");
                                 return self.denied(job, sandbox_denial(text));
@@ -530,7 +539,7 @@ impl NodeWorker {
                         let mut spec =
                             RunSpec::new(argv, child_environment(&self.base_env, &env), timeout);
                         spec.cwd = job.cwd.as_ref().map(PathBuf::from);
-                        spec
+                        (spec, MediaPlace::host(job.cwd.as_deref()))
                     }
                 };
                 let (_stop_tx, stop_rx) = watch::channel(false);
@@ -544,7 +553,35 @@ impl NodeWorker {
                     stderr: outcome.stderr,
                     error: outcome.error,
                 };
-                self.report_for(job, outcome, None, false, allow_always_entries, duration_ms)
+                let media = self.outbound_media(&outcome, place).await;
+                let mut report =
+                    self.report_for(job, outcome, None, false, allow_always_entries, duration_ms);
+                report.files = media.files;
+                report.refused_files = media.refused;
+                report
+            }
+        }
+    }
+
+    /// The files a finished command named on `MEDIA:` lines of its output (none for a command
+    /// that failed: its result carries no attachments).
+    async fn outbound_media(&self, outcome: &ExecOutcome, place: MediaPlace) -> CollectedMedia {
+        if !outcome.success || !mentions_media(&outcome.stdout) {
+            return CollectedMedia::default();
+        }
+        let stdout = outcome.stdout.clone();
+        // The node host's own state (its secret, journal, approvals) never leaves.
+        let excluded: Vec<PathBuf> = self
+            .approvals_path
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect();
+        match tokio::task::spawn_blocking(move || collect_media(&stdout, &place, &excluded)).await {
+            Ok(collected) => collected,
+            Err(err) => {
+                tracing::warn!(error = %err, "reading the command's MEDIA files failed");
+                CollectedMedia::default()
             }
         }
     }
@@ -571,6 +608,8 @@ impl NodeWorker {
             interrupted,
             duration_ms,
             allow_always_entries,
+            files: Vec::new(),
+            refused_files: Vec::new(),
             nonce: format!("{}-{now}", job.journal_key()),
             sent_at_ms: now,
         }

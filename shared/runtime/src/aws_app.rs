@@ -24,10 +24,11 @@ use std::sync::{Arc, OnceLock};
 use axum::Router;
 use clawless_aws::{
     DynamoCronStore, DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore,
-    S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers, SqsTurnQueue,
-    StsQueueCredentials, SubagentRoutedTurnQueue,
+    S3MediaLinks, S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers,
+    SqsTurnQueue, StsQueueCredentials, SubagentRoutedTurnQueue,
 };
 use clawless_base::object_store::ObjectStore;
+use clawless_channels::media_links::MediaPublisher;
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{SessionStore, TurnQueue};
 use clawless_core::timers::Timers;
@@ -89,6 +90,27 @@ pub const ADMIN_TOKEN_ENV: &str = "CLAWLESS_ADMIN_TOKEN";
 const READ_ON_DEMAND: [&str; 1] = [ADMIN_TOKEN_ENV];
 /// Where generic-channel replies go when the config does not say.
 pub const GENERIC_REPLY_URL_ENV: &str = "CLAWLESS_GENERIC_REPLY_URL";
+
+/// Discord's `mediaMaxMb` on AWS when the config names none (100 elsewhere). The webhook
+/// function holds a file whole in its 256 MB of memory and must answer Discord within 3
+/// seconds, so a 100 MB upload could end the function rather than be skipped with a note;
+/// 25 MB covers every upload of a Discord account without Nitro (10 MB).
+pub const DEPLOYED_DISCORD_MEDIA_MAX_MB: u64 = 25;
+
+/// `config` with the media limits that fit the webhook function: Discord's
+/// [`DEPLOYED_DISCORD_MEDIA_MAX_MB`] unless `mediaMaxMb` is set.
+fn with_deployed_media_defaults(config: &ClawlessConfig) -> std::borrow::Cow<'_, ClawlessConfig> {
+    match &config.channels.discord {
+        Some(discord) if discord.media_max_mb.is_none() => {
+            let mut deployed = config.clone();
+            if let Some(discord) = &mut deployed.channels.discord {
+                discord.media_max_mb = Some(DEPLOYED_DISCORD_MEDIA_MAX_MB);
+            }
+            std::borrow::Cow::Owned(deployed)
+        }
+        _ => std::borrow::Cow::Borrowed(config),
+    }
+}
 
 /// Where long timers' schedules go, from the variables `lookup` reads: `None` without any of
 /// [`SCHEDULE_GROUP_ENV`], [`SCHEDULER_ROLE_ENV`] and [`TIMER_QUEUE_ARN_ENV`] (timers chain
@@ -333,10 +355,11 @@ impl AwsApp {
         })
     }
 
-    /// The node registry, exec jobs, per-node exec queues and timers.
+    /// The node registry, exec jobs, per-node exec queues and timers; files node hosts upload
+    /// with their results go to the blob bucket (`media/outbound/…`) when the function has one.
     pub fn nodes_service(&self) -> Result<NodesService, AwsAppError> {
         let table = required(TABLE_ENV)?;
-        Ok(NodesService::new(NodesDeps {
+        let service = NodesService::new(NodesDeps {
             registry: Arc::new(DynamoNodeRegistry::new(self.dynamodb.clone(), &table)),
             jobs: Arc::new(DynamoExecJobs::new(self.dynamodb.clone(), &table)),
             queues: Arc::new(SqsExecQueue::new(
@@ -347,7 +370,14 @@ impl AwsApp {
             turns: self.turn_queue()?,
             clock: Arc::new(SystemClock),
             settings: self.config.exec.clone(),
-        }))
+        });
+        Ok(match env(BLOB_BUCKET_ENV) {
+            Some(bucket) => service.with_media_store(Arc::new(S3ObjectStore::new(
+                self.stores.s3_client(),
+                bucket,
+            ))),
+            None => service,
+        })
     }
 
     /// The `nodes` function's routes: node pairing, heartbeats, results and queue credentials,
@@ -415,8 +445,9 @@ impl AwsApp {
             .build()
             .map_err(|err| AwsAppError::Setup(err.to_string()))?;
         let lookup = |name: &str| self.lookup(name);
+        let config = with_deployed_media_defaults(&self.config);
         Ok(ChannelSet::build(&ChannelSetup {
-            config: &self.config,
+            config: &config,
             env: &lookup,
             http,
             generic_secret: None,
@@ -476,8 +507,10 @@ impl AwsApp {
         };
         let table = required(TABLE_ENV)?;
         let blob_bucket = required(BLOB_BUCKET_ENV)?;
-        let blobs: Arc<dyn ObjectStore> =
-            Arc::new(S3ObjectStore::new(self.stores.s3_client(), blob_bucket));
+        let blobs: Arc<dyn ObjectStore> = Arc::new(S3ObjectStore::new(
+            self.stores.s3_client(),
+            blob_bucket.clone(),
+        ));
         let dynamo = Arc::new(DynamoSessionStore::new(self.dynamodb.clone(), table));
         let inner: Arc<dyn SessionStore> = dynamo.clone();
         let sessions: Arc<dyn SessionStore> = Arc::new(OffloadingSessionStore::new(
@@ -503,7 +536,14 @@ impl AwsApp {
             move |name: &str| secrets.lookup(name),
             build,
         );
-        let outbox = self.channels()?.outbox;
+        // The generic channel's reply files go out as presigned links into the blob bucket.
+        let outbox = self
+            .channels()?
+            .with_reply_links(MediaPublisher::new(
+                Arc::clone(&blobs),
+                Arc::new(S3MediaLinks::new(self.stores.s3_client(), blob_bucket)),
+            ))
+            .outbox;
         let turn_queue = self.turn_queue()?;
         // Stop before a model call that might outlast the invocation (see `template.yaml`).
         let yield_policy = YieldPolicy {
@@ -585,6 +625,37 @@ mod tests {
                 .find(|(key, _)| *key == name)
                 .map(|(_, value)| (*value).to_owned())
         }
+    }
+
+    #[test]
+    fn discord_downloads_are_capped_to_what_the_webhook_function_holds_unless_configured() {
+        let discord = |extra: &str| {
+            let yaml = format!(
+                "channels:\n  discord: {{applicationId: \"1234\", publicKey: \"{}\"{extra}}}\n",
+                "ab".repeat(32)
+            );
+            ClawlessConfig::from_yaml(&yaml, "t.yaml").expect("config")
+        };
+        let unset = discord("");
+        let deployed = with_deployed_media_defaults(&unset);
+        let media_max_mb = |config: &ClawlessConfig| {
+            config
+                .channels
+                .discord
+                .as_ref()
+                .and_then(|discord| discord.media_max_mb)
+        };
+        assert_eq!(media_max_mb(&deployed), Some(DEPLOYED_DISCORD_MEDIA_MAX_MB));
+        let chosen = discord(", mediaMaxMb: 80");
+        assert_eq!(
+            media_max_mb(&with_deployed_media_defaults(&chosen)),
+            Some(80)
+        );
+        let none = ClawlessConfig::from_yaml("channels: {}\n", "t.yaml").expect("config");
+        assert!(matches!(
+            with_deployed_media_defaults(&none),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use clawless_base::object_store::ObjectStore;
-use clawless_channels::media::{InlineOnly, MediaDownloader, MediaIngest, WithMedia};
+use clawless_channels::generic::GenericMedia;
+use clawless_channels::media::{MediaDownloader, MediaIngest, WithMedia};
+use clawless_channels::media_links::MediaPublisher;
 use clawless_channels::{
     ChannelOutbox, DiscordChannel, DiscordSender, GenericWebhook, HttpReplySender, SlackChannel,
     SlackSender,
 };
 use clawless_core::outbox::Outbox;
 use clawless_core::session::Inbox;
+use clawless_core::tools::WebFetcher;
 
 use crate::config::{ClawlessConfig, GENERIC_DEFAULT_ALLOW_FROM, GENERIC_DEFAULT_GROUP_POLICY};
 use crate::ingress::{ChannelAccess, ChatChannel};
@@ -59,6 +62,10 @@ pub struct ChannelSet {
     pub outbox: ChannelOutbox,
     /// How each channel fetches the files people send, by channel id.
     downloaders: BTreeMap<String, Arc<dyn MediaDownloader>>,
+    /// The generic channel's reply sender as built, before any media publisher is added.
+    generic_sender: Option<HttpReplySender>,
+    /// The generic channel's cap on one attachment, in bytes.
+    generic_media_max_bytes: u64,
 }
 
 impl std::fmt::Debug for ChannelSet {
@@ -93,6 +100,43 @@ impl ChannelSet {
                 Arc::clone(downloader),
             );
             channel.platform = Arc::new(WithMedia::new(Arc::clone(&channel.platform), ingest));
+        }
+        self
+    }
+
+    /// Fetches the generic channel's `url` attachments with `fetcher` instead of the default
+    /// (`web_fetch`'s address policy); tests use it to reach fakes on loopback. Call it before
+    /// [`ChannelSet::with_blob_store`].
+    #[must_use]
+    pub fn with_generic_fetcher(mut self, fetcher: Arc<dyn WebFetcher>) -> Self {
+        if self
+            .downloaders
+            .contains_key(clawless_channels::generic::CHANNEL_ID)
+        {
+            self.downloaders.insert(
+                clawless_channels::generic::CHANNEL_ID.to_owned(),
+                Arc::new(GenericMedia::new(
+                    self.generic_media_max_bytes,
+                    Some(fetcher),
+                )),
+            );
+        }
+        self
+    }
+
+    /// Hands the generic channel's reply files out as links made by `publisher` (stored in
+    /// the blob store, linked by a presigned S3 URL or the local media route) instead of
+    /// inline base64.
+    #[must_use]
+    pub fn with_reply_links(mut self, publisher: MediaPublisher) -> Self {
+        let Some(sender) = self.generic_sender.clone() else {
+            return self;
+        };
+        let id = clawless_channels::generic::CHANNEL_ID;
+        let outbox: Arc<dyn Outbox> = Arc::new(sender.with_media_publisher(publisher));
+        self.outbox = std::mem::take(&mut self.outbox).with_channel(id, Arc::clone(&outbox));
+        if let Some(channel) = self.inbound.get_mut(id) {
+            channel.outbox = Some(outbox);
         }
         self
     }
@@ -177,25 +221,36 @@ impl ChannelSet {
             tracing::warn!("no generic channel secret configured: /webhook/generic answers 404");
             return;
         };
-        let outbox: Option<Arc<dyn Outbox>> = generic
+        let max_bytes = match clawless_channels::media::media_max_bytes(
+            generic.media_max_mb,
+            clawless_channels::generic::DEFAULT_MEDIA_MAX_MB,
+        ) {
+            Ok(max_bytes) => max_bytes,
+            Err(reason) => {
+                tracing::error!(%reason, "channels.generic left out");
+                return;
+            }
+        };
+        self.generic_media_max_bytes = max_bytes;
+        self.generic_sender = generic
             .reply_url
             .clone()
             .or_else(|| setup.generic_reply_url.clone())
-            .map(|url| {
-                Arc::new(HttpReplySender::new(
-                    setup.http.clone(),
-                    url,
-                    secret.as_bytes(),
-                )) as Arc<dyn Outbox>
-            });
+            .map(|url| HttpReplySender::new(setup.http.clone(), url, secret.as_bytes()));
+        let outbox = self
+            .generic_sender
+            .clone()
+            .map(|sender| Arc::new(sender) as Arc<dyn Outbox>);
         let owners = if generic.owners.is_empty() {
             setup.generic_owners.clone()
         } else {
             generic.owners.clone()
         };
-        let inline = Arc::new(InlineOnly {
-            max_bytes: clawless_channels::generic::MAX_ATTACHMENT_BYTES,
-        });
+        // `url` attachments go through `web_fetch`'s address policy.
+        let media = Arc::new(GenericMedia::new(
+            max_bytes,
+            crate::web_fetcher::default_web_fetcher(),
+        ));
         self.add_with_media(
             ChatChannel {
                 platform: Arc::new(GenericWebhook::new(secret.as_bytes())),
@@ -210,7 +265,7 @@ impl ChannelSet {
                 },
                 outbox,
             },
-            inline,
+            media,
         );
     }
 }

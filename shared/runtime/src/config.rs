@@ -306,10 +306,41 @@ pub struct AgentDefaults {
         schemars(extend("default" = crate::media::resize::DEFAULT_IMAGE_MAX_DIMENSION_PX))
     )]
     pub image_max_dimension_px: Option<u32>,
-    /// The vision model the `image` tool describes images with: `{primary, fallbacks}` or
-    /// one `provider/model`. Unset: the session's own model, when it sees images.
+    /// The vision model the `image` tool describes images with, and that describes a photo
+    /// sent to a chat model without vision: `{primary, fallbacks}` or one `provider/model`.
+    /// Unset: the session's own model, when it sees images (a photo is then only named to
+    /// a model without vision).
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub image_model: Option<ImageModelConfig>,
+    /// How hard models think before answering, in sessions that did not choose with
+    /// `/think`: `off`, `minimal`, `low`, `medium`, `high`, `xhigh` (models that take it;
+    /// `high` elsewhere) or `adaptive`. Unset: `off`.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = "off")))]
+    pub thinking_default: Option<clawless_base::thinking::ThinkingLevel>,
+    /// The models a session may switch to with `/model` (or `/<alias>`), keyed
+    /// `provider/model`, each with an optional `alias` and its own `contextTokens`. A model
+    /// listed here is allowed besides `models.primary`, `models.fallbacks` and
+    /// `models.allowed`. Listed without an alias, a well-known model gets OpenClaw's (`opus`
+    /// for `anthropic/claude-opus-4-6`, `sonnet`, `gpt`, `gpt-mini`, `gemini`, …).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub models: BTreeMap<String, ModelEntry>,
+}
+
+/// One entry of `agents.defaults.models`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ModelEntry {
+    /// A short name for the model: `/model <alias>` and `/<alias>` switch to it, and the
+    /// system prompt lists it. Matched in any case.
+    pub alias: Option<String>,
+    /// This model's context window in tokens, used instead of `agents.defaults.contextTokens`
+    /// while a session runs on it.
+    pub context_tokens: Option<usize>,
+    /// Request parameters as OpenClaw configs carry them; accepted so such a config loads,
+    /// not sent to the provider.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
+    pub params: BTreeMap<String, serde_json::Value>,
 }
 
 /// `agents.defaults.imageModel`: one `provider/model`, or a primary with fallbacks.
@@ -386,6 +417,16 @@ pub struct AgentConfig {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub sandbox: Option<clawless_core::sandbox::SandboxConfig>,
+    /// This agent's thinking level in sessions that did not choose with `/think`. Unset:
+    /// `agents.defaults.thinkingDefault`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub thinking_default: Option<clawless_base::thinking::ThinkingLevel>,
+    /// Whether this agent's sessions show the model's reasoning (`on`, `off`, `stream`)
+    /// unless they chose with `/reasoning`. Unset: `off`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
+    pub reasoning_default: Option<clawless_base::thinking::ReasoningLevel>,
 }
 
 /// A channel's per-group tool policies, by chat id (`"*"` for every other group).
@@ -468,6 +509,10 @@ pub struct GenericChannelConfig {
     /// `id:<senderId>`); the first match applies.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub groups: ChannelGroups,
+    /// Largest file a message may bring (inline, or fetched from its `url`) that is stored,
+    /// in MB (1 to 2048); bigger ones reach the agent as a note.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = clawless_channels::generic::DEFAULT_MEDIA_MAX_MB)))]
+    pub media_max_mb: Option<u64>,
 }
 
 impl std::fmt::Debug for GenericChannelConfig {
@@ -481,6 +526,7 @@ impl std::fmt::Debug for GenericChannelConfig {
             .field("group_policy", &self.group_policy)
             .field("unauthorized_reply", &self.unauthorized_reply)
             .field("groups", &self.groups)
+            .field("media_max_mb", &self.media_max_mb)
             .finish()
     }
 }

@@ -752,10 +752,12 @@ mod tests {
             matches!(&refused, IngressOutcome::BadRequest(why) if why.contains("base64")),
             "{refused:?}"
         );
-        let by_url = br#"{"message_id":"m7","chat_id":"c7","sender_id":"owner-1","text":"hi","chat_type":"direct","attachments":[{"url":"http://169.254.169.254/"}]}"#;
-        let refused = ingress.accept("generic", "", &signed(by_url), by_url).await;
+        let by_file_url = br#"{"message_id":"m7","chat_id":"c7","sender_id":"owner-1","text":"hi","chat_type":"direct","attachments":[{"url":"file:///etc/passwd"}]}"#;
+        let refused = ingress
+            .accept("generic", "", &signed(by_file_url), by_file_url)
+            .await;
         assert!(
-            matches!(refused, IngressOutcome::BadRequest(_)),
+            matches!(&refused, IngressOutcome::BadRequest(why) if why.contains("http or https")),
             "{refused:?}"
         );
     }

@@ -16,10 +16,13 @@ pub mod config;
 pub mod config_schema;
 pub mod cron_routes;
 pub mod cron_service;
+pub mod exec_media;
 pub mod ingress;
 pub mod listed_store;
 #[cfg(feature = "local")]
 pub mod local_machine;
+#[cfg(feature = "local")]
+pub mod local_media;
 #[cfg(feature = "local")]
 pub mod local_mode;
 #[cfg(feature = "local")]

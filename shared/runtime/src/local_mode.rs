@@ -4,7 +4,8 @@
 //!
 //! Everything lives under one state directory: `clawless.db`, `blobs/`, `workspace/` (the
 //! default agent workspace) and `generic.secret` (the generic channel's HMAC secret, created
-//! on first start with mode 0600, which `clawless chat` reads to sign its messages). On first
+//! on first start with mode 0600, which `clawless chat` reads to sign its messages, and from
+//! which the key of the `/media/` route's links is derived). On first
 //! start, a brand-new agent workspace gets the default bootstrap files
 //! ([`clawless_core::system_prompt::seed`]).
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use clawless_base::model::ModelProvider;
 use clawless_base::object_store::ObjectStore;
+use clawless_channels::media_links::{MediaPublisher, SignedMediaLinks};
 use clawless_core::session::offload::OffloadingSessionStore;
 use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_core::system_prompt::seed::{SeedScope, seed_workspace};
@@ -31,6 +33,7 @@ use crate::cron_routes::cron_admin_router;
 use crate::cron_service::{CronDeps, CronService};
 use crate::ingress::{Ingress, webhook_router};
 use crate::local_machine::local_context;
+use crate::local_media::media_router;
 use crate::local_replies::LocalReplies;
 use crate::node_routes::{AdminToken, RegistryNodeAuth, nodes_router};
 use crate::nodes_service::{NodesDeps, NodesService};
@@ -178,6 +181,16 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
     let (secret, reply_url) = generic_secret_and_reply_url(&options, &state_dir, addr)?;
 
     let core = open_core(&options, &state_dir, Seeding::NewWorkspaces).await?;
+    let media_links = SignedMediaLinks::new(
+        &format!("http://{addr}"),
+        secret.as_bytes(),
+        Arc::clone(&core.clock),
+    );
+    let media_route = media_router(
+        Arc::clone(&core.blobs),
+        media_links.clone(),
+        Arc::clone(&core.clock),
+    );
     let client = clawless_http::client_builder()
         .build()
         .map_err(|err| LocalError::Setup(err.to_string()))?;
@@ -193,7 +206,13 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         sent_chunks: Arc::clone(&core.inbox),
     })
     // Files people send land in `blobs/media/inbound/`.
-    .with_blob_store(Arc::clone(&core.blobs));
+    .with_blob_store(Arc::clone(&core.blobs))
+    // Files the agent sends on the generic channel land in `blobs/media/outbound/`, linked
+    // through this server's `/media/` route.
+    .with_reply_links(MediaPublisher::new(
+        Arc::clone(&core.blobs),
+        Arc::new(media_links.clone()),
+    ));
     let turns = Arc::new(local_turn_service(
         &options,
         &state_dir,
@@ -219,7 +238,8 @@ pub async fn start_local(mut options: LocalOptions) -> Result<RunningLocal, Loca
         clock,
     });
     let replies = LocalReplies::new(secret.as_bytes());
-    let app = local_app(&options.secrets, ingress, skills, &nodes, &replies, &cron)?;
+    let app =
+        local_app(&options.secrets, ingress, skills, &nodes, &replies, &cron)?.merge(media_route);
     let server = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             tracing::error!(error = ?err, "local server stopped");
@@ -308,12 +328,16 @@ async fn open_core(
         queue,
     } = open_storage(state_dir).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let nodes = Arc::new(local_nodes_service(
-        &db,
-        Arc::clone(&queue),
-        Arc::clone(&clock),
-        options.config.exec.clone(),
-    ));
+    // Files node hosts upload with their results land in `blobs/media/outbound/`.
+    let nodes = Arc::new(
+        local_nodes_service(
+            &db,
+            Arc::clone(&queue),
+            Arc::clone(&clock),
+            options.config.exec.clone(),
+        )
+        .with_media_store(Arc::clone(&blobs)),
+    );
     let stores = Arc::new(store_factory(&options.config).await);
     if seeding == Seeding::NewWorkspaces {
         seed_new_workspaces(&options.config, &stores).await?;

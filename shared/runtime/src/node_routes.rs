@@ -17,12 +17,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use axum::extract::{Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clawless_core::nodes::{NodeFacts, NodeRecord, QueueCredentialVendor};
+use clawless_exec::node::media::MAX_REPORT_BODY_BYTES;
 use clawless_exec::node::wire::secret_hash;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -101,7 +102,11 @@ pub fn nodes_router(nodes: Arc<NodesService>, with_job_polling: bool) -> Router 
     let router = Router::new()
         .route("/nodes/pair", post(pair))
         .route("/nodes/heartbeat", post(heartbeat))
-        .route("/nodes/results", post(results));
+        // A report carries the files its command named (`MEDIA:` lines): up to a few MB.
+        .route(
+            "/nodes/results",
+            post(results).layer(DefaultBodyLimit::max(MAX_REPORT_BODY_BYTES)),
+        );
     let router = if with_job_polling {
         router
             .route("/nodes/jobs", get(poll_jobs))

@@ -10,7 +10,8 @@
 //!
 //! Every result goes through [`ExecJobs::resolve`] before anything reaches the turn queue, so
 //! of a node's report and a deadline timer exactly one wins, and a repeated report changes
-//! nothing.
+//! nothing. Files a node uploads with a report (a command's `MEDIA:` lines) go to the blob
+//! store given by [`NodesService::with_media_store`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,8 +40,11 @@ use clawless_exec::node::wire::{
 use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
 
+use crate::exec_media::{rewrite_media_lines, store_report_media};
 use crate::ingress::enqueue;
 use clawless_base::clock::Clock;
+use clawless_base::media_lines::mentions_media;
+use clawless_base::object_store::ObjectStore;
 
 /// The result of a sandboxed session's `exec` when no paired node host advertises a jail
 /// (OpenClaw's text for a missing sandbox runtime, then what to do about it).
@@ -286,6 +290,8 @@ pub struct NodesDeps {
 /// Pairing, authentication, jobs, reports and timers for node hosts.
 pub struct NodesService {
     deps: NodesDeps,
+    /// Where files uploaded with reports go (`media/outbound/…`); without it they are refused.
+    media: Option<Arc<dyn ObjectStore>>,
 }
 
 impl std::fmt::Debug for NodesService {
@@ -299,7 +305,15 @@ impl std::fmt::Debug for NodesService {
 impl NodesService {
     /// A service over these ports.
     pub fn new(deps: NodesDeps) -> Self {
-        Self { deps }
+        Self { deps, media: None }
+    }
+
+    /// Stores the files node hosts upload with their reports (a command's `MEDIA:` lines) in
+    /// `blobs`, under `media/outbound/<sha256>.<ext>` ([`crate::exec_media`]). Without a store
+    /// such files are refused and the result says so.
+    pub fn with_media_store(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
+        self.media = Some(blobs);
+        self
     }
 
     /// The exec settings.
@@ -665,7 +679,9 @@ impl NodesService {
     }
 
     /// Takes a node's signed report: records the first result of the current attempt and
-    /// resumes the turn, or turns an "approval required" refusal into a chat request.
+    /// resumes the turn, or turns an "approval required" refusal into a chat request. Files
+    /// the node uploaded for the command's `MEDIA:` lines are stored first, and the result the
+    /// model sees names their blob keys ([`crate::exec_media`]).
     pub async fn submit_report(
         &self, node: &NodeRecord, body: &str,
     ) -> Result<ReportOutcome, NodesError> {
@@ -710,6 +726,7 @@ impl NodesService {
             return Ok(ReportOutcome::ApprovalRequested);
         }
         let now = self.deps.clock.now_ms();
+        let report = self.with_report_media(report).await;
         let result_json = serde_json::to_string(&report)
             .map_err(|err| NodesError::BadRequest(err.to_string()))?;
         match self
@@ -762,6 +779,28 @@ impl NodesService {
         )
         .await?;
         Ok(ReportOutcome::Recorded)
+    }
+
+    /// `report` with its uploaded files stored and its output's `MEDIA:` lines naming them
+    /// (or saying why a file is not sent), and without the files' bytes (the job record keeps
+    /// the result, and a store of records has no room for files).
+    async fn with_report_media(&self, mut report: ExecReport) -> ExecReport {
+        let outcome = &report.outcome;
+        if report.files.is_empty()
+            && report.refused_files.is_empty()
+            && !mentions_media(&outcome.stdout)
+            && !mentions_media(&outcome.stderr)
+        {
+            return report;
+        }
+        let media =
+            store_report_media(self.media.as_deref(), &report.files, &report.refused_files).await;
+        report.outcome.stdout = rewrite_media_lines(&report.outcome.stdout, &media);
+        report.outcome.stderr = rewrite_media_lines(&report.outcome.stderr, &media);
+        for file in &mut report.files {
+            file.data_base64.clear();
+        }
+        report
     }
 
     /// Asks the chat to approve `job` on `node_id` (spec §7.8): schedules the approval

@@ -58,12 +58,15 @@ mod effects;
 mod handlers;
 mod heartbeat;
 mod media;
+mod model_switch;
 mod prepare;
 mod prompt_fit;
 mod reply_media;
 mod sandbox;
 mod stop;
 mod subagents;
+mod thinking;
+mod tool_media;
 mod tools;
 
 pub use heartbeat::{HeartbeatTimers, heartbeat_timer};
@@ -256,6 +259,9 @@ pub struct TurnService {
     pub(crate) blobs: Option<Arc<dyn ObjectStore>>,
     /// Voice-note transcription as `tools.media.audio` says, built on first use.
     transcriber: std::sync::OnceLock<Option<crate::media::transcribe::Transcriber>>,
+    /// `agents.defaults.imageModel`'s models, built on first use, describing photos for a
+    /// chat model without vision.
+    image_describers: std::sync::OnceLock<crate::media::describe::VisionModels>,
     /// The values fetched for `secrets:`, looked up (before the environment) for the `…Env`
     /// keys the turn service reads itself (`cron.webhookTokenEnv`).
     secrets: crate::secrets::SecretValues,
@@ -354,6 +360,7 @@ impl TurnService {
             session_lister: None,
             blobs: None,
             transcriber: std::sync::OnceLock::new(),
+            image_describers: std::sync::OnceLock::new(),
             secrets: crate::secrets::SecretValues::default(),
             model_factory: None,
             chosen_models: std::sync::Mutex::default(),
@@ -761,6 +768,8 @@ impl TurnService {
             model: Some(&model_ref),
             default_model: Some(&default_model),
             channel: channel.as_deref(),
+            thinking: Some(self.thinking_level(state).as_str()),
+            reasoning: Some(self.reasoning_level(state).as_str()),
             ..RuntimeLine::default()
         };
         let extra_system_prompt = self.extra_system_prompt(state);
@@ -774,6 +783,8 @@ impl TurnService {
             let exec = routing.offered.contains("exec");
             self.sandbox_prompt(agent_id, state, sandboxed, &workspace_dir, exec)
         });
+        let model_aliases =
+            clawless_core::turn::model_command::prompt_alias_lines(&self.model_choices());
         let params = SystemPromptParams {
             mode: PromptMode::for_session_key(
                 state.key.as_str(),
@@ -793,6 +804,7 @@ impl TurnService {
             reply_tags: channel
                 .as_deref()
                 .is_some_and(clawless_channels::directives::honours_reply_tags),
+            model_aliases: &model_aliases,
             ..SystemPromptParams::default()
         };
         let inputs = PromptInputs {

@@ -2,8 +2,9 @@
 //! stand-in of the OpenAI transcription endpoint on the same scripted server: a photo with a
 //! caption reaches the model as an image block; a voice note without text is transcribed and
 //! answered; a text file's content reaches the model fenced as untrusted; a reply's `MEDIA:`
-//! line reaches the chat with the file. Everything but the model is the real system:
-//! the signed webhook, the blob store, the turn queue, the turn engine, the reply sender.
+//! line reaches the chat with a signed link that serves the file (and nothing once tampered
+//! with). Everything but the model is the real system: the signed webhook, the blob store,
+//! the turn queue, the turn engine, the reply sender, the local media route.
 
 mod support;
 
@@ -193,7 +194,37 @@ async fn photos_voice_notes_files_and_media_lines_travel_both_ways() {
     assert_eq!(last["text"], "Here is the chart.");
     assert_eq!(last["attachments"][0]["name"], "chart.png");
     assert_eq!(last["attachments"][0]["mime"], "image/png");
-    assert_eq!(last["attachments"][0]["data"], STANDARD.encode(PNG));
+    assert_eq!(last["attachments"][0]["size"], PNG.len());
+    assert!(last["attachments"][0].get("data").is_none(), "{last}");
+    // The file goes by link: the local server's signed /media/ route serves the PNG.
+    let url = last["attachments"][0]["url"].as_str().expect("a link");
+    assert!(
+        url.starts_with(&format!("http://{}/media/outbound/", running.addr)),
+        "{url}"
+    );
+    let fetched = reqwest::get(url).await.expect("GET the link");
+    assert_eq!(fetched.status().as_u16(), 200);
+    assert_eq!(
+        fetched
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok()),
+        Some("image/png")
+    );
+    assert_eq!(fetched.bytes().await.expect("body").as_ref(), PNG);
+    // A link with its signature, type or expiry changed serves nothing.
+    let (unsigned, signature) = url.rsplit_once("&sig=").expect("signed");
+    let flipped = if signature.starts_with('0') { "1" } else { "0" };
+    for tampered in [
+        format!("{unsigned}&sig={flipped}{}", &signature[1..]),
+        url.replace("type=image%2Fpng", "type=text%2Fhtml"),
+        url.replace("&expires=", "&expires=9"),
+    ] {
+        let status = reqwest::get(&tampered).await.expect("GET").status();
+        assert_eq!(status.as_u16(), 403, "{tampered}");
+    }
+    let status = reqwest::get(unsigned).await.expect("GET").status();
+    assert_eq!(status.as_u16(), 401);
 
     // /status says what was done with the last attachments.
     send(&running, "m-5", "/status", json!([])).await;
@@ -235,5 +266,83 @@ async fn a_large_photo_is_scaled_down_before_the_model_sees_it() {
         .expect("base64");
     let shown = image::load_from_memory(&data).expect("an image");
     assert_eq!((shown.width(), shown.height()), (1200, 300));
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_for_a_model_without_vision_is_described_by_the_image_model() {
+    let fixture = Fixture::new();
+    let model = ScriptedServer::start().await;
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("A till receipt for 12.40 EUR.")),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("You spent 12.40 EUR.")),
+    );
+    let receiver = ReplyReceiver::start().await;
+    let yaml = fixture
+        .config_yaml(&model.base_url(), &receiver.url)
+        .replace("    secret:", "    owners: [user-1]\n    secret:")
+        .replace("      apiKey: test-key\n", "      apiKey: test-key\n      images: false\n")
+        .replace(
+            "  providers:\n",
+            &format!(
+                "  providers:\n    eyes:\n      api: anthropic\n      apiKey: test-eyes\n      baseUrl: {}\n      images: true\n",
+                model.base_url()
+            ),
+        )
+        .replace(
+            "  defaults:\n",
+            "  defaults:\n    imageModel: eyes/claude-eyes\n",
+        );
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("test fixture");
+    let built = clawless_llm::build_model(&config.models, &|_| None).expect("test fixture");
+    let running = start_local(LocalOptions {
+        config,
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model: built,
+        secrets: Default::default(),
+    })
+    .await
+    .expect("test fixture");
+
+    send(
+        &running,
+        "m-1",
+        "how much was it?",
+        json!([{"name": "receipt.png", "mime": "image/png", "data": STANDARD.encode(PNG)}]),
+    )
+    .await;
+    let posted = receiver.wait_for(1, Duration::from_secs(20)).await;
+    assert_eq!(posted[0].body["text"], "You spent 12.40 EUR.");
+    let requests = model.requests_to(MESSAGES);
+    assert_eq!(requests.len(), 2);
+    // First the image model, shown the photo with the default prompt.
+    assert_eq!(requests[0].body["model"], "claude-eyes");
+    assert_eq!(requests[0].header("x-api-key"), Some("test-eyes"));
+    let shown = user_blocks(&model, 0);
+    assert!(shown.iter().any(|block| block["type"] == "image"), "{shown:?}");
+    assert_eq!(text_of(&shown), "Describe the image.");
+    // Then the chat model: no image, the description in its text.
+    assert_eq!(requests[1].body["model"], "claude-test");
+    let blocks = user_blocks(&model, 1);
+    assert!(!blocks.iter().any(|block| block["type"] == "image"), "{blocks:?}");
+    let text = text_of(&blocks);
+    assert!(
+        text.contains("[Image]\nUser text:\nhow much was it?\nDescription:\nA till receipt for 12.40 EUR."),
+        "{text}"
+    );
+    assert!(text.contains("[media attached: media/inbound/"), "{text}");
+
+    send(&running, "m-2", "/status", json!([])).await;
+    let posted = receiver.wait_for(2, Duration::from_secs(20)).await;
+    let status = posted[1].body["text"].as_str().unwrap_or_default();
+    assert!(
+        status.contains("📎 Media: image ok (eyes/claude-eyes)"),
+        "{status}"
+    );
     running.stop().await;
 }

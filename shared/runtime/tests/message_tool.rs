@@ -6,6 +6,9 @@
 //!   the call again under the same idempotency key, so the receiver sees one delivery;
 //! - the generic channel's reply URL: the request's shape, signature and idempotency header,
 //!   and the answer's meaning (2xx with a message id, 4xx refused for good, 5xx retried).
+//! - a send with a workspace file (`media`) reaches the other chat once with the file; paths
+//!   out of the workspace, `~`, URLs and the agent's memory from a group are refused with
+//!   their reasons and nothing goes out.
 
 mod support;
 
@@ -323,6 +326,179 @@ async fn message_sends_through_clawless_local_follow_the_policy_and_replace_dupl
             .iter()
             .all(|post| post.body["text"] != "Sent above.")
     );
+}
+
+/// The smallest PNG header: enough for the file to be taken as an image.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-chart";
+
+fn group_body(id: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "message_id": id, "chat_id": "group-1", "sender_id": "user-1",
+        "text": text, "chat_type": "group"
+    }))
+    .expect("body")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_sends_a_workspace_file_once_and_refuses_files_out_of_reach() {
+    // GIVEN clawless local (generic channel) with `chart.png` and `MEMORY.md` in the workspace,
+    // and a model that sends the chart to chat-2, then tries files it may not send
+    let fixture = Fixture::new();
+    let workspace = fixture.path().join("workspace");
+    std::fs::write(workspace.join("chart.png"), PNG).expect("chart");
+    std::fs::write(workspace.join("MEMORY.md"), "The owner's secrets.\n").expect("memory");
+    let model = ScriptedServer::start().await;
+    let send = |id: &str, input: Value| {
+        model.push(
+            MESSAGES,
+            ScriptedReply::json(anthropic_tool_use(id, "message", input)),
+        );
+    };
+    send(
+        "toolu_1",
+        json!({"action": "send", "target": "chat-2", "message": "This week's chart", "media": "chart.png"}),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Sent the chart.")),
+    );
+    send(
+        "toolu_2",
+        json!({"action": "send", "target": "chat-2", "message": "x", "media": "../../etc/passwd"}),
+    );
+    send(
+        "toolu_3",
+        json!({"action": "send", "target": "chat-2", "message": "x", "filePath": "~/x"}),
+    );
+    send(
+        "toolu_4",
+        json!({"action": "send", "target": "chat-2", "message": "x", "media": ["https://example.com/a.png"]}),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("None of those.")),
+    );
+    send(
+        "toolu_5",
+        json!({"action": "send", "target": "chat-2", "message": "notes", "media": "MEMORY.md"}),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Memory stays here.")),
+    );
+    let receiver = Receiver::start().await;
+    let yaml = fixture
+        .config_yaml(&model.base_url(), &receiver.url)
+        .replace("    replyUrl:", "    owners: [user-1]\n    replyUrl:");
+    let config = ClawlessConfig::from_yaml(&yaml, "test").expect("config");
+    let running = start_local(LocalOptions {
+        config: config.clone(),
+        state_dir: fixture.state_dir(),
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        model: clawless_llm::build_model(&config.models, &|_| None).expect("model"),
+        secrets: Default::default(),
+    })
+    .await
+    .expect("local mode starts");
+    let webhook = format!("http://{}/webhook/generic", running.addr);
+    let client = reqwest::Client::new();
+
+    // WHEN the owner asks for the chart to be sent to chat-2
+    post_message(&client, &webhook, "m-1", "Send chat-2 the chart").await;
+    let deliveries = receiver.wait_for_deliveries(2).await;
+    // THEN chat-2 gets the file once, with the text beside it, and the turn answers here
+    assert_eq!(
+        deliveries,
+        [
+            ("chat-2".to_owned(), "This week's chart".to_owned()),
+            ("chat-1".to_owned(), "Sent the chart.".to_owned()),
+        ]
+    );
+    let with_files: Vec<Received> = receiver
+        .received()
+        .into_iter()
+        .filter(|post| post.body.get("attachments").is_some())
+        .collect();
+    assert_eq!(with_files.len(), 1, "one upload");
+    assert!(with_files[0].signature_ok);
+    let attachments = with_files[0].body["attachments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(attachments.len(), 1, "{attachments:?}");
+    let chart = &attachments[0];
+    assert_eq!(chart["name"], "chart.png");
+    assert_eq!(chart["mime"], "image/png");
+    // The file travels inline or by a link the deployment serves: either way, these bytes.
+    let bytes = match (chart["data"].as_str(), chart["url"].as_str()) {
+        (Some(data), _) => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .expect("base64")
+        }
+        (None, Some(url)) => client
+            .get(url)
+            .send()
+            .await
+            .expect("the link is served")
+            .bytes()
+            .await
+            .expect("the file")
+            .to_vec(),
+        (None, None) => panic!("no file in {chart}"),
+    };
+    assert_eq!(bytes, PNG);
+    let requests = model.requests_to(MESSAGES);
+    let result = tool_result_text(&requests[1].body);
+    assert!(result.contains(r#""media": ["#), "{result}");
+    assert!(result.contains("chart.png"), "{result}");
+
+    // WHEN the model names a path out of the workspace, a home path and a URL
+    post_message(&client, &webhook, "m-2", "Now send the other files").await;
+    let deliveries = receiver.wait_for_deliveries(3).await;
+    // THEN each is refused with its reason, and only the turn's answer goes out
+    assert_eq!(
+        deliveries[2..],
+        [("chat-1".to_owned(), "None of those.".to_owned())]
+    );
+    let requests = model.requests_to(MESSAGES);
+    let refusals = tool_result_text(&requests[5].body);
+    for expected in [
+        "Cannot send ../../etc/passwd: paths with `..` segments are not delivered.",
+        "Cannot send ~/x: paths under a home directory (~) are not delivered.",
+        "Cannot send https://example.com/a.png: clawless does not download files to send them",
+    ] {
+        assert!(refusals.contains(expected), "{expected} in {refusals}");
+    }
+
+    // WHEN the owner, in a group, has the model send the agent's memory
+    let body = group_body("m-3", "Share your notes with chat-2");
+    let signature = sign(SECRET.as_bytes(), &body);
+    let status = client
+        .post(&webhook)
+        .header("content-type", "application/json")
+        .header("x-clawless-signature", signature)
+        .body(body)
+        .send()
+        .await
+        .expect("webhook reachable")
+        .status();
+    assert_eq!(status.as_u16(), 202);
+    let deliveries = receiver.wait_for_deliveries(4).await;
+    // THEN memory stays out of the group's reach: refused, nothing sent to chat-2
+    assert_eq!(
+        deliveries[3..],
+        [("group-1".to_owned(), "Memory stays here.".to_owned())]
+    );
+    let requests = model.requests_to(MESSAGES);
+    let refusal = tool_result_text(&requests[7].body);
+    assert!(
+        refusal.contains("Cannot send MEMORY.md: the agent's memory stays out of this chat."),
+        "{refusal}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 4, "{:?}", receiver.deliveries());
 }
 
 /// A session store that fails the first commit carrying the `message` call's result, after

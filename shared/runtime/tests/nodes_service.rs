@@ -202,6 +202,8 @@ fn report(record: &NodeRecord, job_id: &str, attempt: u32, stdout: &str) -> Exec
         interrupted: false,
         duration_ms: 3,
         allow_always_entries: Vec::new(),
+        files: Vec::new(),
+        refused_files: Vec::new(),
         nonce: format!("r-{job_id}-{attempt}"),
         sent_at_ms: 0,
     }

@@ -1,7 +1,8 @@
 //! The prompt promises only what exists: for each tool profile, the system prompt a session is
 //! sent names no tool it is not offered (as a call, a list entry, a heading or in backticks),
 //! no slash command the deployment does not have, and no toggle or parameter that no tool
-//! takes (`/reasoning`, `yieldMs`, a pty).
+//! takes (`yieldMs`, a pty). `/reasoning` exists (`turn::directives`), so the runtime
+//! section may offer it.
 
 mod support;
 
@@ -12,8 +13,8 @@ use support::anthropic_text;
 use support::subagent_harness::Harness;
 
 /// The slash commands a chat can use in this deployment (`prepare.rs`, reset triggers,
-/// `/approve`, `/stop`).
-const COMMANDS: [&str; 13] = [
+/// `/approve`, `/stop`, the `/think` and `/reasoning` directives).
+const COMMANDS: [&str; 18] = [
     "new",
     "reset",
     "compact",
@@ -27,6 +28,11 @@ const COMMANDS: [&str; 13] = [
     "approve",
     "stop",
     "abort",
+    "think",
+    "t",
+    "thinking",
+    "reasoning",
+    "reason",
 ];
 
 /// Every `/word` of `prompt` that reads as a command: after a blank, a quote or a bracket, and
@@ -97,12 +103,17 @@ async fn each_profiles_prompt_names_only_tools_commands_and_toggles_that_exist()
                 "{profile}: the prompt names /{command}, which no chat can use:\n{prompt}"
             );
         }
-        for promise in ["yieldMs", "pty", "/reasoning", "process(action"] {
+        for promise in ["yieldMs", "pty", "process(action"] {
             assert!(
                 !prompt.contains(promise),
                 "{profile}: the prompt promises {promise}:\n{prompt}"
             );
         }
+        // The toggle the runtime section offers is one a chat has.
+        assert!(
+            prompt.contains("Toggle /reasoning."),
+            "{profile}: no reasoning toggle:\n{prompt}"
+        );
         // The check can fail: the full profile's prompt names tools it does offer.
         if profile == "full" {
             assert!(mentions(&prompt, "read").is_some() || prompt.contains("- read"));

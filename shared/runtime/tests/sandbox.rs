@@ -553,6 +553,8 @@ async fn finish_job(harness: &mut Harness, paired: &Paired, node: usize, job: &V
         interrupted: false,
         duration_ms: 1,
         allow_always_entries: Vec::new(),
+        files: Vec::new(),
+        refused_files: Vec::new(),
         nonce: format!("report-{}", job["jobId"]),
         sent_at_ms: SystemClock.now_ms(),
     };

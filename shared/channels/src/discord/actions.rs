@@ -2,20 +2,23 @@
 //! none without a bot token), reading a model's target (`channel:<id>`, `user:<id>`, `<@id>`,
 //! a raw channel id, a thread) into a chat, and carrying out `react`
 //! (`PUT`/`DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me`), `edit` (`PATCH`),
-//! `delete` (`DELETE`) and `poll` (a message with a `poll`, claimed once in the inbox and sent
-//! with an enforced `nonce`).
+//! `delete` (`DELETE`), `poll` (a message with a `poll`, claimed once in the inbox and sent
+//! with an enforced `nonce`) and a `send` with files (one multipart message a file, the text
+//! as the first one's `content`; each claimed like a reply's file, with an enforced `nonce`).
 
 use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{
-    ActionRequest, Delivery, MessageAction, MessageActionKind, OutboxError, PollRequest,
-    unsupported_action,
+    ActionRequest, Delivery, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError,
+    PollRequest, unsupported_action,
 };
 use clawless_core::turn::events::ChatRef;
 use serde_json::{Value, json};
 
 use super::api::BotRequest;
 use super::inbound::CHANNEL_ID;
-use super::sender::{DiscordSender, interaction_of, message_id_of};
+use super::sender::{
+    DiscordSender, MAX_FILE_BYTES, file_form, interaction_of, message_id_of, nonce,
+};
 use super::wire::is_snowflake;
 
 /// What the model is told when a target cannot be read.
@@ -52,6 +55,9 @@ impl DiscordSender {
 
     /// Carries out one `message` action, refusing one whose gate is off.
     pub(super) async fn carry_out(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        if let MessageAction::Send(send) = &request.action {
+            return self.send_media(request, send).await;
+        }
         let kind = request.action.kind();
         let gated_off = match kind {
             MessageActionKind::React => !self.actions.reactions,
@@ -66,6 +72,7 @@ impl DiscordSender {
         let (channel_id, message_id, body, method, what, tolerated): (_, _, _, _, _, &[u64]) =
             match &request.action {
                 MessageAction::Poll(poll) => return self.post_poll(request, poll).await,
+                MessageAction::Send(send) => return self.send_media(request, send).await,
                 MessageAction::React {
                     message_id,
                     emoji,
@@ -187,6 +194,69 @@ impl DiscordSender {
         Ok(Delivery {
             message_id: sent.as_ref().and_then(message_id_of),
         })
+    }
+
+    /// Posts each file as a message of the channel, the text as the first one's content,
+    /// each claimed as a reply's file is (`out:discord:<id>:media:<n>`) and sent with an
+    /// enforced nonce. A text longer than a message, or a send in the chat of a slash command
+    /// (its follow-up webhook), goes the reply's way. A file too large refuses the whole send
+    /// before anything goes out.
+    async fn send_media(
+        &self, request: &ActionRequest, send: &MediaSend,
+    ) -> Result<Delivery, OutboxError> {
+        if let Some(media) = send
+            .media
+            .iter()
+            .find(|media| media.bytes.len() > MAX_FILE_BYTES)
+        {
+            return Err(OutboxError::Rejected {
+                message: format!(
+                    "{:?} ({} bytes) is larger than the {} MiB Discord takes from a bot",
+                    media.name,
+                    media.bytes.len(),
+                    MAX_FILE_BYTES >> 20
+                ),
+            });
+        }
+        let (text, directives) = crate::directives::strip_directives(&send.text);
+        let content = text.unwrap_or_default();
+        let channel_id = request.chat.chat_id.as_str();
+        if content.chars().count() > super::MESSAGE_LIMIT
+            || interaction_of(send.in_reply_to.as_deref()).is_some()
+            || !is_snowflake(channel_id)
+        {
+            return self
+                .deliver(&send.as_reply(&request.action_id, &request.chat))
+                .await;
+        }
+        let bot = self.bot("posting a file to a channel")?;
+        let reply_to = directives
+            .reply_to
+            .as_deref()
+            .map(|id| id.rsplit(':').next().unwrap_or(id))
+            .filter(|id| is_snowflake(id));
+        let mut delivery = Delivery::default();
+        for (index, media) in send.media.iter().enumerate() {
+            let claim_id = format!("out:{CHANNEL_ID}:{}:media:{index}", request.action_id);
+            let mut payload = json!({ "nonce": nonce(&claim_id), "enforce_nonce": true });
+            if index == 0 {
+                if !content.is_empty() {
+                    payload["content"] = content.clone().into();
+                }
+                if let Some(message_id) = reply_to {
+                    payload["message_reference"] =
+                        json!({"message_id": message_id, "fail_if_not_exists": false});
+                }
+            }
+            let path = format!("/channels/{channel_id}/messages");
+            let post = bot.post_form(&path, file_form(media, payload), "file post");
+            let sent = self.send_claimed(&claim_id, post).await?;
+            if index == 0 {
+                delivery.message_id = sent.as_ref().and_then(message_id_of);
+            }
+        }
+        tracing::info!(action_id = %request.action_id, files = send.media.len(), "Discord send with files delivered");
+        Ok(delivery)
     }
 
     /// The chat a `message` target names on Discord (see [`TARGET_HINT`]); a thread (a

@@ -1,4 +1,4 @@
-//! The slash commands clawless registers: `/ask text:<…>` and one per user-invocable skill
+//! The slash commands clawless registers: `/ask text:<…> file:<…>` and one per user-invocable skill
 //! command, with names and descriptions cut to Discord's rules, and the way back from a
 //! Discord command name to the skill command it stands for.
 
@@ -7,12 +7,14 @@ use std::collections::HashSet;
 use clawless_skills::commands::{SkillCommandSpec, unique_command_name};
 use serde_json::{Value, json};
 
-use super::wire::{CHAT_INPUT, STRING_OPTION};
+use super::wire::{ATTACHMENT_OPTION, CHAT_INPUT, STRING_OPTION};
 
-/// The generic command: `/ask text:<what to ask>`.
+/// The generic command: `/ask text:<what to ask> file:<a file>`, either or both.
 pub const ASK_COMMAND: &str = "ask";
 /// The option of [`ASK_COMMAND`] holding the question.
 pub const ASK_OPTION: &str = "text";
+/// The option of [`ASK_COMMAND`] carrying a file (Discord uploads it; ingress stores it).
+pub const ASK_FILE_OPTION: &str = "file";
 /// The option of a skill command holding its arguments.
 pub const ARGS_OPTION: &str = "args";
 
@@ -92,19 +94,29 @@ pub fn skill_command_text(text: &str, specs: &[SkillCommandSpec]) -> Option<Stri
     })
 }
 
-/// The slash commands to register: `/ask text:<…>` and one per user-invocable skill command
-/// (with an optional `args` option), as Discord's JSON.
+/// The slash commands to register: `/ask text:<…> file:<…>` and one per user-invocable skill
+/// command (with an optional `args` option), as Discord's JSON. Both options of `/ask` are
+/// optional to Discord, so a file can be sent alone (its placeholder starts the turn); an
+/// `/ask` with neither is answered with what it needs.
 pub fn command_definitions(skill_specs: &[SkillCommandSpec]) -> Vec<Value> {
     let mut definitions = vec![json!({
         "name": ASK_COMMAND,
         "type": CHAT_INPUT,
         "description": "Ask the clawless agent",
-        "options": [{
-            "type": STRING_OPTION,
-            "name": ASK_OPTION,
-            "description": "What to ask",
-            "required": true,
-        }],
+        "options": [
+            {
+                "type": STRING_OPTION,
+                "name": ASK_OPTION,
+                "description": "What to ask",
+                "required": false,
+            },
+            {
+                "type": ATTACHMENT_OPTION,
+                "name": ASK_FILE_OPTION,
+                "description": "A file for the agent (a photo, a voice note, a document)",
+                "required": false,
+            },
+        ],
     })];
     for (name, spec) in discord_command_names(skill_specs) {
         definitions.push(json!({
@@ -132,5 +144,26 @@ mod tests {
         assert_eq!(discord_command_name("résumé-bot"), "r_sum_-bot");
         assert_eq!(discord_command_name("???"), "skill");
         assert_eq!(discord_command_name(&"x".repeat(40)).len(), 32);
+    }
+
+    #[test]
+    fn ask_takes_a_question_and_an_optional_file() {
+        let definitions = command_definitions(&[]);
+        assert_eq!(
+            definitions[0]["options"],
+            json!([
+                {"type": 3, "name": "text", "description": "What to ask", "required": false},
+                {
+                    "type": 11,
+                    "name": "file",
+                    "description": "A file for the agent (a photo, a voice note, a document)",
+                    "required": false
+                },
+            ])
+        );
+        for option in definitions[0]["options"].as_array().unwrap() {
+            let description = option["description"].as_str().unwrap();
+            assert!((1..=MAX_DESCRIPTION_CHARS).contains(&description.chars().count()));
+        }
     }
 }

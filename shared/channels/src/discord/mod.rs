@@ -36,7 +36,9 @@ mod sender;
 mod wire;
 
 pub use api::{CDN_HOSTS, DEFAULT_API_BASE_URL, DiscordApiError, DiscordMedia, register_commands};
-pub use commands::{ARGS_OPTION, ASK_COMMAND, ASK_OPTION, command_definitions, skill_command_text};
+pub use commands::{
+    ARGS_OPTION, ASK_COMMAND, ASK_FILE_OPTION, ASK_OPTION, command_definitions, skill_command_text,
+};
 pub use config::{
     ConfigError, DEFAULT_MEDIA_MAX_MB, DiscordActions, DiscordConfig, DiscordPublicKey,
     ResolvedDiscord,

@@ -240,7 +240,7 @@ enum FollowUpBody<'a> {
 
 /// The form that sends `media` as a message's only attachment, with `payload` (the message's
 /// other fields) as `payload_json`.
-fn file_form(media: &OutboundMedia, mut payload: Value) -> Form {
+pub(super) fn file_form(media: &OutboundMedia, mut payload: Value) -> Form {
     payload["attachments"] = json!([{ "id": 0, "filename": media.name }]);
     // A model's text must not ping @everyone, roles or users.
     payload["allowed_mentions"] = json!({ "parse": [] });

@@ -1,14 +1,18 @@
 //! The `message` tool on Slack: which actions the bot offers (`channels.slack.actions`),
 //! reading a model's target (`channel:<id>`, `user:<id>`, a raw conversation id, a thread)
 //! into a chat, and carrying out `react` (`reactions.add`/`reactions.remove`), `edit`
-//! (`chat.update`) and `delete` (`chat.delete`). Slack has no polls for bots.
+//! (`chat.update`) and `delete` (`chat.delete`). Slack has no polls for bots. A `send` with
+//! files goes through the external upload flow (`files.getUploadURLExternal`, the upload,
+//! `files.completeUploadExternal` into the channel or thread), the text as the first file's
+//! `initial_comment`; each file claimed like a reply's.
 //!
 //! A user target becomes their DM with the bot through `conversations.open` (scope `im:write`),
 //! so the chat is the same `D…` conversation their own messages arrive in.
 
 use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{
-    ActionRequest, Delivery, MessageAction, MessageActionKind, OutboxError, unsupported_action,
+    ActionRequest, Delivery, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError,
+    unsupported_action,
 };
 use clawless_core::turn::events::ChatRef;
 use serde_json::{Value, json};
@@ -69,6 +73,9 @@ impl SlackSender {
 
     /// Carries out one `message` action, refusing one whose gate is off (and every poll).
     pub(super) async fn carry_out(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        if let MessageAction::Send(send) = &request.action {
+            return self.send_media(request, send).await;
+        }
         let kind = request.action.kind();
         if !self.enabled_actions().contains(&kind) {
             return Err(unsupported_action(kind, CHANNEL_ID));
@@ -77,7 +84,9 @@ impl SlackSender {
             MessageAction::React { message_id, .. }
             | MessageAction::Edit { message_id, .. }
             | MessageAction::Delete { message_id } => message_in(&request.chat, message_id)?,
-            MessageAction::Poll(_) => return Err(unsupported_action(kind, CHANNEL_ID)),
+            MessageAction::Poll(_) | MessageAction::Send(_) => {
+                return Err(unsupported_action(kind, CHANNEL_ID));
+            }
         };
         match &request.action {
             MessageAction::React { emoji, remove, .. } => {
@@ -101,11 +110,43 @@ impl SlackSender {
                 self.call("chat.delete", &body, &["message_not_found"])
                     .await?;
             }
-            MessageAction::Poll(_) => return Err(unsupported_action(kind, CHANNEL_ID)),
+            MessageAction::Poll(_) | MessageAction::Send(_) => {
+                return Err(unsupported_action(kind, CHANNEL_ID));
+            }
         }
         Ok(Delivery {
             message_id: Some(format!("{channel}:{ts}")),
         })
+    }
+
+    /// Uploads the files into the chat (its thread when it names one), the text as the first
+    /// file's comment, each claimed as a reply's file is (`out:slack:<id>:media:<n>`). A text
+    /// longer than a message goes the reply's way (the text, then the files).
+    async fn send_media(
+        &self, request: &ActionRequest, send: &MediaSend,
+    ) -> Result<Delivery, OutboxError> {
+        let (text, _directives) = crate::directives::strip_directives(&send.text);
+        let comment = text.unwrap_or_default();
+        if comment.chars().count() > super::sender::MAX_MESSAGE_CHARS {
+            return self
+                .deliver(&send.as_reply(&request.action_id, &request.chat))
+                .await;
+        }
+        let (channel, thread_ts) = split_chat_id(&request.chat.chat_id);
+        if !is_slack_id(channel) || thread_ts.is_some_and(|thread| !valid_token(thread)) {
+            return Err(OutboxError::Rejected {
+                message: format!("{:?} is not a Slack chat id", request.chat.chat_id),
+            });
+        }
+        for (index, media) in send.media.iter().enumerate() {
+            let key = format!("out:{CHANNEL_ID}:{}:media:{index}", request.action_id);
+            let comment = (index == 0).then_some(comment.as_str());
+            self.upload_claimed(&key, channel, thread_ts, media, comment)
+                .await?;
+        }
+        tracing::info!(action_id = %request.action_id, files = send.media.len(), "Slack send with files delivered");
+        // Slack's upload answers name the file, not a message: there is no message id to act on.
+        Ok(Delivery::default())
     }
 
     /// The chat a `message` target names on Slack (see [`TARGET_HINT`]), in thread

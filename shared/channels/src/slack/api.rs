@@ -138,7 +138,7 @@ async fn call_form(
 /// step carries the bot token. Failures as [`call`]'s; Slack's last answer on success.
 pub(super) async fn upload_file(
     client: &reqwest::Client, api_base_url: &str, bot_token: &str, channel: &str,
-    thread_ts: Option<&str>, media: &OutboundMedia,
+    thread_ts: Option<&str>, media: &OutboundMedia, initial_comment: Option<&str>,
 ) -> Result<Value, OutboxError> {
     let length = media.bytes.len().to_string();
     let ticket = call_form(
@@ -184,6 +184,9 @@ pub(super) async fn upload_file(
     let mut fields = vec![("files", files.as_str()), ("channel_id", channel)];
     if let Some(thread) = thread_ts {
         fields.push(("thread_ts", thread));
+    }
+    if let Some(comment) = initial_comment.filter(|comment| !comment.is_empty()) {
+        fields.push(("initial_comment", comment));
     }
     call_form(
         client,

@@ -94,6 +94,34 @@ impl SlackSender {
         .await
     }
 
+    /// Uploads `media` into `channel` (in thread `thread_ts`) with `comment` once under the
+    /// inbox claim `key`: `false` when an earlier try did. A failure gives the claim back.
+    pub(super) async fn upload_claimed(
+        &self, key: &str, channel: &str, thread_ts: Option<&str>,
+        media: &clawless_base::media::OutboundMedia, comment: Option<&str>,
+    ) -> Result<bool, OutboxError> {
+        if !self.claim(key).await? {
+            return Ok(false);
+        }
+        let upload = upload_file(
+            &self.client,
+            &self.api_base_url,
+            &self.bot_token,
+            channel,
+            thread_ts,
+            media,
+            comment,
+        )
+        .await;
+        if let Err(err) = upload {
+            if let Err(release) = self.inbox.release(key).await {
+                tracing::warn!(%key, error = %release, "could not release a file claim");
+            }
+            return Err(err);
+        }
+        Ok(true)
+    }
+
     /// The sender for a resolved config.
     pub fn from_config(
         client: reqwest::Client, config: &ResolvedSlack, inbox: Arc<dyn Inbox>,
@@ -256,6 +284,7 @@ impl Outbox for SlackSender {
                 channel,
                 thread_ts,
                 media,
+                None,
             )
             .await;
             if let Err(err) = upload {

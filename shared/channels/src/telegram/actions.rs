@@ -1,20 +1,29 @@
 //! The `message` tool on Telegram: which actions the bot offers (`channels.telegram.actions`),
 //! reading a model's target (a chat id, `@username`, a forum topic) into a chat, and carrying
-//! out `react` (`setMessageReaction`), `edit` (`editMessageText`), `delete` (`deleteMessage`)
-//! and `poll` (`sendPoll`, claimed once in the inbox like a reply's chunks).
+//! out `react` (`setMessageReaction`), `edit` (`editMessageText`), `delete` (`deleteMessage`),
+//! `poll` (`sendPoll`, claimed once in the inbox like a reply's chunks) and a `send` with files
+//! (`sendPhoto`/`sendDocument`/`sendVoice`/`sendAudio` multipart, the text as the first file's
+//! caption; each file claimed like a reply's).
 
 use clawless_base::session_key::ChatType;
 use clawless_core::outbox::{
-    ActionRequest, Delivery, MessageAction, MessageActionKind, OutboxError, PollRequest,
-    unsupported_action,
+    ActionRequest, Delivery, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError,
+    PollRequest, unsupported_action,
 };
 use clawless_core::turn::events::ChatRef;
 use serde_json::{Value, json};
 
 use super::api::ApiError;
 use super::inbound::CHANNEL_ID;
-use super::sender::{TelegramSender, message_ref, target};
+use super::sender::{
+    TelegramSender, chat_id_text, message_ref, target, telegram_message_id, upload_of,
+};
 use super::wire::TOPIC_INFIX;
+use crate::multipart::Form;
+
+/// Longest caption a Telegram file takes, in characters; a longer text goes as a message
+/// before the files.
+const CAPTION_LIMIT: usize = 1_024;
 
 /// What the model is told when a target cannot be read.
 const TARGET_HINT: &str = "use a numeric chat id (negative for groups and channels, e.g. \
@@ -43,6 +52,9 @@ impl TelegramSender {
 
     /// Carries out one `message` action, refusing one whose gate is off.
     pub(super) async fn carry_out(&self, request: &ActionRequest) -> Result<Delivery, OutboxError> {
+        if let MessageAction::Send(send) = &request.action {
+            return self.send_media(request, send).await;
+        }
         let kind = request.action.kind();
         if !self.enabled_actions().contains(&kind) {
             return Err(unsupported_action(kind, CHANNEL_ID));
@@ -88,7 +100,67 @@ impl TelegramSender {
                 Ok(acted_on(&chat_id, message))
             }
             MessageAction::Poll(poll) => self.send_poll(request, poll).await,
+            MessageAction::Send(send) => self.send_media(request, send).await,
         }
+    }
+
+    /// Sends files with the text as the first one's caption, each claimed as a reply's file
+    /// is (`out:telegram:<id>:media:<n>`). A text longer than a caption goes the reply's way
+    /// (the text, then the files). A file Telegram does not take refuses the whole send
+    /// before anything goes out.
+    async fn send_media(
+        &self, request: &ActionRequest, send: &MediaSend,
+    ) -> Result<Delivery, OutboxError> {
+        let (text, directives) = crate::directives::strip_directives(&send.text);
+        let caption = text.unwrap_or_default();
+        if caption.chars().count() > CAPTION_LIMIT {
+            return self
+                .deliver(&send.as_reply(&request.action_id, &request.chat))
+                .await;
+        }
+        let uploads = send
+            .media
+            .iter()
+            .map(|media| upload_of(media, directives.audio_as_voice))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|message| OutboxError::Rejected { message })?;
+        let target = target(&request.chat);
+        let reply_to = directives
+            .reply_to
+            .as_deref()
+            .and_then(telegram_message_id)
+            .or_else(|| {
+                directives
+                    .reply_to_current
+                    .then_some(send.in_reply_to.as_deref())
+                    .flatten()
+                    .and_then(telegram_message_id)
+            });
+        let mut delivery = Delivery::default();
+        for (index, (media, upload)) in send.media.iter().zip(&uploads).enumerate() {
+            let mut form = Form::new().text("chat_id", &chat_id_text(&target.chat_id));
+            if let Some(thread) = target.thread_id {
+                form = form.text("message_thread_id", &thread.to_string());
+            }
+            if index == 0 {
+                if !caption.is_empty() {
+                    form = form.text("caption", &caption);
+                }
+                if let Some(message_id) = reply_to {
+                    let reply =
+                        json!({"message_id": message_id, "allow_sending_without_reply": true});
+                    form = form.text("reply_parameters", &reply.to_string());
+                }
+            }
+            let form = form.file(upload.field, &media.name, &media.mime, &media.bytes);
+            let key = format!("out:{CHANNEL_ID}:{}:media:{index}", request.action_id);
+            let sent = self.upload_claimed(&key, upload.method, form).await?;
+            if index == 0 {
+                delivery.message_id = sent.and_then(|result| message_ref(&result, &target.chat_id));
+            }
+        }
+        tracing::info!(action_id = %request.action_id, files = send.media.len(), "telegram send with files delivered");
+        Ok(delivery)
     }
 
     async fn send_poll(

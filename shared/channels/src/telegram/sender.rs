@@ -146,6 +146,15 @@ impl TelegramSender {
         Ok(())
     }
 
+    /// Uploads `form` with `method` (`sendPhoto`, `sendDocument`, …) once under the inbox
+    /// claim `key`, like [`Self::send_claimed`].
+    pub(super) async fn upload_claimed(
+        &self, key: &str, method: &str, form: Form,
+    ) -> Result<Option<Value>, OutboxError> {
+        let upload = call_multipart(&self.client, &self.api_base, &self.token, method, form);
+        self.claimed(key, upload).await
+    }
+
     /// Sends `body` with `method` once under the inbox claim `key`: `None` when an earlier
     /// try sent it already, else the Bot API's `result`. A failure gives the claim back.
     pub(super) async fn send_claimed(
@@ -309,15 +318,15 @@ impl Outbox for TelegramSender {
 
 /// The Bot API method and form field a file goes with.
 #[derive(Debug, PartialEq, Eq)]
-struct Upload {
-    method: &'static str,
-    field: &'static str,
+pub(super) struct Upload {
+    pub(super) method: &'static str,
+    pub(super) field: &'static str,
 }
 
 /// How `media` goes: an image as a photo (a document above [`MAX_PHOTO_BYTES`]), audio as a
 /// voice note when asked (`as_voice` on the file or `[[audio_as_voice]]` on the reply) and in
 /// a format voice notes take, else as audio, anything else as a document; refused above [`MAX_FILE_BYTES`].
-fn upload_of(media: &OutboundMedia, reply_as_voice: bool) -> Result<Upload, String> {
+pub(super) fn upload_of(media: &OutboundMedia, reply_as_voice: bool) -> Result<Upload, String> {
     let size = media.bytes.len();
     if size > MAX_FILE_BYTES {
         return Err(format!(
@@ -357,7 +366,7 @@ const VOICE_MIME_TYPES: [&str; 6] = [
 ];
 
 /// A chat id as a form field: the number, or `@username` as written.
-fn chat_id_text(chat_id: &Value) -> String {
+pub(super) fn chat_id_text(chat_id: &Value) -> String {
     match chat_id {
         Value::String(name) => name.clone(),
         other => other.to_string(),

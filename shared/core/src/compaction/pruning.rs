@@ -519,6 +519,8 @@ fn estimated_message_chars(message: &Message) -> usize {
             .map(|block| match block {
                 AssistantBlock::Text { text } => estimated_text_chars(text),
                 AssistantBlock::ToolCall(call) => estimated_text_chars(&call.input.to_string()),
+                // Reasoning is resent only within its own tool-use turn, never pruned.
+                AssistantBlock::Thinking { .. } => 0,
             })
             .fold(0, usize::saturating_add),
     }

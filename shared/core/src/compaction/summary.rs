@@ -55,7 +55,7 @@ pub fn serialize_conversation(messages: &[Message], max_chars: usize) -> String 
                     .iter()
                     .filter_map(|block| match block {
                         AssistantBlock::Text { text } => Some(text.as_str()),
-                        AssistantBlock::ToolCall(_) => None,
+                        AssistantBlock::ToolCall(_) | AssistantBlock::Thinking { .. } => None,
                     })
                     .collect();
                 if !text.is_empty() {
@@ -72,7 +72,7 @@ pub fn serialize_conversation(messages: &[Message], max_chars: usize) -> String 
                             call.name,
                             clip(&call.input.to_string(), max_chars)
                         )),
-                        AssistantBlock::Text { .. } => None,
+                        AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
                     })
                     .collect();
                 if !calls.is_empty() {
@@ -157,6 +157,7 @@ pub fn summary_request(
         tools: Vec::new(),
         max_tokens: u32::try_from(budget.summary_max_tokens).unwrap_or(u32::MAX),
         images: Vec::new(),
+        thinking: Default::default(),
     }
 }
 

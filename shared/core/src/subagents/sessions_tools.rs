@@ -532,16 +532,18 @@ pub fn history_message_json(message: &Message) -> Value {
     match message {
         Message::User { text } => json!({"role": "user", "content": [text_block(text)]}),
         Message::Assistant { content, .. } => {
+            // Reasoning stays with the session that had it.
             let blocks: Vec<Value> = content
                 .iter()
-                .map(|block| match block {
-                    AssistantBlock::Text { text } => text_block(text),
-                    AssistantBlock::ToolCall(call) => json!({
+                .filter_map(|block| match block {
+                    AssistantBlock::Text { text } => Some(text_block(text)),
+                    AssistantBlock::ToolCall(call) => Some(json!({
                         "type": "toolCall",
                         "id": call.id,
                         "name": call.name,
                         "arguments": call.input,
-                    }),
+                    })),
+                    AssistantBlock::Thinking { .. } => None,
                 })
                 .collect();
             json!({"role": "assistant", "content": blocks})

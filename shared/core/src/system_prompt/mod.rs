@@ -114,8 +114,8 @@ pub struct RuntimeLine<'a> {
     pub capabilities: &'a [String],
     /// Thinking level; `off` when unset.
     pub thinking: Option<&'a str>,
-    /// Reasoning visibility level; the `Reasoning:` line is left out when unset (no
-    /// `/reasoning` command exists to change it).
+    /// Reasoning visibility level; the `Reasoning:` line (with its `/reasoning` toggle) is
+    /// left out when unset.
     pub reasoning: Option<&'a str>,
 }
 
@@ -164,10 +164,11 @@ impl RuntimeLine<'_> {
         format!("Runtime: {}", parts.join(" | "))
     }
 
-    /// The `Reasoning: <level> (…)` line that follows the runtime line, when a level is set.
+    /// The `Reasoning: <level> (…). Toggle /reasoning.` line that follows the runtime line,
+    /// when a level is set.
     fn reasoning_line(&self) -> String {
         non_blank(self.reasoning)
-            .map(|level| format!("Reasoning: {level} (hidden unless on/stream)."))
+            .map(|level| format!("Reasoning: {level} (hidden unless on/stream). Toggle /reasoning."))
             .unwrap_or_default()
     }
 }
@@ -214,6 +215,9 @@ pub struct SystemPromptParams<'a> {
     /// What the caller left out or shortened to fit a small window, told to the model at the
     /// end of `## Tooling` so it knows what it can still ask for.
     pub left_out: &'a [String],
+    /// The `## Model Aliases` lines (`- opus: anthropic/claude-opus-4-6`); the section is
+    /// left out when there are none.
+    pub model_aliases: &'a [String],
 }
 
 /// What `## Sandbox` says about a sandboxed session (spec `openclaw-sandbox.md` §2.7, with
@@ -260,6 +264,7 @@ impl Default for SystemPromptParams<'_> {
             sandbox: None,
             lean: false,
             left_out: &[],
+            model_aliases: &[],
         }
     }
 }
@@ -329,6 +334,14 @@ pub fn build_system_prompt(params: &SystemPromptParams<'_>) -> String {
     skills_section(&mut lines, &tools, params.skills_prompt);
     if full && params.include_memory_section {
         memory_section(&mut lines, &tools);
+    }
+    if !params.model_aliases.is_empty() {
+        lines.push("## Model Aliases".to_owned());
+        lines.push(
+            "Prefer aliases when specifying model overrides; full provider/model is also accepted."
+                .to_owned(),
+        );
+        lines.extend(params.model_aliases.iter().cloned());
     }
     let timezone = non_blank(params.user_timezone);
     if timezone.is_some() {
@@ -1135,7 +1148,7 @@ mod tests {
     }
 
     #[test]
-    fn thinking_is_off_by_default_and_no_reasoning_toggle_is_promised() {
+    fn thinking_is_off_by_default_and_the_reasoning_toggle_comes_with_its_level() {
         let prompt = build_system_prompt(&SystemPromptParams::default());
         assert!(
             prompt.ends_with("## Runtime\nRuntime: thinking=off"),
@@ -1150,7 +1163,9 @@ mod tests {
             runtime,
             ..SystemPromptParams::default()
         });
-        assert!(prompt.ends_with("thinking=off\nReasoning: on (hidden unless on/stream)."));
+        assert!(prompt.ends_with(
+            "thinking=off\nReasoning: on (hidden unless on/stream). Toggle /reasoning."
+        ));
     }
 
     #[test]

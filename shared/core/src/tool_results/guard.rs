@@ -83,6 +83,10 @@ pub fn estimate_message_chars(message: &Message) -> usize {
                 AssistantBlock::ToolCall(call) => {
                     char_count(&call.name) + char_count(&call.input.to_string())
                 }
+                // Providers are sent reasoning only within its own tool-use turn (and its size
+                // is bounded by the thinking budget, which the output reserve covers), so a
+                // long session's past reasoning does not count against the window.
+                AssistantBlock::Thinking { .. } => 0,
             })
             .sum(),
         Message::ToolResult { text, .. } => {

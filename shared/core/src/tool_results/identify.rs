@@ -175,7 +175,9 @@ pub fn sanitize_tool_calls_for_replay(
             let kept: Vec<AssistantBlock> = content
                 .iter()
                 .filter_map(|block| match block {
-                    AssistantBlock::Text { .. } => Some(block.clone()),
+                    AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => {
+                        Some(block.clone())
+                    }
                     AssistantBlock::ToolCall(call) => {
                         let replayable = !call.id.is_empty()
                             && !call.input.is_null()

@@ -172,7 +172,7 @@ fn without_repeated_call_ids(message: &Message, calls: &[&ToolCall]) -> Message 
         .iter()
         .filter(|block| match block {
             AssistantBlock::ToolCall(call) => seen.insert(call.id.as_str()),
-            AssistantBlock::Text { .. } => true,
+            AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => true,
         })
         .cloned()
         .collect();

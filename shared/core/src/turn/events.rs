@@ -235,6 +235,10 @@ pub struct SubagentStart {
     /// The model it runs on, when not the parent's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The thinking level it runs at (the spawn's `thinking`, the configured one, or the
+    /// parent's own); unset: its agent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<clawless_base::thinking::ThinkingLevel>,
     /// No workspace files in its prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub light_context: bool,

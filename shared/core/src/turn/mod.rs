@@ -12,8 +12,10 @@
 //! set of offered tools ([`ToolRouting`]), and a call to anything else becomes an error
 //! result without running.
 
+pub mod directives;
 pub mod events;
 pub mod message_sends;
+pub mod model_command;
 pub mod prepare;
 pub mod seen;
 pub mod state;
@@ -26,6 +28,7 @@ use crate::tools::ToolOutput;
 use clawless_automation::heartbeat::reply::{HeartbeatOutcome, strip_stray_heartbeat_token};
 use clawless_automation::heartbeat::state::{HeartbeatDelivery, SentAlert};
 use clawless_base::model::ModelResponse;
+use clawless_base::thinking::ReasoningLevel;
 use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall, assistant_text};
 
 use clawless_base::session_key::ChatType;
@@ -48,12 +51,16 @@ const MAX_TOOL_NAME_CHARS: usize = 64;
 pub struct TurnSettings {
     /// Model calls allowed in one turn before it is stopped with a notice.
     pub max_model_calls: u32,
+    /// Whether reasoning is shown in a session that never chose with `/reasoning` (the
+    /// agent's `reasoningDefault`).
+    pub reasoning_default: ReasoningLevel,
 }
 
 impl Default for TurnSettings {
     fn default() -> Self {
         Self {
             max_model_calls: DEFAULT_MAX_MODEL_CALLS,
+            reasoning_default: ReasoningLevel::Off,
         }
     }
 }
@@ -413,7 +420,7 @@ impl TurnEngine {
                 .flatten()
                 .filter_map(|block| match block {
                     AssistantBlock::ToolCall(call) => Some(call.clone()),
-                    AssistantBlock::Text { .. } => None,
+                    AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
                 })
                 .filter(|call| state.find_result(&call.id).is_none())
                 .collect();
@@ -589,6 +596,22 @@ impl TurnEngine {
             ..
         } = &first.body
         {
+            if dispatch.tool_name == directives::DIRECTIVES_COMMAND {
+                // Directives only: the levels were stored when the turn started; the answer
+                // is their acknowledgement (or the error that kept them from changing).
+                let call_id = format!("{COMMAND_CALL_PREFIX}{}", first.seq);
+                if state.find_result(&call_id).is_none() {
+                    let reply = dispatch.params["reply"].as_str().unwrap_or("OK.").to_owned();
+                    push_result(
+                        state,
+                        &call_id,
+                        directives::DIRECTIVES_COMMAND,
+                        ToolOutput::ok(reply),
+                        now_ms,
+                    );
+                    return Derived::Changed;
+                }
+            }
             let call = ToolCall {
                 id: format!("{COMMAND_CALL_PREFIX}{}", first.seq),
                 name: dispatch.tool_name.clone(),
@@ -611,7 +634,7 @@ impl TurnEngine {
             .iter()
             .filter_map(|block| match block {
                 AssistantBlock::ToolCall(call) => Some(call.clone()),
-                AssistantBlock::Text { .. } => None,
+                AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
             })
             .collect();
         if calls.is_empty() {
@@ -758,6 +781,18 @@ impl TurnEngine {
                 return Derived::Changed;
             }
         };
+        // Shown reasoning goes first, as its own message (never for heartbeats, above).
+        let shown = state
+            .meta
+            .reasoning_level
+            .unwrap_or(self.settings.reasoning_default)
+            .is_visible();
+        if shown
+            && let Some(reasoning) = directives::reasoning_message(&turn_thinking_text(state))
+        {
+            let reasoning_id = reply_id(state, &format!("{assistant_seq}-reasoning"));
+            state.push_reply(reasoning_id, reasoning, now_ms);
+        }
         let reply_id = reply_id(state, &assistant_seq.to_string());
         state.push_reply(reply_id, text, now_ms);
         Derived::Changed
@@ -849,6 +884,31 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
     if message.media_summary.is_some() {
         state.meta.last_media = message.media_summary;
     }
+    state.meta.turn_thinking = message.turn_thinking;
+    let mut acknowledgement = None;
+    if let Some(plan) = &message.directives {
+        if plan.thinking.is_some() {
+            state.meta.thinking_level = plan.thinking;
+        }
+        if let Some(level) = plan.reasoning {
+            state.meta.reasoning_level = Some(level);
+            // The model hears of it with the next message.
+            state
+                .meta
+                .pending_events
+                .push(clawless_automation::heartbeat::PendingSystemEvent {
+                    text: directives::reasoning_event(level).to_owned(),
+                    context_key: None,
+                    exec_completion: false,
+                    at_ms: now_ms,
+                });
+        }
+        // A message with more than directives is answered by the model; the directives'
+        // acknowledgement goes first. A directive-only message's reply is its command's.
+        if plan.text.is_some() {
+            acknowledgement = Some(plan.reply.clone());
+        }
+    }
     state.push(
         StepBody::Inbound {
             message_id: message.message.message_id,
@@ -862,6 +922,26 @@ fn start_turn(state: &mut SessionState, message: PreparedMessage, now_ms: u64) {
         },
         now_ms,
     );
+    if let Some(text) = acknowledgement {
+        let reply_id = reply_id(state, "directives");
+        state.push_reply(reply_id, text, now_ms);
+    }
+}
+
+/// The reasoning text of the current turn's model answers, in order.
+fn turn_thinking_text(state: &SessionState) -> String {
+    let parts: Vec<String> = state
+        .current_turn_steps()
+        .iter()
+        .filter_map(|step| match &step.body {
+            StepBody::Assistant { content, .. } => {
+                Some(clawless_base::transcript::thinking_text(content))
+            }
+            _ => None,
+        })
+        .filter(|text| !text.is_empty())
+        .collect();
+    parts.join("\n\n")
 }
 
 /// Archives the current generation and starts a new one under the same key: a
@@ -898,6 +978,11 @@ fn start_generation(state: &mut SessionState, reset: &state::ResetRequest, now_m
     meta.loaded_tools.clear();
     if reset.model.is_some() || !reset.reason.is_explicit() {
         meta.model_override.clone_from(&reset.model);
+    }
+    // `/new` and `/reset` keep the thinking and reasoning levels; an automatic reset does not.
+    if !reset.reason.is_explicit() {
+        meta.thinking_level = None;
+        meta.reasoning_level = None;
     }
 }
 

@@ -11,6 +11,7 @@ use crate::elevated::ElevatedLevel;
 use crate::session::{SessionCommit, SessionKey, StoredSession, StoredStep};
 use clawless_automation::heartbeat::state::{HeartbeatDelivery, HeartbeatState};
 use clawless_base::model::Usage;
+use clawless_base::thinking::{ReasoningLevel, ThinkingLevel};
 use clawless_base::transcript::{AssistantBlock, Message, StopReason, ToolCall};
 use clawless_skills::snapshot::SkillSnapshot;
 
@@ -59,6 +60,14 @@ pub struct PreparedMessage {
     /// What was done with the message's attachments, for `/status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_summary: Option<String>,
+    /// The message's `/think` and `/reasoning` directives: the levels are stored in the
+    /// session when its turn starts, and a message that also has text is acknowledged first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directives: Option<super::directives::DirectivePlan>,
+    /// A thinking level for this turn only (a cron job's or a sub-agent's `thinking`),
+    /// ahead of the session's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_thinking: Option<ThinkingLevel>,
 }
 
 impl PreparedMessage {
@@ -74,6 +83,8 @@ impl PreparedMessage {
             compact: None,
             images: Vec::new(),
             media_summary: None,
+            directives: None,
+            turn_thinking: None,
         }
     }
 }
@@ -430,6 +441,18 @@ pub struct SessionMeta {
     /// A model chosen for this session (`/new <model>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_override: Option<String>,
+    /// The thinking level set with `/think` (kept across `/new` and `/reset`, not across a
+    /// daily or idle reset); unset: the agent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// The reasoning visibility set with `/reasoning` (`off` stored when chosen; kept like
+    /// the thinking level); unset: the agent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_level: Option<ReasoningLevel>,
+    /// The current turn's own thinking level (a cron job's `thinking`), ahead of
+    /// `thinking_level`; cleared when the next turn starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_thinking: Option<ThinkingLevel>,
     /// Heartbeats run in this session: their schedule, the last slot handled, the last alert.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<HeartbeatState>,
@@ -612,6 +635,9 @@ impl SessionState {
                 last_prompt_tokens: None,
                 observed_window: None,
                 model_override: None,
+                thinking_level: None,
+                reasoning_level: None,
+                turn_thinking: None,
                 heartbeat: None,
                 pending_events: Vec::new(),
                 cron_run: None,

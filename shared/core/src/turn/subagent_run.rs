@@ -134,6 +134,7 @@ mod tests {
             first_message: "go".to_owned(),
             extra_system_prompt: String::new(),
             model: None,
+            thinking: None,
             light_context: false,
             timeout_ms: None,
             parent_is_internal: false,

@@ -322,7 +322,10 @@ fn the_number_of_model_calls_in_a_turn_is_bounded() {
             .model
             .push_back(tool_response(&format!("t{i}"), "read", json!({})));
     }
-    let engine = TurnEngine::new(TurnSettings { max_model_calls: 3 });
+    let engine = TurnEngine::new(TurnSettings {
+        max_model_calls: 3,
+        ..TurnSettings::default()
+    });
     world.deliver(
         &engine,
         &routing(&["read"]),
@@ -949,7 +952,10 @@ fn a_heartbeat_with_nowhere_to_send_or_a_failed_model_stays_out_of_the_chat() {
             .push_back(tool_response(&format!("t{i}"), "read", json!({})));
     }
     world.deliver(
-        &TurnEngine::new(TurnSettings { max_model_calls: 2 }),
+        &TurnEngine::new(TurnSettings {
+            max_model_calls: 2,
+            ..TurnSettings::default()
+        }),
         &routing(&["read"]),
         heartbeat(3_000, alert_chat()),
         Stop::Never,

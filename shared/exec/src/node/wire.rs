@@ -34,6 +34,8 @@ use sha2::{Digest, Sha256};
 
 use crate::AllowlistEntry;
 
+pub use super::media::{NodeFile, RefusedFile};
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// Domain separation for the signing key.
@@ -472,6 +474,13 @@ pub struct ExecReport {
     /// the command it ran (the backend records them and sends them back as policy updates).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_always_entries: Vec<AllowlistEntry>,
+    /// The files the command named on `MEDIA:` lines of its output, uploaded with the result
+    /// (empty from a node that predates them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<NodeFile>,
+    /// The `MEDIA:` lines whose files the node did not upload, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_files: Vec<RefusedFile>,
     /// Unique per report.
     pub nonce: String,
     /// When the node sent it.

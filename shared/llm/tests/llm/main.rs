@@ -10,3 +10,4 @@ mod offline;
 mod openai;
 mod resilience;
 mod support;
+mod thinking;

@@ -20,6 +20,7 @@ pub(crate) fn request(system: &str, messages: Vec<Message>, tools: Vec<ToolSpec>
         tools,
         max_tokens: 512,
         images: Vec::new(),
+        thinking: Default::default(),
     }
 }
 

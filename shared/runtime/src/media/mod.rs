@@ -9,8 +9,10 @@
 //! - [`note`]: the `[media attached: …]` note and the `[Audio]` / `[Image]` understanding body.
 //! - [`files`]: text extracted from attached text files and PDFs, fenced as untrusted.
 //! - [`transcribe`]: an OpenAI-compatible transcription client with model fallback.
+//! - [`describe`]: images shown to a vision model, the first model that answers winning.
 //! - [`resize`]: images larger than `agents.defaults.imageMaxDimensionPx`, scaled down.
 
+pub mod describe;
 pub mod files;
 pub mod note;
 pub mod resize;

@@ -128,10 +128,9 @@ impl TurnService {
     /// The context window and budget of this session's model.
     pub(super) fn budget(&self, state: &SessionState) -> ContextBudget {
         let defaults = &self.config().agents.defaults;
-        let configured = defaults.context_tokens.map_or(
-            clawless_core::compaction::plan::DEFAULT_CONTEXT_WINDOW,
-            |tokens| tokens as u64,
-        );
+        // The session's current model's window (`agents.defaults.models.<ref>.contextTokens`).
+        let configured =
+            super::model_switch::context_window_of(self.config(), &self.model(state).model_ref());
         let window = state
             .meta
             .observed_window
@@ -278,6 +277,7 @@ impl TurnService {
             tools: context.tools.clone(),
             max_tokens: self.output_limit(&budget),
             images,
+            thinking: self.thinking_level(state),
         };
         *calls += 1;
         match self.model(state).complete(&request).await {
@@ -438,6 +438,7 @@ impl TurnService {
                 tools: tools.clone(),
                 max_tokens: self.output_limit(budget),
                 images: Vec::new(),
+                thinking: Default::default(),
             };
             *calls += 1;
             let response = match self.model(state).complete(&request).await {
@@ -453,7 +454,7 @@ impl TurnService {
                 .iter()
                 .filter_map(|block| match block {
                     AssistantBlock::ToolCall(call) => Some(call.clone()),
-                    AssistantBlock::Text { .. } => None,
+                    AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
                 })
                 .collect();
             conversation.push(Message::Assistant {

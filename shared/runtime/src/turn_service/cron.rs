@@ -415,6 +415,11 @@ impl TurnService {
             target,
             cron_run: true,
         });
+        // The job's `thinking` holds for its run only (validated when the job was saved).
+        prepared.turn_thinking = turn
+            .thinking
+            .as_deref()
+            .and_then(clawless_base::thinking::ThinkingLevel::parse);
         let fresh = matches!(
             job.session_target,
             SessionTarget::Isolated | SessionTarget::Current

@@ -77,12 +77,13 @@ impl TurnService {
         if self.stopped_before(event, &key, &mut state).await? {
             return Ok(TurnReport::default());
         }
+        let engine = TurnEngine::new(self.turn_settings(&agent_id));
         let mut run = EventRun {
             event,
             key,
             agent_id,
             now,
-            engine: TurnEngine::new(self.turn_settings()),
+            engine,
             scope: self.node_scope().await?,
             state,
             report: TurnReport::default(),
@@ -195,8 +196,8 @@ impl TurnService {
         })
     }
 
-    /// The engine's settings from the config.
-    fn turn_settings(&self) -> TurnSettings {
+    /// The engine's settings from the config, for `agent_id`'s sessions.
+    fn turn_settings(&self, agent_id: &str) -> TurnSettings {
         TurnSettings {
             max_model_calls: self
                 .config()
@@ -204,6 +205,7 @@ impl TurnService {
                 .defaults
                 .max_model_calls
                 .unwrap_or(clawless_core::turn::DEFAULT_MAX_MODEL_CALLS),
+            reasoning_default: super::thinking::configured_reasoning(self.config(), agent_id),
         }
     }
 
@@ -339,9 +341,14 @@ impl TurnService {
             return Ok(Flow::Done);
         };
         let state = &mut run.state;
+        if matches!(run.event.event, TurnEvent::Inbound(_)) {
+            self.revert_disallowed_model(state);
+        }
+        // A command's text never reaches the model, so its events wait for the next message.
         if let Incoming::Message(prepared) = &mut incoming
             && !state.meta.pending_events.is_empty()
             && prepared.compact.is_none()
+            && prepared.dispatch.is_none()
             && !state.has_seen_message(&prepared.message.message_id)
         {
             let lines =

@@ -2,15 +2,21 @@
 //! voice notes and audio transcribed into its text (a spoken `/command` works), text files
 //! and PDFs read into it, fenced as untrusted content, and the media note naming what was
 //! stored or skipped; images go to a model that sees them as images (their blob keys ride on
-//! the inbound step, `context_keeper.rs` loads them), and are only named for one that does
-//! not. Nothing here blocks a reply: an attachment that cannot be read or transcribed is
+//! the inbound step, `context_keeper.rs` loads them); for one that does not, the first image
+//! is described by `agents.defaults.imageModel` (the description joins the text as an
+//! `[Image]` section) and the rest are only named. Nothing here blocks a reply: an attachment that cannot be read or transcribed is
 //! named in the note and the turn goes on.
 
 use clawless_base::media::{Attachment, MediaKind};
 use clawless_core::turn::events::InboundMessage;
 use clawless_core::turn::state::SessionState;
 
+use std::time::Duration;
+
+use clawless_base::media::ImageInput;
+
 use super::TurnService;
+use crate::media::describe::{Description, VisionModels, describe_images, trimmed_to};
 use crate::media::files::{MAX_FILE_BYTES, file_block};
 use crate::media::note::{Capability, Understanding, media_note, understanding_body};
 use crate::media::transcribe::Transcriber;
@@ -46,6 +52,8 @@ impl TurnService {
         let mut outputs = Vec::new();
         let mut files = Vec::new();
         let mut done = Vec::new();
+        // Like OpenClaw's default attachment policy: the first image is described.
+        let mut described = false;
         for (index, attachment) in message.attachments.iter().enumerate() {
             let kind = kind_word(attachment.kind);
             let Some(key) = &attachment.blob_key else {
@@ -58,8 +66,21 @@ impl TurnService {
                     understood.images.push(key.clone());
                     done.push(format!("{kind} shown"));
                 }
+                MediaKind::Image | MediaKind::Sticker if described => {
+                    done.push(format!("{kind} named only (one image is described)"));
+                }
                 MediaKind::Image | MediaKind::Sticker => {
-                    done.push(format!("{kind} named only (the model does not see images)"));
+                    described = true;
+                    match self.describe_image(key).await {
+                        Ok(description) => {
+                            outputs.push(Understanding {
+                                capability: Capability::Image,
+                                text: description.text,
+                            });
+                            done.push(format!("{kind} ok ({})", description.model));
+                        }
+                        Err(reason) => done.push(format!("{kind} not described ({reason})")),
+                    }
                 }
                 MediaKind::Audio => match self.transcribe(attachment, key).await {
                     Ok((transcript, model)) => {
@@ -86,6 +107,7 @@ impl TurnService {
         let caption = without_placeholders(&message.text);
         if caption.is_empty()
             && let [only] = outputs.as_slice()
+            && only.capability == Capability::Audio
         {
             understood.command_text = only.text.trim().to_owned();
         }
@@ -99,6 +121,63 @@ impl TurnService {
         }
         understood.message.text = text;
         understood
+    }
+
+    /// A stored image described by `agents.defaults.imageModel` (primary, then fallbacks),
+    /// for a chat model that does not see images; `Err` says why there is none (logged; the
+    /// note names the file).
+    async fn describe_image(&self, key: &str) -> Result<Description, String> {
+        let models = self
+            .config()
+            .agents
+            .defaults
+            .image_model
+            .as_ref()
+            .map(crate::config::ImageModelConfig::models)
+            .unwrap_or_default();
+        if models.is_empty() {
+            return Err("the model does not see images and no imageModel is set".to_owned());
+        }
+        let describers = self
+            .image_describers
+            .get_or_init(|| VisionModels::new(self.model_factory.clone()));
+        let bytes = self
+            .stored(key, IMAGE_UNDERSTANDING_MAX_BYTES + 1)
+            .await
+            .ok_or("the stored file is unreadable")?;
+        if bytes.len() as u64 > IMAGE_UNDERSTANDING_MAX_BYTES {
+            return Err("maxBytes".to_owned());
+        }
+        let media_type = crate::media_input::image_type(&bytes).ok_or("not an image")?;
+        let image = crate::media::resize::fit_image(
+            ImageInput {
+                media_type: media_type.to_owned(),
+                data: bytes,
+            },
+            self.config().agents.defaults.image_max_dimension_px(),
+        )
+        .map_err(|error| format!("unreadable image: {error}"))?;
+        match describe_images(
+            describers.attempts(&models),
+            DESCRIBE_PROMPT,
+            vec![image],
+            DESCRIBE_MAX_TOKENS,
+            DESCRIBE_TIMEOUT,
+        )
+        .await
+        {
+            Ok(description) => {
+                tracing::info!(model = %description.model, "image described");
+                Ok(Description {
+                    text: trimmed_to(&description.text, DESCRIPTION_MAX_CHARS),
+                    ..description
+                })
+            }
+            Err(failures) => {
+                tracing::warn!(?failures, %key, "image not described");
+                Err(failures.join("; "))
+            }
+        }
     }
 
     /// The transcript of an audio attachment and the `provider/model` that made it; `Err`
@@ -171,6 +250,17 @@ impl TurnService {
             .as_ref()
     }
 }
+
+/// What the image model is asked about a photo sent to a chat model without vision.
+const DESCRIBE_PROMPT: &str = "Describe the image.";
+/// A photo's description is cut to this many characters.
+const DESCRIPTION_MAX_CHARS: usize = 500;
+/// Output tokens of a photo's description.
+const DESCRIBE_MAX_TOKENS: u32 = 1024;
+/// How long describing a photo may take, per model.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest photo described (spec: understanding's image cap, 10 MB).
+const IMAGE_UNDERSTANDING_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
 /// How `/status` names an attachment's kind.
 fn kind_word(kind: MediaKind) -> &'static str {

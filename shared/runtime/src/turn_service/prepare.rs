@@ -16,6 +16,7 @@ use clawless_core::session::reset::{
 use clawless_core::tools::ToolOutput;
 use clawless_core::turn::Incoming;
 use clawless_core::turn::events::{ApprovalDecision, InboundMessage, TurnEvent};
+use clawless_core::turn::model_command::{ModelChoices, ModelCommand, parse_model_command};
 use clawless_core::turn::prepare::{
     ChatInput, approval_timeout_outcome, needs_skill_commands, prepare_chat_message,
 };
@@ -136,7 +137,7 @@ impl TurnService {
         } else {
             &understood.message
         };
-        if let Some(command) = self.session_command(agent_id, message, state).await? {
+        if let Some(command) = self.session_command(agent_id, message, state, scope).await? {
             return Ok(command);
         }
         let specs = if needs_skill_commands(message) {
@@ -187,6 +188,13 @@ impl TurnService {
                     prepared.reset = self.automatic_reset(state, message);
                     prepared.images = understood.images;
                     prepared.media_summary = understood.summary;
+                    // `/think` and `/reasoning` count from those who may use commands
+                    // (anyone in a direct chat, the owner in a group); others' are text.
+                    let authorised = message.chat.chat_type == ChatType::Direct
+                        || message.sender_is_owner;
+                    if prepared.dispatch.is_none() && prepared.compact.is_none() {
+                        self.apply_directives(state, &mut prepared, authorised);
+                    }
                     Incoming::Message(prepared)
                 }
             },
@@ -213,7 +221,7 @@ impl TurnService {
     /// in a direct chat, since ingress admits only authorised senders; the owner in groups).
     /// `Some(None)` for such a command from anyone else: ignored, without a reply.
     async fn session_command(
-        &self, agent_id: &str, message: &InboundMessage, state: &SessionState,
+        &self, agent_id: &str, message: &InboundMessage, state: &SessionState, scope: &NodeScope,
     ) -> Result<Option<Option<Incoming>>, TurnError> {
         let group = message.chat.chat_type != ChatType::Direct;
         let normalized = normalize_command_body(&message.text, None);
@@ -236,8 +244,10 @@ impl TurnService {
             if !allowed {
                 return Ok(Some(None));
             }
-            let choosable = self.config().models.choosable();
-            let models: Vec<&str> = choosable.iter().map(String::as_str).collect();
+            // `/new <model>` takes what `/model` may switch to, an alias too.
+            let choices = self.model_choices();
+            let rest = expand_model_alias(&rest, &choices);
+            let models: Vec<&str> = choices.allowed.iter().map(String::as_str).collect();
             let mut providers: Vec<&str> = models
                 .iter()
                 .filter_map(|model| model.split_once('/').map(|(provider, _)| provider))
@@ -273,6 +283,16 @@ impl TurnService {
             prepared.dispatch = Some(CommandDispatch {
                 tool_name: "session_status".to_owned(),
                 params: serde_json::json!({}),
+            });
+            prepared
+        } else if let Some(command) = self.model_command(agent_id, body, scope).await? {
+            if !allowed {
+                return Ok(Some(None));
+            }
+            let mut prepared = PreparedMessage::plain(message.clone());
+            prepared.dispatch = Some(CommandDispatch {
+                tool_name: super::tools::model::MODEL_COMMAND.to_owned(),
+                params: command.to_params(),
             });
             prepared
         } else if let Some(mode) = parse_context_command(body) {
@@ -385,6 +405,48 @@ impl TurnService {
             Some(context) => format!("{context}\n\n{prompt}"),
             None => prompt,
         }
+    }
+}
+
+impl TurnService {
+    /// `/model …`, `/models …`, or `/<alias>` when no skill command has that name.
+    async fn model_command(
+        &self, agent_id: &str, body: &str, scope: &NodeScope,
+    ) -> Result<Option<ModelCommand>, TurnError> {
+        let choices = self.model_choices();
+        let Some(command) = parse_model_command(body, &choices) else {
+            return Ok(None);
+        };
+        let word = body.split_whitespace().next().unwrap_or_default();
+        let by_alias = !word.eq_ignore_ascii_case("/model")
+            && !word.eq_ignore_ascii_case("/models")
+            && !word.to_ascii_lowercase().starts_with("/model:");
+        if by_alias {
+            // A skill's own command keeps its name.
+            let name = word.trim_start_matches('/');
+            let skills = self
+                .deps
+                .skills
+                .commands(agent_id, &scope.eligibility)
+                .await?;
+            if skills
+                .iter()
+                .any(|skill| skill.name.eq_ignore_ascii_case(name))
+            {
+                return Ok(None);
+            }
+        }
+        Ok(Some(command))
+    }
+}
+
+/// `rest` of a `/new` with a leading alias replaced by the model it names.
+fn expand_model_alias(rest: &str, choices: &ModelChoices) -> String {
+    let trimmed = rest.trim_start();
+    let word = trimmed.split_whitespace().next().unwrap_or_default();
+    match choices.model_of_alias(word) {
+        Some(model) if !word.is_empty() => format!("{model}{}", &trimmed[word.len()..]),
+        _ => rest.to_owned(),
     }
 }
 

@@ -8,6 +8,7 @@
 
 use clawless_base::media::{MediaKind, OutboundMedia};
 use clawless_channels::media_lines::{MediaRef, extract_media_lines};
+use clawless_core::tools::Workspace;
 use clawless_core::turn::OutboundReply;
 
 use super::handlers::EventRun;
@@ -47,23 +48,9 @@ impl TurnService {
                 }
                 MediaRef::Workspace(path) => path,
             };
-            if let Some(reason) = off_limits(path, memory_reaches) {
-                not_sent.push(format!("{path} ({reason})"));
-                continue;
-            }
-            let key = format!("{}{path}", workspace.prefix);
-            match workspace.store.get(&key, MAX_REPLY_FILE_BYTES + 1).await {
-                Ok(Some(object)) if object.bytes.len() as u64 > MAX_REPLY_FILE_BYTES => {
-                    not_sent.push(format!("{path} (larger than 50 MB)"));
-                }
-                Ok(Some(object)) => {
-                    media.push(outbound_file(path, object.bytes, lines.audio_as_voice))
-                }
-                Ok(None) => not_sent.push(format!("{path} (no such file in the workspace)")),
-                Err(err) => {
-                    tracing::warn!(%path, error = %err, "reply file unreadable");
-                    not_sent.push(format!("{path} (unreadable)"));
-                }
+            match workspace_file(&workspace, path, memory_reaches, lines.audio_as_voice).await {
+                Ok(file) => media.push(file),
+                Err(reason) => not_sent.push(format!("{path} ({reason})")),
             }
         }
         let mut text = lines.text;
@@ -81,6 +68,33 @@ impl TurnService {
     }
 }
 
+/// The session's workspace file `path` (as [`check_reference`] accepted it: relative, no
+/// `..`) as a file to send, or why it is not sent: another session's sandbox, the agent's
+/// memory where it does not reach (`memory_reaches`), a missing, unreadable or oversized file.
+/// `workspace` is the session's own (its sandbox's when sandboxed). Shared by a reply's
+/// `MEDIA:` lines and the `message` tool's `media`.
+///
+/// [`check_reference`]: clawless_channels::media_lines::check_reference
+pub(super) async fn workspace_file(
+    workspace: &Workspace, path: &str, memory_reaches: bool, as_voice: bool,
+) -> Result<OutboundMedia, String> {
+    if let Some(reason) = off_limits(path, memory_reaches) {
+        return Err(reason.to_owned());
+    }
+    let key = format!("{}{path}", workspace.prefix);
+    match workspace.store.get(&key, MAX_REPLY_FILE_BYTES + 1).await {
+        Ok(Some(object)) if object.bytes.len() as u64 > MAX_REPLY_FILE_BYTES => {
+            Err("larger than 50 MB".to_owned())
+        }
+        Ok(Some(object)) => Ok(outbound_file(path, object.bytes, as_voice)),
+        Ok(None) => Err("no such file in the workspace".to_owned()),
+        Err(err) => {
+            tracing::warn!(%path, error = %err, "file to send unreadable");
+            Err("unreadable".to_owned())
+        }
+    }
+}
+
 /// Why `path` may not leave the workspace in a reply, if it may not.
 fn off_limits(path: &str, memory_reaches: bool) -> Option<&'static str> {
     let first = path.split('/').next().unwrap_or_default();
@@ -91,9 +105,8 @@ fn off_limits(path: &str, memory_reaches: bool) -> Option<&'static str> {
     (memory && !memory_reaches).then_some("the agent's memory stays out of this chat")
 }
 
-/// A workspace file as a reply attachment: its kind and type from its bytes (images) or its
-/// name.
-fn outbound_file(path: &str, bytes: Vec<u8>, as_voice: bool) -> OutboundMedia {
+/// A file as a reply attachment: its kind and type from its bytes (images) or its name.
+pub(super) fn outbound_file(path: &str, bytes: Vec<u8>, as_voice: bool) -> OutboundMedia {
     let name = path.rsplit('/').next().unwrap_or(path).to_owned();
     let mime = crate::media_input::image_type(&bytes)
         .map(str::to_owned)

@@ -205,6 +205,9 @@ impl TurnService {
         if let Some(model) = start.model.clone().filter(|model| !model.trim().is_empty()) {
             state.meta.model_override = Some(model);
         }
+        if start.thinking.is_some() {
+            state.meta.thinking_level = start.thinking;
+        }
         // Trust only ever narrows: a child of an untrusted session is untrusted.
         state.meta.untrusted |= start.parent_untrusted;
         if state.meta.group_scope.is_none() {

@@ -12,21 +12,20 @@
 //! own model when it sees images; a `model` argument names another allowed one. The tool is
 //! registered only when one of these can resolve, and offered in short form until called.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_base::media::ImageInput;
-use clawless_base::model::{ModelProvider, ModelRequest, ToolSpec, UserImages};
+use clawless_base::model::{ModelProvider, ToolSpec};
 use clawless_base::object_store::ObjectStore;
-use clawless_base::transcript::{AssistantBlock, Message};
 use clawless_core::tools::paths::resolve_read_path;
 use clawless_core::tools::{ToolContext, ToolOutput};
 use clawless_core::turn::state::SessionState;
 use serde_json::{Value, json};
 
 use super::{RuntimeTool, ToolCallContext, ToolOutcome, ToolRegistry};
+use crate::media::describe::{Attempt, VisionModels, describe_images};
 use crate::turn_service::{TurnError, TurnService};
 
 /// The tool's name.
@@ -67,11 +66,10 @@ pub(super) fn register(registry: &mut ToolRegistry, service: &TurnService) {
     registry.register(ImageTool {
         allowed,
         configured,
-        factory,
+        models: VisionModels::new(factory),
         default_model: Arc::clone(&service.deps.model),
         blobs: service.blobs.clone(),
         max_px: defaults.image_max_dimension_px(),
-        built: Mutex::default(),
     });
 }
 
@@ -82,20 +80,15 @@ struct ImageTool {
     allowed: Vec<String>,
     /// `agents.defaults.imageModel`, primary first.
     configured: Vec<String>,
-    /// Builds a model named `provider/model`.
-    factory: Option<clawless_llm::ModelFactory>,
+    /// Builds models named `provider/model`, once each.
+    models: VisionModels,
     /// The service's configured model (a session without `/new <model>` uses it).
     default_model: Arc<dyn ModelProvider>,
     /// The blob store holding attachments (`media/inbound/…`).
     blobs: Option<Arc<dyn ObjectStore>>,
     /// `agents.defaults.imageMaxDimensionPx`.
     max_px: u32,
-    /// Models built by name, once each.
-    built: Mutex<BTreeMap<String, Arc<dyn ModelProvider>>>,
 }
-
-/// A model to try: its `provider/model`, and the model or why it cannot be built.
-type Attempt = (String, Result<Arc<dyn ModelProvider>, String>);
 
 /// One image as the call names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,42 +279,15 @@ fn preview(text: &str) -> String {
     }
 }
 
-/// The text of a model's answer.
-fn answer_text(content: &[AssistantBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|block| match block {
-            AssistantBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_owned()
-}
 
 impl ImageTool {
-    /// The model named `model_ref`, built once.
-    fn build(&self, model_ref: &str) -> Result<Arc<dyn ModelProvider>, String> {
-        let Some(factory) = &self.factory else {
-            return Err(format!("{model_ref}: models cannot be chosen here"));
-        };
-        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(model) = built.get(model_ref) {
-            return Ok(Arc::clone(model));
-        }
-        let model = factory(model_ref).map_err(|error| format!("{model_ref}: {error}"))?;
-        built.insert(model_ref.to_owned(), Arc::clone(&model));
-        Ok(model)
-    }
-
     /// The model the session's turns use: its `/new <model>` choice, else the configured one.
     fn session_model(&self, state: &SessionState) -> Arc<dyn ModelProvider> {
         state
             .meta
             .model_override
             .as_deref()
-            .and_then(|chosen| self.build(chosen).ok())
+            .and_then(|chosen| self.models.build(chosen).ok())
             .unwrap_or_else(|| Arc::clone(&self.default_model))
     }
 
@@ -337,14 +303,10 @@ impl ImageTool {
                     self.allowed.join(", ")
                 ));
             }
-            return Ok(vec![(requested.to_owned(), self.build(requested))]);
+            return Ok(vec![(requested.to_owned(), self.models.build(requested))]);
         }
-        if !self.configured.is_empty() && self.factory.is_some() {
-            return Ok(self
-                .configured
-                .iter()
-                .map(|model_ref| (model_ref.clone(), self.build(model_ref)))
-                .collect());
+        if !self.configured.is_empty() && self.models.can_build() {
+            return Ok(self.models.attempts(&self.configured));
         }
         if session.sees_images() {
             return Ok(vec![(session.model_ref(), Ok(session))]);
@@ -434,44 +396,13 @@ impl ImageTool {
                 Err(refusal) => return ToolOutput::error(refusal),
             }
         }
-        let request = ModelRequest {
-            system: String::new(),
-            messages: vec![Message::User {
-                text: args.prompt.clone(),
-            }],
-            tools: Vec::new(),
-            max_tokens: MAX_TOKENS,
-            images: vec![UserImages { message: 0, images }],
-        };
-        let mut attempts = Vec::new();
-        for (model_ref, model) in chain {
-            let model = match model {
-                Ok(model) => model,
-                Err(error) => {
-                    attempts.push(error);
-                    continue;
-                }
-            };
-            match tokio::time::timeout(CALL_TIMEOUT, model.complete(&request)).await {
-                Ok(Ok(response)) => {
-                    let text = answer_text(&response.content);
-                    if text.is_empty() {
-                        attempts.push(format!("{model_ref}: the model gave no description"));
-                        continue;
-                    }
-                    return ToolOutput::ok(text);
-                }
-                Ok(Err(error)) => attempts.push(format!("{model_ref}: {error}")),
-                Err(_) => attempts.push(format!(
-                    "{model_ref}: no answer within {} s",
-                    CALL_TIMEOUT.as_secs()
-                )),
-            }
+        match describe_images(chain, &args.prompt, images, MAX_TOKENS, CALL_TIMEOUT).await {
+            Ok(description) => ToolOutput::ok(description.text),
+            Err(failures) => ToolOutput::error(format!(
+                "Image analysis failed. Attempts:\n- {}",
+                failures.join("\n- ")
+            )),
         }
-        ToolOutput::error(format!(
-            "Image analysis failed. Attempts:\n- {}",
-            attempts.join("\n- ")
-        ))
     }
 }
 
@@ -664,11 +595,10 @@ mod tests {
         let tool = ImageTool {
             allowed: vec!["openai/gpt-4o".to_owned()],
             configured: Vec::new(),
-            factory: None,
+            models: VisionModels::new(None),
             default_model: Arc::clone(&model),
             blobs: Some(Arc::new(blobs.clone())),
             max_px: 1200,
-            built: Mutex::default(),
         };
         (tool, model)
     }

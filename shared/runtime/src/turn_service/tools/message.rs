@@ -19,17 +19,30 @@
 //!   queue redelivers it); a refusal for good is the call's error result.
 //! - **Cron runs** that deliver their own answer refuse the tool (their answer is the
 //!   delivery).
+//! - **Files** (`media`, or `path`/`filePath`/`mediaUrl`/`fileUrl`, or `MEDIA:` lines in the
+//!   text) are the session's own workspace files, read as a reply's `MEDIA:` files are
+//!   (`reply_media::workspace_file`: no `..`, `~` or absolute path, no memory where it does not
+//!   reach, no other session's sandbox), or attachments in the blob store (`media/…`) that this
+//!   session's transcript names. URLs are refused: clawless fetches nothing to send on the
+//!   model's say-so. One refused file refuses the whole send before anything goes out; the
+//!   files go as [`MessageAction::Send`] with the text as their caption.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use clawless_base::media::OutboundMedia;
 use clawless_base::model::ToolSpec;
+use clawless_base::object_store::ObjectStore;
+use clawless_base::transcript::Message;
+use clawless_channels::media_lines::{MediaRef, check_reference, extract_media_lines};
 use clawless_core::outbox::{
-    ActionRequest, Delivery, MessageAction, MessageActionKind, Outbox, OutboxError, PollRequest,
+    ActionRequest, Delivery, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError,
+    PollRequest,
 };
+use clawless_core::sandbox::MemoryConfig;
 use clawless_core::session::{SessionKey, SessionStore};
-use clawless_core::tools::ToolOutput;
+use clawless_core::tools::{ToolContext, ToolOutput};
 use clawless_core::turn::OutboundReply;
 use clawless_core::turn::events::{ChatRef, dedup_token};
 use clawless_core::turn::message_sends::same_conversation;
@@ -38,6 +51,7 @@ use serde_json::{Map, Value, json};
 
 use super::{RuntimeTool, ToolCallContext, ToolOutcome};
 use crate::tools_section::message::CrossContextConfig;
+use crate::turn_service::reply_media::{outbound_file, workspace_file};
 use crate::turn_service::{REPLY_RETRY_DELAYS, TurnError};
 
 /// The tool's name.
@@ -59,6 +73,18 @@ const POLL_FIELDS_ON_SEND: &str =
 /// The refusal in a cron run whose answer is delivered for it.
 const CRON_OWNS_DELIVERY: &str = "The message tool is not available in a cron run that delivers its own result: your final answer is delivered to the job's target.";
 
+/// The arguments that name files to send (OpenClaw's names), merged.
+const MEDIA_KEYS: [&str; 5] = ["media", "mediaUrl", "path", "filePath", "fileUrl"];
+
+/// The blob-store prefix of attachments and node files a send may name.
+const BLOB_MEDIA_PREFIX: &str = "media/";
+
+/// Largest attachment a send takes from the blob store (a workspace file's cap is the same).
+const MAX_BLOB_FILE_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Why a URL is not sent.
+const URL_NOT_SENT: &str = "clawless does not download files to send them; send a workspace file or an attachment (media/…)";
+
 /// The arguments that make a call a poll.
 const POLL_KEYS: [&str; 4] = [
     "pollQuestion",
@@ -75,12 +101,18 @@ pub(super) struct MessageTool {
     /// Each configured channel, with the actions it carries out besides `send`.
     channels: BTreeMap<String, Vec<MessageActionKind>>,
     cross_context: CrossContextConfig,
+    /// Who may see the agent's memory (`memory`): a send of `MEMORY.md` follows it.
+    memory: MemoryConfig,
+    /// The blob store of attachments (`media/inbound/…`) and node files (`media/outbound/…`).
+    blobs: Option<Arc<dyn ObjectStore>>,
 }
 
 impl MessageTool {
     /// The tool over `outbox`'s channels, or `None` when it has none.
     pub(super) fn new(
-        outbox: Arc<dyn Outbox>, sessions: Arc<dyn SessionStore>, cross_context: CrossContextConfig,
+        outbox: Arc<dyn Outbox>, sessions: Arc<dyn SessionStore>,
+        cross_context: CrossContextConfig, memory: MemoryConfig,
+        blobs: Option<Arc<dyn ObjectStore>>,
     ) -> Option<Self> {
         let channels: BTreeMap<String, Vec<MessageActionKind>> = outbox
             .channel_ids()
@@ -98,6 +130,8 @@ impl MessageTool {
             sessions,
             channels,
             cross_context,
+            memory,
+            blobs,
         })
     }
 
@@ -161,10 +195,20 @@ impl MessageTool {
     /// a delivery failure worth a redelivery of the event.
     async fn run(
         &self, call_id: &str, input: &Value, state: &mut SessionState, session_key: &str,
+        files: Option<&ToolContext>,
     ) -> Result<Result<Value, String>, TurnError> {
         let plan = match self.plan(input, state).await {
             Ok(plan) => plan,
             Err(refusal) => return Ok(Err(refusal)),
+        };
+        let media = match &plan.work {
+            Work::Send {
+                media, as_voice, ..
+            } if !media.is_empty() => match self.load_media(media, *as_voice, state, files).await {
+                Ok(loaded) => loaded,
+                Err(refusal) => return Ok(Err(refusal)),
+            },
+            _ => Vec::new(),
         };
         let action_id = dedup_token(&format!(
             "message:{session_key}:{}:{call_id}",
@@ -174,24 +218,41 @@ impl MessageTool {
         let is_current = current
             .as_ref()
             .is_some_and(|current| same_conversation(current, &plan.chat));
+        let mut sent_files: Vec<String> = Vec::new();
         let delivery = match &plan.work {
-            Work::Send { text, reply_to } => {
+            Work::Send { text, reply_to, .. } => {
                 let text_with_directive = match reply_to {
                     Some(id) => format!("[[reply_to:{id}]] {text}"),
                     None => text.clone(),
                 };
-                let reply = OutboundReply {
-                    reply_id: action_id,
-                    chat: plan.chat.clone(),
-                    text: text_with_directive,
-                    approval_code: None,
-                    // The turn's message id means nothing in another chat.
-                    in_reply_to: is_current
-                        .then(|| state.meta.turn_message_id.clone())
-                        .flatten(),
-                    media: Vec::new(),
+                // The turn's message id means nothing in another chat.
+                let in_reply_to = is_current
+                    .then(|| state.meta.turn_message_id.clone())
+                    .flatten();
+                let sent = if media.is_empty() {
+                    let reply = OutboundReply {
+                        reply_id: action_id,
+                        chat: plan.chat.clone(),
+                        text: text_with_directive,
+                        approval_code: None,
+                        in_reply_to,
+                        media: Vec::new(),
+                    };
+                    self.with_retries(|| self.outbox.deliver(&reply)).await?
+                } else {
+                    sent_files = media.iter().map(|file| file.name.clone()).collect();
+                    let request = ActionRequest {
+                        action_id,
+                        chat: plan.chat.clone(),
+                        action: MessageAction::Send(MediaSend {
+                            text: text_with_directive,
+                            media,
+                            in_reply_to,
+                        }),
+                    };
+                    self.with_retries(|| self.outbox.act(&request)).await?
                 };
-                let delivery = match self.with_retries(|| self.outbox.deliver(&reply)).await? {
+                let delivery = match sent {
                     Ok(delivery) => delivery,
                     Err(refusal) => return Ok(Err(refusal)),
                 };
@@ -210,15 +271,76 @@ impl MessageTool {
                 }
             }
         };
-        tracing::info!(session = %session_key, action = plan.kind.name(), channel = %plan.chat.channel, "message tool call carried out");
-        Ok(Ok(json!({
+        tracing::info!(session = %session_key, action = plan.kind.name(), channel = %plan.chat.channel, files = sent_files.len(), "message tool call carried out");
+        let mut result = json!({
             "channel": plan.chat.channel,
             "to": plan.chat.chat_id,
             "result": {
                 "messageId": delivery.message_id,
                 "chatId": plan.chat.chat_id,
             },
-        })))
+        });
+        if !sent_files.is_empty() {
+            result["media"] = json!(sent_files);
+        }
+        Ok(Ok(result))
+    }
+
+    /// The files a send names, read; the refusal of the first one that may not be sent.
+    async fn load_media(
+        &self, references: &[MediaRef], as_voice: bool, state: &SessionState,
+        files: Option<&ToolContext>,
+    ) -> Result<Vec<OutboundMedia>, String> {
+        let files = files.ok_or("Files cannot be sent from here (no workspace).")?;
+        // Exactly as a reply's `MEDIA:` files: the session's own workspace (its sandbox's),
+        // memory only where it reaches.
+        let memory_reaches = self.memory.reaches(
+            state.key.as_str(),
+            files.sandbox.is_some(),
+            state.meta.untrusted,
+        );
+        let mut loaded = Vec::with_capacity(references.len());
+        for reference in references {
+            let path = match reference {
+                MediaRef::Url(url) => return Err(not_sent(url, URL_NOT_SENT)),
+                MediaRef::Workspace(path) => path,
+            };
+            if let Some(file) = self.named_attachment(path, as_voice, state).await? {
+                loaded.push(file);
+                continue;
+            }
+            let file = workspace_file(&files.workspace, path, memory_reaches, as_voice)
+                .await
+                .map_err(|reason| not_sent(path, &reason))?;
+            loaded.push(file);
+        }
+        Ok(loaded)
+    }
+
+    /// The attachment `path` names in the blob store, when it is a `media/…` key this
+    /// session's transcript names (a media note, a tool's result: never the model's own
+    /// words), so a session cannot send another chat's attachment by guessing its key.
+    /// `None` for any other path (a workspace file).
+    async fn named_attachment(
+        &self, path: &str, as_voice: bool, state: &SessionState,
+    ) -> Result<Option<OutboundMedia>, String> {
+        let Some(blobs) = &self.blobs else {
+            return Ok(None);
+        };
+        if !path.starts_with(BLOB_MEDIA_PREFIX) || !transcript_names(&state.messages(), path) {
+            return Ok(None);
+        }
+        match blobs.get(path, MAX_BLOB_FILE_BYTES + 1).await {
+            Ok(Some(object)) if object.bytes.len() as u64 > MAX_BLOB_FILE_BYTES => {
+                Err(not_sent(path, "larger than 50 MB"))
+            }
+            Ok(Some(object)) => Ok(Some(outbound_file(path, object.bytes, as_voice))),
+            Ok(None) => Err(not_sent(path, "the attachment is no longer stored")),
+            Err(err) => {
+                tracing::warn!(%path, error = %err, "attachment to send unreadable");
+                Err(not_sent(path, "unreadable"))
+            }
+        }
     }
 
     /// Calls `attempt` until it succeeds, is refused for good (the refusal's text), or has
@@ -388,6 +510,33 @@ impl MessageTool {
     }
 }
 
+/// The refusal of a file a send names.
+fn not_sent(candidate: &str, reason: &str) -> String {
+    format!("Cannot send {candidate}: {reason}.")
+}
+
+/// Whether `key` appears as a whole word in a message of the transcript the model did not
+/// write: a user message (its media note) or a tool's result.
+fn transcript_names(messages: &[Message], key: &str) -> bool {
+    let names = |text: &str| {
+        text.match_indices(key).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + key.len()..].chars().next();
+            let boundary = |ch: Option<char>| {
+                ch.is_none_or(|ch| {
+                    ch.is_whitespace()
+                        || matches!(ch, '(' | ')' | '[' | ']' | '"' | '\'' | '`' | ',' | ':')
+                })
+            };
+            boundary(before) && boundary(after)
+        })
+    };
+    messages.iter().any(|message| match message {
+        Message::User { text } | Message::ToolResult { text, .. } => names(text),
+        Message::Assistant { .. } => false,
+    })
+}
+
 fn across_denied(action: &str, channel: &str, bound: &str) -> String {
     format!(
         "Cross-context messaging denied: action={action} target provider \"{channel}\" while bound to \"{bound}\"."
@@ -403,9 +552,14 @@ struct Plan {
 
 enum Work {
     Send {
-        /// The text as sent, without the reply directive.
+        /// The text as sent, without the reply directive (the files' caption when there are
+        /// files; may then be empty).
         text: String,
         reply_to: Option<String>,
+        /// The files named, checked for form (no URL loaded, no path outside read).
+        media: Vec<MediaRef>,
+        /// Audio goes as a voice note.
+        as_voice: bool,
     },
     Act(MessageAction),
 }
@@ -429,17 +583,41 @@ fn work_of(
 ) -> Result<Work, String> {
     Ok(match kind {
         MessageActionKind::Send => {
-            let text = match args.text("message")? {
+            let mut media = Vec::new();
+            for key in MEDIA_KEYS {
+                for candidate in args.strings(key)? {
+                    let reference = check_reference(&candidate)
+                        .map_err(|reason| not_sent(&candidate, &reason))?;
+                    if !media.contains(&reference) {
+                        media.push(reference);
+                    }
+                }
+            }
+            let text = match args.text("message")?.or(args.text("caption")?) {
                 Some(text) => text,
-                None => args.text("caption")?.ok_or("message required")?,
+                None if !media.is_empty() => String::new(),
+                None => return Err("message required".to_owned()),
             };
-            let text = strip_reasoning(&text);
-            if text.trim().is_empty() {
+            // `MEDIA:` lines in the text name files too.
+            let lines = extract_media_lines(&strip_reasoning(&text));
+            if let Some(refused) = lines.refused.first() {
+                return Err(not_sent(&refused.candidate, &refused.reason));
+            }
+            for reference in lines.media {
+                if !media.contains(&reference) {
+                    media.push(reference);
+                }
+            }
+            if lines.text.trim().is_empty() && media.is_empty() {
                 return Err("send requires text or media".to_owned());
             }
             Work::Send {
-                text: text.trim().to_owned(),
+                text: lines.text.trim().to_owned(),
                 reply_to: args.string("replyTo")?,
+                media,
+                as_voice: args.flag("asVoice")?
+                    || args.flag("audioAsVoice")?
+                    || lines.audio_as_voice,
             }
         }
         MessageActionKind::React => Work::Act(MessageAction::React {
@@ -641,6 +819,12 @@ impl RuntimeTool for MessageTool {
             json!({"type": "string", "description": target}),
         );
         properties.insert("message".into(), json!({"type": "string"}));
+        // Every channel sends files.
+        properties.insert(
+            "media".into(),
+            json!({"type": ["string", "array"], "items": {"type": "string"}, "description": "Workspace file(s) or attachment (media/…) to send; message is the caption."}),
+        );
+        properties.insert("asVoice".into(), json!({"type": "boolean"}));
         if self
             .channels
             .keys()
@@ -703,6 +887,7 @@ impl RuntimeTool for MessageTool {
                 &context.call.input,
                 context.state,
                 context.session_key,
+                context.tool_context,
             )
             .await?;
         Ok(ToolOutcome::Done(match outcome {
@@ -721,7 +906,8 @@ mod tests {
     use std::sync::Mutex;
 
     use clawless_base::session_key::ChatType;
-    use clawless_core::testing::InMemorySessionStore;
+    use clawless_core::testing::{InMemoryObjectStore, InMemorySessionStore};
+    use clawless_core::tools::Workspace;
 
     use super::*;
 
@@ -793,6 +979,8 @@ mod tests {
                 allow_within_provider: within,
                 allow_across_providers: across,
             },
+            MemoryConfig::default(),
+            None,
         )
         .expect("two channels");
         Harness {
@@ -817,7 +1005,7 @@ mod tests {
     ) -> Result<Value, String> {
         harness
             .tool
-            .run("toolu_1", &input, state, "agent:main:main")
+            .run("toolu_1", &input, state, "agent:main:main", None)
             .await
             .expect("no delivery failure")
     }
@@ -1066,6 +1254,7 @@ mod tests {
                 &json!({"action": "react", "emoji": "👍"}),
                 &mut state,
                 "agent:main:main",
+                None,
             )
             .await
             .expect("no delivery failure")
@@ -1118,6 +1307,199 @@ mod tests {
         assert_eq!(state.meta.message_sends[0].text, "a\nb");
     }
 
+    /// A workspace at `ws/` with a chart, the agent's memory and another session's sandbox
+    /// file, and an attachment in the same store's `media/`.
+    fn files() -> ToolContext {
+        let store = InMemoryObjectStore::named("bucket");
+        for (key, bytes) in [
+            ("ws/chart.png", b"\x89PNG\r\n\x1a\n-chart".as_slice()),
+            ("ws/MEMORY.md", b"secret".as_slice()),
+            ("ws/.sandboxes/s9/x.txt", b"theirs".as_slice()),
+            (
+                "media/inbound/generic/ab/0.png",
+                b"\x89PNG\r\n\x1a\n-in".as_slice(),
+            ),
+        ] {
+            store.insert(key, bytes).expect("in-memory store");
+        }
+        ToolContext {
+            workspace: Workspace {
+                store: Arc::new(store),
+                prefix: "ws/".to_owned(),
+            },
+            skill_sources: Vec::new(),
+            home_dirs: Vec::new(),
+            web: None,
+            session: Default::default(),
+            sandbox: None,
+        }
+    }
+
+    async fn call_with_files(
+        harness: &Harness, state: &mut SessionState, input: Value,
+    ) -> Result<Value, String> {
+        harness
+            .tool
+            .run("toolu_1", &input, state, "agent:main:main", Some(&files()))
+            .await
+            .expect("no delivery failure")
+    }
+
+    #[tokio::test]
+    async fn a_send_with_files_reads_the_workspace_and_goes_as_one_send_action() {
+        let harness = harness(None, None);
+        let mut state = telegram_session();
+        // `media`, a `MEDIA:` line and `path` naming the same file: sent once.
+        let result = call_with_files(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "7", "message": "Look\nMEDIA:chart.png",
+                   "media": ["./chart.png"], "path": "chart.png", "replyTo": "5"}),
+        )
+        .await
+        .expect("sent");
+        assert_eq!(result["media"], json!(["chart.png"]));
+        assert!(harness.outbox.sent.lock().expect("lock").is_empty());
+        let acted = harness.outbox.acted.lock().expect("lock").clone();
+        let MessageAction::Send(send) = &acted[0].action else {
+            panic!("a send: {:?}", acted[0].action);
+        };
+        assert_eq!(send.text, "[[reply_to:5]] Look");
+        assert_eq!(send.in_reply_to, None, "another chat");
+        assert_eq!(send.media.len(), 1);
+        assert_eq!(send.media[0].name, "chart.png");
+        assert_eq!(send.media[0].mime, "image/png");
+        assert_eq!(acted[0].chat, chat("telegram", "7"));
+        assert_eq!(state.meta.message_sends[0].text, "Look");
+        // Files alone need no text; voice is asked for by either name.
+        call_with_files(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "7", "filePath": "chart.png", "audioAsVoice": true}),
+        )
+        .await
+        .expect("files alone");
+        let acted = harness.outbox.acted.lock().expect("lock").clone();
+        let MessageAction::Send(send) = &acted[1].action else {
+            panic!("a send");
+        };
+        assert_eq!(send.text, "");
+        assert!(send.media[0].as_voice);
+    }
+
+    #[tokio::test]
+    async fn files_out_of_reach_are_refused_and_nothing_is_sent() {
+        let harness = harness(None, None);
+        for (media, expected) in [
+            (
+                "../../etc/passwd",
+                "Cannot send ../../etc/passwd: paths with `..` segments are not delivered.",
+            ),
+            (
+                "~/x",
+                "Cannot send ~/x: paths under a home directory (~) are not delivered.",
+            ),
+            (
+                "/etc/passwd",
+                "Cannot send /etc/passwd: absolute paths are not delivered; name a path in the workspace.",
+            ),
+            (
+                "https://example.com/a.png",
+                "Cannot send https://example.com/a.png: clawless does not download files to send them; send a workspace file or an attachment (media/…).",
+            ),
+            (
+                ".sandboxes/s9/x.txt",
+                "Cannot send .sandboxes/s9/x.txt: another session's files.",
+            ),
+            (
+                "missing.png",
+                "Cannot send missing.png: no such file in the workspace.",
+            ),
+            // An attachment the transcript does not name is no file of this session.
+            (
+                "media/inbound/generic/ab/0.png",
+                "Cannot send media/inbound/generic/ab/0.png: no such file in the workspace.",
+            ),
+        ] {
+            let mut state = telegram_session();
+            let refusal = call_with_files(
+                &harness,
+                &mut state,
+                json!({"action": "send", "target": "7", "message": "x", "media": [media]}),
+            )
+            .await
+            .expect_err(media);
+            assert_eq!(refusal, expected);
+        }
+        // The agent's memory leaves only where it reaches: not from a group.
+        let mut group = SessionState::new(
+            SessionKey::parse("agent:main:telegram:group:-100").expect("key"),
+            "s3".to_owned(),
+            0,
+        );
+        group.meta.chat = Some(ChatRef {
+            chat_type: ChatType::Group,
+            ..chat("telegram", "-100")
+        });
+        let refusal = call_with_files(
+            &harness,
+            &mut group,
+            json!({"action": "send", "message": "x", "media": "MEMORY.md"}),
+        )
+        .await
+        .expect_err("memory");
+        assert_eq!(
+            refusal,
+            "Cannot send MEMORY.md: the agent's memory stays out of this chat."
+        );
+        // A `MEDIA:` line in the text is checked the same way.
+        let mut state = telegram_session();
+        let refusal = call_with_files(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "7", "message": "see\nMEDIA:../up.png"}),
+        )
+        .await
+        .expect_err("media line");
+        assert!(refusal.starts_with("Cannot send ../up.png:"), "{refusal}");
+        // Without a workspace (no tool context) files cannot be sent at all.
+        let refusal = call(
+            &harness,
+            &mut state,
+            json!({"action": "send", "target": "7", "media": "chart.png"}),
+        )
+        .await
+        .expect_err("no workspace");
+        assert_eq!(refusal, "Files cannot be sent from here (no workspace).");
+        assert!(harness.outbox.acted.lock().expect("lock").is_empty());
+        assert!(harness.outbox.sent.lock().expect("lock").is_empty());
+    }
+
+    #[test]
+    fn an_attachment_counts_only_when_a_user_message_or_a_tool_result_names_it() {
+        let key = "media/inbound/generic/ab/0.png";
+        let note = Message::User {
+            text: format!("[media attached: {key} (image/png)]\nhi"),
+        };
+        assert!(transcript_names(&[note.clone()], key));
+        assert!(!transcript_names(&[note], "media/inbound/generic/ab/0.pn"));
+        let result = Message::ToolResult {
+            tool_call_id: "t".to_owned(),
+            tool_name: "exec".to_owned(),
+            text: format!("saved \"{key}\""),
+            is_error: false,
+        };
+        assert!(transcript_names(&[result], key));
+        // The model's own words name nothing.
+        let own = Message::Assistant {
+            content: vec![clawless_base::transcript::AssistantBlock::Text {
+                text: key.to_owned(),
+            }],
+            stop_reason: Default::default(),
+        };
+        assert!(!transcript_names(&[own], key));
+    }
+
     #[test]
     fn the_schema_offers_only_the_actions_that_exist() {
         let harness = harness(None, None);
@@ -1143,5 +1525,6 @@ mod tests {
             spec.description
         );
         assert!(spec.description.contains("generic (send)"));
+        assert!(spec.input_schema["properties"].get("media").is_some());
     }
 }

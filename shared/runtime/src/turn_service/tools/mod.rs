@@ -34,6 +34,7 @@ pub(super) mod elevated;
 mod exec;
 mod image;
 mod message;
+pub(super) mod model;
 mod sessions;
 mod sessions_send;
 mod spawn;
@@ -272,6 +273,15 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
         registry.register(exec::ExecTool::new(Arc::clone(nodes)));
     }
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
+    // `session_status` with `model`, over the core's, and the `/model` command.
+    let switcher = model::ModelSwitcher::new(
+        Arc::clone(&deps.skills),
+        deps.model.model_ref(),
+        service.model_factory.clone(),
+        Arc::clone(&deps.clock),
+    );
+    registry.register(model::SessionStatusTool::new(switcher.clone()));
+    registry.register(model::ModelCommandTool::new(switcher));
     registry.register(context::ContextCommand);
     web_search::register(&mut registry, service);
     image::register(&mut registry, service);
@@ -279,6 +289,8 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
         Arc::clone(&deps.outbox),
         Arc::clone(&deps.sessions),
         service.config().tools.message.cross_context.clone(),
+        service.config().memory.clone(),
+        service.blobs.clone(),
     ) {
         registry.register(message);
     }

@@ -201,6 +201,13 @@ fn child_start(state: &SessionState, plan: &SpawnPlan, run_id: &str) -> Subagent
         first_message: plan.task_message(),
         extra_system_prompt: plan.extra_system_prompt(channel.as_deref()),
         model: plan.model.clone(),
+        // The spawn's (or the configured) level; else the parent's own choice carries over.
+        thinking: plan
+            .thinking
+            .as_deref()
+            .and_then(clawless_base::thinking::ThinkingLevel::parse)
+            .or(state.meta.turn_thinking)
+            .or(state.meta.thinking_level),
         light_context: plan.light_context,
         timeout_ms: plan
             .run_timeout_seconds

@@ -306,6 +306,7 @@ impl SubagentsTool {
                 first_message: String::new(),
                 extra_system_prompt: String::new(),
                 model: None,
+                thinking: None,
                 light_context: false,
                 timeout_ms: None,
                 parent_is_internal: false,
