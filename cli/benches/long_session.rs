@@ -143,6 +143,7 @@ fn request_tokens(request: &ModelRequest) -> u64 {
                             .expect("a tool call is JSON")
                             .chars()
                             .count(),
+                        AssistantBlock::Thinking { .. } => 0,
                     })
                     .sum(),
             };

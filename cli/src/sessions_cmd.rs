@@ -670,6 +670,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 for block in content {
                     match block {
                         AssistantBlock::Text { text } => indent(&mut out, &cut(text, full).0),
+                        AssistantBlock::Thinking { text, .. } if !text.trim().is_empty() => {
+                            push_line!(out, "    (thinking)");
+                            indent(&mut out, &cut(text, full).0);
+                        }
+                        AssistantBlock::Thinking { .. } => {
+                            push_line!(out, "    (thinking, redacted)")
+                        }
                         AssistantBlock::ToolCall(call) => {
                             calls.insert(call.id.clone(), call.name.clone());
                             let arguments = call.input.to_string();

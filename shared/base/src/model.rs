@@ -40,7 +40,10 @@ pub struct ModelRequest {
     pub images: Vec<UserImages>,
     /// How hard the model thinks before answering; each provider maps it to its own fields
     /// (and ignores it for a model without reasoning). `off` sends nothing.
-    #[serde(default, skip_serializing_if = "crate::thinking::ThinkingLevel::is_off")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::thinking::ThinkingLevel::is_off"
+    )]
     pub thinking: crate::thinking::ThinkingLevel,
 }
 

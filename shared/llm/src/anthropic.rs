@@ -151,7 +151,11 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest, images: &[UserIm
     let thinking = claude_thinking(model, request, "anthropic");
     body.insert(
         "max_tokens".into(),
-        json!(thinking.as_ref().map_or(request.max_tokens, |t| t.max_tokens)),
+        json!(
+            thinking
+                .as_ref()
+                .map_or(request.max_tokens, |t| t.max_tokens)
+        ),
     );
     if let Some(thinking) = &thinking {
         body.insert("thinking".into(), thinking.thinking.clone());
@@ -234,7 +238,9 @@ fn part_json(part: &Part<'_>) -> Value {
         } => json!({ "type": "redacted_thinking", "data": data }),
         Part::Thinking {
             text, signature, ..
-        } => json!({ "type": "thinking", "thinking": text, "signature": signature.unwrap_or_default() }),
+        } => {
+            json!({ "type": "thinking", "thinking": text, "signature": signature.unwrap_or_default() })
+        }
     }
 }
 

@@ -16,9 +16,9 @@ use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput}
 use aws_sdk_bedrockruntime::types::{
     CachePointBlock, CachePointType, ContentBlock, ConversationRole, ImageBlock, ImageFormat,
     ImageSource, InferenceConfiguration, Message as WireMessage, ReasoningContentBlock,
-    ReasoningTextBlock, StopReason as WireStopReason,
-    SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
-    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
+    ReasoningTextBlock, StopReason as WireStopReason, SystemContentBlock, Tool, ToolConfiguration,
+    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification,
+    ToolUseBlock,
 };
 use aws_smithy_types::{Blob, Document, Number};
 use base64::Engine;
@@ -30,8 +30,8 @@ use clawless_base::transcript::{AssistantBlock, StopReason, ToolCall};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use crate::http::{error_for_status, parse_retry_after};
 use crate::anthropic::{ClaudeThinking, claude_thinking};
+use crate::http::{error_for_status, parse_retry_after};
 use crate::turns::{Part, Role, alternating_turns};
 
 /// Provider name in model refs (`bedrock/<model id>`) and errors.
@@ -296,7 +296,10 @@ pub(crate) fn thinking_fields(thinking: &ClaudeThinking) -> Value {
     let mut fields = serde_json::Map::new();
     fields.insert("thinking".into(), thinking.thinking.clone());
     if let Some(effort) = thinking.effort {
-        fields.insert("output_config".into(), serde_json::json!({ "effort": effort }));
+        fields.insert(
+            "output_config".into(),
+            serde_json::json!({ "effort": effort }),
+        );
     }
     Value::Object(fields)
 }

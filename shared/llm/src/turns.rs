@@ -236,12 +236,18 @@ mod tests {
         let messages = vec![
             Message::User { text: "q1".into() },
             Message::Assistant {
-                content: vec![thinking("old", "anthropic"), AssistantBlock::Text { text: "a1".into() }],
+                content: vec![
+                    thinking("old", "anthropic"),
+                    AssistantBlock::Text { text: "a1".into() },
+                ],
                 stop_reason: Default::default(),
             },
             Message::User { text: "q2".into() },
             Message::Assistant {
-                content: vec![thinking("new", "anthropic"), AssistantBlock::ToolCall(call("a"))],
+                content: vec![
+                    thinking("new", "anthropic"),
+                    AssistantBlock::ToolCall(call("a")),
+                ],
                 stop_reason: StopReason::ToolUse,
             },
             result("a"),

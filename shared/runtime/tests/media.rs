@@ -346,3 +346,47 @@ async fn a_photo_for_a_model_without_vision_is_described_by_the_image_model() {
     );
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_sends_back_a_stored_photo_only_when_its_chat_has_seen_it() {
+    let fixture = Fixture::new();
+    let model = ScriptedServer::start().await;
+    model.push(MESSAGES, ScriptedReply::json(anthropic_text("Got it.")));
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model, &receiver).await;
+    send(
+        &running,
+        "m-1",
+        "keep this",
+        json!([{"name": "receipt.png", "mime": "image/png", "data": STANDARD.encode(PNG)}]),
+    )
+    .await;
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    let text = text_of(&user_blocks(&model, 0));
+    let key = text
+        .split("[media attached: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no media note: {text}"))
+        .to_owned();
+    assert!(key.starts_with("media/inbound/generic/"), "{key}");
+
+    // The photo this chat sent, and a stored file it never saw.
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text(&format!(
+            "Here it is.\nMEDIA:{key}\nMEDIA:media/outbound/0000.png"
+        ))),
+    );
+    send(&running, "m-2", "send it back", json!([])).await;
+    let posted = receiver.wait_for(2, Duration::from_secs(20)).await;
+    let reply = &posted[1].body;
+    assert_eq!(
+        reply["text"],
+        "Here it is.\n\n(Not sent: media/outbound/0000.png (not a file this chat has seen).)"
+    );
+    let attachments = reply["attachments"].as_array().cloned().unwrap_or_default();
+    assert_eq!(attachments.len(), 1, "{reply}");
+    assert_eq!(attachments[0]["mime"], "image/png");
+    running.stop().await;
+}

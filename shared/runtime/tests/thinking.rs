@@ -71,7 +71,9 @@ fn texts(receiver: &ReplyReceiver) -> Vec<String> {
 }
 
 /// Says `text` and waits for the chat to have `replies` replies in all.
-async fn exchange(running: &RunningLocal, receiver: &ReplyReceiver, id: &str, text: &str, replies: usize) {
+async fn exchange(
+    running: &RunningLocal, receiver: &ReplyReceiver, id: &str, text: &str, replies: usize,
+) {
     say(running, id, text).await;
     let posted = receiver.wait_for(replies, Duration::from_secs(20)).await;
     assert!(posted.len() >= replies, "{id}: {:?}", texts(receiver));
@@ -121,7 +123,10 @@ async fn think_high_raises_the_next_anthropic_request_and_off_removes_it() {
         second["thinking"],
         json!({"type": "enabled", "budget_tokens": 16384})
     );
-    assert_eq!(second["max_tokens"].as_u64(), Some((base + 16384).min(64_000)));
+    assert_eq!(
+        second["max_tokens"].as_u64(),
+        Some((base + 16384).min(64_000))
+    );
     assert!(second.to_string().contains("thinking=high"), "runtime line");
     assert!(last_user_text(&second).contains("what is 17 * 23?"));
 
@@ -158,7 +163,10 @@ async fn a_directive_with_text_runs_that_turn_at_the_level_and_keeps_it() {
     assert_eq!(first["thinking"]["budget_tokens"], 16384);
     let asked = last_user_text(&first);
     assert!(asked.contains("tell me a joke"), "{asked}");
-    assert!(!asked.contains("/think"), "the directive is not the model's: {asked}");
+    assert!(
+        !asked.contains("/think"),
+        "the directive is not the model's: {asked}"
+    );
 
     // AND the level was stored: the next plain message runs at it too
     exchange(&running, &receiver, "m-2", "one more", 3).await;
@@ -242,7 +250,10 @@ async fn signed_thinking_goes_back_in_the_tool_use_turn_and_reasoning_on_shows_i
     // WHEN the next turn starts, the finished turn's reasoning is not resent
     exchange(&running, &receiver, "m-3", "thanks", 4).await;
     let later = model.requests_to(MESSAGES)[2].body.to_string();
-    assert!(!later.contains("sig-abc") && !later.contains("sig-def"), "{later}");
+    assert!(
+        !later.contains("sig-abc") && !later.contains("sig-def"),
+        "{later}"
+    );
     assert!(later.contains("The notes say 42."));
     running.stop().await;
 }

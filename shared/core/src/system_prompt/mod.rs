@@ -168,7 +168,9 @@ impl RuntimeLine<'_> {
     /// when a level is set.
     fn reasoning_line(&self) -> String {
         non_blank(self.reasoning)
-            .map(|level| format!("Reasoning: {level} (hidden unless on/stream). Toggle /reasoning."))
+            .map(|level| {
+                format!("Reasoning: {level} (hidden unless on/stream). Toggle /reasoning.")
+            })
             .unwrap_or_default()
     }
 }

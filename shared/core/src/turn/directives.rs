@@ -98,13 +98,17 @@ fn level_after(text: &str, from: usize) -> (Option<String>, usize) {
     if level_len == 0 {
         let colon = tail.len() - after_colon.len();
         // A bare `:` belongs to the directive.
-        return (None, from + if after_spaces.starts_with(':') { colon } else { 0 });
+        return (
+            None,
+            from + if after_spaces.starts_with(':') {
+                colon
+            } else {
+                0
+            },
+        );
     }
     let start = from + (tail.len() - after_colon.len());
-    (
-        Some(after_colon[..level_len].to_owned()),
-        start + level_len,
-    )
+    (Some(after_colon[..level_len].to_owned()), start + level_len)
 }
 
 /// The session's settings as a directive sees them.
@@ -337,7 +341,10 @@ mod tests {
 
     #[test]
     fn acks_errors_and_queries_follow_the_spec() {
-        assert_eq!(plan("/think off").expect("plan").reply, "Thinking disabled.");
+        assert_eq!(
+            plan("/think off").expect("plan").reply,
+            "Thinking disabled."
+        );
         assert_eq!(
             plan("/think").expect("plan").reply,
             "Current thinking level: off.\nOptions: off, minimal, low, medium, high, adaptive."

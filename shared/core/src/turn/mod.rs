@@ -601,7 +601,10 @@ impl TurnEngine {
                 // is their acknowledgement (or the error that kept them from changing).
                 let call_id = format!("{COMMAND_CALL_PREFIX}{}", first.seq);
                 if state.find_result(&call_id).is_none() {
-                    let reply = dispatch.params["reply"].as_str().unwrap_or("OK.").to_owned();
+                    let reply = dispatch.params["reply"]
+                        .as_str()
+                        .unwrap_or("OK.")
+                        .to_owned();
                     push_result(
                         state,
                         &call_id,
@@ -787,8 +790,7 @@ impl TurnEngine {
             .reasoning_level
             .unwrap_or(self.settings.reasoning_default)
             .is_visible();
-        if shown
-            && let Some(reasoning) = directives::reasoning_message(&turn_thinking_text(state))
+        if shown && let Some(reasoning) = directives::reasoning_message(&turn_thinking_text(state))
         {
             let reasoning_id = reply_id(state, &format!("{assistant_seq}-reasoning"));
             state.push_reply(reasoning_id, reasoning, now_ms);

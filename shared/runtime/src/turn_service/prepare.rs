@@ -190,8 +190,8 @@ impl TurnService {
                     prepared.media_summary = understood.summary;
                     // `/think` and `/reasoning` count from those who may use commands
                     // (anyone in a direct chat, the owner in a group); others' are text.
-                    let authorised = message.chat.chat_type == ChatType::Direct
-                        || message.sender_is_owner;
+                    let authorised =
+                        message.chat.chat_type == ChatType::Direct || message.sender_is_owner;
                     if prepared.dispatch.is_none() && prepared.compact.is_none() {
                         self.apply_directives(state, &mut prepared, authorised);
                     }

@@ -3,43 +3,52 @@
 //! attached to it; the line leaves the text. What is not sent is said in the text instead:
 //! a URL (clawless fetches nothing on a reply's say-so), a path outside the workspace, the
 //! agent's memory in a session it does not reach, another session's sandbox, a missing or
-//! oversized file. The reply keeps its id, so a resend after a crash sends the same files
+//! oversized file. A line may also name a file of the blob store this chat has seen (an
+//! attachment it received, a node command's upload), and the files a trusted tool's result
+//! asked for (`tool_media.rs`) go with the reply that follows it. The reply keeps its id, so a resend after a crash sends the same files
 //! once (the channels claim each upload).
 
 use clawless_base::media::{MediaKind, OutboundMedia};
-use clawless_channels::media_lines::{MediaRef, extract_media_lines};
+use clawless_channels::media_lines::{MediaLines, MediaRef, extract_media_lines};
 use clawless_core::tools::Workspace;
 use clawless_core::turn::OutboundReply;
 
 use super::handlers::EventRun;
+use super::tool_media::{is_blob_key, session_has_seen, tool_result_media};
 use super::{TurnError, TurnService};
 
 /// Largest file a reply sends.
 const MAX_REPLY_FILE_BYTES: u64 = 50 * 1024 * 1024;
 
 impl TurnService {
-    /// `reply` with its `MEDIA:` lines taken out and their files attached.
+    /// `reply` with its `MEDIA:` lines taken out and their files attached, and the files
+    /// this turn's trusted tools asked to send ([`tool_result_media`]) attached too.
     pub(super) async fn with_reply_media(
         &self, run: &mut EventRun<'_>, reply: &OutboundReply,
     ) -> Result<OutboundReply, TurnError> {
-        if !reply.text.to_ascii_uppercase().contains("MEDIA:") {
+        let from_tools = tool_result_media(run.state.current_turn_steps(), &reply.reply_id);
+        let names_media = reply.text.to_ascii_uppercase().contains("MEDIA:");
+        if !names_media && from_tools.is_empty() {
             return Ok(reply.clone());
         }
-        let lines = extract_media_lines(&reply.text);
-        if lines.media.is_empty() && lines.refused.is_empty() {
+        let lines = if names_media {
+            extract_media_lines(&reply.text)
+        } else {
+            MediaLines {
+                text: reply.text.clone(),
+                ..MediaLines::default()
+            }
+        };
+        if lines.media.is_empty() && lines.refused.is_empty() && from_tools.is_empty() {
             return Ok(reply.clone());
         }
-        let sandboxed = self.sandbox_of(&run.agent_id, &run.state);
-        let memory_reaches = self.memory_reaches(&run.state, sandboxed.is_some());
-        let (workspace, _) = self
-            .session_workspace(&run.agent_id, &mut run.state, sandboxed.as_ref())
-            .await?;
         let mut media = Vec::new();
         let mut not_sent: Vec<String> = lines
             .refused
             .iter()
             .map(|refused| format!("{} ({})", refused.candidate, refused.reason))
             .collect();
+        let mut workspace = None;
         for reference in &lines.media {
             let path = match reference {
                 MediaRef::Url(url) => {
@@ -48,9 +57,38 @@ impl TurnService {
                 }
                 MediaRef::Workspace(path) => path,
             };
-            match workspace_file(&workspace, path, memory_reaches, lines.audio_as_voice).await {
+            let file = if is_blob_key(path) {
+                if !session_has_seen(&run.state.steps, path) {
+                    not_sent.push(format!("{path} (not a file this chat has seen)"));
+                    continue;
+                }
+                self.blob_file(path, lines.audio_as_voice).await
+            } else {
+                if workspace.is_none() {
+                    let sandboxed = self.sandbox_of(&run.agent_id, &run.state);
+                    let memory_reaches = self.memory_reaches(&run.state, sandboxed.is_some());
+                    let (found, _) = self
+                        .session_workspace(&run.agent_id, &mut run.state, sandboxed.as_ref())
+                        .await?;
+                    workspace = Some((found, memory_reaches));
+                }
+                let Some((workspace, memory_reaches)) = &workspace else {
+                    continue;
+                };
+                workspace_file(workspace, path, *memory_reaches, lines.audio_as_voice).await
+            };
+            match file {
                 Ok(file) => media.push(file),
                 Err(reason) => not_sent.push(format!("{path} ({reason})")),
+            }
+        }
+        for key in &from_tools {
+            if lines.media.contains(&MediaRef::Workspace(key.clone())) {
+                continue;
+            }
+            match self.blob_file(key, lines.audio_as_voice).await {
+                Ok(file) => media.push(file),
+                Err(reason) => not_sent.push(format!("{key} ({reason})")),
             }
         }
         let mut text = lines.text;
@@ -65,6 +103,27 @@ impl TurnService {
             media,
             ..reply.clone()
         })
+    }
+
+    /// The blob-store file `key` (an attachment received, a node's upload) as a file to send,
+    /// or why it is not sent.
+    pub(super) async fn blob_file(
+        &self, key: &str, as_voice: bool,
+    ) -> Result<OutboundMedia, String> {
+        let Some(blobs) = &self.blobs else {
+            return Err("no blob store here".to_owned());
+        };
+        match blobs.get(key, MAX_REPLY_FILE_BYTES + 1).await {
+            Ok(Some(object)) if object.bytes.len() as u64 > MAX_REPLY_FILE_BYTES => {
+                Err("larger than 50 MB".to_owned())
+            }
+            Ok(Some(object)) => Ok(outbound_file(key, object.bytes, as_voice)),
+            Ok(None) => Err("no such stored file".to_owned()),
+            Err(err) => {
+                tracing::warn!(%key, error = %err, "stored file to send unreadable");
+                Err("unreadable".to_owned())
+            }
+        }
     }
 }
 

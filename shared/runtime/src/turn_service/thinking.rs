@@ -4,10 +4,10 @@
 //! `clawless_core::turn::directives`).
 
 use clawless_base::thinking::{ReasoningLevel, ThinkingLevel};
+use clawless_core::session::reset::strip_leading_mentions;
 use clawless_core::turn::directives::{
     CurrentSettings, DIRECTIVES_COMMAND, find_directives, plan_directives,
 };
-use clawless_core::session::reset::strip_leading_mentions;
 use clawless_core::turn::state::{CommandDispatch, PreparedMessage, SessionState};
 
 use super::TurnService;

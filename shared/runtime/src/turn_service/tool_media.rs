@@ -16,14 +16,14 @@ use clawless_channels::media_lines::{MediaRef, extract_media_lines};
 use clawless_core::turn::state::{Step, StepBody};
 
 /// The tools whose results may ask for files to be sent.
-pub const MEDIA_TOOLS: [&str; 2] = ["exec", "process"];
+pub(super) const MEDIA_TOOLS: [&str; 2] = ["exec", "process"];
 /// Blob-store keys a reply may send.
 const BLOB_PREFIXES: [&str; 2] = ["media/inbound/", "media/outbound/"];
 /// Where node hosts' uploads are stored.
 const TOOL_MEDIA_PREFIX: &str = "media/outbound/";
 
 /// True when `path` names a file in the blob store rather than the workspace.
-pub fn is_blob_key(path: &str) -> bool {
+pub(super) fn is_blob_key(path: &str) -> bool {
     BLOB_PREFIXES.iter().any(|prefix| path.starts_with(prefix))
         && !path.split('/').any(|segment| segment == "..")
 }
@@ -31,7 +31,7 @@ pub fn is_blob_key(path: &str) -> bool {
 /// The blob keys the trusted tool results of this turn asked to send with the reply
 /// `reply_id`: those recorded after the turn's previous reply and before this one (a reply
 /// not yet recorded takes all since the previous one), in order, each once.
-pub fn tool_result_media(turn_steps: &[Step], reply_id: &str) -> Vec<String> {
+pub(super) fn tool_result_media(turn_steps: &[Step], reply_id: &str) -> Vec<String> {
     let end = turn_steps
         .iter()
         .position(|step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if id == reply_id))
@@ -68,7 +68,7 @@ pub fn tool_result_media(turn_steps: &[Step], reply_id: &str) -> Vec<String> {
 
 /// True when `key` appears in the text of one of `steps` (a message the session received,
 /// a tool result it saw): the session has seen that stored file.
-pub fn session_has_seen(steps: &[Step], key: &str) -> bool {
+pub(super) fn session_has_seen(steps: &[Step], key: &str) -> bool {
     steps.iter().any(|step| match &step.body {
         StepBody::Inbound { text, images, .. } => {
             text.contains(key) || images.iter().any(|image| image == key)

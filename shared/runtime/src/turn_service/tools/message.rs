@@ -1481,7 +1481,7 @@ mod tests {
         let note = Message::User {
             text: format!("[media attached: {key} (image/png)]\nhi"),
         };
-        assert!(transcript_names(&[note.clone()], key));
+        assert!(transcript_names(std::slice::from_ref(&note), key));
         assert!(!transcript_names(&[note], "media/inbound/generic/ab/0.pn"));
         let result = Message::ToolResult {
             tool_call_id: "t".to_owned(),
