@@ -254,6 +254,12 @@ pub(crate) async fn run_chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let reply = outcome?;
     println!("{}", reply.text);
+    for file in &reply.attachments {
+        match &file.url {
+            Some(url) => println!("📎 {} ({}): {url}", file.name, file.mime),
+            None => println!("📎 {} ({})", file.name, file.mime),
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -186,6 +186,28 @@ async fn a_file_a_node_command_prints_reaches_the_model_as_a_stored_blob_key() {
     assert!(!result.contains("./chart.png"), "{result}");
     let blob = root.path().join("state/blobs/media/outbound").join(key);
     assert_eq!(std::fs::read(&blob).unwrap(), CHART);
+    // The reply that follows carries the file, linked by the local server.
+    let posted: Vec<Value> = http
+        .get(format!(
+            "http://127.0.0.1:{port}/local/replies/{CHAT}?after=0&wait=0"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(posted[0]["text"], "done");
+    let files = posted[0]["attachments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(files.len(), 1, "{posted:?}");
+    assert_eq!(files[0]["name"].as_str(), Some(key));
+    let url = files[0]["url"].as_str().expect("a link");
+    let fetched = http.get(url).send().await.unwrap();
+    assert_eq!(fetched.status().as_u16(), 200);
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), CHART);
 
     // The same chart again: a second result names the same key, and one blob is stored.
     ask(&http, port, &secret, "m-2", "draw the chart two", 1).await;

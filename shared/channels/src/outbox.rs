@@ -4,8 +4,9 @@
 //! The generic channel's sender ([`HttpReplySender`]) carries the `message` tool's `send` to
 //! any `chat_id` through the same URL, keyed by the reply id in `Idempotency-Key` (a send
 //! with files is that same reply with its `attachments`); it has no other action. A 4xx
-//! answer (but 408 and 429) is a refusal for good, anything else a failure worth retrying. A reply's files travel by link, as `attachments: [{name, mime,
-//! size, url}]`: each stored once in the blob store and linked by the deployment's
+//! answer (but 408 and 429) is a refusal for good, anything else a failure worth retrying. A
+//! reply's files travel by link, as `attachments: [{name, mime, size, url}]`: each stored
+//! once in the blob store and linked by the deployment's
 //! [`MediaPublisher`] (a presigned S3 URL on AWS, a signed local route in `clawless local`).
 //! Only a sender built without a publisher sends them inline, `[{name, mime, data}]` with
 //! base64 `data`.

@@ -175,7 +175,10 @@ async fn a_file_the_command_prints_travels_with_the_report_and_the_rest_is_refus
         ]
     );
     // What the backend received is what the worker reported.
-    assert_eq!(reports.lock().unwrap().as_slice(), std::slice::from_ref(&report));
+    assert_eq!(
+        reports.lock().unwrap().as_slice(),
+        std::slice::from_ref(&report)
+    );
 
     // A restarted node given the same job answers from its journal: same bytes, no new run.
     drop(worker);

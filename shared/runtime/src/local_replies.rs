@@ -3,7 +3,8 @@
 //!
 //! `POST /local/replies` accepts replies exactly as any receiver would (signature checked,
 //! resends with a known `reply_id` dropped); `GET /local/replies/{chat_id}?after=N&wait=S`
-//! returns the replies of a chat after the first N, waiting up to S seconds for one.
+//! returns the replies of a chat after the first N, waiting up to S seconds for one, each
+//! with the files sent with it (name, type and link).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,6 +31,22 @@ pub struct ReceivedReply {
     pub reply_id: String,
     /// The text.
     pub text: String,
+    /// The files sent with it, as linked (the local server's signed `/media/` route).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<ReceivedFile>,
+}
+
+/// A file sent with a reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceivedFile {
+    /// Its name.
+    pub name: String,
+    /// Its MIME type.
+    #[serde(default)]
+    pub mime: String,
+    /// Where it can be fetched (absent when it came inline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +54,8 @@ struct PostedReply {
     reply_id: String,
     chat_id: String,
     text: String,
+    #[serde(default)]
+    attachments: Vec<ReceivedFile>,
 }
 
 #[derive(Debug, Default)]
@@ -85,6 +104,7 @@ impl LocalReplies {
             .push(ReceivedReply {
                 reply_id: reply.reply_id,
                 text: reply.text,
+                attachments: reply.attachments,
             });
         drop(inner);
         self.arrived.notify_waiters();

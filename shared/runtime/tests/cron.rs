@@ -1117,3 +1117,33 @@ async fn a_webhook_carries_the_token_fetched_for_secrets() {
         Some("Bearer from-secrets-manager")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_jobs_thinking_holds_for_its_runs_only() {
+    let mut h = Harness::new().await;
+    h.script_text("Hello!");
+    h.say("hi", true).await;
+    // GIVEN a job that thinks hard
+    h.add(json!({
+        "name": "Deep",
+        "schedule": {"kind": "every", "everyMs": 10_000},
+        "payload": {"kind": "agentTurn", "message": "Think it over.", "thinking": "high"}
+    }))
+    .await;
+    // WHEN it runs
+    h.script_text("Thought it over.");
+    let slot = h.jobs().await[0].job.state.next_run_at_ms.expect("next");
+    assert_eq!(h.fire_due_at(slot).await.len(), 1);
+    // THEN its request carries the level; the main chat's never did
+    let requests = h.model.requests_to("/v1/messages");
+    let run = requests.last().expect("the run's request");
+    assert_eq!(
+        run.body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384})
+    );
+    assert!(requests[0].body.get("thinking").is_none());
+    assert_eq!(
+        h.chat_texts().last().map(String::as_str),
+        Some("Thought it over.")
+    );
+}

@@ -318,3 +318,36 @@ async fn a_stored_choice_the_config_no_longer_allows_reverts_to_the_default() {
     );
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_takes_an_alias_and_a_model_choice_survives_a_reset() {
+    let fixture = Fixture::new();
+    let model = ScriptedServer::start().await;
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Fresh and quick.")),
+    );
+    model.push(
+        MESSAGES,
+        ScriptedReply::json(anthropic_text("Fresh again.")),
+    );
+    let receiver = ReplyReceiver::start().await;
+    let running = start(&fixture, &model, &receiver, MODELS).await;
+
+    assert_eq!(
+        ask(&running, &receiver, "m-1", "/new quick", 1).await,
+        "Fresh and quick."
+    );
+    let requests = model.requests_to(MESSAGES);
+    assert_eq!(requests[0].body["model"], "claude-haiku-9");
+    // A bare `/reset` keeps the session's choice.
+    assert_eq!(
+        ask(&running, &receiver, "m-2", "/reset", 2).await,
+        "Fresh again."
+    );
+    assert_eq!(
+        model.requests_to(MESSAGES)[1].body["model"],
+        "claude-haiku-9"
+    );
+    running.stop().await;
+}

@@ -298,3 +298,38 @@ async fn think_medium_on_an_openai_reasoning_model_sends_that_effort() {
     assert!(sent.to_string().contains("thinking=medium"));
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_runs_at_its_spawns_thinking_level() {
+    use support::subagent_harness::{Harness, MESSAGES as HARNESS_MESSAGES};
+    let mut h = Harness::new("", "", false).await;
+    // GIVEN a parent without thinking that spawns a child with `thinking: medium`
+    h.script(support::anthropic_tool_use(
+        "toolu_spawn",
+        "sessions_spawn",
+        json!({"task": "count the files", "label": "helper", "thinking": "medium"}),
+    ));
+    h.script(anthropic_text("On it."));
+    h.say("please delegate counting").await;
+    let mut queued = h.take_queued().await;
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let start = queued.remove(0);
+    let parent = h.model.requests_to(HARNESS_MESSAGES)[0].body.clone();
+    assert!(parent.get("thinking").is_none());
+    // WHEN the child runs
+    h.script(anthropic_text("Done: 3 files"));
+    h.turns.handle(&start).await.expect("child");
+    // THEN its request thinks at medium, and its session keeps the level
+    let requests = h.model.requests_to(HARNESS_MESSAGES);
+    let child = &requests[2].body;
+    assert_eq!(
+        child["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
+    assert!(child.to_string().contains("thinking=medium"));
+    let state = h.state(&start.session_key).await;
+    assert_eq!(
+        state.meta.thinking_level,
+        Some(clawless_base::thinking::ThinkingLevel::Medium)
+    );
+}

@@ -974,3 +974,131 @@ fn a_stray_heartbeat_token_is_stripped_from_an_ordinary_reply() {
     world.say(&routing(&[]), "m1", "anything new?");
     assert_eq!(world.delivered[0].1, "All clear.");
 }
+
+fn thinking_response(thinking: &str, text: &str) -> ModelResponse {
+    let mut response = text_response(text);
+    response.content.insert(
+        0,
+        AssistantBlock::Thinking {
+            text: thinking.to_owned(),
+            signature: Some("sig".to_owned()),
+            redacted: None,
+            api: "anthropic".to_owned(),
+        },
+    );
+    response
+}
+
+fn with_directives(id: &str, text: &str) -> PreparedMessage {
+    use clawless_base::thinking::{ReasoningLevel, ThinkingLevel};
+    let found = super::directives::find_directives(text);
+    let plan = super::directives::plan_directives(
+        &found,
+        super::directives::CurrentSettings {
+            thinking: ThinkingLevel::Off,
+            reasoning: ReasoningLevel::Off,
+            model_ref: "anthropic/claude-sonnet-4-5",
+        },
+    )
+    .expect("directives");
+    let mut prepared = message(id, text);
+    match &plan.text {
+        Some(rest) => prepared.text.clone_from(rest),
+        None => {
+            prepared.dispatch = Some(state::CommandDispatch {
+                tool_name: super::directives::DIRECTIVES_COMMAND.to_owned(),
+                params: json!({"reply": plan.reply}),
+            });
+        }
+    }
+    prepared.directives = Some(plan);
+    prepared
+}
+
+#[test]
+fn directives_set_the_levels_survive_new_and_fall_to_an_idle_reset() {
+    use clawless_base::thinking::{ReasoningLevel, ThinkingLevel};
+    let mut world = World::default();
+    let routing = routing(&[]);
+    // A directive-only message: acknowledged, stored, no model call.
+    let event = Incoming::Message(Box::new(with_directives("m1", "/think high /reasoning on")));
+    world.send(&routing, event);
+    assert_eq!(world.model_calls, 0);
+    assert_eq!(
+        world.delivered.last().unwrap().1,
+        "Thinking level set to high. ⚙️ Reasoning visibility enabled."
+    );
+    let meta = world.stored.load().meta;
+    assert_eq!(meta.thinking_level, Some(ThinkingLevel::High));
+    assert_eq!(meta.reasoning_level, Some(ReasoningLevel::On));
+    // `/new` keeps them.
+    world.model.push_back(text_response("fresh"));
+    let event = Incoming::Message(Box::new(reset_message("m2", "hi", state::ResetReason::New)));
+    world.send(&routing, event);
+    assert_eq!(
+        world.stored.load().meta.thinking_level,
+        Some(ThinkingLevel::High)
+    );
+    // An idle reset does not.
+    world.model.push_back(text_response("later"));
+    let event = Incoming::Message(Box::new(reset_message(
+        "m3",
+        "hi",
+        state::ResetReason::Idle,
+    )));
+    world.send(&routing, event);
+    let meta = world.stored.load().meta;
+    assert_eq!((meta.thinking_level, meta.reasoning_level), (None, None));
+}
+
+#[test]
+fn shown_reasoning_precedes_the_answer_once_and_hidden_reasoning_is_never_sent() {
+    let mut world = World::default();
+    let routing = routing(&[]);
+    // Hidden (the default): only the answer.
+    world
+        .model
+        .push_back(thinking_response("private musing", "Answer one."));
+    world.say(&routing, "m1", "q1");
+    assert_eq!(world.delivered.last().unwrap().1, "Answer one.");
+    assert!(
+        world
+            .delivered
+            .iter()
+            .all(|(_, text)| !text.contains("musing"))
+    );
+    // Shown: `Reasoning:` first, as its own message, then the answer.
+    let event = Incoming::Message(Box::new(with_directives("m2", "/reasoning on")));
+    world.send(&routing, event);
+    world
+        .model
+        .push_back(thinking_response("Step one.\nStep two.", "Answer two."));
+    let sent_before = world.delivered.len();
+    world.say(&routing, "m3", "q2");
+    let texts: Vec<&str> = world.delivered[sent_before..]
+        .iter()
+        .map(|(_, text)| text.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Reasoning:\n_Step one._\n_Step two._", "Answer two."]
+    );
+    // The model hears of the change with the next message.
+    let meta = world.stored.load().meta;
+    assert!(
+        meta.pending_events
+            .iter()
+            .any(|event| event.text == "Reasoning ON - include <think>.")
+    );
+    // A heartbeat never shows reasoning.
+    world
+        .model
+        .push_back(thinking_response("heartbeat musing", "Disk almost full"));
+    world.send(&routing, heartbeat(1_000, alert_chat()));
+    assert!(
+        world
+            .delivered
+            .iter()
+            .all(|(_, text)| !text.contains("heartbeat musing"))
+    );
+}

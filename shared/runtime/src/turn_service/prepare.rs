@@ -137,7 +137,10 @@ impl TurnService {
         } else {
             &understood.message
         };
-        if let Some(command) = self.session_command(agent_id, message, state, scope).await? {
+        if let Some(command) = self
+            .session_command(agent_id, message, state, scope)
+            .await?
+        {
             return Ok(command);
         }
         let specs = if needs_skill_commands(message) {

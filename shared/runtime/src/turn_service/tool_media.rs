@@ -4,7 +4,7 @@
 //! clawless is stricter than OpenClaw here. OpenClaw honours local paths from some thirty
 //! core tools, among them `web_fetch`, `read` and `sessions_history`, whose results carry
 //! text written by strangers; a fetched page could then make the agent's files leave. Here
-//! only tools whose output is what the agent itself ran count ([`MEDIA_TOOLS`]), and only for
+//! only the tool whose output is what the agent itself ran counts ([`MEDIA_TOOLS`]), and only for
 //! files already in the blob store (`media/outbound/…`: a node host uploaded them with the
 //! command's result), never a path on the node's disk or a URL.
 //!
@@ -15,8 +15,11 @@
 use clawless_channels::media_lines::{MediaRef, extract_media_lines};
 use clawless_core::turn::state::{Step, StepBody};
 
-/// The tools whose results may ask for files to be sent.
-pub(super) const MEDIA_TOOLS: [&str; 2] = ["exec", "process"];
+/// The tools whose results may ask for files to be sent. Only `exec`'s results have their
+/// `MEDIA:` lines rewritten to the keys the node host uploaded (`exec_media.rs`), so no other
+/// tool's output can name a stored file a command merely printed; `process`, when it comes,
+/// must rewrite its output the same way before it joins this list.
+pub(super) const MEDIA_TOOLS: [&str; 1] = ["exec"];
 /// Blob-store keys a reply may send.
 const BLOB_PREFIXES: [&str; 2] = ["media/inbound/", "media/outbound/"];
 /// Where node hosts' uploads are stored.
@@ -34,7 +37,9 @@ pub(super) fn is_blob_key(path: &str) -> bool {
 pub(super) fn tool_result_media(turn_steps: &[Step], reply_id: &str) -> Vec<String> {
     let end = turn_steps
         .iter()
-        .position(|step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if id == reply_id))
+        .position(
+            |step| matches!(&step.body, StepBody::Reply { reply_id: id, .. } if id == reply_id),
+        )
         .unwrap_or(turn_steps.len());
     let start = turn_steps[..end]
         .iter()
@@ -120,6 +125,7 @@ mod tests {
         let steps = vec![
             result(1, "exec", "drawn\nMEDIA:media/outbound/aa.png\n", false),
             result(2, "web_fetch", "MEDIA:media/outbound/bb.png", false),
+            result(2, "process", "MEDIA:media/outbound/bb.png", false),
             result(3, "exec", "MEDIA:media/outbound/cc.png", true),
             result(4, "exec", "MEDIA:/tmp/chart.png\nMEDIA:notes.md", false),
             result(5, "exec", "again\nMEDIA:media/outbound/aa.png", false),

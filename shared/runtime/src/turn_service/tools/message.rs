@@ -22,8 +22,8 @@
 //! - **Files** (`media`, or `path`/`filePath`/`mediaUrl`/`fileUrl`, or `MEDIA:` lines in the
 //!   text) are the session's own workspace files, read as a reply's `MEDIA:` files are
 //!   (`reply_media::workspace_file`: no `..`, `~` or absolute path, no memory where it does not
-//!   reach, no other session's sandbox), or attachments in the blob store (`media/…`) that this
-//!   session's transcript names. URLs are refused: clawless fetches nothing to send on the
+//!   reach, no other session's sandbox), or stored files (`media/inbound/…`,
+//!   `media/outbound/…`) this session has seen, as a reply's are (`tool_media`). URLs are refused: clawless fetches nothing to send on the
 //!   model's say-so. One refused file refuses the whole send before anything goes out; the
 //!   files go as [`MessageAction::Send`] with the text as their caption.
 
@@ -34,7 +34,6 @@ use async_trait::async_trait;
 use clawless_base::media::OutboundMedia;
 use clawless_base::model::ToolSpec;
 use clawless_base::object_store::ObjectStore;
-use clawless_base::transcript::Message;
 use clawless_channels::media_lines::{MediaRef, check_reference, extract_media_lines};
 use clawless_core::outbox::{
     ActionRequest, Delivery, MediaSend, MessageAction, MessageActionKind, Outbox, OutboxError,
@@ -52,6 +51,7 @@ use serde_json::{Map, Value, json};
 use super::{RuntimeTool, ToolCallContext, ToolOutcome};
 use crate::tools_section::message::CrossContextConfig;
 use crate::turn_service::reply_media::{outbound_file, workspace_file};
+use crate::turn_service::tool_media::{is_blob_key, session_has_seen};
 use crate::turn_service::{REPLY_RETRY_DELAYS, TurnError};
 
 /// The tool's name.
@@ -75,9 +75,6 @@ const CRON_OWNS_DELIVERY: &str = "The message tool is not available in a cron ru
 
 /// The arguments that name files to send (OpenClaw's names), merged.
 const MEDIA_KEYS: [&str; 5] = ["media", "mediaUrl", "path", "filePath", "fileUrl"];
-
-/// The blob-store prefix of attachments and node files a send may name.
-const BLOB_MEDIA_PREFIX: &str = "media/";
 
 /// Largest attachment a send takes from the blob store (a workspace file's cap is the same).
 const MAX_BLOB_FILE_BYTES: u64 = 50 * 1024 * 1024;
@@ -317,27 +314,30 @@ impl MessageTool {
         Ok(loaded)
     }
 
-    /// The attachment `path` names in the blob store, when it is a `media/…` key this
-    /// session's transcript names (a media note, a tool's result: never the model's own
-    /// words), so a session cannot send another chat's attachment by guessing its key.
-    /// `None` for any other path (a workspace file).
+    /// The stored file `path` names (`media/inbound/…`, `media/outbound/…`), under the rule a
+    /// reply's `MEDIA:` lines follow: only one this session has seen (its key in a message the
+    /// session received or a tool result), so no session sends another chat's file by
+    /// guessing its key. `None` for any other path (a workspace file).
     async fn named_attachment(
         &self, path: &str, as_voice: bool, state: &SessionState,
     ) -> Result<Option<OutboundMedia>, String> {
-        let Some(blobs) = &self.blobs else {
-            return Ok(None);
-        };
-        if !path.starts_with(BLOB_MEDIA_PREFIX) || !transcript_names(&state.messages(), path) {
+        if !is_blob_key(path) {
             return Ok(None);
         }
+        if !session_has_seen(&state.steps, path) {
+            return Err(not_sent(path, "not a file this chat has seen"));
+        }
+        let Some(blobs) = &self.blobs else {
+            return Err(not_sent(path, "no blob store here"));
+        };
         match blobs.get(path, MAX_BLOB_FILE_BYTES + 1).await {
             Ok(Some(object)) if object.bytes.len() as u64 > MAX_BLOB_FILE_BYTES => {
                 Err(not_sent(path, "larger than 50 MB"))
             }
             Ok(Some(object)) => Ok(Some(outbound_file(path, object.bytes, as_voice))),
-            Ok(None) => Err(not_sent(path, "the attachment is no longer stored")),
+            Ok(None) => Err(not_sent(path, "no such stored file")),
             Err(err) => {
-                tracing::warn!(%path, error = %err, "attachment to send unreadable");
+                tracing::warn!(%path, error = %err, "stored file to send unreadable");
                 Err(not_sent(path, "unreadable"))
             }
         }
@@ -513,28 +513,6 @@ impl MessageTool {
 /// The refusal of a file a send names.
 fn not_sent(candidate: &str, reason: &str) -> String {
     format!("Cannot send {candidate}: {reason}.")
-}
-
-/// Whether `key` appears as a whole word in a message of the transcript the model did not
-/// write: a user message (its media note) or a tool's result.
-fn transcript_names(messages: &[Message], key: &str) -> bool {
-    let names = |text: &str| {
-        text.match_indices(key).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
-            let after = text[at + key.len()..].chars().next();
-            let boundary = |ch: Option<char>| {
-                ch.is_none_or(|ch| {
-                    ch.is_whitespace()
-                        || matches!(ch, '(' | ')' | '[' | ']' | '"' | '\'' | '`' | ',' | ':')
-                })
-            };
-            boundary(before) && boundary(after)
-        })
-    };
-    messages.iter().any(|message| match message {
-        Message::User { text } | Message::ToolResult { text, .. } => names(text),
-        Message::Assistant { .. } => false,
-    })
 }
 
 fn across_denied(action: &str, channel: &str, bound: &str) -> String {
@@ -908,6 +886,7 @@ mod tests {
     use clawless_base::session_key::ChatType;
     use clawless_core::testing::{InMemoryObjectStore, InMemorySessionStore};
     use clawless_core::tools::Workspace;
+    use clawless_core::turn::state::Step;
 
     use super::*;
 
@@ -1310,6 +1289,21 @@ mod tests {
     /// A workspace at `ws/` with a chart, the agent's memory and another session's sandbox
     /// file, and an attachment in the same store's `media/`.
     fn files() -> ToolContext {
+        let store = file_store();
+        ToolContext {
+            workspace: Workspace {
+                store: Arc::new(store),
+                prefix: "ws/".to_owned(),
+            },
+            skill_sources: Vec::new(),
+            home_dirs: Vec::new(),
+            web: None,
+            session: Default::default(),
+            sandbox: None,
+        }
+    }
+
+    fn file_store() -> InMemoryObjectStore {
         let store = InMemoryObjectStore::named("bucket");
         for (key, bytes) in [
             ("ws/chart.png", b"\x89PNG\r\n\x1a\n-chart".as_slice()),
@@ -1322,17 +1316,7 @@ mod tests {
         ] {
             store.insert(key, bytes).expect("in-memory store");
         }
-        ToolContext {
-            workspace: Workspace {
-                store: Arc::new(store),
-                prefix: "ws/".to_owned(),
-            },
-            skill_sources: Vec::new(),
-            home_dirs: Vec::new(),
-            web: None,
-            session: Default::default(),
-            sandbox: None,
-        }
+        store
     }
 
     async fn call_with_files(
@@ -1415,10 +1399,14 @@ mod tests {
                 "missing.png",
                 "Cannot send missing.png: no such file in the workspace.",
             ),
-            // An attachment the transcript does not name is no file of this session.
+            // A stored file this session has not seen is not its to send.
             (
                 "media/inbound/generic/ab/0.png",
-                "Cannot send media/inbound/generic/ab/0.png: no such file in the workspace.",
+                "Cannot send media/inbound/generic/ab/0.png: not a file this chat has seen.",
+            ),
+            (
+                "media/outbound/../MEMORY.md",
+                "Cannot send media/outbound/../MEMORY.md: paths with `..` segments are not delivered.",
             ),
         ] {
             let mut state = telegram_session();
@@ -1475,29 +1463,48 @@ mod tests {
         assert!(harness.outbox.sent.lock().expect("lock").is_empty());
     }
 
-    #[test]
-    fn an_attachment_counts_only_when_a_user_message_or_a_tool_result_names_it() {
+    #[tokio::test]
+    async fn a_stored_file_the_session_has_seen_is_sent_from_the_blob_store() {
+        let outbox = Arc::new(TwoChannels::default());
+        let tool = MessageTool::new(
+            outbox.clone(),
+            Arc::new(InMemorySessionStore::new()),
+            CrossContextConfig::default(),
+            MemoryConfig::default(),
+            Some(Arc::new(file_store())),
+        )
+        .expect("two channels");
+        let mut state = telegram_session();
         let key = "media/inbound/generic/ab/0.png";
-        let note = Message::User {
-            text: format!("[media attached: {key} (image/png)]\nhi"),
+        state.steps.push(Step {
+            seq: 1,
+            turn: 3,
+            at_ms: 0,
+            body: serde_json::from_value(json!({
+                "type": "inbound", "messageId": "in-1", "senderId": "u1",
+                "text": format!("[media attached: {key} (image/png)]"),
+            }))
+            .expect("an inbound step"),
+        });
+        let input = json!({"action": "send", "target": "7", "media": key});
+        let result = tool
+            .run(
+                "toolu_1",
+                &input,
+                &mut state,
+                "agent:main:main",
+                Some(&files()),
+            )
+            .await
+            .expect("no delivery failure")
+            .expect("sent");
+        assert_eq!(result["media"], json!(["0.png"]));
+        let acted = outbox.acted.lock().expect("lock").clone();
+        let MessageAction::Send(send) = &acted[0].action else {
+            panic!("a send");
         };
-        assert!(transcript_names(std::slice::from_ref(&note), key));
-        assert!(!transcript_names(&[note], "media/inbound/generic/ab/0.pn"));
-        let result = Message::ToolResult {
-            tool_call_id: "t".to_owned(),
-            tool_name: "exec".to_owned(),
-            text: format!("saved \"{key}\""),
-            is_error: false,
-        };
-        assert!(transcript_names(&[result], key));
-        // The model's own words name nothing.
-        let own = Message::Assistant {
-            content: vec![clawless_base::transcript::AssistantBlock::Text {
-                text: key.to_owned(),
-            }],
-            stop_reason: Default::default(),
-        };
-        assert!(!transcript_names(&[own], key));
+        assert_eq!(send.media[0].bytes, b"\x89PNG\r\n\x1a\n-in");
+        assert_eq!(send.media[0].kind, clawless_base::media::MediaKind::Image);
     }
 
     #[test]
