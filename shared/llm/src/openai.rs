@@ -482,4 +482,29 @@ mod tests {
         .expect_err("no choices");
         assert!(err.to_string().contains("model not loaded"));
     }
+
+    #[test]
+    fn reasoning_effort_only_where_the_model_takes_it() {
+        use clawless_base::thinking::ThinkingLevel as Level;
+        // The official API: reasoning models only; xhigh where advertised, else high.
+        assert_eq!(reasoning_effort("gpt-4o-mini", Level::High, true), None);
+        assert_eq!(reasoning_effort("o3-mini", Level::Low, true), Some("low"));
+        assert_eq!(
+            reasoning_effort("gpt-5.4", Level::Xhigh, true),
+            Some("xhigh")
+        );
+        assert_eq!(reasoning_effort("gpt-5", Level::Xhigh, true), Some("high"));
+        assert_eq!(
+            reasoning_effort("gpt-5", Level::Adaptive, true),
+            Some("medium")
+        );
+        assert_eq!(reasoning_effort("gpt-5", Level::Off, true), None);
+        // A compatible server is sent the effort whenever thinking is on.
+        assert_eq!(
+            reasoning_effort("qwen3:8b", Level::Minimal, false),
+            Some("minimal")
+        );
+        assert!(!is_openai_reasoning_model("o10-preview"));
+        assert!(is_openai_reasoning_model("o4-mini"));
+    }
 }

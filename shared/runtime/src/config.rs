@@ -337,7 +337,8 @@ pub struct ModelEntry {
     /// This model's context window in tokens, used instead of `agents.defaults.contextTokens`
     /// while a session runs on it.
     pub context_tokens: Option<usize>,
-    /// Request parameters as OpenClaw configs carry them; accepted so such a config loads,
+    /// Request parameters as OpenClaw configs carry them. `thinking` (a level) is this
+    /// model's default thinking level; the others are accepted so such a config loads, and
     /// not sent to the provider.
     #[cfg_attr(feature = "schema", schemars(extend("default" = {})))]
     pub params: BTreeMap<String, serde_json::Value>,

@@ -324,15 +324,23 @@ async fn a_photo_for_a_model_without_vision_is_described_by_the_image_model() {
     assert_eq!(requests[0].body["model"], "claude-eyes");
     assert_eq!(requests[0].header("x-api-key"), Some("test-eyes"));
     let shown = user_blocks(&model, 0);
-    assert!(shown.iter().any(|block| block["type"] == "image"), "{shown:?}");
+    assert!(
+        shown.iter().any(|block| block["type"] == "image"),
+        "{shown:?}"
+    );
     assert_eq!(text_of(&shown), "Describe the image.");
     // Then the chat model: no image, the description in its text.
     assert_eq!(requests[1].body["model"], "claude-test");
     let blocks = user_blocks(&model, 1);
-    assert!(!blocks.iter().any(|block| block["type"] == "image"), "{blocks:?}");
+    assert!(
+        !blocks.iter().any(|block| block["type"] == "image"),
+        "{blocks:?}"
+    );
     let text = text_of(&blocks);
     assert!(
-        text.contains("[Image]\nUser text:\nhow much was it?\nDescription:\nA till receipt for 12.40 EUR."),
+        text.contains(
+            "[Image]\nUser text:\nhow much was it?\nDescription:\nA till receipt for 12.40 EUR."
+        ),
         "{text}"
     );
     assert!(text.contains("[media attached: media/inbound/"), "{text}");

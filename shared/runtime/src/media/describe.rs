@@ -71,8 +71,7 @@ pub struct Description {
 /// Shows `images` with `prompt` to each model of `chain` in turn until one answers with text
 /// within `timeout`. `Err`: one line per failed attempt.
 pub async fn describe_images(
-    chain: Vec<Attempt>, prompt: &str, images: Vec<ImageInput>, max_tokens: u32,
-    timeout: Duration,
+    chain: Vec<Attempt>, prompt: &str, images: Vec<ImageInput>, max_tokens: u32, timeout: Duration,
 ) -> Result<Description, Vec<String>> {
     let request = ModelRequest {
         system: String::new(),

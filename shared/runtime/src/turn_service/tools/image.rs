@@ -279,7 +279,6 @@ fn preview(text: &str) -> String {
     }
 }
 
-
 impl ImageTool {
     /// The model the session's turns use: its `/new <model>` choice, else the configured one.
     fn session_model(&self, state: &SessionState) -> Arc<dyn ModelProvider> {
