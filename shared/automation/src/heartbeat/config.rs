@@ -116,8 +116,8 @@ pub struct HeartbeatConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub timeout_seconds: Option<u64>,
-    /// Also send the model's `Reasoning:` messages along with an alert. clawless sends no
-    /// reasoning messages, so it has no effect yet.
+    /// Also send the model's reasoning, as its own `Reasoning:` message, before an alert
+    /// (the heartbeat's thinking level must be above `off` for there to be any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub include_reasoning: Option<bool>,

@@ -132,6 +132,9 @@ pub struct HeartbeatDelivery {
     /// `NO_REPLY` is silent (spec `openclaw-automation.md` §2.8).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cron_run: bool,
+    /// `includeReasoning`: the model's shown reasoning goes before an alert.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_reasoning: bool,
 }
 
 impl HeartbeatDelivery {
@@ -147,6 +150,7 @@ impl HeartbeatDelivery {
             show_alerts: visibility.show_alerts,
             target,
             cron_run: false,
+            include_reasoning: config.include_reasoning(),
         }
     }
 
@@ -154,6 +158,14 @@ impl HeartbeatDelivery {
     /// session's last alert and the time now.
     pub fn decide(
         &self, text: &str, last_alert: Option<&SentAlert>, now_ms: u64,
+    ) -> HeartbeatOutcome {
+        self.decide_with_reasoning(text, None, last_alert, now_ms)
+    }
+
+    /// [`decide`](Self::decide) for an answer that came with the model's `Reasoning:` message:
+    /// an alert carries it (to go first) only with `includeReasoning`.
+    pub fn decide_with_reasoning(
+        &self, text: &str, reasoning: Option<&str>, last_alert: Option<&SentAlert>, now_ms: u64,
     ) -> HeartbeatOutcome {
         let text = if self.cron_run && text.trim() == NO_REPLY {
             ""
@@ -163,13 +175,16 @@ impl HeartbeatDelivery {
         let last_alert = if self.cron_run { None } else { last_alert };
         let config = HeartbeatConfig {
             ack_max_chars: Some(i64::try_from(self.ack_max_chars).unwrap_or(i64::MAX)),
+            include_reasoning: Some(self.include_reasoning),
             ..HeartbeatConfig::default()
         };
-        let payloads = [ReplyPayload {
+        let payload = |text: &str| ReplyPayload {
             text: text.to_owned(),
             has_media: false,
             is_tool_error_warning: false,
-        }];
+        };
+        let payloads: Vec<ReplyPayload> =
+            reasoning.into_iter().chain([text]).map(payload).collect();
         decide_heartbeat_reply(&HeartbeatReplyFacts {
             payloads: &payloads,
             config: &config,
@@ -306,6 +321,30 @@ mod tests {
         assert_eq!(
             delivery(AlertTarget::TargetNone).decide(&alert, None, 0),
             HeartbeatOutcome::NoTarget(NoTargetReason::TargetNone)
+        );
+    }
+
+    #[test]
+    fn reasoning_goes_with_an_alert_only_when_included() {
+        let mut to_chat = delivery(AlertTarget::Chat { chat: chat() });
+        let alert = "x".repeat(301);
+        let reasoning = "Reasoning:\n_The disk is full._";
+        let carried = |outcome: HeartbeatOutcome| match outcome {
+            HeartbeatOutcome::Alert { reasoning, .. } => reasoning,
+            other => panic!("not an alert: {other:?}"),
+        };
+        assert!(
+            carried(to_chat.decide_with_reasoning(&alert, Some(reasoning), None, 0)).is_empty()
+        );
+        to_chat.include_reasoning = true;
+        assert_eq!(
+            carried(to_chat.decide_with_reasoning(&alert, Some(reasoning), None, 0)),
+            [reasoning]
+        );
+        // An acknowledgement stays silent, reasoning or not.
+        assert_eq!(
+            to_chat.decide_with_reasoning("HEARTBEAT_OK", Some(reasoning), None, 0),
+            HeartbeatOutcome::AckSilent(AckKind::Token)
         );
     }
 

@@ -1010,21 +1010,35 @@ fn finish_heartbeat(
         return Derived::Changed;
     }
     let text = assistant_text(content);
+    // Shown only with `includeReasoning` (never otherwise: a heartbeat is not a conversation).
+    let reasoning = delivery
+        .include_reasoning
+        .then(|| directives::reasoning_message(&turn_thinking_text(state)))
+        .flatten();
     let heartbeat = state.meta.heartbeat.get_or_insert_with(Default::default);
     let outcome = if failed {
         None
     } else {
-        Some(delivery.decide(&text, heartbeat.last_alert.as_ref(), now_ms))
+        Some(delivery.decide_with_reasoning(
+            &text,
+            reasoning.as_deref(),
+            heartbeat.last_alert.as_ref(),
+            now_ms,
+        ))
     };
+    let mut reasoning_first = Vec::new();
     let (status, reason, send) = match &outcome {
         None => ("failed", Some(text.trim().to_owned()), None),
         Some(outcome) => {
             let send = match outcome {
-                HeartbeatOutcome::Alert { text, .. } => {
+                HeartbeatOutcome::Alert {
+                    text, reasoning, ..
+                } => {
                     heartbeat.last_alert = Some(SentAlert {
                         text: text.clone(),
                         sent_at_ms: now_ms,
                     });
+                    reasoning_first.clone_from(reasoning);
                     Some(text.clone())
                 }
                 HeartbeatOutcome::AckShowOk { text, .. } => Some(text.clone()),
@@ -1046,6 +1060,20 @@ fn finish_heartbeat(
     );
     match (send, delivery.target.chat()) {
         (Some(text), Some(chat)) => {
+            for (index, reasoning) in reasoning_first.into_iter().enumerate() {
+                let reply_id = reply_id(
+                    state,
+                    &format!("heartbeat-{assistant_seq}-reasoning-{index}"),
+                );
+                state.push(
+                    StepBody::Reply {
+                        reply_id,
+                        text: reasoning,
+                        to: Some(chat.clone()),
+                    },
+                    now_ms,
+                );
+            }
             let reply_id = reply_id(state, &format!("heartbeat-{assistant_seq}"));
             state.push(
                 StepBody::Reply {

@@ -1101,4 +1101,21 @@ fn shown_reasoning_precedes_the_answer_once_and_hidden_reasoning_is_never_sent()
             .iter()
             .all(|(_, text)| !text.contains("heartbeat musing"))
     );
+    // ...unless the heartbeat is configured with `includeReasoning`: then it goes first.
+    world
+        .model
+        .push_back(thinking_response("checked the disk", "Disk full now"));
+    let Incoming::Message(mut poll) = heartbeat(2_000, alert_chat()) else {
+        unreachable!("a heartbeat is a message")
+    };
+    if let Some(delivery) = poll.heartbeat_delivery.as_mut() {
+        delivery.include_reasoning = true;
+    }
+    let sent_before = world.delivered.len();
+    world.send(&routing, Incoming::Message(poll));
+    let texts: Vec<&str> = world.delivered[sent_before..]
+        .iter()
+        .map(|(_, text)| text.as_str())
+        .collect();
+    assert_eq!(texts, ["Reasoning:\n_checked the disk_", "Disk full now"]);
 }

@@ -414,6 +414,7 @@ impl TurnService {
             show_alerts: true,
             target,
             cron_run: true,
+            include_reasoning: false,
         });
         // The job's `thinking` holds for its run only (validated when the job was saved).
         prepared.turn_thinking = turn

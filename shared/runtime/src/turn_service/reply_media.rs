@@ -9,6 +9,7 @@
 //! once (the channels claim each upload).
 
 use clawless_base::media::{MediaKind, OutboundMedia};
+use clawless_base::object_store::ObjectStore;
 use clawless_channels::media_lines::{MediaLines, MediaRef, extract_media_lines};
 use clawless_core::tools::Workspace;
 use clawless_core::turn::OutboundReply;
@@ -113,17 +114,7 @@ impl TurnService {
         let Some(blobs) = &self.blobs else {
             return Err("no blob store here".to_owned());
         };
-        match blobs.get(key, MAX_REPLY_FILE_BYTES + 1).await {
-            Ok(Some(object)) if object.bytes.len() as u64 > MAX_REPLY_FILE_BYTES => {
-                Err("larger than 50 MB".to_owned())
-            }
-            Ok(Some(object)) => Ok(outbound_file(key, object.bytes, as_voice)),
-            Ok(None) => Err("no such stored file".to_owned()),
-            Err(err) => {
-                tracing::warn!(%key, error = %err, "stored file to send unreadable");
-                Err("unreadable".to_owned())
-            }
-        }
+        file_to_send(blobs.as_ref(), key, key, as_voice, "no such stored file").await
     }
 }
 
@@ -141,14 +132,23 @@ pub(super) async fn workspace_file(
         return Err(reason.to_owned());
     }
     let key = format!("{}{path}", workspace.prefix);
-    match workspace.store.get(&key, MAX_REPLY_FILE_BYTES + 1).await {
+    let missing = "no such file in the workspace";
+    file_to_send(workspace.store.as_ref(), &key, path, as_voice, missing).await
+}
+
+/// The object `key` of `store` as a file named after `name`, or why it is not sent (`missing`
+/// when there is no such object).
+async fn file_to_send(
+    store: &dyn ObjectStore, key: &str, name: &str, as_voice: bool, missing: &str,
+) -> Result<OutboundMedia, String> {
+    match store.get(key, MAX_REPLY_FILE_BYTES + 1).await {
         Ok(Some(object)) if object.bytes.len() as u64 > MAX_REPLY_FILE_BYTES => {
             Err("larger than 50 MB".to_owned())
         }
-        Ok(Some(object)) => Ok(outbound_file(path, object.bytes, as_voice)),
-        Ok(None) => Err("no such file in the workspace".to_owned()),
+        Ok(Some(object)) => Ok(outbound_file(name, object.bytes, as_voice)),
+        Ok(None) => Err(missing.to_owned()),
         Err(err) => {
-            tracing::warn!(%path, error = %err, "file to send unreadable");
+            tracing::warn!(%key, error = %err, "file to send unreadable");
             Err("unreadable".to_owned())
         }
     }

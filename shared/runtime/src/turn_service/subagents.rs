@@ -328,6 +328,7 @@ pub(super) fn to_no_chat() -> HeartbeatDelivery {
         show_alerts: false,
         target: AlertTarget::TargetNone,
         cron_run: true,
+        include_reasoning: false,
     }
 }
 
