@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(tool_result_media(&steps, "r2"), ["media/outbound/dd.png"]);
         // A reply not yet recorded takes what followed the last one.
         assert_eq!(
-            tool_result_media(&steps[..7], "r9"),
+            tool_result_media(&steps[..8], "r9"),
             ["media/outbound/dd.png"]
         );
     }
