@@ -345,6 +345,8 @@ fn crafted_jobs(
         nonce: format!("nonce-{name}-{now}"),
         grant: None,
         sandbox: None,
+        yield_ms: None,
+        pty: false,
     };
     let seal = |job: ExecJob, key: &[u8]| {
         Envelope::seal(&NodeMessage::Job(job), key)

@@ -23,6 +23,7 @@ use clawless_core::turn::state::{SessionMeta, Step, StepBody};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{SqliteDb, SqliteSessionStore};
 use clawless_runtime::aws_app::{BLOB_BUCKET_ENV, TABLE_ENV};
+use clawless_runtime::nodes_service::EXEC_EXIT_EVENT_PREFIX;
 use serde_json::{Value, json};
 
 /// Prefix of offloaded transcript bodies, as the functions and `clawless local` write them.
@@ -620,6 +621,9 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                         "SUB-AGENT RESULT (announced)"
                     }
                     _ if subagent_turn => "SUB-AGENT TASK",
+                    (true, _) if message_id.contains(EXEC_EXIT_EVENT_PREFIX) => {
+                        "BACKGROUND COMMAND ENDED (exec-event heartbeat)"
+                    }
                     (true, _) if cron_turn => "CRON REMINDER (heartbeat)",
                     (true, _) => "HEARTBEAT",
                     (false, _) if cron_turn => "CRON RUN",
@@ -712,6 +716,13 @@ fn render(key: &SessionKey, stored: &StoredSession, full: bool) -> String {
                 indent(&mut out, &shown);
                 if let Some(note) = note {
                     push_line!(out, "    {note}");
+                }
+                if let Some(session_id) = backgrounded_session(tool_name, text) {
+                    push_line!(
+                        out,
+                        "    (BACKGROUND: process {session_id} runs on the node host; its end \
+                         wakes this session)"
+                    );
                 }
             }
             StepBody::ToolPending {
@@ -947,6 +958,16 @@ async fn context(
         }
         None => bail!("no session {key} (`clawless sessions list` shows them)"),
     }
+}
+
+/// The process session id of an `exec` result that says its command went on in the
+/// background (`Command still running (session <id>, pid …`).
+fn backgrounded_session<'a>(tool_name: &str, text: &'a str) -> Option<&'a str> {
+    if tool_name != clawless_core::nodes::exec_tool::EXEC_TOOL {
+        return None;
+    }
+    let rest = text.strip_prefix("Command still running (session ")?;
+    rest.split(',').next().filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 pub mod dynamo;
 pub mod dynamo_cron;
 pub mod dynamo_nodes;
+pub mod dynamo_processes;
 mod s3;
 mod s3_media_links;
 pub mod scheduler;
@@ -38,6 +39,7 @@ mod subagent_routed_queue;
 pub use dynamo::{DynamoInbox, DynamoSessionStore};
 pub use dynamo_cron::DynamoCronStore;
 pub use dynamo_nodes::{DynamoExecJobs, DynamoNodeRegistry};
+pub use dynamo_processes::DynamoBackgroundProcesses;
 pub use s3::S3ObjectStore;
 pub use s3_media_links::S3MediaLinks;
 pub use scheduler::{ScheduleTarget, ScheduledTimers};

@@ -238,3 +238,60 @@ async fn a_missing_table_is_unavailable_with_the_sdk_error_as_source() {
     let err = jobs.resolve("j", 1, "{}", 1).await.unwrap_err();
     assert!(std::error::Error::source(&err).is_some(), "{err}");
 }
+
+#[tokio::test]
+async fn dynamo_background_processes_pass_their_contract() {
+    let (client, table) = dynamodb_on_fresh_table().await;
+    clawless_core::testing::background_processes_contract(
+        &clawless_aws::DynamoBackgroundProcesses::new(client, table),
+        MOTO,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_background_process_entry_never_touches_the_session_of_its_key() {
+    use clawless_core::nodes::{BackgroundProcess, BackgroundProcesses, ProcessStatus};
+    // GIVEN a session and a background process entry of the same session key
+    let (client, table) = dynamodb_on_fresh_table().await;
+    let sessions = DynamoSessionStore::new(client.clone(), &table);
+    let key = SessionKey::parse("agent:main:main").unwrap();
+    sessions
+        .commit(
+            &key,
+            &SessionCommit {
+                expected_version: 0,
+                live_from: 0,
+                last_seq: 0,
+                meta: "{}".into(),
+                steps: vec![],
+            },
+        )
+        .await
+        .unwrap();
+    let index = clawless_aws::DynamoBackgroundProcesses::new(client.clone(), &table);
+    let entry = BackgroundProcess {
+        session_key: "agent:main:main".into(),
+        session_id: "swift-otter".into(),
+        node_id: "node-1".into(),
+        exec_job_id: "job-1".into(),
+        command: "sleep 2; echo done".into(),
+        status: ProcessStatus::Running,
+        started_at_ms: 1_700_000_000_000,
+        ended_at_ms: None,
+        exit_code: None,
+    };
+    assert!(index.record_running(&entry).await.unwrap());
+    // WHEN it ends, twice
+    let ended = BackgroundProcess {
+        status: ProcessStatus::Completed,
+        ended_at_ms: Some(1_700_000_002_000),
+        exit_code: Some(0),
+        ..entry.clone()
+    };
+    assert!(index.finish(&ended).await.unwrap());
+    assert!(!index.finish(&ended).await.unwrap());
+    // THEN the session still loads as it was, and the index lists the ended entry
+    assert!(sessions.load(&key).await.unwrap().is_some());
+    assert_eq!(index.list("agent:main:main").await.unwrap(), vec![ended]);
+}

@@ -21,6 +21,6 @@ pub mod sqlite;
 pub use dir_store::DirObjectStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{
-    SqliteCronStore, SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox,
+    SqliteBackgroundProcesses, SqliteCronStore, SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox,
     SqliteNodeRegistry, SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
 };

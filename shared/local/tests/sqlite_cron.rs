@@ -208,5 +208,5 @@ async fn a_version_4_file_gains_the_cron_tables_and_keeps_its_sessions() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
 }

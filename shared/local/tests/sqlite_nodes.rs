@@ -328,7 +328,7 @@ fn a_file_from_before_the_node_tables_is_upgraded() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
 }
 
 #[tokio::test]
@@ -366,4 +366,54 @@ async fn a_version_2_nodes_table_gains_the_exec_column_and_keeps_its_nodes() {
     };
     assert!(registry.heartbeat("old", &facts, 2).await.unwrap());
     assert_eq!(registry.get("old").await.unwrap().unwrap().exec, facts.exec);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_background_processes_pass_their_contract() {
+    let file = DbFile::new();
+    clawless_core::testing::background_processes_contract(
+        &clawless_local::sqlite::SqliteBackgroundProcesses::new(file.open()),
+        NodeStoreDeviations::default(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_process_ended_through_one_connection_is_ended_for_another() {
+    use clawless_core::nodes::{BackgroundProcess, BackgroundProcesses, ProcessStatus};
+    // GIVEN two connections to one file, and a running entry written through the first
+    let file = DbFile::new();
+    let first = clawless_local::sqlite::SqliteBackgroundProcesses::new(file.open());
+    let second = clawless_local::sqlite::SqliteBackgroundProcesses::new(file.open());
+    let running = BackgroundProcess {
+        session_key: "agent:main:main".into(),
+        session_id: "swift-otter".into(),
+        node_id: "node-1".into(),
+        exec_job_id: "job-1".into(),
+        command: "sleep 2".into(),
+        status: ProcessStatus::Running,
+        started_at_ms: 1_000,
+        ended_at_ms: None,
+        exit_code: None,
+    };
+    assert!(first.record_running(&running).await.unwrap());
+    let ended = BackgroundProcess {
+        status: ProcessStatus::Completed,
+        ended_at_ms: Some(3_000),
+        exit_code: Some(0),
+        ..running.clone()
+    };
+    // WHEN both finish it (a node posting its exit twice, to two backends)
+    let (one, two) = tokio::join!(first.finish(&ended), second.finish(&ended));
+    // THEN exactly one passes the gate, and a reopened file still knows it ended
+    assert_eq!(u8::from(one.unwrap()) + u8::from(two.unwrap()), 1);
+    let reopened = clawless_local::sqlite::SqliteBackgroundProcesses::new(file.open());
+    assert_eq!(
+        reopened
+            .get("agent:main:main", "swift-otter")
+            .await
+            .unwrap(),
+        Some(ended.clone())
+    );
+    assert!(!reopened.finish(&ended).await.unwrap());
 }

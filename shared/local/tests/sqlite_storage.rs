@@ -302,7 +302,7 @@ fn the_file_uses_a_write_ahead_log_and_records_its_schema_version() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
 }
 
 #[test]

@@ -25,6 +25,9 @@
 //!   backend's `exec check --node` and pre-check;
 //! - [`outbound_media`] reads the files a command names on `MEDIA:` lines, for upload with
 //!   its report (only from its working or temp directory, within size caps);
+//! - [`process_table`] keeps the background commands (`exec` with `yieldMs`/`background`)
+//!   on disk under a small supervisor, so their output and exits survive a node restart;
+//! - [`process_actions`] carries out the `process` tool's actions on them;
 //! - [`worker`] is `clawless node run`: poll, check, decide, run, report.
 //!
 //! Only [`sqs_jobs`] knows AWS, and only SQS with credentials the backend hands out.
@@ -38,6 +41,8 @@ pub mod journal;
 pub mod local_fs;
 pub mod outbound_media;
 pub mod policy;
+pub mod process_actions;
+pub mod process_table;
 pub mod runner;
 pub mod skill_bins;
 pub mod sqs_jobs;

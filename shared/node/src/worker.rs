@@ -11,6 +11,13 @@
 //! journal on redelivery, and a job that was running when the node died is reported as
 //! interrupted instead of running again. On SQS a job is held under a short lease that the
 //! worker extends while it handles the job, so what a dead node held comes back soon.
+//!
+//! Background work (spec §4): an exec job with `yieldMs` (or `background`) starts its command
+//! in the [`ProcessTable`] and waits at most that long; a command still running then is
+//! reported `running` with its session id and goes on without holding the worker. `process`
+//! jobs act on those sessions ([`crate::process_actions`]). A third loop, next to the job and
+//! heartbeat loops, watches the sessions and posts each ended one's [`ProcessExit`] until
+//! the backend accepts it (the exit is on disk until then, so a restart resends it).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +26,8 @@ use std::time::Duration;
 
 use clawless_exec::node::record::NodeFacts;
 use clawless_exec::node::wire::{
-    Envelope, ExecDenial, ExecJob, ExecOutcome, ExecReport, NodeMessage, secret_hash, signing_key,
+    Envelope, ExecDenial, ExecJob, ExecOutcome, ExecReport, NodeMessage, NodeResult, ProcessExit,
+    ProcessJob, ProcessReport, RunningProcess, clamp_yield_ms, secret_hash, signing_key,
 };
 use clawless_exec::{AllowlistEntry, Platform, SkillBin};
 use tokio::sync::{Mutex, watch};
@@ -31,6 +39,8 @@ use crate::jail::Jail;
 use crate::journal::{Journal, JournalError, JournalState};
 use crate::outbound_media::{CollectedMedia, MediaPlace, collect_media};
 use crate::policy::{Decision, JobContext, decide};
+use crate::process_actions::run_process_job;
+use crate::process_table::{ProcessTable, StartRequest};
 use crate::runner::{RunSpec, child_environment, run_command};
 use crate::skill_bins::{SKILL_BINS_TTL, SkillBinsCache};
 use crate::sqs_jobs::SqsJobs;
@@ -42,6 +52,16 @@ use clawless_base::media_lines::mentions_media;
 pub const POLL_WAIT: Duration = Duration::from_secs(20);
 /// How often the node reports its facts (the backend calls it offline after two misses).
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
+/// How often the node looks at its background sessions and posts their exits.
+pub const PROCESS_TICK: Duration = Duration::from_millis(500);
+/// The longest pause between two attempts to post an exit the backend did not accept.
+const EXIT_RETRY_MAX: Duration = Duration::from_secs(30);
+/// How often a yielding exec looks whether its command ended.
+const YIELD_CHECK: Duration = Duration::from_millis(20);
+/// The answer to a `process` job that was being carried out when the node stopped.
+pub const PROCESS_INTERRUPTED_TEXT: &str =
+    "interrupted: the node host stopped while carrying out this process action";
+
 /// The error of a job that was running when the node stopped.
 pub const INTERRUPTED_TEXT: &str =
     "interrupted: the node host stopped while the command was running; it was not run again";
@@ -107,6 +127,8 @@ pub struct NodeWorker {
     heartbeat_interval: Duration,
     /// The jail sandbox jobs run in; `None` refuses them.
     jail: Option<Jail>,
+    /// The background process sessions (spec §4.3).
+    processes: ProcessTable,
 }
 
 /// Set to `off` to start a node host without a jail (it then refuses every sandbox job).
@@ -134,6 +156,8 @@ pub enum Handled {
     PolicyApplied,
     /// A report was sent for this job attempt; acknowledge it.
     Reported(Box<ExecReport>),
+    /// A `process` job was answered; acknowledge it.
+    ProcessAnswered(Box<ProcessReport>),
 }
 
 impl NodeWorker {
@@ -158,6 +182,11 @@ impl NodeWorker {
                 }
             },
         };
+        let processes = ProcessTable::open(&state.path().join("processes"), &config.node_id)
+            .map_err(|err| crate::state::StateError::Write {
+                path: state.path().join("processes"),
+                source: err,
+            })?;
         let path_env = std::env::var("PATH").unwrap_or_else(|_| {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()
         });
@@ -177,7 +206,20 @@ impl NodeWorker {
             base_env: std::env::vars().collect(),
             heartbeat_interval: HEARTBEAT_INTERVAL,
             jail,
+            processes,
         })
+    }
+
+    /// Keeps finished background sessions `cleanup_ms` (clamped to 1 min…3 h) instead of
+    /// 30 minutes.
+    pub fn with_process_cleanup_ms(mut self, cleanup_ms: u64) -> Self {
+        self.processes = self.processes.with_cleanup_ms(cleanup_ms);
+        self
+    }
+
+    /// The background process sessions.
+    pub fn processes(&self) -> &ProcessTable {
+        &self.processes
     }
 
     /// Holds jobs taken from SQS under leases of `lease` instead of
@@ -264,7 +306,9 @@ impl NodeWorker {
                 Ok(NodeMessage::PolicyUpdate(update)) => {
                     granted.push((update.agent_id, update.entry))
                 }
-                Ok(NodeMessage::Job(_)) => tracing::warn!("a job in a heartbeat answer; ignored"),
+                Ok(NodeMessage::Job(_) | NodeMessage::Process(_)) => {
+                    tracing::warn!("a job in a heartbeat answer; ignored")
+                }
                 Err(err) => tracing::warn!(error = %err, "refused a granted entry"),
             }
         }
@@ -286,9 +330,16 @@ impl NodeWorker {
         let (stop_jobs, jobs_stopped) = watch::channel(false);
         let jobs = self.job_loop(jobs_stopped);
         tokio::pin!(jobs);
+        let side_loops = async {
+            tokio::try_join!(
+                self.heartbeat_loop(shutdown.clone()),
+                self.process_loop(shutdown)
+            )
+            .map(|_| ())
+        };
         tokio::select! {
             finished = &mut jobs => finished,
-            stopped = self.heartbeat_loop(shutdown) => {
+            stopped = side_loops => {
                 // A running job is finished and reported first.
                 let _ = stop_jobs.send(true);
                 let finished = jobs.await;
@@ -317,6 +368,50 @@ impl NodeWorker {
                 () = tokio::time::sleep(self.heartbeat_interval) => {}
             }
         }
+    }
+
+    /// Watches the background sessions and posts their exits until `shutdown` turns true or
+    /// the backend refuses the node.
+    async fn process_loop(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), WorkerError> {
+        let mut pause = PROCESS_TICK;
+        loop {
+            if *shutdown.borrow() {
+                return Ok(());
+            }
+            pause = match self.tick_processes().await {
+                Ok(_) => PROCESS_TICK,
+                Err(ClientError::Unauthorized) => return Err(ClientError::Unauthorized.into()),
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not post a background command's exit; retrying");
+                    (pause * 2).min(EXIT_RETRY_MAX)
+                }
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// One look at the background sessions: notes the ended ones, sweeps the expired ones and
+    /// posts every exit the backend has not accepted yet. Answers how many it posted.
+    pub async fn tick_processes(&self) -> Result<usize, ClientError> {
+        let now = self.clock.now_ms();
+        self.processes.refresh(now);
+        self.processes.sweep(now);
+        let mut posted = 0;
+        for exit in self.processes.unacknowledged_exits() {
+            self.post_exit(&exit).await?;
+            self.processes.acknowledge_exit(&exit.session_id);
+            posted += 1;
+        }
+        Ok(posted)
+    }
+
+    async fn post_exit(&self, exit: &ProcessExit) -> Result<(), ClientError> {
+        let envelope = Envelope::seal(&NodeResult::Exit(exit.clone()), &self.key)
+            .map_err(|err| ClientError::Unreachable(err.to_string()))?;
+        self.client.report(&envelope).await
     }
 
     /// Polls and handles jobs until `shutdown` turns true.
@@ -395,6 +490,7 @@ impl NodeWorker {
                 refused_files: Vec::new(),
                 nonce: format!("{key}-recovered-{now}"),
                 sent_at_ms: now,
+                running: None,
             };
             self.journal.finish(&key, &to_json(&report), now)?;
         }
@@ -441,6 +537,7 @@ impl NodeWorker {
                 }
                 return Ok(Handled::PolicyApplied);
             }
+            NodeMessage::Process(job) => return self.handle_process(&job, now).await,
             NodeMessage::Job(job) => job,
         };
         let journal_key = job.journal_key();
@@ -478,6 +575,144 @@ impl NodeWorker {
         self.client.report(&envelope).await?;
         self.journal.mark_reported(&journal_key)?;
         Ok(Handled::Reported(Box::new(report)))
+    }
+
+    /// Carries out a `process` job once (journaled like exec jobs: a redelivery is answered
+    /// from the journal, never acted on twice) and posts the answer.
+    async fn handle_process(&self, job: &ProcessJob, now: u64) -> Result<Handled, WorkerError> {
+        let journal_key = format!("process:{}", job.job_id);
+        let report = match self.journal.begin(&journal_key, now)? {
+            JournalState::Finished { result } => match serde_json::from_str(&result) {
+                Ok(report) => report,
+                Err(err) => {
+                    return Ok(Handled::Refused(format!("unreadable journal entry: {err}")));
+                }
+            },
+            JournalState::Started { .. } => {
+                let report = ProcessReport {
+                    job_id: job.job_id.clone(),
+                    node_id: self.config.node_id.clone(),
+                    ok: false,
+                    text: PROCESS_INTERRUPTED_TEXT.to_owned(),
+                    details: serde_json::json!({"status": "failed"}),
+                };
+                self.journal.finish(&journal_key, &json_of(&report), now)?;
+                report
+            }
+            JournalState::New => {
+                let report = run_process_job(
+                    &self.processes,
+                    job,
+                    &self.config.node_id,
+                    self.clock.as_ref(),
+                )
+                .await;
+                self.journal
+                    .finish(&journal_key, &json_of(&report), self.clock.now_ms())?;
+                report
+            }
+        };
+        let envelope = Envelope::seal(&NodeResult::Process(report.clone()), &self.key)
+            .map_err(|err| ClientError::Unreachable(err.to_string()))?;
+        self.client.report(&envelope).await?;
+        self.journal.mark_reported(&journal_key)?;
+        Ok(Handled::ProcessAnswered(Box::new(report)))
+    }
+
+    /// Runs an allowed job that may be backgrounded (`yieldMs`/`background`): its command
+    /// starts in the process table; when it ends within the yield it is reported like a
+    /// foreground run (and forgotten), else it is reported `running` and goes on.
+    async fn run_yielding(
+        &self, job: &ExecJob, spec: RunSpec, place: MediaPlace,
+        allow_always_entries: Vec<AllowlistEntry>,
+    ) -> ExecReport {
+        let yield_ms = clamp_yield_ms(job.yield_ms.unwrap_or(0));
+        let started = std::time::Instant::now();
+        let request = StartRequest {
+            argv: spec.argv,
+            env: spec.env,
+            cwd: spec.cwd,
+            cwd_label: job.cwd.clone(),
+            timeout_ms: Some(job.timeout_ms),
+            agent_id: job.agent_id.clone(),
+            session_key: job.session_key.clone(),
+            exec_job_id: job.job_id.clone(),
+            command: job.raw_command.clone(),
+            // A sandboxed command never gets a terminal (spec §4.1).
+            pty: job.pty && job.sandbox.is_none(),
+        };
+        let session_id = match self.processes.start(request, self.clock.now_ms()) {
+            Ok(session_id) => session_id,
+            Err(err) => {
+                let outcome = ExecOutcome {
+                    error: Some(err.to_string()),
+                    ..ExecOutcome::default()
+                };
+                return self.report_for(job, outcome, None, false, Vec::new(), 0);
+            }
+        };
+        let until = self.clock.now_ms().saturating_add(yield_ms);
+        // `background: true` (yield 0) answers `running` at once, however quick the command.
+        let ended = loop {
+            if yield_ms == 0 {
+                break None;
+            }
+            self.processes.refresh(self.clock.now_ms());
+            let ended = self
+                .processes
+                .get(&job.session_key, &session_id)
+                .and_then(|meta| meta.ended);
+            let now = self.clock.now_ms();
+            if ended.is_some() || now >= until {
+                break ended;
+            }
+            tokio::time::sleep(YIELD_CHECK.min(Duration::from_millis(until - now))).await;
+        };
+        let duration_ms = millis(started.elapsed());
+        let (output, truncated) = self.processes.aggregated(&session_id);
+        let mut stdout = output;
+        if truncated {
+            stdout.insert_str(0, "... (truncated)\n");
+        }
+        match ended {
+            Some(ended) => {
+                // Finished within the yield: a foreground run, which leaves no session.
+                self.processes.remove(&session_id);
+                let outcome = ExecOutcome {
+                    exit_code: ended.exit_code,
+                    timed_out: ended.timed_out,
+                    success: ended.success() && !ended.timed_out,
+                    stdout,
+                    stderr: String::new(),
+                    error: None,
+                };
+                let media = self.outbound_media(&outcome, place).await;
+                let mut report =
+                    self.report_for(job, outcome, None, false, allow_always_entries, duration_ms);
+                report.files = media.files;
+                report.refused_files = media.refused;
+                report
+            }
+            None => {
+                let meta = self.processes.mark_backgrounded(&session_id);
+                let outcome = ExecOutcome {
+                    stdout,
+                    ..ExecOutcome::default()
+                };
+                let mut report =
+                    self.report_for(job, outcome, None, false, allow_always_entries, duration_ms);
+                report.running = Some(RunningProcess {
+                    session_id: session_id.clone(),
+                    pid: meta.as_ref().and_then(|meta| meta.pid),
+                    started_at_ms: meta
+                        .as_ref()
+                        .map_or_else(|| self.clock.now_ms(), |meta| meta.started_at_ms),
+                    cwd: job.cwd.clone(),
+                    tail: self.processes.tail(&session_id),
+                });
+                report
+            }
+        }
     }
 
     /// Decides and (when allowed) runs one job: a sandbox job only in the jail.
@@ -542,6 +777,11 @@ impl NodeWorker {
                         (spec, MediaPlace::host(job.cwd.as_deref()))
                     }
                 };
+                if job.yield_ms.is_some() {
+                    return self
+                        .run_yielding(job, spec, place, allow_always_entries)
+                        .await;
+                }
                 let (_stop_tx, stop_rx) = watch::channel(false);
                 let outcome = run_command(&spec, stop_rx).await;
                 let duration_ms = millis(outcome.duration);
@@ -612,6 +852,7 @@ impl NodeWorker {
             refused_files: Vec::new(),
             nonce: format!("{}-{now}", job.journal_key()),
             sent_at_ms: now,
+            running: None,
         }
     }
 }
@@ -658,7 +899,11 @@ pub fn facts_of(
 pub const BINS_TTL: Duration = SKILL_BINS_TTL;
 
 fn to_json(report: &ExecReport) -> String {
-    serde_json::to_string(report).unwrap_or_else(|_| "{}".to_owned())
+    json_of(report)
+}
+
+fn json_of<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
 }
 
 fn millis(duration: Duration) -> u64 {

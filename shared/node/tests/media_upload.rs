@@ -105,6 +105,8 @@ fn sealed_job(id: &str, command: &str, cwd: &std::path::Path) -> String {
         nonce: format!("nonce-{id}"),
         grant: None,
         sandbox: None,
+        yield_ms: None,
+        pty: false,
     };
     Envelope::seal(&NodeMessage::Job(job), &key())
         .unwrap()

@@ -355,6 +355,8 @@ fn sealed_job(id: &str, command: &str, timeout_ms: u64) -> String {
         nonce: format!("nonce-{id}"),
         grant: None,
         sandbox: None,
+        yield_ms: None,
+        pty: false,
     };
     Envelope::seal(&NodeMessage::Job(job), &key())
         .unwrap()

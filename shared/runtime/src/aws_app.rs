@@ -23,9 +23,9 @@ use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use clawless_aws::{
-    DynamoCronStore, DynamoExecJobs, DynamoInbox, DynamoNodeRegistry, DynamoSessionStore,
-    S3MediaLinks, S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue, SqsTimers,
-    SqsTurnQueue, StsQueueCredentials, SubagentRoutedTurnQueue,
+    DynamoBackgroundProcesses, DynamoCronStore, DynamoExecJobs, DynamoInbox, DynamoNodeRegistry,
+    DynamoSessionStore, S3MediaLinks, S3ObjectStore, ScheduleTarget, ScheduledTimers, SqsExecQueue,
+    SqsTimers, SqsTurnQueue, StsQueueCredentials, SubagentRoutedTurnQueue,
 };
 use clawless_base::object_store::ObjectStore;
 use clawless_channels::media_links::MediaPublisher;
@@ -42,7 +42,7 @@ use crate::ingress::{Ingress, webhook_router};
 use crate::node_routes::{
     AdminToken, QueueAccess, RegistryNodeAuth, admin_router, nodes_router, queue_credentials_router,
 };
-use crate::nodes_service::{NodesDeps, NodesService};
+use crate::nodes_service::{BackgroundSettings, NodesDeps, NodesService};
 use crate::secrets::{
     SECRETS_ENV, SecretClients, SecretOnDemand, SecretSource, SecretValues, fetch_secrets,
     merge_sources, parse_env_sources, take_entries,
@@ -370,7 +370,15 @@ impl AwsApp {
             turns: self.turn_queue()?,
             clock: Arc::new(SystemClock),
             settings: self.config.exec.clone(),
-        });
+        })
+        .with_process_index(Arc::new(DynamoBackgroundProcesses::new(
+            self.dynamodb.clone(),
+            &table,
+        )))
+        .with_background_settings(
+            BackgroundSettings::from_tools_exec(self.config.tools.policy.exec.as_ref())
+                .map_err(AwsAppError::Setup)?,
+        );
         Ok(match env(BLOB_BUCKET_ENV) {
             Some(bucket) => service.with_media_store(Arc::new(S3ObjectStore::new(
                 self.stores.s3_client(),

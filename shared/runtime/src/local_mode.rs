@@ -21,8 +21,8 @@ use clawless_core::session::{Inbox, SessionStore, TurnQueue};
 use clawless_core::system_prompt::seed::{SeedScope, seed_workspace};
 use clawless_local::DirObjectStore;
 use clawless_local::sqlite::{
-    SqliteCronStore, SqliteDb, SqliteExecJobs, SqliteExecQueue, SqliteInbox, SqliteNodeRegistry,
-    SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+    SqliteBackgroundProcesses, SqliteCronStore, SqliteDb, SqliteExecJobs, SqliteExecQueue,
+    SqliteInbox, SqliteNodeRegistry, SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
 };
 use tokio::net::TcpListener;
 
@@ -36,7 +36,7 @@ use crate::local_machine::local_context;
 use crate::local_media::media_router;
 use crate::local_replies::LocalReplies;
 use crate::node_routes::{AdminToken, RegistryNodeAuth, nodes_router};
-use crate::nodes_service::{NodesDeps, NodesService};
+use crate::nodes_service::{BackgroundSettings, NodesDeps, NodesService};
 use crate::routes::skills_bins_router;
 use crate::secrets::SecretValues;
 use crate::skills_service::SkillsService;
@@ -336,7 +336,11 @@ async fn open_core(
             Arc::clone(&clock),
             options.config.exec.clone(),
         )
-        .with_media_store(Arc::clone(&blobs)),
+        .with_media_store(Arc::clone(&blobs))
+        .with_background_settings(
+            BackgroundSettings::from_tools_exec(options.config.tools.policy.exec.as_ref())
+                .map_err(LocalError::Setup)?,
+        ),
     );
     let stores = Arc::new(store_factory(&options.config).await);
     if seeding == Seeding::NewWorkspaces {
@@ -587,8 +591,8 @@ fn local_app(
     Ok(app)
 }
 
-/// The node registry, exec jobs, exec queues and timers of local mode, in the same SQLite
-/// database as the sessions.
+/// The node registry, exec jobs, exec queues, timers and background process index of local
+/// mode, in the same SQLite database as the sessions.
 pub fn local_nodes_service(
     db: &SqliteDb, turns: Arc<dyn TurnQueue>, clock: Arc<dyn Clock>,
     settings: crate::nodes_service::ExecSettings,
@@ -602,6 +606,7 @@ pub fn local_nodes_service(
         clock,
         settings,
     })
+    .with_process_index(Arc::new(SqliteBackgroundProcesses::new(db.clone())))
 }
 
 /// The cron jobs of local mode, in the same SQLite database as the sessions, with their

@@ -22,6 +22,8 @@ use clawless_core::nodes::notices::{
     ApprovalPrompt, approval_request_text, exec_denied_text, exec_finished_text, node_offline_text,
     tool_result_text,
 };
+use clawless_core::nodes::process_tool::{ended_status, node_offline_for_process};
+use clawless_core::nodes::{BackgroundProcess, BackgroundProcesses, ProcessStatus};
 use clawless_core::nodes::{CredentialError, QueueCredentialVendor, QueueCredentials};
 use clawless_core::nodes::{
     ExecDelivery, ExecJobRecord, ExecJobs, ExecQueue, GrantedEntry, NodeFacts, NodeRecord,
@@ -34,8 +36,10 @@ use clawless_core::tools::ToolOutput;
 use clawless_core::turn::events::{ApprovalDecision, SessionEvent, TurnEvent};
 use clawless_exec::node::credentials::MAX_CREDENTIAL_LIFETIME;
 use clawless_exec::node::wire::{
-    Envelope, ExecJob, ExecReport, Grant, GrantDecision, JobSandbox, NodeMessage, PolicyUpdate,
-    SignedGrant, WireError, is_secret_env_name, secret_hash, signing_key, verify_node_secret,
+    Envelope, ExecJob, ExecReport, Grant, GrantDecision, JobSandbox, NodeMessage, NodeResult,
+    PolicyUpdate, ProcessExit, ProcessJob, ProcessReport, SignedGrant, WireError, clamp_yield_ms,
+    exit_event_text, is_secret_env_name, running_text, secret_hash, signing_key,
+    verify_node_secret,
 };
 use clawless_exec::{AllowlistEntry, Security};
 use serde::{Deserialize, Serialize};
@@ -61,6 +65,88 @@ pub enum JobPlacement {
     /// On a node host's bare host though the session is sandboxed (elevated), after an owner
     /// approves it.
     ElevatedHost,
+}
+
+/// What `exec` with `background: true` answers when its command would need a person's
+/// approval (spec §4.6): background mode needs a command the policy allows without asking.
+pub const BACKGROUND_NEEDS_PREAPPROVAL: &str =
+    "Background mode requires pre-approved policy (allow-always or ask=off).";
+
+/// The prefix of an `exec` result whose `background`/`yieldMs` could not be honoured because
+/// the `process` tool is not offered (spec §4.1).
+pub const BACKGROUND_DISABLED_WARNING: &str =
+    "Warning: background execution is disabled; running synchronously.";
+
+/// The prefix of the system event id of a background command's end (`exec-exit:<node
+/// id>:<session id>`): the session takes it as an exec completion (wake reason `exec-event`).
+pub const EXEC_EXIT_EVENT_PREFIX: &str = "exec-exit:";
+
+/// The end of an exec job's nonce when the model asked to background but `process` is not
+/// offered: its result starts with [`BACKGROUND_DISABLED_WARNING`].
+const SYNC_WARNING_NONCE_SUFFIX: &str = "-sync";
+
+/// Default `tools.exec.backgroundMs`: how long an `exec` waits before it backgrounds.
+pub const DEFAULT_BACKGROUND_MS: u64 = 10_000;
+
+/// The background-exec settings of `tools.exec` (spec §4.6): `backgroundMs` (10,000),
+/// `notifyOnExit` (true), `notifyOnExitEmptySuccess` (false). Other keys of `tools.exec` are
+/// left to the tool policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackgroundSettings {
+    /// How long an `exec` waits before it backgrounds (clamped 10…120,000 ms).
+    pub background_ms: u64,
+    /// Whether a backgrounded command's end wakes the session with a system event.
+    pub notify_on_exit: bool,
+    /// Whether a success without output wakes it too.
+    pub notify_on_exit_empty_success: bool,
+}
+
+impl Default for BackgroundSettings {
+    fn default() -> Self {
+        Self {
+            background_ms: DEFAULT_BACKGROUND_MS,
+            notify_on_exit: true,
+            notify_on_exit_empty_success: false,
+        }
+    }
+}
+
+impl BackgroundSettings {
+    /// The settings in a `tools.exec` block; an absent block or key keeps its default, a key
+    /// of the wrong type is an error naming it.
+    pub fn from_tools_exec(block: Option<&serde_json::Value>) -> Result<Self, String> {
+        let mut settings = Self::default();
+        let Some(block) = block else {
+            return Ok(settings);
+        };
+        if let Some(value) = block.get("backgroundMs") {
+            let ms = value.as_u64().ok_or_else(|| {
+                format!("tools.exec.backgroundMs must be a whole number of ms, not {value}")
+            })?;
+            settings.background_ms = clamp_yield_ms(ms.max(1));
+        }
+        for (key, slot) in [
+            ("notifyOnExit", &mut settings.notify_on_exit),
+            (
+                "notifyOnExitEmptySuccess",
+                &mut settings.notify_on_exit_empty_success,
+            ),
+        ] {
+            if let Some(value) = block.get(key) {
+                *slot = value.as_bool().ok_or_else(|| {
+                    format!("tools.exec.{key} must be true or false, not {value}")
+                })?;
+            }
+        }
+        Ok(settings)
+    }
+}
+
+/// How an `exec` call may background, as the turn decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExecOptions {
+    /// The `process` tool is offered this turn: without it nothing backgrounds (spec §4.1).
+    pub background_allowed: bool,
 }
 
 /// What an owner is told when asked to approve an elevated command.
@@ -250,9 +336,51 @@ struct ExecArgs {
     /// but a model used to OpenClaw may send it, and it never leads out of a sandbox.
     #[serde(default)]
     host: Option<String>,
+    /// Wait this long (ms), then background (spec §4.1).
+    #[serde(default)]
+    yield_ms: Option<f64>,
+    /// Background at once.
+    #[serde(default)]
+    background: Option<bool>,
+    /// Run in a pseudo-terminal.
+    #[serde(default)]
+    pty: Option<bool>,
 }
 
 impl ExecArgs {
+    /// True when the model asked for background mode itself (`background: true` or a
+    /// `yieldMs`).
+    fn asks_background(&self) -> bool {
+        self.background == Some(true) || self.yield_ms.is_some()
+    }
+
+    /// The job's `yield_ms`: `None` (run to the end) when backgrounding is not allowed, `0`
+    /// for `background: true`, the clamped `yieldMs`, else the configured default.
+    fn job_yield_ms(&self, allowed: bool, default_ms: u64) -> Option<u64> {
+        if !allowed {
+            return None;
+        }
+        if self.background == Some(true) {
+            return Some(0);
+        }
+        let requested = self
+            .yield_ms
+            .filter(|ms| ms.is_finite())
+            .map_or(default_ms, |ms| {
+                // `yieldMs` is clamped to 10 ms at least (vector 14); only `background`
+                // yields at once.
+                if ms <= 1.0 {
+                    1
+                } else if ms >= YIELD_CAP_F64 {
+                    u64::MAX
+                } else {
+                    // Positive and below the cap: the cast cannot overflow.
+                    ms.ceil() as u64
+                }
+            });
+        Some(clamp_yield_ms(requested))
+    }
+
     /// The arguments of an `exec` call, or why it cannot be sent: unreadable, an empty
     /// command, or a `host` it may not have ([`host_refusal`]).
     fn of_call(call: &ToolCall, sandboxed: bool) -> Result<Self, String> {
@@ -267,6 +395,9 @@ impl ExecArgs {
         }
     }
 }
+
+/// Any `yieldMs` at or over this is clamped to the maximum anyway.
+const YIELD_CAP_F64: f64 = 1e12;
 
 /// The ports and settings the nodes service runs on.
 #[derive(Clone)]
@@ -292,6 +423,11 @@ pub struct NodesService {
     deps: NodesDeps,
     /// Where files uploaded with reports go (`media/outbound/…`); without it they are refused.
     media: Option<Arc<dyn ObjectStore>>,
+    /// The index of backgrounded commands; without it nothing backgrounds and `process` is
+    /// not offered.
+    processes: Option<Arc<dyn BackgroundProcesses>>,
+    /// `tools.exec`'s background settings.
+    background: BackgroundSettings,
 }
 
 impl std::fmt::Debug for NodesService {
@@ -305,7 +441,12 @@ impl std::fmt::Debug for NodesService {
 impl NodesService {
     /// A service over these ports.
     pub fn new(deps: NodesDeps) -> Self {
-        Self { deps, media: None }
+        Self {
+            deps,
+            media: None,
+            processes: None,
+            background: BackgroundSettings::default(),
+        }
     }
 
     /// Stores the files node hosts upload with their reports (a command's `MEDIA:` lines) in
@@ -314,6 +455,34 @@ impl NodesService {
     pub fn with_media_store(mut self, blobs: Arc<dyn ObjectStore>) -> Self {
         self.media = Some(blobs);
         self
+    }
+
+    /// Keeps the index of backgrounded commands in `index` (spec §4.3): with it, `exec`
+    /// backgrounds and the `process` tool is offered.
+    pub fn with_process_index(mut self, index: Arc<dyn BackgroundProcesses>) -> Self {
+        self.processes = Some(index);
+        self
+    }
+
+    /// Uses `settings` (`tools.exec`'s `backgroundMs`, `notifyOnExit`, …).
+    pub fn with_background_settings(mut self, settings: BackgroundSettings) -> Self {
+        self.background = settings;
+        self
+    }
+
+    /// True when commands can background (an index is kept): the `process` tool exists.
+    pub fn backgrounds(&self) -> bool {
+        self.processes.is_some()
+    }
+
+    /// Now, by the service's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.deps.clock.now_ms()
+    }
+
+    /// The background settings.
+    pub fn background_settings(&self) -> BackgroundSettings {
+        self.background
     }
 
     /// The exec settings.
@@ -455,6 +624,32 @@ impl NodesService {
         &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall,
         approved: Option<(ApprovalDecision, String)>, placement: JobPlacement,
     ) -> Result<Dispatch, NodesError> {
+        self.dispatch_exec(
+            session_key,
+            agent_id,
+            job_id,
+            call,
+            approved,
+            placement,
+            ExecOptions::default(),
+        )
+        .await
+    }
+
+    /// [`NodesService::dispatch`] with the turn's background options: when `process` is
+    /// offered (and an index is kept), the job yields after `yieldMs` (default
+    /// `tools.exec.backgroundMs`; `background: true`: at once) and the node answers `running`.
+    /// A command that needs approval is approved first and then runs to its end; with
+    /// `background: true` it is refused ([`BACKGROUND_NEEDS_PREAPPROVAL`]).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "dispatch's arguments plus the turn's options"
+    )]
+    pub async fn dispatch_exec(
+        &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall,
+        approved: Option<(ApprovalDecision, String)>, placement: JobPlacement,
+        options: ExecOptions,
+    ) -> Result<Dispatch, NodesError> {
         let (sandbox, elevated) = match placement {
             JobPlacement::Host => (None, false),
             JobPlacement::Jail(sandbox) => (Some(sandbox), false),
@@ -475,10 +670,22 @@ impl NodesService {
         if sandbox.is_some() {
             args.env.retain(|name, _| !is_secret_env_name(name));
         }
-        let timeout = exec_timeout(args.timeout, self.deps.settings.timeout_sec);
+        let background_allowed = options.background_allowed && self.backgrounds();
+        // An approved attempt runs to its end: background mode needs a pre-approved command.
+        let yield_ms = match approved {
+            Some(_) => None,
+            None => args.job_yield_ms(background_allowed, self.background.background_ms),
+        };
+        // Spec §4.1: asked to background without a timeout, a command has none (here: the
+        // longest a model may ask for).
+        let timeout = match (args.timeout, args.asks_background() && yield_ms.is_some()) {
+            (None, true) => MAX_EXEC_TIMEOUT,
+            (requested, _) => exec_timeout(requested, self.deps.settings.timeout_sec),
+        };
         let attempt = u32::from(approved.is_some());
+        let answer_within = yield_ms.map_or(millis(timeout), |ms| ms.min(millis(timeout)));
         let deadline_ms = now
-            + millis(timeout)
+            + answer_within
             + millis(Duration::from_secs(self.deps.settings.deadline_grace_sec));
         let mut job = ExecJob {
             job_id: job_id.to_owned(),
@@ -494,9 +701,18 @@ impl NodesService {
             timeout_ms: millis(timeout),
             deadline_ms,
             issued_at_ms: now,
-            nonce: format!("{job_id}-{attempt}"),
+            // The nonce also carries, signed with the job, that its result gets the
+            // background-disabled warning (the model asked to background without `process`).
+            nonce: if args.asks_background() && !background_allowed {
+                format!("{job_id}-{attempt}{SYNC_WARNING_NONCE_SUFFIX}")
+            } else {
+                format!("{job_id}-{attempt}")
+            },
             grant: None,
+            // A jail has no terminal to give (spec §4.1: `pty` is ignored in a sandbox).
+            pty: args.pty == Some(true) && sandbox.is_none(),
             sandbox,
+            yield_ms,
         };
         // The backend's pre-check (first attempt only): when the node's reported policy needs a
         // person's approval and the report covers every executable the command names, ask
@@ -513,6 +729,11 @@ impl NodesService {
             },
             Some(_) => None,
         };
+        if held.is_some() && yield_ms == Some(0) {
+            return Ok(Dispatch::Resolved(ToolOutput::error(
+                BACKGROUND_NEEDS_PREAPPROVAL,
+            )));
+        }
         let key = signing_key(&node.secret_hash);
         if let Some((decision, approved_by)) = &approved {
             job.grant = Some(seal_grant(&job, *decision, approved_by, &key)?);
@@ -682,22 +903,43 @@ impl NodesService {
     /// resumes the turn, or turns an "approval required" refusal into a chat request. Files
     /// the node uploaded for the command's `MEDIA:` lines are stored first, and the result the
     /// model sees names their blob keys ([`crate::exec_media`]).
+    ///
+    /// The body is a [`NodeResult`]: an exec report (also untagged, from older nodes), the
+    /// answer to a `process` job, or a backgrounded command's exit.
     pub async fn submit_report(
         &self, node: &NodeRecord, body: &str,
     ) -> Result<ReportOutcome, NodesError> {
         let envelope =
             Envelope::parse(body).map_err(|err| NodesError::BadRequest(err.to_string()))?;
-        let report: ExecReport = envelope
+        let result: NodeResult = envelope
             .open(&signing_key(&node.secret_hash))
             .map_err(|err| match err {
                 WireError::Malformed(reason) => NodesError::BadRequest(reason),
                 other => NodesError::Unauthorized(other.to_string()),
             })?;
-        if report.node_id != node.node_id {
+        let signed_for = match &result {
+            NodeResult::Exec(report) => &report.node_id,
+            NodeResult::Process(report) => &report.node_id,
+            NodeResult::Exit(exit) => &exit.node_id,
+        };
+        if *signed_for != node.node_id {
             return Err(NodesError::Unauthorized(
                 "report signed for another node".to_owned(),
             ));
         }
+        match result {
+            NodeResult::Exec(report) => self.submit_exec_report(node, report).await,
+            NodeResult::Process(report) => self.submit_process_report(node, report).await,
+            NodeResult::Exit(exit) => self.submit_exit(node, &exit).await,
+        }
+    }
+
+    /// An exec job's report: the first result of the current attempt resumes the turn (a
+    /// `running` one, after the index has the process); an "approval required" refusal
+    /// asks the chat.
+    async fn submit_exec_report(
+        &self, node: &NodeRecord, report: ExecReport,
+    ) -> Result<ReportOutcome, NodesError> {
         let Some(job_record) = self.deps.jobs.get(&report.job_id).await? else {
             return Ok(ReportOutcome::Ignored);
         };
@@ -707,7 +949,10 @@ impl NodesService {
         {
             return Ok(ReportOutcome::Ignored);
         }
-        let job = stored_job(&job_record)?;
+        let Ok(job) = stored_job(&job_record) else {
+            // A `process` job's id in an exec report: not this job's answer.
+            return Ok(ReportOutcome::Ignored);
+        };
         let event_for = |event: TurnEvent| SessionEvent {
             session_key: job_record.session_key.clone(),
             agent_id: job_record.agent_id.clone(),
@@ -725,6 +970,11 @@ impl NodesService {
                 .await?;
             return Ok(ReportOutcome::ApprovalRequested);
         }
+        // Indexed before the result is recorded (a write that changes nothing when repeated),
+        // so a report retried after a failure here still indexes the process.
+        if let Some(running) = &report.running {
+            self.index_running(&job, running).await?;
+        }
         let now = self.deps.clock.now_ms();
         let report = self.with_report_media(report).await;
         let result_json = serde_json::to_string(&report)
@@ -738,7 +988,9 @@ impl NodesService {
             ResolveOutcome::Recorded => {}
             _ => return Ok(ReportOutcome::Ignored),
         }
-        let (text, is_error) = if report.interrupted {
+        let (text, is_error) = if let Some(running) = &report.running {
+            (running_text(running), false)
+        } else if report.interrupted {
             (
                 format!(
                     "The node host {} stopped while the command was running; it was not run again. {}",
@@ -749,6 +1001,9 @@ impl NodesService {
                 .to_owned(),
                 true,
             )
+        } else if job.nonce.ends_with(SYNC_WARNING_NONCE_SUFFIX) {
+            let (text, is_error) = tool_result_text(&report.outcome);
+            (format!("{BACKGROUND_DISABLED_WARNING}\n\n{text}"), is_error)
         } else {
             tool_result_text(&report.outcome)
         };
@@ -779,6 +1034,272 @@ impl NodesService {
         )
         .await?;
         Ok(ReportOutcome::Recorded)
+    }
+
+    /// Records a backgrounded command in the index (a repeat changes nothing).
+    async fn index_running(
+        &self, job: &ExecJob, running: &clawless_exec::node::wire::RunningProcess,
+    ) -> Result<(), NodesError> {
+        let Some(index) = &self.processes else {
+            return Ok(());
+        };
+        index
+            .record_running(&BackgroundProcess {
+                session_key: job.session_key.clone(),
+                session_id: running.session_id.clone(),
+                node_id: job.node_id.clone(),
+                exec_job_id: job.job_id.clone(),
+                command: job.raw_command.clone(),
+                status: ProcessStatus::Running,
+                started_at_ms: running.started_at_ms,
+                ended_at_ms: None,
+                exit_code: None,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// A node's answer to a `process` job: the first one resumes the turn with exactly the
+    /// node's text. A `clear` or `remove` that succeeded drops the index entry too.
+    async fn submit_process_report(
+        &self, node: &NodeRecord, report: ProcessReport,
+    ) -> Result<ReportOutcome, NodesError> {
+        let Some(record) = self.deps.jobs.get(&report.job_id).await? else {
+            return Ok(ReportOutcome::Ignored);
+        };
+        if record.node_id != node.node_id || record.result.is_some() {
+            return Ok(ReportOutcome::Ignored);
+        }
+        let Ok(job) = stored_process_job(&record) else {
+            return Ok(ReportOutcome::Ignored);
+        };
+        if report.ok
+            && matches!(job.action.as_str(), "clear" | "remove")
+            && let (Some(index), Some(session_id)) = (&self.processes, &job.session_id)
+        {
+            index.remove(&job.session_key, session_id).await?;
+        }
+        let now = self.deps.clock.now_ms();
+        let result_json = serde_json::to_string(&report)
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?;
+        if self
+            .deps
+            .jobs
+            .resolve(&report.job_id, record.attempt, &result_json, now)
+            .await?
+            != ResolveOutcome::Recorded
+        {
+            return Ok(ReportOutcome::Ignored);
+        }
+        enqueue(
+            self.deps.turns.as_ref(),
+            &SessionEvent {
+                session_key: record.session_key.clone(),
+                agent_id: record.agent_id.clone(),
+                event: TurnEvent::ToolResult {
+                    call_id: record.call_id.clone(),
+                    text: report.text,
+                    is_error: !report.ok,
+                    notice: None,
+                },
+            },
+        )
+        .await?;
+        Ok(ReportOutcome::Recorded)
+    }
+
+    /// A backgrounded command ended (spec §4.5): the session gets the exit's system event
+    /// and a turn, once per process. The event goes on the turn queue under an id derived
+    /// from the exit's `event_id` (the session takes one event per id), and only then does
+    /// the conditional write move the index entry to its end; an exit whose entry has ended
+    /// already changes nothing. So a node posting twice, concurrently or after a backend
+    /// restart, wakes the agent once, and a crash between the two steps loses nothing.
+    async fn submit_exit(
+        &self, node: &NodeRecord, exit: &ProcessExit,
+    ) -> Result<ReportOutcome, NodesError> {
+        let Some(index) = &self.processes else {
+            return Ok(ReportOutcome::Ignored);
+        };
+        if exit.session_id.trim().is_empty() || exit.session_key.trim().is_empty() {
+            return Err(NodesError::BadRequest(
+                "an exit needs a session key and a session id".to_owned(),
+            ));
+        }
+        let known = index.get(&exit.session_key, &exit.session_id).await?;
+        match &known {
+            Some(entry) if entry.status.is_ended() => return Ok(ReportOutcome::Ignored),
+            // Another node's process of the same id: not this node's to end.
+            Some(entry) if entry.node_id != node.node_id => return Ok(ReportOutcome::Ignored),
+            _ => {}
+        }
+        // A node may wake only a session it ran a command for: the exec job that started the
+        // process must be this node's and this session's. The agent is the job's, never the
+        // node's word.
+        let job_id = known.as_ref().map_or(exit.exec_job_id.as_str(), |entry| {
+            entry.exec_job_id.as_str()
+        });
+        let Some(job) = self.deps.jobs.get(job_id).await? else {
+            return Ok(ReportOutcome::Ignored);
+        };
+        if job.node_id != node.node_id || job.session_key != exit.session_key {
+            return Ok(ReportOutcome::Ignored);
+        }
+        let ended = BackgroundProcess {
+            session_key: exit.session_key.clone(),
+            session_id: exit.session_id.clone(),
+            node_id: node.node_id.clone(),
+            exec_job_id: job.job_id.clone(),
+            command: known
+                .as_ref()
+                .map_or_else(|| exit.command.clone(), |entry| entry.command.clone()),
+            status: ended_status(exit.success, exit.signal.as_deref()),
+            started_at_ms: known
+                .as_ref()
+                .map_or(exit.started_at_ms, |entry| entry.started_at_ms),
+            ended_at_ms: Some(exit.ended_at_ms),
+            exit_code: exit.exit_code,
+        };
+        let settings = self.background;
+        if settings.notify_on_exit
+            && let Some(text) = exit_event_text(exit, settings.notify_on_exit_empty_success)
+        {
+            enqueue(
+                self.deps.turns.as_ref(),
+                &SessionEvent {
+                    session_key: job.session_key.clone(),
+                    agent_id: job.agent_id.clone(),
+                    event: TurnEvent::SystemEvent {
+                        event_id: format!("{EXEC_EXIT_EVENT_PREFIX}{}", exit.event_id),
+                        text,
+                        wake: true,
+                    },
+                },
+            )
+            .await?;
+        }
+        Ok(if index.finish(&ended).await? {
+            tracing::info!(node = %node.node_id, session_id = %exit.session_id, "background command ended");
+            ReportOutcome::Recorded
+        } else {
+            ReportOutcome::Ignored
+        })
+    }
+
+    /// `process list` from the index: the session's own processes, newest first (works with
+    /// the node offline). `None` when no index is kept.
+    pub async fn process_list(
+        &self, session_key: &str,
+    ) -> Result<Option<Vec<BackgroundProcess>>, NodesError> {
+        let Some(index) = &self.processes else {
+            return Ok(None);
+        };
+        Ok(Some(index.list(session_key).await?))
+    }
+
+    /// Sends a `process` action (anything but `list`) to the node running `session_id`, as a
+    /// signed job with a deadline; or answers at once: `No session found for <id>` when the
+    /// session started no such process, a clear error when its node is offline or gone.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the call's identity plus the checked action"
+    )]
+    pub async fn dispatch_process(
+        &self, session_key: &str, agent_id: &str, job_id: &str, call: &ToolCall, action: &str,
+        session_id: &str, wait_ms: u64,
+    ) -> Result<Dispatch, NodesError> {
+        let Some(index) = &self.processes else {
+            return Ok(Dispatch::Resolved(ToolOutput::error(
+                "Background processes are not available in this deployment.",
+            )));
+        };
+        let Some(entry) = index.get(session_key, session_id).await? else {
+            return Ok(Dispatch::Resolved(ToolOutput::error(format!(
+                "No session found for {session_id}"
+            ))));
+        };
+        let now = self.deps.clock.now_ms();
+        let node = match self.deps.registry.get(&entry.node_id).await? {
+            Some(node) if node.revoked => {
+                return Ok(Dispatch::Resolved(ToolOutput::error(
+                    node_offline_for_process(session_id, &entry.node_id, "revoked"),
+                )));
+            }
+            Some(node) => node,
+            None => {
+                return Ok(Dispatch::Resolved(ToolOutput::error(
+                    node_offline_for_process(session_id, &entry.node_id, "no longer paired"),
+                )));
+            }
+        };
+        let silent_for = now.saturating_sub(node.last_seen_ms);
+        if silent_for
+            > self
+                .deps
+                .settings
+                .node_offline_after_sec
+                .saturating_mul(1000)
+        {
+            return Ok(Dispatch::Resolved(ToolOutput::error(
+                node_offline_for_process(
+                    session_id,
+                    &node.node_id,
+                    &format!("not seen for {} s", silent_for / 1000),
+                ),
+            )));
+        }
+        let deadline_ms =
+            now + wait_ms + millis(Duration::from_secs(self.deps.settings.deadline_grace_sec));
+        let job = ProcessJob {
+            job_id: job_id.to_owned(),
+            node_id: node.node_id.clone(),
+            agent_id: agent_id.to_owned(),
+            session_key: session_key.to_owned(),
+            call_id: call.id.clone(),
+            session_id: Some(session_id.to_owned()),
+            action: action.to_owned(),
+            args: call.input.clone(),
+            wait_ms,
+            deadline_ms,
+            issued_at_ms: now,
+            nonce: format!("{job_id}-process"),
+        };
+        let envelope = Envelope::seal(&NodeMessage::Process(job), &signing_key(&node.secret_hash))
+            .map_err(|err| NodesError::BadRequest(err.to_string()))?
+            .to_json();
+        let record = ExecJobRecord {
+            job_id: job_id.to_owned(),
+            node_id: node.node_id.clone(),
+            session_key: session_key.to_owned(),
+            agent_id: agent_id.to_owned(),
+            call_id: call.id.clone(),
+            attempt: 0,
+            envelope,
+            created_at_ms: now,
+            deadline_ms,
+            result: None,
+            resolved_at_ms: None,
+        };
+        let Some(envelope) = self.store_job(&record).await? else {
+            return Ok(Dispatch::Sent);
+        };
+        self.deps
+            .timers
+            .schedule(&Timer {
+                timer_id: format!("deadline:{job_id}:0"),
+                due_at_ms: deadline_ms,
+                event: SessionEvent {
+                    session_key: session_key.to_owned(),
+                    agent_id: agent_id.to_owned(),
+                    event: TurnEvent::ToolTimeout {
+                        call_id: call.id.clone(),
+                        attempt: 0,
+                    },
+                },
+            })
+            .await?;
+        self.deps.queues.send(&node.queue, &envelope).await?;
+        tracing::info!(node = %node.node_id, job = %job_id, action, "process job sent");
+        Ok(Dispatch::Sent)
     }
 
     /// `report` with its uploaded files stored and its output's `MEDIA:` lines naming them
@@ -992,6 +1513,18 @@ fn stored_job(record: &ExecJobRecord) -> Result<ExecJob, NodesError> {
     }
 }
 
+fn stored_process_job(record: &ExecJobRecord) -> Result<ProcessJob, NodesError> {
+    let envelope = Envelope::parse(&record.envelope)
+        .map_err(|err| NodesError::Internal(format!("stored job: {err}")))?;
+    match serde_json::from_str::<NodeMessage>(&envelope.payload) {
+        Ok(NodeMessage::Process(job)) => Ok(job),
+        Ok(_) => Err(NodesError::Internal(
+            "stored job is not a process job".to_owned(),
+        )),
+        Err(err) => Err(NodesError::Internal(format!("stored job: {err}"))),
+    }
+}
+
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -1052,4 +1585,94 @@ fn seal_grant(
         expires_at_ms: job.deadline_ms,
     };
     SignedGrant::seal(&grant, key).map_err(|err| NodesError::BadRequest(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(input: serde_json::Value) -> ExecArgs {
+        let call = ToolCall {
+            id: "c".to_owned(),
+            name: "exec".to_owned(),
+            input,
+        };
+        ExecArgs::of_call(&call, false).unwrap()
+    }
+
+    #[test]
+    fn a_yield_is_clamped_to_10_ms_and_background_yields_at_once_vector_14() {
+        let tiny = args(serde_json::json!({"command": "sleep 30", "yieldMs": 5}));
+        assert!(tiny.asks_background());
+        assert_eq!(tiny.job_yield_ms(true, DEFAULT_BACKGROUND_MS), Some(10));
+        let huge = args(serde_json::json!({"command": "x", "yieldMs": 1e300}));
+        assert_eq!(
+            huge.job_yield_ms(true, DEFAULT_BACKGROUND_MS),
+            Some(120_000)
+        );
+        let now = args(serde_json::json!({"command": "x", "background": true, "yieldMs": 900}));
+        assert_eq!(now.job_yield_ms(true, DEFAULT_BACKGROUND_MS), Some(0));
+        let plain = args(serde_json::json!({"command": "x"}));
+        assert!(!plain.asks_background());
+        assert_eq!(plain.job_yield_ms(true, 10_000), Some(10_000));
+        // `background: false` is not "force sync" (spec §4.1): the default yield applies.
+        let not = args(serde_json::json!({"command": "x", "background": false}));
+        assert_eq!(not.job_yield_ms(true, 10_000), Some(10_000));
+        // Without `process` nothing backgrounds.
+        assert_eq!(now.job_yield_ms(false, 10_000), None);
+        assert_eq!(plain.job_yield_ms(false, 10_000), None);
+        for low in [-3, 0] {
+            let low = args(serde_json::json!({"command": "x", "yieldMs": low}));
+            assert_eq!(low.job_yield_ms(true, 10_000), Some(10));
+        }
+    }
+
+    #[test]
+    fn bad_yield_arguments_are_errors_not_panics() {
+        let call = ToolCall {
+            id: "c".to_owned(),
+            name: "exec".to_owned(),
+            input: serde_json::json!({"command": "x", "yieldMs": "soon"}),
+        };
+        let refused = ExecArgs::of_call(&call, false).unwrap_err();
+        assert!(refused.starts_with("exec: invalid arguments"), "{refused}");
+    }
+
+    #[test]
+    fn background_settings_come_from_tools_exec_with_defaults() {
+        assert_eq!(
+            BackgroundSettings::from_tools_exec(None),
+            Ok(BackgroundSettings::default())
+        );
+        let set = BackgroundSettings::from_tools_exec(Some(&serde_json::json!({
+            "backgroundMs": 500_000, "notifyOnExit": false,
+            "notifyOnExitEmptySuccess": true, "security": "full"
+        })))
+        .unwrap();
+        assert_eq!(
+            set,
+            BackgroundSettings {
+                background_ms: 120_000,
+                notify_on_exit: false,
+                notify_on_exit_empty_success: true,
+            }
+        );
+        assert_eq!(
+            BackgroundSettings::from_tools_exec(Some(&serde_json::json!({"backgroundMs": 0})))
+                .unwrap()
+                .background_ms,
+            10,
+            "a zero default still yields (clamped), never backgrounds every command at once"
+        );
+        assert!(
+            BackgroundSettings::from_tools_exec(Some(&serde_json::json!({"notifyOnExit": "yes"})))
+                .unwrap_err()
+                .contains("tools.exec.notifyOnExit")
+        );
+        assert!(
+            BackgroundSettings::from_tools_exec(Some(&serde_json::json!({"backgroundMs": -1})))
+                .unwrap_err()
+                .contains("tools.exec.backgroundMs")
+        );
+    }
 }

@@ -132,6 +132,7 @@ fn report(record: &NodeRecord, job_id: &str, stdout: &str, files: Vec<NodeFile>)
         }],
         nonce: format!("r-{job_id}"),
         sent_at_ms: 0,
+        running: None,
     }
 }
 

@@ -557,6 +557,7 @@ async fn finish_job(harness: &mut Harness, paired: &Paired, node: usize, job: &V
         refused_files: Vec::new(),
         nonce: format!("report-{}", job["jobId"]),
         sent_at_ms: SystemClock.now_ms(),
+        running: None,
     };
     let sealed = Envelope::seal(&report, &signing_key(&record.secret_hash)).expect("sealed");
     nodes

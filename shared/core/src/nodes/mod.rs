@@ -9,6 +9,8 @@
 //!
 //! - [`registry`]: paired nodes and one-time pairing codes ([`NodeRegistry`]);
 //! - [`jobs`]: exec jobs, first result wins ([`ExecJobs`]);
+//! - [`process_tool`]: the `process` tool's spec and the texts the backend answers;
+//! - [`processes`]: the index of commands a node backgrounded ([`BackgroundProcesses`]);
 //! - [`queue`]: one standard queue per node with a dead-letter queue ([`ExecQueue`]);
 //! - [`credentials`]: credentials scoped to one node queue ([`QueueCredentialVendor`]);
 //! - [`notices`]: what the chat and the model are told about exec;
@@ -24,6 +26,8 @@ mod error;
 pub mod exec_tool;
 pub mod jobs;
 pub mod notices;
+pub mod process_tool;
+pub mod processes;
 pub mod queue;
 pub mod registry;
 pub mod remote_skills;
@@ -40,5 +44,6 @@ pub use clawless_exec::node::report::NodeExecReport;
 pub use credentials::{CredentialError, QueueCredentialVendor};
 pub use error::NodeStoreError;
 pub use jobs::{ExecJobRecord, ExecJobs, ResolveOutcome};
+pub use processes::{BackgroundProcess, BackgroundProcesses, ProcessStatus, sort_newest_first};
 pub use queue::{ExecDelivery, ExecQueue, MAX_RECEIVE_COUNT};
 pub use registry::NodeRegistry;

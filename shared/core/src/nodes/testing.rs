@@ -8,11 +8,13 @@
 
 mod credentials;
 mod jobs;
+mod processes;
 mod queue;
 mod registry;
 
 pub use credentials::{InMemoryCredentialVendor, VendedCall};
 pub use jobs::{InMemoryExecJobs, exec_jobs_contract};
+pub use processes::{InMemoryBackgroundProcesses, background_processes_contract};
 pub use queue::{InMemoryExecQueue, exec_queue_contract};
 pub use registry::{InMemoryNodeRegistry, node_registry_contract};
 
@@ -79,6 +81,15 @@ mod tests {
     #[tokio::test]
     async fn in_memory_exec_jobs_pass_the_exec_jobs_contract() {
         exec_jobs_contract(&InMemoryExecJobs::new(), NodeStoreDeviations::default()).await;
+    }
+
+    #[tokio::test]
+    async fn in_memory_background_processes_pass_their_contract() {
+        background_processes_contract(
+            &InMemoryBackgroundProcesses::new(),
+            NodeStoreDeviations::default(),
+        )
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -337,6 +337,8 @@ mod tests {
             nonce: "j1-0".into(),
             grant: None,
             sandbox: None,
+            yield_ms: None,
+            pty: false,
         }
     }
 

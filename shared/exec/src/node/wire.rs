@@ -1,6 +1,11 @@
 //! The signed messages between the backend and a node host: exec jobs, approval grants,
 //! policy updates (backend → node, on the node's queue) and results (node → backend).
 //!
+//! Background work (spec §4): an [`ExecJob`] may carry `yield_ms`/`pty`; a node answers a
+//! command still running after the yield with [`ExecReport::running`]; `process` tool calls
+//! travel as [`ProcessJob`]s and come back as [`ProcessReport`]s; a backgrounded command's
+//! end is a [`ProcessExit`]. What a node posts to the backend is a [`NodeResult`].
+//!
 //! # Keys
 //!
 //! At pairing a node gets a random secret. The node keeps it (0600); the backend keeps only
@@ -182,6 +187,8 @@ pub enum NodeMessage {
     Job(ExecJob),
     /// Add an allowlist entry granted from the chat.
     PolicyUpdate(PolicyUpdate),
+    /// Act on a backgrounded command (`process` tool, spec §4.4).
+    Process(ProcessJob),
 }
 
 impl NodeMessage {
@@ -190,6 +197,7 @@ impl NodeMessage {
         match self {
             Self::Job(job) => &job.node_id,
             Self::PolicyUpdate(update) => &update.node_id,
+            Self::Process(job) => &job.node_id,
         }
     }
 
@@ -198,6 +206,7 @@ impl NodeMessage {
         match self {
             Self::Job(job) => &job.nonce,
             Self::PolicyUpdate(update) => &update.nonce,
+            Self::Process(job) => &job.nonce,
         }
     }
 
@@ -206,6 +215,7 @@ impl NodeMessage {
         match self {
             Self::Job(job) => job.deadline_ms,
             Self::PolicyUpdate(update) => update.expires_at_ms,
+            Self::Process(job) => job.deadline_ms,
         }
     }
 
@@ -271,6 +281,14 @@ pub struct ExecJob {
     /// without one refuses it. Never downgraded to a bare-host run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<JobSandbox>,
+    /// How long the node waits for the command before backgrounding it (spec §4.1): `None`
+    /// runs it to the end as before, `Some(0)` backgrounds at once (`background: true`); the
+    /// backend clamps with [`clamp_yield_ms`] before sending.
+    #[serde(default)]
+    pub yield_ms: Option<u64>,
+    /// Run the command in a pseudo-terminal (ignored for a sandboxed job, spec §4.1).
+    #[serde(default)]
+    pub pty: bool,
 }
 
 /// The jail a sandboxed session's command runs in (spec §5.1 item 4), part of the signed job.
@@ -485,6 +503,237 @@ pub struct ExecReport {
     pub nonce: String,
     /// When the node sent it.
     pub sent_at_ms: u64,
+    /// Set when the command was backgrounded and still runs: `outcome` then holds the
+    /// output so far and the model sees [`running_text`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<RunningProcess>,
+}
+
+/// The shortest `yieldMs` a node honours (spec §4.1, vector 14).
+pub const YIELD_MS_MIN: u64 = 10;
+/// The longest `yieldMs` a node honours.
+pub const YIELD_MS_MAX: u64 = 120_000;
+/// The longest a `process poll` waits (spec §4.4, vector 15).
+pub const POLL_WAIT_MAX_MS: u64 = 120_000;
+
+/// Clamps a requested `yieldMs` to 10…120,000 ms; `0` stays `0` (background at once).
+pub fn clamp_yield_ms(requested: u64) -> u64 {
+    if requested == 0 {
+        0
+    } else {
+        requested.clamp(YIELD_MS_MIN, YIELD_MS_MAX)
+    }
+}
+
+/// A backgrounded command that still runs, as an [`ExecReport`] announces it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningProcess {
+    /// The process session's id: a word slug (`swift-otter`).
+    pub session_id: String,
+    /// The command's process id on the node, when known.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// When it started (ms since the epoch).
+    pub started_at_ms: u64,
+    /// Its working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The last 2,000 chars of its output so far.
+    #[serde(default)]
+    pub tail: String,
+}
+
+/// What the model sees for a backgrounded command (spec §4.2), exactly.
+pub fn running_text(running: &RunningProcess) -> String {
+    let pid = running
+        .pid
+        .map_or_else(|| "n/a".to_owned(), |pid| pid.to_string());
+    format!(
+        "Command still running (session {}, pid {pid}). Use process (list/poll/log/write/kill/clear/remove) for follow-up.",
+        running.session_id
+    )
+}
+
+/// One `process` tool call for a node to carry out (spec §4.4), signed like [`ExecJob`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessJob {
+    /// Unique id of this call's job (the node answers with it).
+    pub job_id: String,
+    /// The node that owns the process.
+    pub node_id: String,
+    /// The agent asking.
+    pub agent_id: String,
+    /// The session asking: a process is visible only to the session key that started it.
+    pub session_key: String,
+    /// The tool call it answers.
+    pub call_id: String,
+    /// The process session (`sessionId`), absent for `list`.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The action, as the model wrote it (`list`, `poll`, `log`, `write`, …).
+    pub action: String,
+    /// The tool's arguments, unchanged: `data`, `keys`, `hex`, `literal`, `text`,
+    /// `bracketed`, `eof`, `offset`, `limit`, `timeout`.
+    #[serde(default)]
+    pub args: serde_json::Value,
+    /// How long `poll` may wait, already capped by the backend (the node caps it again at
+    /// [`POLL_WAIT_MAX_MS`]).
+    #[serde(default)]
+    pub wait_ms: u64,
+    /// After this the job is void.
+    pub deadline_ms: u64,
+    /// When the backend issued it.
+    pub issued_at_ms: u64,
+    /// Unique per send (replay protection).
+    pub nonce: String,
+}
+
+/// A node's answer to a [`ProcessJob`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessReport {
+    /// The job answered.
+    pub job_id: String,
+    /// The answering node.
+    pub node_id: String,
+    /// False for the spec's failures (`details.status` is then `"failed"`).
+    pub ok: bool,
+    /// Exactly what the model sees.
+    pub text: String,
+    /// The tool result's details.
+    #[serde(default)]
+    pub details: serde_json::Value,
+}
+
+/// A backgrounded command ended (spec §4.5): posted by the node, journaled there and resent
+/// until the backend answers 2xx; `event_id` makes the backend's handling exactly-once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessExit {
+    /// The node it ran on.
+    pub node_id: String,
+    /// The agent that started it.
+    pub agent_id: String,
+    /// The session that started it (and gets the event).
+    pub session_key: String,
+    /// The process session's slug.
+    pub session_id: String,
+    /// The exec job that started it.
+    pub exec_job_id: String,
+    /// The command as the model wrote it.
+    pub command: String,
+    /// Exit code; absent when a signal ended it or the exit is unknown.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (`SIGKILL`, …), or `lost` when the node cannot know how it
+    /// ended.
+    #[serde(default)]
+    pub signal: Option<String>,
+    /// `exit_code == Some(0)`.
+    pub success: bool,
+    /// The last 2,000 chars of its output.
+    #[serde(default)]
+    pub tail: String,
+    /// When it started (ms since the epoch).
+    pub started_at_ms: u64,
+    /// When it ended.
+    pub ended_at_ms: u64,
+    /// `<node_id>:<session_id>`: unique per ended process.
+    pub event_id: String,
+}
+
+impl ProcessExit {
+    /// The event id for a process session on a node.
+    pub fn event_id_for(node_id: &str, session_id: &str) -> String {
+        format!("{node_id}:{session_id}")
+    }
+}
+
+/// How many chars of the tail the exit event considers.
+const EXIT_EVENT_TAIL_CHARS: usize = 400;
+/// The longest output an exit event carries (including the `…`).
+const EXIT_EVENT_OUTPUT_CHARS: usize = 180;
+
+/// The system event for an ended background command (spec §4.5, vector 16):
+/// `Exec completed (swift-ot, code 0) :: done`. The output is the last 400 chars of the tail
+/// with whitespace collapsed, cut to 180 chars ending in `…`. A success with no output is
+/// silent (`None`) unless `empty_success_notifies`; without output the ` :: …` part is left out.
+pub fn exit_event_text(exit: &ProcessExit, empty_success_notifies: bool) -> Option<String> {
+    let tail_chars = exit.tail.chars().count();
+    let recent: String = exit
+        .tail
+        .chars()
+        .skip(tail_chars.saturating_sub(EXIT_EVENT_TAIL_CHARS))
+        .collect();
+    let collapsed = recent.split_whitespace().collect::<Vec<_>>().join(" ");
+    let output = if collapsed.chars().count() > EXIT_EVENT_OUTPUT_CHARS {
+        let mut cut: String = collapsed
+            .chars()
+            .take(EXIT_EVENT_OUTPUT_CHARS - 1)
+            .collect();
+        cut.push('…');
+        cut
+    } else {
+        collapsed
+    };
+    if exit.success && output.is_empty() && !empty_success_notifies {
+        return None;
+    }
+    let status = if exit.success { "completed" } else { "failed" };
+    let short_id: String = exit.session_id.chars().take(8).collect();
+    let how = match (&exit.signal, exit.exit_code) {
+        (Some(signal), _) => format!("signal {signal}"),
+        (None, Some(code)) => format!("code {code}"),
+        (None, None) => "code unknown".to_owned(),
+    };
+    Some(if output.is_empty() {
+        format!("Exec {status} ({short_id}, {how})")
+    } else {
+        format!("Exec {status} ({short_id}, {how}) :: {output}")
+    })
+}
+
+/// What a node posts to `POST /nodes/results` (inside the signed envelope), tagged by
+/// `kind`: `exec`, `process` or `exit`. A body without `kind` is an [`ExecReport`] from a
+/// node that predates the tag and parses as [`NodeResult::Exec`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum NodeResult {
+    /// The result of an exec job.
+    Exec(ExecReport),
+    /// The answer to a `process` job.
+    Process(ProcessReport),
+    /// A backgrounded command ended.
+    Exit(ProcessExit),
+}
+
+impl<'de> Deserialize<'de> for NodeResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut value = serde_json::Value::deserialize(deserializer)?;
+        let kind = match value.as_object_mut() {
+            Some(object) => match object.remove("kind") {
+                None => None,
+                Some(serde_json::Value::String(kind)) => Some(kind),
+                Some(other) => return Err(D::Error::custom(format!("bad result kind {other}"))),
+            },
+            None => return Err(D::Error::custom("a node result must be a JSON object")),
+        };
+        match kind.as_deref() {
+            None | Some("exec") => serde_json::from_value(value)
+                .map(Self::Exec)
+                .map_err(D::Error::custom),
+            Some("process") => serde_json::from_value(value)
+                .map(Self::Process)
+                .map_err(D::Error::custom),
+            Some("exit") => serde_json::from_value(value)
+                .map(Self::Exit)
+                .map_err(D::Error::custom),
+            Some(other) => Err(D::Error::custom(format!("unknown result kind {other}"))),
+        }
+    }
 }
 
 /// Hex HMAC-SHA256 of `bytes` under `key`.
@@ -535,6 +784,8 @@ mod tests {
             nonce: "n1".to_owned(),
             grant: None,
             sandbox: None,
+            yield_ms: None,
+            pty: false,
         }
     }
 
@@ -687,6 +938,153 @@ mod tests {
         assert!(verify_node_secret(SECRET, &stored));
         assert!(!verify_node_secret("guess", &stored));
         assert!(!verify_node_secret(&stored, &stored));
+    }
+
+    fn exit(tail: &str, exit_code: Option<i32>, signal: Option<&str>) -> ProcessExit {
+        ProcessExit {
+            node_id: "node-a".to_owned(),
+            agent_id: "main".to_owned(),
+            session_key: "agent:main:main".to_owned(),
+            session_id: "swift-otter".to_owned(),
+            exec_job_id: "job".to_owned(),
+            command: "sleep 2; echo done".to_owned(),
+            exit_code,
+            signal: signal.map(str::to_owned),
+            success: exit_code == Some(0) && signal.is_none(),
+            tail: tail.to_owned(),
+            started_at_ms: 1,
+            ended_at_ms: 2,
+            event_id: ProcessExit::event_id_for("node-a", "swift-otter"),
+        }
+    }
+
+    #[test]
+    fn exit_events_follow_vector_16() {
+        assert_eq!(
+            exit_event_text(&exit("done\n", Some(0), None), false).as_deref(),
+            Some("Exec completed (swift-ot, code 0) :: done")
+        );
+        assert_eq!(exit_event_text(&exit(" \n", Some(0), None), false), None);
+        assert_eq!(
+            exit_event_text(&exit("", Some(0), None), true).as_deref(),
+            Some("Exec completed (swift-ot, code 0)")
+        );
+        assert_eq!(
+            exit_event_text(&exit("", Some(2), None), false).as_deref(),
+            Some("Exec failed (swift-ot, code 2)")
+        );
+        assert_eq!(
+            exit_event_text(&exit("bye\n\n  now", None, Some("SIGKILL")), false).as_deref(),
+            Some("Exec failed (swift-ot, signal SIGKILL) :: bye now")
+        );
+        // Only the last 400 chars count, and the output is cut to 180 with an ellipsis.
+        let long = format!("{}{}", "x".repeat(1_000), "y".repeat(400));
+        let text = exit_event_text(&exit(&long, Some(0), None), false).unwrap();
+        let output = text.split(" :: ").nth(1).unwrap();
+        assert_eq!(output.chars().count(), 180);
+        assert!(output.starts_with('y') && output.ends_with('…'), "{output}");
+    }
+
+    #[test]
+    fn running_text_and_yield_clamp_follow_vector_14() {
+        let running = RunningProcess {
+            session_id: "swift-otter".to_owned(),
+            pid: Some(42),
+            started_at_ms: 1,
+            cwd: None,
+            tail: String::new(),
+        };
+        assert_eq!(
+            running_text(&running),
+            "Command still running (session swift-otter, pid 42). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+        );
+        let unknown = RunningProcess {
+            pid: None,
+            ..running
+        };
+        assert!(running_text(&unknown).contains("pid n/a"));
+        assert_eq!(clamp_yield_ms(5), 10);
+        assert_eq!(clamp_yield_ms(0), 0);
+        assert_eq!(clamp_yield_ms(999_999), 120_000);
+        assert_eq!(clamp_yield_ms(2_000), 2_000);
+    }
+
+    #[test]
+    fn node_results_are_tagged_and_old_exec_reports_still_parse() {
+        let report = ExecReport {
+            job_id: "j".to_owned(),
+            attempt: 0,
+            node_id: "node-a".to_owned(),
+            outcome: ExecOutcome::default(),
+            denial: None,
+            interrupted: false,
+            duration_ms: 0,
+            allow_always_entries: Vec::new(),
+            files: Vec::new(),
+            refused_files: Vec::new(),
+            nonce: "n".to_owned(),
+            sent_at_ms: 0,
+            running: None,
+        };
+        let old_body = serde_json::to_string(&report).unwrap();
+        assert!(!old_body.contains("running"), "absent when not running");
+        let parsed: NodeResult = serde_json::from_str(&old_body).unwrap();
+        assert_eq!(parsed, NodeResult::Exec(report.clone()));
+        for result in [
+            NodeResult::Exec(report),
+            NodeResult::Exit(exit("done", Some(0), None)),
+            NodeResult::Process(ProcessReport {
+                job_id: "p".to_owned(),
+                node_id: "node-a".to_owned(),
+                ok: false,
+                text: "No session found for x".to_owned(),
+                details: serde_json::json!({"status": "failed"}),
+            }),
+        ] {
+            let body = serde_json::to_string(&result).unwrap();
+            assert!(body.contains("\"kind\":"), "{body}");
+            assert_eq!(serde_json::from_str::<NodeResult>(&body).unwrap(), result);
+        }
+        for bad in [
+            "[]",
+            "1",
+            r#"{"kind":"nope"}"#,
+            r#"{"kind":7}"#,
+            r#"{"kind":"exit"}"#,
+        ] {
+            assert!(serde_json::from_str::<NodeResult>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn process_jobs_are_signed_and_checked_like_exec_jobs() {
+        let job = ProcessJob {
+            job_id: "p1".to_owned(),
+            node_id: "node-a".to_owned(),
+            agent_id: "main".to_owned(),
+            session_key: "agent:main:main".to_owned(),
+            call_id: "call_1".to_owned(),
+            session_id: Some("swift-otter".to_owned()),
+            action: "poll".to_owned(),
+            args: serde_json::json!({"timeout": 5}),
+            wait_ms: 5,
+            deadline_ms: 2_000,
+            issued_at_ms: 1_000,
+            nonce: "pn".to_owned(),
+        };
+        let envelope = Envelope::seal(&NodeMessage::Process(job.clone()), &key()).unwrap();
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 1_500),
+            Ok(NodeMessage::Process(job))
+        );
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-b", 1_500),
+            Err(WireError::WrongNode("node-a".to_owned()))
+        );
+        assert_eq!(
+            NodeMessage::open_for_node(&envelope, &key(), "node-a", 2_001),
+            Err(WireError::Expired(2_000))
+        );
     }
 
     #[test]

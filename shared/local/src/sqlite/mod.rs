@@ -1,6 +1,7 @@
 //! The storage ports on one SQLite file (bundled SQLite), all built on a shared [`SqliteDb`]
 //! handle: sessions ([`SqliteSessionStore`], [`SqliteInbox`], [`SqliteTurnQueue`]), node
-//! hosts ([`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`], [`SqliteTimers`])
+//! hosts ([`SqliteNodeRegistry`], [`SqliteExecJobs`], [`SqliteExecQueue`], [`SqliteTimers`],
+//! [`SqliteBackgroundProcesses`])
 //! and cron jobs with their run logs ([`SqliteCronStore`]).
 //!
 //! This module owns opening the database (WAL, a busy timeout, the schema and its version)
@@ -25,12 +26,14 @@ mod cron;
 mod node_queues;
 mod nodes;
 mod polling;
+mod processes;
 mod queue;
 mod sessions;
 
 pub use cron::SqliteCronStore;
 pub use node_queues::{DEFAULT_TIMERS, SqliteExecQueue, SqliteTimers};
 pub use nodes::{SqliteExecJobs, SqliteNodeRegistry};
+pub use processes::SqliteBackgroundProcesses;
 pub use queue::{DEDUP_WINDOW, DEFAULT_QUEUE, DEFAULT_VISIBILITY_TIMEOUT, SqliteTurnQueue};
 pub use sessions::{SQLITE_MAX_RECORD_BYTES, SqliteInbox, SqliteSessionStore};
 
@@ -44,7 +47,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Schema version written to `PRAGMA user_version`; bump with a migration when tables change.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// Every table the local adapters use. Large bodies live in rowid tables (SQLite advises
 /// `WITHOUT ROWID` only for small rows); the small keyed tables are `WITHOUT ROWID`.
@@ -156,12 +159,25 @@ CREATE TABLE IF NOT EXISTS cron_runs (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cron_runs_by_job ON cron_runs (job_id, seq);
+CREATE TABLE IF NOT EXISTS background_processes (
+    session_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    exec_job_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER,
+    exit_code INTEGER,
+    PRIMARY KEY (session_key, session_id)
+) WITHOUT ROWID;
 ";
 
 /// Brings tables created by an older schema up to date (`CREATE TABLE IF NOT EXISTS` leaves
 /// them as they were). Version 3 added `nodes.exec`, the node's reported exec facts; version 4
 /// `sessions.live_from`, where a session's live transcript starts. Version 5 added only new
-/// tables (`cron_jobs`, `cron_runs`), which [`SCHEMA`] creates in an older file.
+/// tables (`cron_jobs`, `cron_runs`), which [`SCHEMA`] creates in an older file; so did
+/// version 6 (`background_processes`).
 fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
     let has_live_from: bool = connection.query_row(
         "SELECT COUNT(*) > 0 FROM pragma_table_info('sessions') WHERE name = 'live_from'",

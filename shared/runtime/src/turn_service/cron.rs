@@ -513,10 +513,12 @@ impl TurnService {
             return Ok(None);
         }
         state.remember_message_id(&message_id);
+        // A background command's end (spec §4.5) wakes with reason `exec-event`.
+        let exec_completion = event_id.starts_with(crate::nodes_service::EXEC_EXIT_EVENT_PREFIX);
         state.meta.pending_events.push(PendingSystemEvent {
             text: text.to_owned(),
             context_key: None,
-            exec_completion: false,
+            exec_completion,
             at_ms: self.deps.clock.now_ms(),
         });
         state.touch_meta();
@@ -530,7 +532,11 @@ impl TurnService {
                 FiringEvent {
                     heartbeat_id: event_id,
                     slot_ms: None,
-                    reason: "wake",
+                    reason: if exec_completion {
+                        "exec-event"
+                    } else {
+                        "wake"
+                    },
                     attempt: 0,
                 },
             )

@@ -226,6 +226,7 @@ impl TurnService {
             job_id,
             approved,
             placement: self.exec_placement(&run.agent_id, &run.state, call),
+            background_allowed: routing.offered.contains("process"),
         });
         let pending_id = job.as_ref().map(|job| job.job_id);
         let loaded_before = run.state.meta.loaded_tools.len();

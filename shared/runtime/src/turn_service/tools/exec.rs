@@ -11,7 +11,7 @@ use clawless_core::nodes::exec_tool::exec_tool_spec;
 use clawless_core::tools::ToolOutput;
 
 use super::{Placement, RuntimeTool, ToolCallContext, ToolOutcome, ToolScope};
-use crate::nodes_service::{Dispatch, NodesService};
+use crate::nodes_service::{Dispatch, ExecOptions, NodesService};
 use crate::turn_service::TurnError;
 
 /// Who approves a call approved in the chat.
@@ -55,13 +55,16 @@ impl RuntimeTool for ExecTool {
         let approved = job.approved.map(|decision| (decision, APPROVER.to_owned()));
         let dispatched = self
             .nodes
-            .dispatch(
+            .dispatch_exec(
                 context.session_key,
                 context.agent_id,
                 job.job_id,
                 context.call,
                 approved,
                 placement,
+                ExecOptions {
+                    background_allowed: job.background_allowed,
+                },
             )
             .await?;
         Ok(match dispatched {

@@ -35,6 +35,7 @@ mod exec;
 mod image;
 mod message;
 pub(super) mod model;
+mod process;
 mod sessions;
 mod sessions_send;
 mod spawn;
@@ -80,6 +81,8 @@ pub(crate) struct PendingJob<'a> {
     /// Where the job runs (the session's sandbox and elevated level decide), or why it may
     /// not run at all.
     pub placement: Result<crate::nodes_service::JobPlacement, String>,
+    /// The `process` tool is offered this turn, so `exec` may background (spec §4.1).
+    pub background_allowed: bool,
 }
 
 /// One call, with what the tool may read or change of its turn.
@@ -271,6 +274,9 @@ pub(super) fn registry(service: &TurnService) -> ToolRegistry {
     }
     if let Some(nodes) = &deps.nodes {
         registry.register(exec::ExecTool::new(Arc::clone(nodes)));
+        if nodes.backgrounds() {
+            registry.register(process::ProcessTool::new(Arc::clone(nodes)));
+        }
     }
     registry.register(elevated::ElevatedCommand::new(Arc::clone(&deps.skills)));
     // `session_status` with `model`, over the core's, and the `/model` command.
