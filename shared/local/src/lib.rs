@@ -21,6 +21,7 @@ pub mod sqlite;
 pub use dir_store::DirObjectStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{
-    SqliteBackgroundProcesses, SqliteCronStore, SqliteDb, SqliteError, SqliteExecJobs, SqliteExecQueue, SqliteInbox,
-    SqliteNodeRegistry, SqliteSessionStore, SqliteTimers, SqliteTurnQueue,
+    SqliteBackgroundProcesses, SqliteCronStore, SqliteDb, SqliteError, SqliteExecJobs,
+    SqliteExecQueue, SqliteInbox, SqliteNodeRegistry, SqliteSessionStore, SqliteTimers,
+    SqliteTurnQueue,
 };
