@@ -126,8 +126,11 @@ pub struct ToolsConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub elevated: Option<crate::elevated::ElevatedConfig>,
-    /// Exec tool settings (free-form, not read yet). Being present at all adds `exec` and
-    /// `process` to the profile.
+    /// Exec tool settings. Read: `backgroundMs` (10000: how long an `exec` waits before its
+    /// command goes on in the background, 10 to 120000), `notifyOnExit` (true: a background
+    /// command's end wakes the session) and `notifyOnExitEmptySuccess` (false: also when it
+    /// succeeded silently); OpenClaw's other keys are accepted and not read. Being present at
+    /// all adds `exec` and `process` to the profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = null)))]
     pub exec: Option<serde_json::Value>,
