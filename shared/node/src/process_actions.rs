@@ -58,18 +58,7 @@ async fn act(table: &ProcessTable, job: &ProcessJob, clock: &dyn Clock) -> Answe
     if action == "list" {
         return list(table, job, clock.now_ms());
     }
-    let known = [
-        "poll",
-        "log",
-        "write",
-        "send-keys",
-        "submit",
-        "paste",
-        "kill",
-        "clear",
-        "remove",
-    ];
-    if !known.contains(&action) {
+    if !clawless_exec::node::wire::NODE_PROCESS_ACTIONS.contains(&action) {
         return failed(format!("Unknown action {action}"));
     }
     let Some(session_id) = job

@@ -768,6 +768,26 @@ impl NodesService {
             tracing::info!(node = %node.node_id, job = %job_id, "exec job held: the node's policy needs approval");
             return Ok(Dispatch::Sent);
         }
+        self.schedule_deadline(
+            session_key,
+            agent_id,
+            &call.id,
+            job_id,
+            attempt,
+            deadline_ms,
+        )
+        .await?;
+        self.deps.queues.send(&node.queue, &envelope).await?;
+        tracing::info!(node = %node.node_id, job = %job_id, attempt, "exec job sent");
+        Ok(Dispatch::Sent)
+    }
+
+    /// Arms the timer that answers call `call_id` with a timeout if attempt `attempt` of job
+    /// `job_id` has no result by `deadline_ms`.
+    async fn schedule_deadline(
+        &self, session_key: &str, agent_id: &str, call_id: &str, job_id: &str, attempt: u32,
+        deadline_ms: u64,
+    ) -> Result<(), NodesError> {
         self.deps
             .timers
             .schedule(&Timer {
@@ -777,15 +797,13 @@ impl NodesService {
                     session_key: session_key.to_owned(),
                     agent_id: agent_id.to_owned(),
                     event: TurnEvent::ToolTimeout {
-                        call_id: call.id.clone(),
+                        call_id: call_id.to_owned(),
                         attempt,
                     },
                 },
             })
             .await?;
-        self.deps.queues.send(&node.queue, &envelope).await?;
-        tracing::info!(node = %node.node_id, job = %job_id, attempt, "exec job sent");
-        Ok(Dispatch::Sent)
+        Ok(())
     }
 
     /// Stores a job's record and returns the envelope to send: the stored one when a
@@ -1282,20 +1300,7 @@ impl NodesService {
         let Some(envelope) = self.store_job(&record).await? else {
             return Ok(Dispatch::Sent);
         };
-        self.deps
-            .timers
-            .schedule(&Timer {
-                timer_id: format!("deadline:{job_id}:0"),
-                due_at_ms: deadline_ms,
-                event: SessionEvent {
-                    session_key: session_key.to_owned(),
-                    agent_id: agent_id.to_owned(),
-                    event: TurnEvent::ToolTimeout {
-                        call_id: call.id.clone(),
-                        attempt: 0,
-                    },
-                },
-            })
+        self.schedule_deadline(session_key, agent_id, &call.id, job_id, 0, deadline_ms)
             .await?;
         self.deps.queues.send(&node.queue, &envelope).await?;
         tracing::info!(node = %node.node_id, job = %job_id, action, "process job sent");

@@ -14,19 +14,6 @@ use super::{BackgroundProcess, ProcessStatus};
 /// The tool's name.
 pub const PROCESS_TOOL: &str = "process";
 
-/// The actions the node carries out (everything but `list`).
-pub const NODE_ACTIONS: [&str; 9] = [
-    "poll",
-    "log",
-    "write",
-    "send-keys",
-    "submit",
-    "paste",
-    "kill",
-    "clear",
-    "remove",
-];
-
 /// The tool's description (spec §4.4), with the cron sentence when `cron` is offered.
 pub fn process_description(with_cron: bool) -> String {
     let mut text = "Manage running exec sessions for commands already started: list, poll, \
@@ -106,7 +93,7 @@ pub fn parse_process_call(input: &Value) -> Result<ProcessCall, String> {
     let Some(session_id) = session_id else {
         return Err("sessionId is required for this action.".to_owned());
     };
-    if !NODE_ACTIONS.contains(&action) {
+    if !clawless_exec::node::wire::NODE_PROCESS_ACTIONS.contains(&action) {
         return Err(format!("Unknown action {action}"));
     }
     let wait_ms = if action == "poll" {

@@ -516,6 +516,20 @@ pub const YIELD_MS_MAX: u64 = 120_000;
 /// The longest a `process poll` waits (spec §4.4, vector 15).
 pub const POLL_WAIT_MAX_MS: u64 = 120_000;
 
+/// The `process` actions a node carries out (everything but `list`, which the backend answers
+/// from its index), spec §4.4.
+pub const NODE_PROCESS_ACTIONS: [&str; 9] = [
+    "poll",
+    "log",
+    "write",
+    "send-keys",
+    "submit",
+    "paste",
+    "kill",
+    "clear",
+    "remove",
+];
+
 /// Clamps a requested `yieldMs` to 10…120,000 ms; `0` stays `0` (background at once).
 pub fn clamp_yield_ms(requested: u64) -> u64 {
     if requested == 0 {
